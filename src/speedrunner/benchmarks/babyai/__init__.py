@@ -1,0 +1,1 @@
+"""babyai benchmark."""

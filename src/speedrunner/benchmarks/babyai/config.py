@@ -1,0 +1,31 @@
+"""The ``benchmark`` section for BabyAI-Text (BALROG's MixedTrainLocal tasks)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from speedrunner.core.config.schema import BenchmarkConfig
+
+TASK_KINDS = ("goto", "pickup", "open", "putnext", "pick_up_seq_go_to")
+TASK_SETS = {"seq": ("pick_up_seq_go_to",), "mixed": TASK_KINDS, **{k: (k,) for k in TASK_KINDS}}
+
+
+class BabyAIConfig(BenchmarkConfig):
+    name: Literal["babyai"] = "babyai"
+    """Benchmark name."""
+    task_set: Literal["seq", "mixed", "goto", "pickup", "open", "putnext", "pick_up_seq_go_to"] = "seq"
+    """Task kinds: seq = pick_up_seq_go_to (the paper's), mixed = all five, or one kind."""
+    max_llm_calls: int | None = Field(30, ge=1)
+    """Per-episode budget of LLM calls (the paper: 30)."""
+    server_url: str = "http://127.0.0.1:8080"
+    """BabyAI-Text server (python BALROG/deploy_env.py). A local URL with no server is started for you."""
+    autostart_server: bool = True
+    """Start a server on the local URL when nothing answers there (and stop it on exit)."""
+    request_timeout_s: float = Field(30.0, gt=0)
+    """HTTP timeout for one server request."""
+
+    @property
+    def task_kinds(self) -> tuple[str, ...]:
+        return TASK_SETS[self.task_set]

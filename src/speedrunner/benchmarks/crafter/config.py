@@ -1,0 +1,22 @@
+"""The ``benchmark`` section for Crafter (text observations, BALROG/SmartPlay style)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from speedrunner.core.config.schema import BenchmarkConfig
+
+
+class CrafterConfig(BenchmarkConfig):
+    name: Literal["crafter"] = "crafter"
+    """Benchmark name."""
+    task_set: Literal["crafter"] = "crafter"
+    """Crafter has one task: unlock as many of the 22 achievements as possible."""
+    max_env_actions: int | None = Field(2000, ge=1)
+    """Per-episode budget of environment actions (the paper: 2,000)."""
+    area: tuple[int, int] = (64, 64)
+    """World size in cells."""
+    length: int = Field(10000, ge=1)
+    """Crafter's own episode length limit (the action budget usually ends episodes first)."""

@@ -1,0 +1,53 @@
+"""The ``benchmark`` section for ScienceWorld (task sets t3, t4, t3t4 or one task id)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from speedrunner.core.config.schema import BenchmarkConfig
+
+TASK_IDS = {
+    "3-1": "power-component",
+    "3-2": "power-component-renewable-vs-nonrenewable-energy",
+    "3-3": "test-conductivity",
+    "3-4": "test-conductivity-of-unknown-substances",
+    "4-1": "find-living-thing",
+    "4-2": "find-non-living-thing",
+    "4-3": "find-plant",
+    "4-4": "find-animal",
+}
+TASK_SETS = {
+    "t3": ("3-1", "3-2", "3-3", "3-4"),
+    "t4": ("4-1", "4-2", "4-3", "4-4"),
+    "t3t4": ("3-1", "3-2", "3-3", "3-4", "4-1", "4-2", "4-3", "4-4"),
+}
+
+
+class ScienceWorldConfig(BenchmarkConfig):
+    name: Literal["scienceworld"] = "scienceworld"
+    """Benchmark name."""
+    task_set: str = "t4"
+    """t3, t4, t3t4 (train on t3 then t4, evaluate on both), or a single task id such as 4-1."""
+    max_llm_calls: int | None = Field(100, ge=1)
+    """Per-episode budget of LLM calls (the paper: 100)."""
+    env_step_limit: int = Field(10000, ge=1)
+    """ScienceWorld's own step limit per episode (the LLM-call budget usually ends episodes first)."""
+    simplification: str = "easy"
+    """ScienceWorld simplification string (e.g. "easy", or "" for none)."""
+    jvm_options: str = "-Xmx512m -XX:+UseSerialGC"
+    """JAVA_TOOL_OPTIONS for each env's JVM (caps the heap near 540 MB)."""
+
+    @field_validator("task_set")
+    @classmethod
+    def _known_task_set(cls, v: str) -> str:
+        if v in TASK_SETS or v in TASK_IDS:
+            return v
+        from speedrunner.core.names import unknown
+
+        raise ValueError(unknown("ScienceWorld task set", v, [*TASK_SETS, *TASK_IDS]))
+
+    @property
+    def task_ids(self) -> tuple[str, ...]:
+        return TASK_SETS.get(self.task_set, (self.task_set,))

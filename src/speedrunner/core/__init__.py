@@ -1,0 +1,1 @@
+"""Shared runtime pieces. ``core`` names no benchmark and no method: they register here."""

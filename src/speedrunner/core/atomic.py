@@ -1,0 +1,89 @@
+"""Crash-safe file writes: write a temp file in the same directory, fsync, rename.
+
+A reader (or a resumed run) sees either the old file or the new one, never half of one.
+Appends to ``*.jsonl`` go through ``append_jsonl``, which writes whole lines with one
+``write`` call and fsyncs; ``read_jsonl`` drops a torn last line left by a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False, default=str) + "\n")
+
+
+def append_jsonl(path: str | os.PathLike[str], row: Any) -> None:
+    """Append one JSON line durably (single write + fsync)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(row, sort_keys=False, default=str) + "\n").encode("utf-8")
+    with open(path, "ab") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Yield rows of a JSONL file, skipping a torn final line (a kill mid-append)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    lines = path.read_bytes().split(b"\n")
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            yield json.loads(raw)
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:  # torn tail: the kill happened during the append
+                return
+            raise
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    return list(iter_jsonl(path))
+
+
+def repair_jsonl(path: str | os.PathLike[str]) -> int:
+    """Cut a torn final line (no trailing newline) so later appends start clean.
+
+    Returns the number of bytes removed. Called on resume before appending.
+    """
+    path = Path(path)
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    keep = data.rfind(b"\n") + 1
+    with open(path, "r+b") as f:
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+    return len(data) - keep

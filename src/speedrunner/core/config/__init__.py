@@ -1,0 +1,1 @@
+"""Run configuration: typed sections, layered loading, loud validation."""

@@ -1,0 +1,173 @@
+"""Typed sections of a run configuration file.
+
+Every field has a docstring: ``speedrunner validate-config`` and the error for a wrong
+key both show it. Method- and benchmark-specific parameters live in subclasses of
+``MethodConfig`` / ``BenchmarkConfig`` that methods and benchmarks register; ``core``
+knows neither by name.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+
+class Section(BaseModel):
+    """Base for config sections: unknown keys are errors; docstrings become descriptions."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
+
+
+class RunSection(Section):
+    seed: int = 0
+    """Run seed; every episode's seed derives from (seed, split, index)."""
+    rollouts: int = Field(200, ge=1)
+    """Number of online training episodes."""
+    sleep_every: int = Field(10, ge=1)
+    """Training episodes per batch; a sleep phase follows each batch."""
+    eval_every: int = Field(50, ge=1)
+    """Evaluate on the held-out set at rollout 0 and every this many rollouts."""
+    eval_episodes: int = Field(30, ge=0)
+    """Size of the fixed held-out evaluation set (0 disables evaluation)."""
+    parallel_episodes: int = Field(4, ge=1)
+    """Episodes of one batch (or one evaluation) that run concurrently."""
+    episode_wall_clock_s: float = Field(1800.0, gt=0)
+    """Wall-clock cap per episode, in seconds (the paper: 30 minutes)."""
+    output_root: str = "runs"
+    """Root under which run directories are created."""
+
+    @model_validator(mode="after")
+    def _schedule_fits(self) -> RunSection:
+        if self.eval_every % self.sleep_every != 0:
+            raise ValueError(
+                f"eval_every ({self.eval_every}) must be a multiple of sleep_every "
+                f"({self.sleep_every}): evaluation happens between batches"
+            )
+        if self.rollouts % self.sleep_every != 0:
+            raise ValueError(
+                f"rollouts ({self.rollouts}) must be a multiple of sleep_every ({self.sleep_every})"
+            )
+        return self
+
+
+class Sampling(Section):
+    """Sampling parameters; always sent explicitly and logged with every call."""
+
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling mass."""
+    max_tokens: int = Field(4096, ge=1)
+    """Cap on output tokens per call (reasoning included)."""
+    seed: int | None = None
+    """Provider-side sampling seed, where the provider supports one."""
+
+
+class Prices(Section):
+    """USD per 1M tokens. Cost = input*uncached + cached_input*cached + output*output."""
+
+    input: float = Field(ge=0)
+    """Price of uncached input tokens."""
+    cached_input: float = Field(ge=0)
+    """Price of cached (prefix-cache hit) input tokens."""
+    output: float = Field(ge=0)
+    """Price of output tokens, reasoning included."""
+
+
+class ModelConfig(Section):
+    """One model endpoint (the actor's, or the sleep-phase inducer's)."""
+
+    provider: Literal["openai", "vllm", "gemini", "scripted"] = "openai"
+    """Which API: openai, vllm (any OpenAI-compatible server), gemini, or scripted (offline)."""
+    name: str = "gpt-5.4-mini"
+    """Model name as the provider knows it (for scripted: the script's name)."""
+    base_url: str | list[str] | None = None
+    """Endpoint URL; for vllm one URL or a list of data-parallel replicas."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key (default: OPENAI_API_KEY / GEMINI_API_KEY)."""
+    sampling: Sampling = Field(default_factory=Sampling)
+    """Sampling parameters."""
+    prices: Prices | None = None
+    """USD per 1M tokens; null looks the model up in the built-in price table (unknown -> cost unknown)."""
+    enable_thinking: bool | None = None
+    """Qwen-style thinking switch sent as chat_template_kwargs; null leaves the server default."""
+    thinking_level: str | None = None
+    """Gemini 3 thinking level (e.g. "low", "high"); null leaves the API default."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-call timeout in seconds."""
+    max_attempts: int = Field(6, ge=1)
+    """Attempts per call for retryable failures (429, 5xx, timeouts, connection errors)."""
+    max_concurrency: int = Field(8, ge=1)
+    """Concurrent in-flight calls per endpoint."""
+    replay: bool = True
+    """Replay responses already paid for (resume); false always calls the provider."""
+    script: str | None = None
+    """scripted provider only: path to a YAML/JSON list of responses (null: built-in policy)."""
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> ModelConfig:
+        if self.provider == "vllm" and not self.base_url:
+            raise ValueError("provider 'vllm' needs base_url, e.g. http://127.0.0.1:5012/v1 (see scripts/run_server.sh)")
+        if isinstance(self.base_url, list) and self.provider != "vllm":
+            raise ValueError(f"a list of base_urls is only for provider 'vllm', not {self.provider!r}")
+        if self.script is not None and self.provider != "scripted":
+            raise ValueError(f"'script' is only for provider 'scripted', not {self.provider!r}")
+        return self
+
+
+class MethodConfig(Section):
+    """Base of every method's section; the method's own class adds its parameters."""
+
+    name: str
+    """Method name; it alone decides the method's behaviour."""
+
+
+class BenchmarkConfig(Section):
+    """Base of every benchmark's section; the benchmark's own class adds its parameters."""
+
+    name: str
+    """Benchmark name."""
+    task_set: str
+    """Which tasks to train and evaluate on."""
+    max_llm_calls: int | None = Field(None, ge=1)
+    """Per-episode budget of LLM calls (BabyAI 30, ScienceWorld 100); null = unlimited."""
+    max_env_actions: int | None = Field(None, ge=1)
+    """Per-episode budget of environment actions (Crafter 2,000); null = unlimited."""
+
+    @model_validator(mode="after")
+    def _some_budget(self) -> BenchmarkConfig:
+        if self.max_llm_calls is None and self.max_env_actions is None:
+            raise ValueError("set max_llm_calls or max_env_actions: an episode needs a budget")
+        return self
+
+
+class SpeedrunSection(Section):
+    """The speedrun target: the first rollout at which the method reaches it is recorded."""
+
+    metric: Literal["success", "progress"] = "success"
+    """Which evaluation mean is compared with the target."""
+    target: float = Field(0.9, ge=0, le=1)
+    """Threshold on the evaluation mean."""
+
+
+class RunConfig(Section):
+    """A whole experiment: one method x model x benchmark task set x seed."""
+
+    run: RunSection = Field(default_factory=RunSection)
+    """Schedule, seed, parallelism, output location."""
+    method: SerializeAsAny[MethodConfig]
+    """Method name and its parameters."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """The actor model."""
+    inducer: ModelConfig | None = None
+    """The sleep-phase model; null uses the actor's."""
+    benchmark: SerializeAsAny[BenchmarkConfig]
+    """Benchmark name, task set, budgets, environment parameters."""
+    speedrun: SpeedrunSection = Field(default_factory=SpeedrunSection)
+    """Speedrun target."""
+
+    @property
+    def inducer_model(self) -> ModelConfig:
+        """The model the sleep phase uses (the actor's unless ``inducer`` is set)."""
+        return self.inducer or self.model

@@ -1,0 +1,71 @@
+"""Every error SpeedRunner raises on purpose, named for the user's mistake.
+
+Our own bugs surface as ordinary Python exceptions; everything here is something a
+user can fix, and the message says how.
+"""
+
+from __future__ import annotations
+
+
+class SpeedRunnerError(Exception):
+    """Root of all SpeedRunner errors; raised only through a subclass."""
+
+
+class ConfigError(SpeedRunnerError):
+    """Raised when a run configuration cannot be loaded or validated.
+
+    ``problems`` holds one line per problem so the CLI can print them all at once.
+    """
+
+    def __init__(self, problems: list[str] | str, *, source: str | None = None) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        self.source = source
+        head = f"invalid configuration ({source})" if source else "invalid configuration"
+        super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+class MissingFileError(ConfigError):
+    """Raised when a file named by the user (config, script, run directory) does not exist."""
+
+
+class UnknownNameError(SpeedRunnerError, KeyError):
+    """Raised when a registry lookup (benchmark, method, task, provider) names nothing known."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ImpossibleCombinationError(ConfigError):
+    """Raised when config values are each valid but cannot go together (e.g. voyager on BabyAI)."""
+
+
+class EnvError(SpeedRunnerError):
+    """Raised when a benchmark environment cannot be created or driven (bad task, dead server)."""
+
+
+class InvalidActionError(EnvError):
+    """Raised by an env when asked to execute something that is not one of its actions."""
+
+
+class ServerUnavailableError(EnvError):
+    """Raised when a configured environment server does not answer and cannot be started."""
+
+
+class LLMError(SpeedRunnerError):
+    """Raised when a model call fails for good (after retries, or on a non-retryable status)."""
+
+
+class MissingAPIKeyError(LLMError):
+    """Raised when a provider needs an API key that is not in the environment."""
+
+
+class CheckpointError(SpeedRunnerError):
+    """Raised when a run directory cannot be resumed: corrupt, foreign or missing checkpoint."""
+
+
+class SandboxError(SpeedRunnerError):
+    """Raised when untrusted code cannot be run in isolation (bad code, limits exceeded)."""
+
+
+class SandboxTimeout(SandboxError):
+    """Raised when untrusted code exceeds its wall-clock limit and is killed."""

@@ -1,0 +1,1 @@
+"""Methods: what the actor knows and how each sleep phase updates it."""

@@ -1,0 +1,1 @@
+"""Voyager on Crafter: curriculum, action agent, critic, skill manager."""

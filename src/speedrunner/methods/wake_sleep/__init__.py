@@ -1,0 +1,1 @@
+"""Wake/sleep methods: react, opo, speedrunner, speedrunner_no_cl, asi."""

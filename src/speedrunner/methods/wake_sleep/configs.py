@@ -1,0 +1,68 @@
+"""The ``method`` section of each wake/sleep method.
+
+The method *name* alone decides behaviour: there is deliberately no switch that turns
+``speedrunner`` into ``speedrunner_no_cl`` (or back), so a config name never lies.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from speedrunner.core.config.schema import MethodConfig
+
+
+class ReactConfig(MethodConfig):
+    name: Literal["react"] = "react"
+    """ReAct: the actor plays with no learned knowledge; sleep does nothing."""
+
+
+class OPOConfig(MethodConfig):
+    name: Literal["opo"] = "opo"
+    """OPO: each sleep phase an LLM rewrites a prose strategy guide."""
+    guide_max_chars: int = Field(6000, ge=200)
+    """Length cap of the strategy guide; longer guides are cut at this many characters."""
+    max_trajectory_chars: int = Field(12000, ge=500)
+    """Per-trajectory character cap when the batch is shown to the guide writer."""
+
+
+class CodebookMethodConfig(MethodConfig):
+    """Shared parameters of the codebook methods (speedrunner, speedrunner_no_cl, asi)."""
+
+    max_skill_actions: int = Field(100, ge=1)
+    """Cap on primitive actions one skill call may take."""
+    skill_timeout_s: float = Field(60.0, gt=0)
+    """Wall-clock cap of one skill call in the sandbox."""
+    max_inducer_turns: int = Field(20, ge=1)
+    """Turns the sleep-phase inducer may take per sleep phase."""
+
+
+class SpeedRunnerConfig(CodebookMethodConfig):
+    name: Literal["speedrunner"] = "speedrunner"
+    """SpeedRunner: a coding agent with a code interpreter refines the codebook."""
+    analysis_timeout_s: float = Field(60.0, gt=0)
+    """Wall-clock cap of one analysis-code execution during sleep."""
+
+
+class SpeedRunnerNoCLConfig(CodebookMethodConfig):
+    name: Literal["speedrunner_no_cl"] = "speedrunner_no_cl"
+    """SpeedRunner without code execution: the inducer reads trajectories but runs no code."""
+
+
+class ASIConfig(CodebookMethodConfig):
+    name: Literal["asi"] = "asi"
+    """ASI: append-only skill induction from successful trajectories."""
+    replay_verification: bool = False
+    """Keep new functions only if replaying the rewritten trajectory succeeds (paper's main runs: off)."""
+
+
+# Keys a user might reach for to change what a method name means; each points at the right name.
+MEANING_CHANGING_KEYS = {
+    "code_execution": "whether the inducer executes code is decided by the method name: use 'speedrunner' (with) or 'speedrunner_no_cl' (without)",
+    "code_interpreter": "whether the inducer executes code is decided by the method name: use 'speedrunner' (with) or 'speedrunner_no_cl' (without)",
+    "no_cl": "use method name 'speedrunner_no_cl' instead of a flag",
+    "append_only": "append-only induction is what 'asi' means; 'speedrunner' edits freely. Pick the method by name",
+    "use_codebook": "pick 'react' or 'opo' for methods without a codebook; the method name decides",
+    "use_guide": "pick 'opo' for a strategy guide; the method name decides",
+}
