@@ -55,3 +55,10 @@ METHODS.register("voyager", MethodSpec(
     entry_point="speedrunner.benchmarks.crafter.train_voyager",
     meaning_keys=MEANING_CHANGING_KEYS, quick_test={"max_task_attempts": 2},
 ))
+
+
+def config_loader():  # -> ConfigLoader; imported lazily to keep `import catalog` light
+    """A config loader that knows every registered benchmark and method."""
+    from speedrunner.core.config.loader import ConfigLoader
+
+    return ConfigLoader(BENCHMARKS, METHODS)

@@ -28,6 +28,10 @@ class MissingFileError(ConfigError):
     """Raised when a file named by the user (config, script, run directory) does not exist."""
 
 
+class WouldOverwriteError(SpeedRunnerError):
+    """Raised when an operation would overwrite a file or run the user may have edited."""
+
+
 class UnknownNameError(SpeedRunnerError, KeyError):
     """Raised when a registry lookup (benchmark, method, task, provider) names nothing known."""
 

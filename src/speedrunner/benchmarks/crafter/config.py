@@ -16,7 +16,7 @@ class CrafterConfig(BenchmarkConfig):
     """Crafter has one task: unlock as many of the 22 achievements as possible."""
     max_env_actions: int | None = Field(2000, ge=1)
     """Per-episode budget of environment actions (the paper: 2,000)."""
-    area: tuple[int, int] = (64, 64)
+    area: list[int] = Field(default_factory=lambda: [64, 64], min_length=2, max_length=2)
     """World size in cells."""
     length: int = Field(10000, ge=1)
     """Crafter's own episode length limit (the action budget usually ends episodes first)."""

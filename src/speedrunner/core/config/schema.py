@@ -14,9 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 
 
 class Section(BaseModel):
-    """Base for config sections: unknown keys are errors; docstrings become descriptions."""
+    """Base for config sections: unknown keys are errors; docstrings become descriptions.
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
+    Strict types: YAML already typed every value, so ``yes`` for a number is an error
+    rather than a silent 1.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, use_attribute_docstrings=True, validate_default=True
+    )
 
 
 class RunSection(Section):

@@ -1,0 +1,59 @@
+"""The ``speedrunner`` command: validate-config, configs list, configs copy.
+
+Exit codes: 0 success, 2 a problem the user can fix (bad config, unknown name), 1 a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from speedrunner.errors import SpeedRunnerError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="speedrunner", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    validate = sub.add_parser("validate-config", help="check a run config and print it resolved")
+    validate.add_argument("path", help="a run config YAML file")
+    validate.add_argument("--set", dest="overrides", action="append", default=[],
+                          metavar="KEY=VALUE", help="dotted override, e.g. run.seed=3 (repeatable)")
+    validate.add_argument("--quick_test", action="store_true", help="apply the quick-test preset")
+    configs = sub.add_parser("configs", help="starter configs shipped with the package")
+    configs_sub = configs.add_subparsers(dest="configs_command", required=True)
+    configs_sub.add_parser("list", help="list shipped configs")
+    copy = configs_sub.add_parser("copy", help="copy a shipped config to edit")
+    copy.add_argument("name", help="e.g. scienceworld/speedrunner-gpt-t4")
+    copy.add_argument("dest", help="destination file or directory")
+    copy.add_argument("--overwrite", action="store_true", help="replace an edited copy")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "validate-config":
+            from speedrunner.catalog import config_loader
+
+            loaded = config_loader().load(args.path, overrides=args.overrides, quick_test=args.quick_test)
+            print(json.dumps(loaded.resolved_json(), indent=2))
+            print(f"# {args.path}: valid (sha256 {loaded.sha256[:12]})", file=sys.stderr)
+        elif args.configs_command == "list":
+            from speedrunner.shipped_configs import list_configs
+
+            print("\n".join(list_configs()))
+        else:
+            from speedrunner.shipped_configs import copy_config
+
+            path, what = copy_config(args.name, args.dest, overwrite=args.overwrite)
+            print(f"{path}: {what}")
+    except SpeedRunnerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""OpenAI chat completions, for the OpenAI API and for any OpenAI-compatible server (vLLM).
+
+The two differ only in key handling, the name of the output-length parameter and extra
+request fields, so ``provider_vllm`` subclasses this. The SDK's own retries are off
+(``max_retries=0``): ``retry.py`` is the one retry layer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import openai
+
+from speedrunner.core.config.schema import ModelConfig
+from speedrunner.core.llm.provider import (
+    CallFailure,
+    ProviderRequest,
+    ProviderResult,
+    parse_retry_after,
+    require_api_key,
+    split_think,
+)
+from speedrunner.core.llm.types import Purpose, Usage
+
+__all__ = ["OpenAIChatProvider", "translate_openai_error"]
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+def translate_openai_error(e: Exception, endpoint: str) -> CallFailure:
+    """Map an openai-SDK exception to a :class:`CallFailure` (status, kind, Retry-After)."""
+    if isinstance(e, openai.APITimeoutError):
+        return CallFailure(f"timed out: {e}", kind="timeout", endpoint=endpoint)
+    if isinstance(e, openai.APIConnectionError):
+        return CallFailure(f"connection failed: {e}", kind="connection", endpoint=endpoint)
+    if isinstance(e, openai.APIStatusError):
+        return CallFailure(
+            str(e),
+            kind="http",
+            endpoint=endpoint,
+            status=e.status_code,
+            retry_after=parse_retry_after(e.response.headers.get("retry-after")),
+        )
+    if isinstance(e, json.JSONDecodeError | openai.APIResponseValidationError):
+        return CallFailure(f"malformed response body: {e}", kind="malformed", endpoint=endpoint)
+    raise e
+
+
+class OpenAIChatProvider:
+    """``POST {base_url}/chat/completions`` through the official openai SDK."""
+
+    name = "openai"
+    #: OpenAI's reasoning models reject ``max_tokens``; OpenAI-compatible servers want it.
+    max_tokens_param = "max_completion_tokens"
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.model = config.name
+        self.endpoints = self._endpoints(config)
+        self._api_key = self._resolve_key(config)
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._lock = threading.Lock()
+
+    # -- overridable by provider_vllm ----------------------------------------------------------
+    def _endpoints(self, config: ModelConfig) -> list[str]:
+        url = config.base_url if isinstance(config.base_url, str) else None
+        return [url or OPENAI_DEFAULT_URL]
+
+    def _resolve_key(self, config: ModelConfig) -> str:
+        return require_api_key(config.api_key_env or "OPENAI_API_KEY", self.name)
+
+    def _extra_body(self) -> dict[str, Any] | None:
+        return None
+
+    # -- the call -------------------------------------------------------------------------------
+    def _client(self, endpoint: str) -> openai.OpenAI:
+        """One SDK client per endpoint, shared by threads (the SDK client is thread-safe)."""
+        with self._lock:
+            client = self._clients.get(endpoint)
+            if client is None:
+                client = openai.OpenAI(
+                    base_url=endpoint,
+                    api_key=self._api_key,
+                    max_retries=0,
+                    timeout=self.config.timeout_s,
+                )
+                self._clients[endpoint] = client
+            return client
+
+    def request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
+        """The exact keyword arguments sent to ``chat.completions.create``."""
+        s = request.sampling
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": s["temperature"],
+            "top_p": s["top_p"],
+            self.max_tokens_param: s["max_tokens"],
+            "timeout": request.timeout_s,
+        }
+        if s.get("seed") is not None:
+            kwargs["seed"] = s["seed"]
+        extra = self._extra_body()
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
+    def call(self, request: ProviderRequest) -> ProviderResult:
+        client = self._client(request.endpoint)
+        try:
+            resp = client.chat.completions.create(**self.request_kwargs(request))
+        except Exception as e:  # translated or re-raised unchanged (our own bugs)
+            raise translate_openai_error(e, request.endpoint) from e
+        if not resp.choices:
+            raise CallFailure("response has no choices", kind="malformed", endpoint=request.endpoint)
+        choice = resp.choices[0]
+        message = choice.message
+        content = message.content or ""
+        text, think = split_think(content)
+        extra = message.model_extra or {}
+        field_reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        reasoning_parts = [r for r in (field_reasoning, think) if r]
+        reasoning = "\n\n".join(reasoning_parts) if reasoning_parts else None
+        return ProviderResult(
+            text=text,
+            reasoning=reasoning,
+            usage=_usage(resp.usage),
+            finish_reason=choice.finish_reason,
+        )
+
+    def on_replay(self, purpose: Purpose, call_id: str) -> None:
+        return None
+
+
+def _usage(u: Any) -> Usage:
+    """OpenAI counts cached tokens inside prompt_tokens and reasoning inside completion_tokens."""
+    if u is None:
+        return Usage()
+    prompt = u.prompt_tokens or 0
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+    out_details = getattr(u, "completion_tokens_details", None)
+    reasoning = (getattr(out_details, "reasoning_tokens", None) or 0) if out_details else 0
+    return Usage(
+        input_uncached=max(0, prompt - cached),
+        input_cached=cached,
+        output=u.completion_tokens or 0,
+        reasoning=reasoning,
+    )

@@ -1,0 +1,5 @@
+"""Test helpers that ship with the package (so other packages' tests and demos can use them).
+
+``fake_llm_server.FakeLLMServer`` is an OpenAI-compatible + Gemini HTTP server on 127.0.0.1.
+Nothing in ``speedrunner`` proper imports this package.
+"""

@@ -1,0 +1,313 @@
+"""A fake LLM HTTP server on 127.0.0.1 for tests and offline demos.
+
+Why a real HTTP server rather than mocks: the openai SDK (v3) talks through ``httpx2``, which
+respx-style mocks do not see, and a socket exercises what mocks cannot — real timeouts,
+retries, status codes, headers and concurrent connections. The same server answers
+OpenAI-compatible chat completions (the ``openai`` and ``vllm`` providers) and Gemini's
+``generateContent`` route (the ``gemini`` provider, pointed here through ``http_options``).
+
+Drive it with a *script* (a list of :class:`Reply`, consumed in order, then ``default``) or a
+*callback* ``(request_json) -> Reply``. Every request is recorded (``server.requests``) so a
+test can assert which sampling parameters were sent, and ``max_in_flight`` shows the peak
+number of concurrent requests.
+
+    with FakeLLMServer([Reply(text="hi"), Reply.rate_limited(retry_after=0.05)]) as srv:
+        client = OpenAI(base_url=srv.base_url, api_key="x")
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeLLMServer", "RecordedRequest", "Reply"]
+
+
+@dataclass
+class Reply:
+    """What the server answers to one request.
+
+    Token counts follow each API's own convention: for chat completions ``prompt_tokens``
+    includes ``cached_tokens`` and ``completion_tokens`` includes ``reasoning_tokens``; on the
+    Gemini route ``completion_tokens`` becomes ``candidatesTokenCount`` and
+    ``reasoning_tokens`` becomes ``thoughtsTokenCount`` (Gemini counts them separately).
+    """
+
+    text: str | None = "ok"
+    """Message content (may contain ``<think>...</think>``); None sends ``content: null``."""
+    reasoning: str | None = None
+    """Sent as the message's ``reasoning_field`` (vLLM), or as a Gemini thought part."""
+    reasoning_field: str = "reasoning_content"
+    """Name of the chat message field carrying ``reasoning`` (vLLM uses both names)."""
+    finish_reason: str = "stop"
+    """Chat finish reason; mapped to STOP / MAX_TOKENS on the Gemini route."""
+    prompt_tokens: int = 10
+    cached_tokens: int | None = None
+    completion_tokens: int = 5
+    reasoning_tokens: int | None = None
+    status: int = 200
+    """HTTP status; non-200 sends an error body in the API's format."""
+    retry_after: float | None = None
+    """``Retry-After`` header value in seconds (sent with any status)."""
+    delay_s: float = 0.0
+    """Sleep before answering; longer than the client timeout simulates a timeout."""
+    malformed: bool = False
+    """Send a 200 with a body that is not valid JSON."""
+
+    @classmethod
+    def rate_limited(cls, retry_after: float = 0.05) -> Reply:
+        return cls(status=429, retry_after=retry_after, text=None)
+
+    @classmethod
+    def error(cls, status: int = 500) -> Reply:
+        return cls(status=status, text=None)
+
+    @classmethod
+    def timeout(cls, delay_s: float = 2.0) -> Reply:
+        return cls(delay_s=delay_s, text="too late")
+
+    @classmethod
+    def malformed_json(cls) -> Reply:
+        return cls(malformed=True)
+
+    @classmethod
+    def empty(cls, finish_reason: str = "stop") -> Reply:
+        return cls(text="", completion_tokens=0, finish_reason=finish_reason)
+
+
+@dataclass
+class RecordedRequest:
+    """One request as received: path, parsed JSON body (None if absent), headers, time."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None
+    headers: dict[str, str]
+    received_at: float = field(default_factory=time.monotonic)
+
+
+Responder = Callable[[dict[str, Any]], Reply]
+
+
+class FakeLLMServer:
+    """OpenAI-compatible + Gemini ``generateContent`` HTTP server on an ephemeral port."""
+
+    def __init__(
+        self,
+        script: Iterable[Reply] | None = None,
+        *,
+        callback: Responder | None = None,
+        default: Reply | None = None,
+        latency_s: float = 0.0,
+        model_name: str = "fake-model",
+    ) -> None:
+        if script is not None and callback is not None:
+            raise ValueError("give a script or a callback, not both")
+        self._script = list(script or [])
+        self._callback = callback
+        self.default = default or Reply()
+        self.latency_s = latency_s
+        self.model_name = model_name
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FakeLLMServer:
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True  # a sleeping "timeout" reply must not block close
+        self._httpd.block_on_close = False
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-compatible base URL (what ``OpenAI(base_url=...)`` and vllm configs take)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """Server root (what Gemini's ``HttpOptions(base_url=...)`` takes)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- script ------------------------------------------------------------------------------
+    def push(self, *replies: Reply) -> None:
+        """Append replies to the script (thread-safe)."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat/generateContent requests received, in arrival order."""
+        with self._lock:
+            return [r.body for r in self.requests if r.method == "POST" and r.body is not None]
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        if self._callback is not None:
+            return self._callback(body)
+        with self._lock:
+            return self._script.pop(0) if self._script else self.default
+
+    def _record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+
+# -- response bodies ---------------------------------------------------------------------------
+def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.reasoning is not None:
+        message[reply.reasoning_field] = reply.reasoning
+    usage: dict[str, Any] = {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+    }
+    if reply.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    if reply.reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": usage,
+    }
+
+
+_GEMINI_FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
+
+
+def _gemini_body(reply: Reply) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        parts.append({"text": reply.reasoning, "thought": True})
+    if reply.text is not None:
+        parts.append({"text": reply.text})
+    usage: dict[str, Any] = {
+        "promptTokenCount": reply.prompt_tokens,
+        "candidatesTokenCount": reply.completion_tokens,
+        "totalTokenCount": reply.prompt_tokens + reply.completion_tokens + (reply.reasoning_tokens or 0),
+    }
+    if reply.cached_tokens is not None:
+        usage["cachedContentTokenCount"] = reply.cached_tokens
+    if reply.reasoning_tokens is not None:
+        usage["thoughtsTokenCount"] = reply.reasoning_tokens
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": parts},
+                "finishReason": _GEMINI_FINISH.get(reply.finish_reason, reply.finish_reason.upper()),
+                "index": 0,
+            }
+        ],
+        "usageMetadata": usage,
+        "modelVersion": "fake",
+    }
+
+
+def _error_body(status: int, gemini: bool) -> dict[str, Any]:
+    if gemini:
+        return {"error": {"code": status, "message": f"fake error {status}", "status": "FAKE"}}
+    return {"error": {"message": f"fake error {status}", "type": "fake", "code": status}}
+
+
+def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            return
+
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test): nothing to deliver
+
+        def do_GET(self) -> None:
+            server._record(RecordedRequest("GET", self.path, None, dict(self.headers)))
+            if self.path.rstrip("/").endswith("/models"):
+                data = {"object": "list", "data": [{"id": server.model_name, "object": "model", "owned_by": "fake"}]}
+                self._send(200, json.dumps(data).encode())
+            else:
+                self._send(404, json.dumps(_error_body(404, False)).encode())
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else {}
+            except json.JSONDecodeError:
+                body = {"_unparseable": raw.decode("utf-8", "replace")}
+            path = self.path.split("?", 1)[0]
+            gemini = ":generateContent" in path
+            if not gemini and not path.endswith("/chat/completions"):
+                server._record(RecordedRequest("POST", self.path, body, dict(self.headers)))
+                self._send(404, json.dumps(_error_body(404, False)).encode())
+                return
+            server._record(RecordedRequest("POST", self.path, body, dict(self.headers)))
+            server._enter()
+            try:
+                reply = server._next_reply(body)
+                delay = server.latency_s + reply.delay_s
+                if delay:
+                    time.sleep(delay)
+                headers = {}
+                if reply.retry_after is not None:
+                    headers["Retry-After"] = f"{reply.retry_after:g}"
+                if reply.status != 200:
+                    self._send(reply.status, json.dumps(_error_body(reply.status, gemini)).encode(), headers)
+                elif reply.malformed:
+                    self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"mess', headers)
+                else:
+                    payload = _gemini_body(reply) if gemini else _chat_body(reply, body.get("model", server.model_name))
+                    self._send(200, json.dumps(payload).encode(), headers)
+            finally:
+                server._leave()
+
+    return Handler
