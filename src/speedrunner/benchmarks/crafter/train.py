@@ -1,0 +1,11 @@
+"""Train on crafter: ``python -m speedrunner.benchmarks.crafter.train --config_file PATH``.
+
+Flags: see ``speedrunner.train_cli`` (or ``--help``).
+"""
+
+import sys
+
+from speedrunner.train_cli import main
+
+if __name__ == "__main__":
+    sys.exit(main("crafter", "speedrunner.benchmarks.crafter.train"))

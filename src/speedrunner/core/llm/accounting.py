@@ -1,0 +1,148 @@
+"""Usage and cost accounting: one ``llm_calls.jsonl`` row per call, and running totals.
+
+The log is what ``reporting`` reads, so its fields are a stable interface (documented in
+``CallRecord``). Money is split in two on purpose: ``cost_usd`` is what the response cost
+when it was generated (kept on replay, so an episode's cost is the same whether or not it
+was resumed), ``spent_usd`` is what *this* call newly cost (0 for a replay). Summing
+``spent_usd`` over the file gives the money actually spent; summing ``cost_usd`` over
+non-replayed rows gives the same number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.atomic import append_jsonl
+from speedrunner.core.llm.types import Completion, Message, Usage
+
+__all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "messages_digest"]
+
+
+def messages_digest(messages: list[Message]) -> str:
+    """sha256 of the conversation (roles and contents), to match log rows without storing prompts."""
+    h = hashlib.sha256()
+    for m in messages:
+        h.update(f"{m.role}\x00{m.content}\x01".encode())
+    return h.hexdigest()
+
+
+@dataclass
+class CallRecord:
+    """One row of ``llm_calls.jsonl``."""
+
+    ts: float
+    """Unix time the call finished."""
+    namespace: str
+    """Run id the call belongs to (the cache namespace)."""
+    purpose: str
+    call_id: str
+    provider: str
+    model: str
+    endpoint: str | None
+    """Where the final attempt went (None for a replay)."""
+    request_hash: str
+    """sha256 of the canonical request (provider, model, messages, sampling, thinking)."""
+    messages_sha256: str
+    n_messages: int
+    last_message: str | None
+    """Content of the newest message (the new observation / question); the full prompt only
+    when the model was built with ``log_full_messages=True`` (field ``messages``)."""
+    response: str | None
+    reasoning: str | None
+    usage: dict[str, int]
+    """input_uncached, input_cached, output (reasoning included), reasoning."""
+    cost_usd: float | None
+    """What this response cost when generated (None: price unknown; 0.0: scripted)."""
+    spent_usd: float | None
+    """What this call newly cost: 0.0 for a replay, else ``cost_usd``."""
+    latency_s: float
+    cache_hit: bool
+    scripted: bool
+    finish_reason: str | None
+    empty: bool
+    """The response text is empty (e.g. a thinking model ran out of tokens)."""
+    truncated: bool
+    """finish_reason was "length": the answer may be cut off."""
+    sampling: dict[str, Any]
+    attempts: int
+    """Provider attempts made (0 for a replay)."""
+    error: str | None = None
+    """Set when the call failed for good (then response is None and LLMError was raised)."""
+    messages: list[dict[str, str]] | None = None
+
+
+class CallLog:
+    """Appends rows to ``llm_calls.jsonl`` (whole lines, fsynced; one writer lock per file)."""
+
+    _locks: dict[Path, threading.Lock] = {}
+    _locks_guard = threading.Lock()
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        with CallLog._locks_guard:
+            self._lock = CallLog._locks.setdefault(self.path.resolve(), threading.Lock())
+
+    def append(self, record: CallRecord) -> None:
+        row = dataclasses.asdict(record)
+        if row["messages"] is None:
+            del row["messages"]
+        with self._lock:
+            append_jsonl(self.path, row)
+
+
+@dataclass(frozen=True)
+class LLMTotals:
+    """Snapshot of a model's running totals, for progress display."""
+
+    calls: int = 0
+    """Completed calls, replays included."""
+    replayed: int = 0
+    failed: int = 0
+    scripted: int = 0
+    usage: Usage = field(default_factory=Usage)
+    """Tokens of all completed calls, replays included (what the run consumed)."""
+    usage_new: Usage = field(default_factory=Usage)
+    """Tokens of calls made in this process (replays excluded)."""
+    spent_usd: float = 0.0
+    """Money newly spent in this process, over calls with a known price."""
+    replayed_usd: float = 0.0
+    """Original cost of the replayed responses (paid before)."""
+    unknown_cost_calls: int = 0
+    """Calls whose price is unknown; when > 0, ``spent_usd`` is a lower bound."""
+
+
+class Tally:
+    """Thread-safe accumulator behind ``ManagedModel.totals()``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._t = LLMTotals()
+
+    def add(self, c: Completion) -> None:
+        with self._lock:
+            t = self._t
+            unknown = c.cost_usd is None and not c.cached
+            self._t = dataclasses.replace(
+                t,
+                calls=t.calls + 1,
+                replayed=t.replayed + int(c.cached),
+                scripted=t.scripted + int(c.scripted),
+                usage=t.usage + c.usage,
+                usage_new=t.usage_new if c.cached else t.usage_new + c.usage,
+                spent_usd=t.spent_usd + (0.0 if c.cached or c.cost_usd is None else c.cost_usd),
+                replayed_usd=t.replayed_usd + ((c.cost_usd or 0.0) if c.cached else 0.0),
+                unknown_cost_calls=t.unknown_cost_calls + int(unknown),
+            )
+
+    def add_failure(self) -> None:
+        with self._lock:
+            self._t = dataclasses.replace(self._t, failed=self._t.failed + 1)
+
+    def snapshot(self) -> LLMTotals:
+        with self._lock:
+            return self._t

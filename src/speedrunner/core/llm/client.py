@@ -1,0 +1,243 @@
+"""``ManagedModel``: any provider, wrapped once with retries, cache/replay and accounting.
+
+Order of one ``complete()``:
+
+1. resolve sampling (config defaults + per-call overrides, all four always present);
+2. hash the canonical request; look up ``(namespace, call_id)`` in the cache — same hash and
+   ``model.replay`` on: return the stored response with ``cached=True`` (no request made);
+   a different hash: warn and call for real;
+3. call the provider through the retry layer, each attempt under the endpoint's
+   concurrency semaphore (released while backing off), routed by a stable hash of
+   ``call_id`` (vLLM replicas; the next replica on each retry);
+4. price it, store it, log it, add it to the totals.
+
+Thread-safe: the runtime calls ``complete()`` from several episode threads at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from speedrunner.core.config.schema import ModelConfig, Prices
+from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally, messages_digest
+from speedrunner.core.llm.cache import ResponseCache, request_hash
+from speedrunner.core.llm.prices import cost_usd
+from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
+from speedrunner.core.llm.retry import Backoff, call_with_retries
+from speedrunner.core.llm.types import Completion, Message, Purpose
+
+__all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated"]
+
+log = logging.getLogger(__name__)
+
+SAMPLING_KEYS = frozenset({"temperature", "top_p", "max_tokens", "seed"})
+
+
+def is_empty(c: Completion) -> bool:
+    """No answer text (a thinking model can spend all of max_tokens thinking)."""
+    return not c.text.strip()
+
+
+def is_truncated(c: Completion) -> bool:
+    """The provider stopped at the token cap; the answer may be cut off."""
+    return c.finish_reason in ("length", "max_tokens")
+
+
+class ManagedModel:
+    """The ``Model`` the runtime calls. Build it with ``speedrunner.core.llm.build_model``."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        provider: Provider,
+        *,
+        namespace: str,
+        prices: Prices | None,
+        cache: ResponseCache | None = None,
+        calls_log: CallLog | None = None,
+        backoff: Backoff | None = None,
+        log_full_messages: bool = False,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.namespace = namespace
+        self.prices = prices
+        self.cache = cache
+        self.calls_log = calls_log
+        self.backoff = backoff or Backoff()
+        self.log_full_messages = log_full_messages
+        self._semaphores = {e: threading.BoundedSemaphore(config.max_concurrency) for e in provider.endpoints}
+        self._tally = Tally()
+
+    def __repr__(self) -> str:
+        return f"ManagedModel({self.provider.name}:{self.provider.model}, namespace={self.namespace!r})"
+
+    # -- public ------------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        purpose: Purpose,
+        call_id: str,
+        **sampling: Any,
+    ) -> Completion:
+        """One model call (or its replay). Raises ``LLMError`` when it fails for good."""
+        params = self.sampling_for(sampling)
+        req_hash = request_hash(
+            provider=self.provider.name,
+            model=self.provider.model,
+            messages=messages,
+            sampling=params,
+            options={"enable_thinking": self.config.enable_thinking, "thinking_level": self.config.thinking_level},
+        )
+        replayed = self._try_replay(messages, purpose, call_id, req_hash)
+        if replayed is not None:
+            return replayed
+        return self._call(messages, purpose, call_id, req_hash, params)
+
+    def totals(self) -> LLMTotals:
+        """Running calls / tokens / money (thread-safe snapshot) for progress display."""
+        return self._tally.snapshot()
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+    def sampling_for(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Config sampling with per-call overrides; every key always present (seed may be None)."""
+        unknown = set(overrides) - SAMPLING_KEYS
+        if unknown:
+            raise TypeError(f"unknown sampling parameter(s) {sorted(unknown)}; allowed: {sorted(SAMPLING_KEYS)}")
+        params = self.config.sampling.model_dump()
+        params.update(overrides)
+        return {k: params[k] for k in ("temperature", "top_p", "max_tokens", "seed")}
+
+    # -- steps -------------------------------------------------------------------------------
+    def _try_replay(
+        self, messages: list[Message], purpose: Purpose, call_id: str, req_hash: str
+    ) -> Completion | None:
+        if self.cache is None or not self.config.replay:
+            return None
+        entry = self.cache.get(self.namespace, call_id)
+        if entry is None:
+            return None
+        if entry.request_hash != req_hash:
+            log.warning(
+                "cache: call %s in run %s was made before with a different request "
+                "(hash %s..., now %s...); calling the model instead of replaying",
+                call_id, self.namespace, entry.request_hash[:12], req_hash[:12],
+            )
+            return None
+        completion = replace(entry.completion, cached=True)
+        self.provider.on_replay(purpose, call_id)
+        self._account(messages, purpose, call_id, completion, endpoint=None, attempts=0)
+        return completion
+
+    def _endpoint(self, call_id: str, attempt: int) -> str:
+        endpoints = self.provider.endpoints
+        start = int.from_bytes(hashlib.sha256(call_id.encode()).digest()[:8], "big")
+        return endpoints[(start + attempt - 1) % len(endpoints)]
+
+    def _call(
+        self, messages: list[Message], purpose: Purpose, call_id: str, req_hash: str, params: dict[str, Any]
+    ) -> Completion:
+        started = time.monotonic()
+        used: dict[str, str] = {}
+
+        def attempt(n: int) -> Any:
+            endpoint = self._endpoint(call_id, n)
+            used["endpoint"] = endpoint
+            request = ProviderRequest(messages, params, purpose, call_id, endpoint, self.config.timeout_s)
+            with self._semaphores[endpoint]:
+                return self.provider.call(request)
+
+        def on_failure(failure: CallFailure, attempts: int) -> None:
+            self._tally.add_failure()
+            if self.calls_log is not None:
+                self.calls_log.append(
+                    self._record(messages, purpose, call_id, None, req_hash=req_hash, sampling=params,
+                                 endpoint=failure.endpoint, attempts=attempts,
+                                 latency=time.monotonic() - started, error=failure.describe())
+                )
+
+        what = f"{self.provider.name} {self.provider.model} call {call_id!r} ({purpose})"
+        result, attempts = call_with_retries(
+            attempt, max_attempts=self.config.max_attempts, backoff=self.backoff, what=what, on_failure=on_failure
+        )
+        scripted = self.provider.name == "scripted"
+        completion = Completion(
+            text=result.text,
+            reasoning=result.reasoning,
+            usage=result.usage,
+            latency_s=time.monotonic() - started,
+            cached=False,
+            finish_reason=result.finish_reason,
+            provider=self.provider.name,
+            model=self.provider.model,
+            scripted=scripted,
+            cost_usd=0.0 if scripted else cost_usd(result.usage, self.prices),
+            request_hash=req_hash,
+            sampling=dict(params),
+        )
+        if is_empty(completion) or is_truncated(completion):
+            log.info("%s returned %s output (finish_reason=%s)", what,
+                     "empty" if is_empty(completion) else "truncated", completion.finish_reason)
+        if self.cache is not None:
+            self.cache.put(self.namespace, call_id, completion)
+        self._account(messages, purpose, call_id, completion, endpoint=used.get("endpoint"), attempts=attempts)
+        return completion
+
+    def _account(
+        self, messages: list[Message], purpose: Purpose, call_id: str, c: Completion, *, endpoint: str | None,
+        attempts: int,
+    ) -> None:
+        self._tally.add(c)
+        if self.calls_log is not None:
+            self.calls_log.append(
+                self._record(messages, purpose, call_id, c, req_hash=c.request_hash, sampling=c.sampling,
+                             endpoint=endpoint, attempts=attempts, latency=c.latency_s)
+            )
+
+    def _record(
+        self, messages: list[Message], purpose: Purpose, call_id: str, c: Completion | None, *, req_hash: str,
+        sampling: dict[str, Any], endpoint: str | None, attempts: int, latency: float, error: str | None = None,
+    ) -> CallRecord:
+        usage = c.usage if c is not None else None
+        return CallRecord(
+            ts=time.time(),
+            namespace=self.namespace,
+            purpose=purpose,
+            call_id=call_id,
+            provider=self.provider.name,
+            model=self.provider.model,
+            endpoint=endpoint,
+            request_hash=req_hash,
+            messages_sha256=messages_digest(messages),
+            n_messages=len(messages),
+            last_message=messages[-1].content if messages else None,
+            response=c.text if c is not None else None,
+            reasoning=c.reasoning if c is not None else None,
+            usage={
+                "input_uncached": usage.input_uncached if usage else 0,
+                "input_cached": usage.input_cached if usage else 0,
+                "output": usage.output if usage else 0,
+                "reasoning": usage.reasoning if usage else 0,
+            },
+            cost_usd=c.cost_usd if c is not None else None,
+            spent_usd=(0.0 if c.cached else c.cost_usd) if c is not None else 0.0,
+            latency_s=round(latency, 6),
+            cache_hit=bool(c and c.cached),
+            scripted=self.provider.name == "scripted",
+            finish_reason=c.finish_reason if c is not None else None,
+            empty=is_empty(c) if c is not None else False,
+            truncated=is_truncated(c) if c is not None else False,
+            sampling=dict(sampling),
+            attempts=attempts,
+            error=error,
+            messages=[{"role": m.role, "content": m.content} for m in messages] if self.log_full_messages else None,
+        )

@@ -1,0 +1,156 @@
+"""Gemini through google-genai: ``Client(...).models.generate_content``.
+
+System messages become ``system_instruction``; assistant turns become role ``model``.
+Thought parts are captured (``include_thoughts``) when a thinking level is configured; Gemini
+reports thoughts apart from candidates, and both are billed as output, so
+``usage.output = candidates + thoughts``. The SDK's own retries are off (``attempts=1``).
+``base_url`` (for tests: the fake server's root) goes through ``HttpOptions``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import httpx2
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as gt
+
+from speedrunner.core.config.schema import ModelConfig
+from speedrunner.core.llm.provider import (
+    CallFailure,
+    ProviderRequest,
+    ProviderResult,
+    parse_retry_after,
+    require_api_key,
+)
+from speedrunner.core.llm.types import Message, Purpose, Usage
+
+__all__ = ["GeminiProvider"]
+
+GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
+_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+
+class GeminiProvider:
+    """Gemini API (AI Studio keys: GEMINI_API_KEY, or GOOGLE_API_KEY)."""
+
+    name = "gemini"
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.model = config.name
+        url = config.base_url if isinstance(config.base_url, str) else None
+        self.endpoints = [url or GEMINI_DEFAULT_URL]
+        if config.api_key_env:
+            self._api_key = require_api_key(config.api_key_env, self.name)
+        else:
+            self._api_key = require_api_key("GEMINI_API_KEY", self.name, fallbacks=("GOOGLE_API_KEY",))
+        self._clients: dict[tuple[str, float], genai.Client] = {}
+        self._lock = threading.Lock()
+
+    def _client(self, endpoint: str, timeout_s: float) -> genai.Client:
+        with self._lock:
+            key = (endpoint, timeout_s)
+            client = self._clients.get(key)
+            if client is None:
+                options = gt.HttpOptions(
+                    timeout=int(timeout_s * 1000),  # milliseconds
+                    retry_options=gt.HttpRetryOptions(attempts=1),
+                    base_url=None if endpoint == GEMINI_DEFAULT_URL else endpoint,
+                )
+                client = genai.Client(api_key=self._api_key, http_options=options)
+                self._clients[key] = client
+            return client
+
+    def generate_config(self, request: ProviderRequest) -> gt.GenerateContentConfig:
+        """Sampling always explicit; thinking level only when configured."""
+        s = request.sampling
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        thinking = None
+        if self.config.thinking_level is not None:
+            thinking = gt.ThinkingConfig(thinking_level=self.config.thinking_level.upper(), include_thoughts=True)
+        return gt.GenerateContentConfig(
+            system_instruction=system or None,
+            temperature=s["temperature"],
+            top_p=s["top_p"],
+            max_output_tokens=s["max_tokens"],
+            seed=s.get("seed"),
+            thinking_config=thinking,
+        )
+
+    def call(self, request: ProviderRequest) -> ProviderResult:
+        client = self._client(request.endpoint, request.timeout_s)
+        try:
+            resp = client.models.generate_content(
+                model=self.model,
+                contents=_contents(request.messages),
+                config=self.generate_config(request),
+            )
+        except Exception as e:
+            raise _translate(e, request.endpoint) from e
+        text_parts: list[str] = []
+        thought_parts: list[str] = []
+        finish: str | None = None
+        if resp.candidates:
+            cand = resp.candidates[0]
+            if cand.finish_reason is not None:
+                raw = getattr(cand.finish_reason, "value", str(cand.finish_reason))
+                finish = _FINISH.get(raw, raw.lower())
+            for part in (cand.content.parts or []) if cand.content else []:
+                if part.text is None:
+                    continue
+                (thought_parts if part.thought else text_parts).append(part.text)
+        return ProviderResult(
+            text="".join(text_parts).strip(),
+            reasoning="\n\n".join(thought_parts) or None,
+            usage=_usage(resp.usage_metadata),
+            finish_reason=finish,
+        )
+
+    def on_replay(self, purpose: Purpose, call_id: str) -> None:
+        return None
+
+
+def _contents(messages: list[Message]) -> list[gt.Content]:
+    return [
+        gt.Content(role="model" if m.role == "assistant" else "user", parts=[gt.Part(text=m.content)])
+        for m in messages
+        if m.role != "system"
+    ]
+
+
+def _usage(meta: Any) -> Usage:
+    """prompt_token_count includes cached tokens; thoughts are billed as output."""
+    if meta is None:
+        return Usage()
+    prompt = meta.prompt_token_count or 0
+    cached = meta.cached_content_token_count or 0
+    thoughts = meta.thoughts_token_count or 0
+    return Usage(
+        input_uncached=max(0, prompt - cached),
+        input_cached=cached,
+        output=(meta.candidates_token_count or 0) + thoughts,
+        reasoning=thoughts,
+    )
+
+
+def _translate(e: Exception, endpoint: str) -> CallFailure:
+    if isinstance(e, genai_errors.APIError):
+        headers = getattr(getattr(e, "response", None), "headers", None) or {}
+        return CallFailure(
+            str(e),
+            kind="http",
+            endpoint=endpoint,
+            status=e.code,
+            retry_after=parse_retry_after(headers.get("retry-after")),
+        )
+    if isinstance(e, httpx2.TimeoutException):
+        return CallFailure(f"timed out: {e}", kind="timeout", endpoint=endpoint)
+    if isinstance(e, httpx2.TransportError):
+        return CallFailure(f"connection failed: {e}", kind="connection", endpoint=endpoint)
+    if isinstance(e, json.JSONDecodeError):
+        return CallFailure(f"malformed response body: {e}", kind="malformed", endpoint=endpoint)
+    raise e

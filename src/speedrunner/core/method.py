@@ -1,0 +1,74 @@
+"""What a method is to the runner: knowledge for the actor's prompt, and a sleep phase.
+
+The runner calls only this protocol. A new method copies ``methods/wake_sleep/opo.py``
+and changes its prompt context (``knowledge``) and ``sleep``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from speedrunner.core.llm.types import Completion, Model
+
+if TYPE_CHECKING:
+    from speedrunner.core.config.schema import MethodConfig
+    from speedrunner.core.runtime.trajectory import Trajectory
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What the actor knows at one version: rendered once per batch, then fixed.
+
+    ``title``/``text`` become a section of the actor's first message (nothing when empty).
+    """
+
+    version: int
+    title: str = ""
+    text: str = ""
+
+    def prompt_section(self) -> tuple[str, str] | None:
+        return (self.title, self.text) if self.text else None
+
+
+@dataclass
+class SleepResult:
+    """The new knowledge and the LLM calls the sleep phase paid for (amortised over its batch)."""
+
+    knowledge: Knowledge
+    completions: list[Completion] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MethodContext:
+    """What a method is built with: where to store its knowledge, which model sleeps."""
+
+    run_dir: Path
+    inducer: Model
+    benchmark: str
+
+
+class Method(Protocol):
+    name: str
+
+    def knowledge(self) -> Knowledge:
+        """The knowledge the actor uses now."""
+        ...
+
+    def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
+        """Update the knowledge from one batch of training trajectories.
+
+        Must be deterministic given the batch and the model's answers, and must store the
+        new generation atomically before returning (a killed sleep is simply re-run; its
+        LLM calls replay from the cache because their call ids are stable).
+        """
+        ...
+
+    def restore(self, version: int) -> None:
+        """Load knowledge generation ``version`` from the run directory (on resume)."""
+        ...
+
+
+class MethodFactory(Protocol):
+    def __call__(self, config: MethodConfig, ctx: MethodContext) -> Method: ...

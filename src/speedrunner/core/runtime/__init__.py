@@ -1,0 +1,1 @@
+"""The online wake/sleep loop: actor episodes, budgets, batches, sleep, evaluation, resume."""

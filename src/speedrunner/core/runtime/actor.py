@@ -1,0 +1,131 @@
+"""The actor's side of a turn: what the prompt says and how an answer becomes an action.
+
+Parsing is lenient about form (case, whitespace, ``Action:`` variants, quotes, a unique
+prefix of a valid action) and strict about meaning: anything that is not one action is
+an invalid action, answered with feedback; the call still spends budget.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from speedrunner.core.llm.types import Message, Usage
+from speedrunner.core.prompts import load_prompts
+
+PROMPTS = load_prompts("speedrunner.core.runtime", "actor_prompts.yaml")
+MAX_LISTED_ACTIONS = 40
+
+_ACTION_LINE = re.compile(r"^\W*(?:next\s+)?action\s*[:=\-]\s*(.*)$", re.IGNORECASE)
+_THOUGHT_LINE = re.compile(r"^\W*(?:thought|reasoning|think)\s*[:=\-]\s*(.*)$", re.IGNORECASE)
+_WRAPPERS = "`'\"*<>[]() "
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """``action`` is the canonical action to execute, or ``None`` with ``error`` saying why."""
+
+    thought: str
+    action: str | None
+    error: str | None = None
+    raw_action: str = ""
+
+
+@dataclass
+class ActorStep:
+    """One actor turn, as stored in the trajectory and rendered back into the prompt."""
+
+    index: int
+    call_id: str
+    observation: str
+    raw_text: str
+    reasoning: str | None
+    thought: str
+    parsed_action: str | None
+    raw_action: str = ""
+    executed: list[str] = field(default_factory=list)
+    error: str | None = None
+    reward: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.strip().strip(_WRAPPERS).rstrip(".!").split()).lower()
+
+
+def parse_answer(text: str, actions: list[str], *, free_text: bool = False) -> ParsedAnswer:
+    """Turn the model's text into one valid action (or an error to show the model)."""
+    thought_lines, action_text = [], None
+    for line in text.splitlines():
+        if (m := _ACTION_LINE.match(line)) is not None:
+            action_text = m.group(1)
+        elif (m := _THOUGHT_LINE.match(line)) is not None:
+            thought_lines.append(m.group(1).strip())
+        elif action_text is None and line.strip():
+            thought_lines.append(line.strip())
+    thought = " ".join(thought_lines)
+    if action_text is None:
+        stripped = text.strip()
+        if not stripped:
+            return ParsedAnswer(thought, None, "the answer was empty")
+        if _normalise(stripped) in {_normalise(a) for a in actions}:
+            action_text = stripped  # a bare action with no "Action:" label
+        else:
+            return ParsedAnswer(thought, None, 'no "Action: ..." line found')
+    return _match_action(thought, action_text, actions, free_text)
+
+
+def _match_action(thought: str, raw: str, actions: list[str], free_text: bool) -> ParsedAnswer:
+    wanted = _normalise(raw)
+    if not wanted:
+        return ParsedAnswer(thought, None, "the Action line was empty", raw)
+    by_norm = {_normalise(a): a for a in actions}
+    if wanted in by_norm:
+        return ParsedAnswer(thought, by_norm[wanted], None, raw)
+    prefixed = [a for n, a in by_norm.items() if n.startswith(wanted)]
+    if len(prefixed) == 1:
+        return ParsedAnswer(thought, prefixed[0], None, raw)
+    if free_text:
+        return ParsedAnswer(thought, " ".join(raw.strip().strip("`'\"").split()), None, raw)
+    if len(prefixed) > 1:
+        return ParsedAnswer(thought, None, f"{raw.strip()!r} is ambiguous: it could be {', '.join(prefixed)}", raw)
+    return ParsedAnswer(thought, None, f"{raw.strip()!r} is not a valid action", raw)
+
+
+def render_actions(actions: list[str]) -> str:
+    listed = ", ".join(actions[:MAX_LISTED_ACTIONS])
+    if len(actions) > MAX_LISTED_ACTIONS:
+        listed += f"\n(and {len(actions) - MAX_LISTED_ACTIONS} more valid commands; any command may be tried)"
+    return listed
+
+
+def first_user_message(instruction: str, actions: list[str], knowledge: tuple[str, str] | None, observation: str) -> str:
+    rendered = "" if knowledge is None else PROMPTS.render("knowledge", title=knowledge[0], text=knowledge[1])
+    return PROMPTS.render(
+        "first_user", instruction=instruction, actions=render_actions(actions),
+        knowledge=rendered, observation=observation,
+    )
+
+
+def to_messages(first_user: str, steps: list[ActorStep], next_observation: str | None,
+                actions: list[str]) -> list[Message]:
+    """The whole conversation so far; only ever appended to, so its prefix stays stable.
+
+    The assistant turns hold the *executed* action (not the raw text, not the reasoning).
+    """
+    messages = [Message("system", PROMPTS.render("system")), Message("user", first_user)]
+    for i, step in enumerate(steps):
+        shown = step.parsed_action if step.parsed_action is not None else (step.raw_action or step.raw_text).strip()[:200]
+        messages.append(Message("assistant", PROMPTS.render("assistant", thought=step.thought or "-", action=shown)))
+        observation = steps[i + 1].observation if i + 1 < len(steps) else next_observation
+        if observation is None:
+            break
+        feedback = "" if step.error is None else PROMPTS.render(
+            "invalid_action", problem=step.error, actions=render_actions(actions)
+        ) + "\n"
+        messages.append(Message("user", PROMPTS.render("next_user", feedback=feedback, observation=observation)))
+    return messages

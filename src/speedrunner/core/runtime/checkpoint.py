@@ -1,0 +1,88 @@
+"""The checkpoint: the one file a resumed run continues from.
+
+It records what is *final*: batches whose sleep phase finished and whose metrics rows
+were written, evaluation points whose row was written, and the knowledge version. Any
+work after it (episode files of an unfinished batch, a half-done sleep) is redone on
+resume, cheaply: finished episodes are loaded from disk and LLM calls replay from the
+cache, so the result is the same and nothing is paid twice.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from speedrunner.core.atomic import atomic_write_json, read_jsonl, repair_jsonl
+from speedrunner.errors import CheckpointError
+
+CHECKPOINT_FILE = "checkpoint.json"
+FORMAT = "speedrunner-checkpoint/1"
+
+
+class Totals(BaseModel):
+    """Cumulative training cost so far (for the speedrun record and progress)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episodes: int = 0
+    successes: int = 0
+    llm_calls: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    wall_time_s: float = 0.0
+
+
+class Checkpoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = FORMAT
+    run_id: str
+    config_sha256: str
+    completed_batches: int = 0
+    knowledge_version: int = 0
+    metrics_rows: int = 0
+    eval_rows: int = 0
+    eval_points_done: list[int] = []
+    totals: Totals = Totals()
+    speedrun_reached_at: int | None = None
+
+
+def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
+    atomic_write_json(run_dir / CHECKPOINT_FILE, checkpoint.model_dump(mode="json"))
+
+
+def load_checkpoint(run_dir: Path, *, run_id: str, config_sha256: str) -> Checkpoint | None:
+    """The run's checkpoint, ``None`` if it never wrote one; raises if corrupt or foreign."""
+    path = run_dir / CHECKPOINT_FILE
+    if not path.exists():
+        return None
+    try:
+        checkpoint = Checkpoint.model_validate(json.loads(path.read_text("utf-8")))
+    except (json.JSONDecodeError, ValidationError, UnicodeDecodeError) as e:
+        raise CheckpointError(
+            f"{path} is corrupt ({type(e).__name__}: {str(e).splitlines()[0]}); it cannot be resumed. "
+            "Start a new run, or restore the file from a backup"
+        ) from e
+    if checkpoint.format != FORMAT:
+        raise CheckpointError(f"{path} has format {checkpoint.format!r}; this SpeedRunner reads {FORMAT!r}")
+    if checkpoint.run_id != run_id or checkpoint.config_sha256 != config_sha256:
+        raise CheckpointError(
+            f"{path} belongs to another run (run {checkpoint.run_id}, config {checkpoint.config_sha256[:12]}; "
+            f"this directory holds run {run_id}, config {config_sha256[:12]}): it was copied or edited. "
+            "Resume the run directory it came from"
+        )
+    return checkpoint
+
+
+def trim_jsonl(path: Path, rows: int) -> None:
+    """Keep the first ``rows`` rows: drop rows written after the last checkpoint."""
+    repair_jsonl(path)
+    existing = read_jsonl(path)
+    if len(existing) < rows:
+        raise CheckpointError(f"{path} has {len(existing)} rows but the checkpoint counts {rows}: rows were lost")
+    if len(existing) > rows:
+        from speedrunner.core.atomic import atomic_write_text
+
+        atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in existing[:rows]))

@@ -1,0 +1,301 @@
+"""The online wake/sleep loop (ARCHITECTURE.md, "The online loop").
+
+    for each batch of ``sleep_every`` training rollouts:
+        evaluate first if this rollout count is an evaluation point
+        wake:  play the batch's episodes concurrently, one knowledge version
+        sleep: method.sleep(batch) -> next knowledge version (cost amortised over the batch)
+        write the batch's metrics rows, then the checkpoint
+    evaluate at the end if due
+
+Results are ordered and seeded by episode index, never by completion order, so a run
+with the scripted model is reproducible bit for bit, parallel or not, killed or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.atomic import append_jsonl, atomic_write_json
+from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
+from speedrunner.core.config.schema import RunConfig
+from speedrunner.core.env import TextEnv
+from speedrunner.core.llm.types import Model
+from speedrunner.core.method import Knowledge, Method, SleepResult
+from speedrunner.core.runtime.checkpoint import (
+    Checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    trim_jsonl,
+)
+from speedrunner.core.runtime.episode import EpisodeContext, run_episode
+from speedrunner.core.runtime.progress import ProgressReporter
+from speedrunner.core.runtime.trajectory import (
+    Trajectory,
+    episode_path,
+    load_trajectory,
+    save_trajectory,
+)
+
+METRICS_FILE = "metrics.jsonl"
+EVAL_FILE = "eval.jsonl"
+SUMMARY_FILE = "summary.json"
+SPEEDRUN_FILE = "speedrun.json"
+
+
+def config_fingerprint(config: RunConfig) -> str:
+    return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
+class EnvPool:
+    """Envs reused across episodes (a ScienceWorld env owns a JVM); at most ``size`` exist."""
+
+    def __init__(self, make_env: Callable[[], TextEnv], size: int) -> None:
+        self._make_env = make_env
+        self._free: queue.LifoQueue[TextEnv] = queue.LifoQueue()
+        self._all: list[TextEnv] = []
+        self._size = size
+
+    @contextmanager
+    def env(self) -> Iterator[TextEnv]:
+        try:
+            env = self._free.get_nowait()
+        except queue.Empty:
+            env = self._make_env()
+            self._all.append(env)
+        try:
+            yield env
+        finally:
+            self._free.put(env)
+
+    def close(self) -> None:
+        for env in self._all:
+            env.close()
+        self._all.clear()
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    checkpoint: Checkpoint
+    summary: dict[str, Any]
+
+
+class Runner:
+    """Runs (or resumes) one run in ``run_dir``; built by ``speedrunner.train_cli``."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        *,
+        benchmark: Benchmark,
+        method: Method,
+        actor: Model,
+        run_id: str,
+        scripted: bool,
+    ) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.benchmark = benchmark
+        self.method = method
+        self.actor = actor
+        self.run_id = run_id
+        self.scripted = scripted
+        self.pool = EnvPool(benchmark.make_env, config.run.parallel_episodes)
+        b = config.benchmark
+        self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> RunResult:
+        run = self.config.run
+        checkpoint = self._resume_point()
+        batches = run.rollouts // run.sleep_every
+        progress = ProgressReporter(run.rollouts, scripted=self.scripted, done=checkpoint.totals.episodes)
+        progress.version = checkpoint.knowledge_version
+        try:
+            for batch in range(checkpoint.completed_batches, batches):
+                start = batch * run.sleep_every
+                self._maybe_evaluate(start, checkpoint, progress)
+                progress.phase(f"wake: batch {batch + 1}/{batches}")
+                knowledge = self.method.knowledge()
+                specs = [self.benchmark.train_episode(run.seed, i) for i in range(start, start + run.sleep_every)]
+                trajectories = self._play(specs, knowledge, None, progress)
+                progress.phase(f"sleep: batch {batch + 1}/{batches} (knowledge v{knowledge.version})")
+                sleep_started = time.monotonic()
+                result = self.method.sleep(trajectories, batch_index=batch)
+                self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started)
+            self._maybe_evaluate(run.rollouts, checkpoint, progress)
+        finally:
+            progress.close()
+            self.pool.close()
+        summary = self._write_summary(checkpoint)
+        return RunResult(self.run_dir, checkpoint, summary)
+
+    # ---------------------------------------------------------------- resume
+    def _resume_point(self) -> Checkpoint:
+        fingerprint = config_fingerprint(self.config)
+        checkpoint = load_checkpoint(self.run_dir, run_id=self.run_id, config_sha256=fingerprint)
+        if checkpoint is None:
+            checkpoint = Checkpoint(run_id=self.run_id, config_sha256=fingerprint)
+        trim_jsonl(self.run_dir / METRICS_FILE, checkpoint.metrics_rows)
+        trim_jsonl(self.run_dir / EVAL_FILE, checkpoint.eval_rows)
+        self.method.restore(checkpoint.knowledge_version)
+        return checkpoint
+
+    # ------------------------------------------------------------------ wake
+    def _play(self, specs: list[EpisodeSpec], knowledge: Knowledge, eval_point: int | None,
+              progress: ProgressReporter | None) -> list[Trajectory]:
+        """Play episodes concurrently; episodes already on disk are loaded, not replayed."""
+        ctx = EpisodeContext(self.actor, knowledge, self.budget, eval_point)
+        results: dict[int, Trajectory] = {}
+        todo = []
+        for spec in specs:
+            path = episode_path(self.run_dir, spec.split, spec.index, eval_point)
+            if path.exists():
+                results[spec.index] = load_trajectory(path)
+            else:
+                todo.append(spec)
+
+        def play(spec: EpisodeSpec) -> Trajectory:
+            with self.pool.env() as env:
+                trajectory = run_episode(env, spec, ctx)
+            save_trajectory(self.run_dir, trajectory)
+            return trajectory
+
+        with ThreadPoolExecutor(max_workers=self.config.run.parallel_episodes) as executor:
+            futures = {spec.index: executor.submit(play, spec) for spec in todo}
+            try:
+                for index, future in futures.items():
+                    results[index] = future.result()
+            except BaseException:
+                for future in futures.values():
+                    future.cancel()
+                raise
+        ordered = [results[spec.index] for spec in specs]
+        if progress is not None and eval_point is None:
+            for t in ordered:
+                progress.training_episode(t.index, t.success, t.cost_usd, knowledge.version)
+        return ordered
+
+    # ------------------------------------------------------------------ sleep
+    def _write_batch(self, checkpoint: Checkpoint, batch: int, trajectories: list[Trajectory],
+                     result: SleepResult, sleep_wall_s: float) -> None:
+        sleep_cost = _sum_cost([c.cost_usd for c in result.completions])
+        share = None if sleep_cost is None else sleep_cost / len(trajectories)
+        sleep_output = sum(c.usage.output for c in result.completions)
+        totals = checkpoint.totals
+        for t in trajectories:
+            cost = None if t.cost_usd is None or share is None else t.cost_usd + share
+            append_jsonl(self.run_dir / METRICS_FILE, {
+                "rollout": t.index + 1, "index": t.index, "batch": batch, "task": t.task, "seed": t.seed,
+                "knowledge_version": t.knowledge_version, "success": t.success, "progress": t.progress,
+                "stop_reason": t.stop_reason, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
+                "tokens": {"input_uncached": t.usage.input_uncached, "input_cached": t.usage.input_cached,
+                           "output": t.usage.output, "reasoning": t.usage.reasoning},
+                "sleep_output_tokens_share": sleep_output / len(trajectories),
+                "cost_episode_usd": t.cost_usd, "cost_sleep_share_usd": share, "cost_usd": cost,
+                "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
+            })
+            totals.episodes += 1
+            totals.successes += int(t.success)
+            totals.llm_calls += t.llm_calls
+            totals.output_tokens += t.usage.output
+            totals.cost_usd = None if totals.cost_usd is None or cost is None else totals.cost_usd + cost
+            totals.wall_time_s += t.wall_time_s
+        totals.llm_calls += len(result.completions)
+        totals.output_tokens += sleep_output
+        totals.wall_time_s += sleep_wall_s
+        checkpoint.metrics_rows += len(trajectories)
+        checkpoint.completed_batches = batch + 1
+        checkpoint.knowledge_version = result.knowledge.version
+        save_checkpoint(self.run_dir, checkpoint)
+
+    # ------------------------------------------------------------------ eval
+    def _maybe_evaluate(self, rollout: int, checkpoint: Checkpoint, progress: ProgressReporter) -> None:
+        run = self.config.run
+        if run.eval_episodes == 0 or rollout % run.eval_every != 0 or rollout in checkpoint.eval_points_done:
+            return
+        progress.phase(f"eval at rollout {rollout}")
+        started = time.monotonic()
+        knowledge = self.method.knowledge()
+        trajectories = self._play(self.benchmark.eval_episodes(run.seed), knowledge, rollout, None)
+        n = len(trajectories)
+        costs = [t.cost_usd for t in trajectories]
+        row = {
+            "rollout": rollout, "knowledge_version": knowledge.version, "episodes": n,
+            "success_mean": sum(t.success for t in trajectories) / n,
+            "progress_mean": sum(t.progress for t in trajectories) / n,
+            "llm_calls_mean": sum(t.llm_calls for t in trajectories) / n,
+            "output_tokens_mean": sum(t.usage.output for t in trajectories) / n,
+            "cost_mean_usd": None if _sum_cost(costs) is None else _sum_cost(costs) / n,
+            "per_episode": [{"index": t.index, "task": t.task, "seed": t.seed, "success": t.success,
+                             "progress": t.progress, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
+                             "output_tokens": t.usage.output, "cost_usd": t.cost_usd,
+                             "stop_reason": t.stop_reason} for t in trajectories],
+            "scripted": any(t.scripted for t in trajectories),
+            "wall_time_s": round(time.monotonic() - started, 3),
+        }
+        append_jsonl(self.run_dir / EVAL_FILE, row)
+        checkpoint.eval_rows += 1
+        checkpoint.eval_points_done.append(rollout)
+        self._record_speedrun(checkpoint, row)
+        save_checkpoint(self.run_dir, checkpoint)
+        metric = f"{self.config.speedrun.metric}_mean"
+        progress.phase(f"eval at rollout {rollout}: {metric} {row[metric]:.3f} over {n} episodes")
+
+    def _record_speedrun(self, checkpoint: Checkpoint, row: dict[str, Any]) -> None:
+        target = self.config.speedrun
+        if checkpoint.speedrun_reached_at is not None or row[f"{target.metric}_mean"] < target.target:
+            return
+        checkpoint.speedrun_reached_at = row["rollout"]
+        totals = checkpoint.totals
+        atomic_write_json(self.run_dir / SPEEDRUN_FILE, {
+            "metric": target.metric, "target": target.target, "reached": True,
+            "rollout": row["rollout"], "value": row[f"{target.metric}_mean"],
+            "train_cost_usd": totals.cost_usd, "train_output_tokens": totals.output_tokens,
+            "train_llm_calls": totals.llm_calls, "train_wall_time_s": round(totals.wall_time_s, 3),
+            "scripted": row["scripted"],
+        })
+
+    def _write_summary(self, checkpoint: Checkpoint) -> dict[str, Any]:
+        from speedrunner.core.atomic import read_jsonl
+
+        evals = read_jsonl(self.run_dir / EVAL_FILE)
+        if checkpoint.speedrun_reached_at is None:
+            atomic_write_json(self.run_dir / SPEEDRUN_FILE, {
+                "metric": self.config.speedrun.metric, "target": self.config.speedrun.target,
+                "reached": False, "scripted": self.scripted,
+            })
+        summary = {
+            "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,
+            "task_set": self.config.benchmark.task_set, "seed": self.config.run.seed,
+            "scripted": self.scripted,
+            "note": "SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
+            "training": checkpoint.totals.model_dump(),
+            "knowledge_version": checkpoint.knowledge_version,
+            "eval": [{k: e[k] for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd")} for e in evals],
+            "final_eval": evals[-1] if evals else None,
+            "speedrun_reached_at": checkpoint.speedrun_reached_at,
+        }
+        summary["final_eval"] = None if not evals else {k: v for k, v in evals[-1].items() if k != "per_episode"}
+        atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
+        return summary
+
+
+def _sum_cost(costs: list[float | None]) -> float | None:
+    """Sum of costs; unknown (None) if any part is unknown — never silently zero."""
+    total = 0.0
+    for c in costs:
+        if c is None:
+            return None
+        total += c
+    return total
