@@ -82,7 +82,7 @@ class Reply:
 
 @dataclass
 class RecordedRequest:
-    """One request as received: path, parsed JSON body (None if absent), headers, time."""
+    """One request as received: path, parsed JSON body (None if absent), lower-cased headers."""
 
     method: str
     path: str
@@ -126,7 +126,9 @@ class FakeLLMServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True  # a sleeping "timeout" reply must not block close
         self._httpd.block_on_close = False
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -225,7 +227,9 @@ def _gemini_body(reply: Reply) -> dict[str, Any]:
     usage: dict[str, Any] = {
         "promptTokenCount": reply.prompt_tokens,
         "candidatesTokenCount": reply.completion_tokens,
-        "totalTokenCount": reply.prompt_tokens + reply.completion_tokens + (reply.reasoning_tokens or 0),
+        "totalTokenCount": reply.prompt_tokens
+        + reply.completion_tokens
+        + (reply.reasoning_tokens or 0),
     }
     if reply.cached_tokens is not None:
         usage["cachedContentTokenCount"] = reply.cached_tokens
@@ -235,7 +239,9 @@ def _gemini_body(reply: Reply) -> dict[str, Any]:
         "candidates": [
             {
                 "content": {"role": "model", "parts": parts},
-                "finishReason": _GEMINI_FINISH.get(reply.finish_reason, reply.finish_reason.upper()),
+                "finishReason": _GEMINI_FINISH.get(
+                    reply.finish_reason, reply.finish_reason.upper()
+                ),
                 "index": 0,
             }
         ],
@@ -253,6 +259,7 @@ def _error_body(status: int, gemini: bool) -> dict[str, Any]:
 def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             return
@@ -270,9 +277,16 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (timeout test): nothing to deliver
 
         def do_GET(self) -> None:
-            server._record(RecordedRequest("GET", self.path, None, dict(self.headers)))
+            server._record(
+                RecordedRequest(
+                    "GET", self.path, None, {k.lower(): v for k, v in self.headers.items()}
+                )
+            )
             if self.path.rstrip("/").endswith("/models"):
-                data = {"object": "list", "data": [{"id": server.model_name, "object": "model", "owned_by": "fake"}]}
+                data = {
+                    "object": "list",
+                    "data": [{"id": server.model_name, "object": "model", "owned_by": "fake"}],
+                }
                 self._send(200, json.dumps(data).encode())
             else:
                 self._send(404, json.dumps(_error_body(404, False)).encode())
@@ -287,10 +301,18 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             gemini = ":generateContent" in path
             if not gemini and not path.endswith("/chat/completions"):
-                server._record(RecordedRequest("POST", self.path, body, dict(self.headers)))
+                server._record(
+                    RecordedRequest(
+                        "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}
+                    )
+                )
                 self._send(404, json.dumps(_error_body(404, False)).encode())
                 return
-            server._record(RecordedRequest("POST", self.path, body, dict(self.headers)))
+            server._record(
+                RecordedRequest(
+                    "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}
+                )
+            )
             server._enter()
             try:
                 reply = server._next_reply(body)
@@ -301,11 +323,19 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 if reply.retry_after is not None:
                     headers["Retry-After"] = f"{reply.retry_after:g}"
                 if reply.status != 200:
-                    self._send(reply.status, json.dumps(_error_body(reply.status, gemini)).encode(), headers)
+                    self._send(
+                        reply.status,
+                        json.dumps(_error_body(reply.status, gemini)).encode(),
+                        headers,
+                    )
                 elif reply.malformed:
                     self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"mess', headers)
                 else:
-                    payload = _gemini_body(reply) if gemini else _chat_body(reply, body.get("model", server.model_name))
+                    payload = (
+                        _gemini_body(reply)
+                        if gemini
+                        else _chat_body(reply, body.get("model", server.model_name))
+                    )
                     self._send(200, json.dumps(payload).encode(), headers)
             finally:
                 server._leave()

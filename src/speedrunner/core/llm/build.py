@@ -32,7 +32,9 @@ def make_provider(config: ModelConfig) -> Provider:
     """The bare provider for ``config.provider`` (no retries, cache or accounting)."""
     target = PROVIDERS.get(config.provider)
     if target is None:
-        raise UnknownNameError(f"unknown LLM provider {config.provider!r}; known: {', '.join(sorted(PROVIDERS))}")
+        raise UnknownNameError(
+            f"unknown LLM provider {config.provider!r}; known: {', '.join(sorted(PROVIDERS))}"
+        )
     module, _, attr = target.partition(":")
     cls = getattr(importlib.import_module(module), attr)
     provider: Provider = cls(config)

@@ -83,7 +83,9 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0, isolation_level=None)
+        self._conn = sqlite3.connect(
+            self.path, check_same_thread=False, timeout=30.0, isolation_level=None
+        )
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
@@ -113,7 +115,9 @@ class ResponseCache:
             if namespace is None:
                 return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
             return int(
-                self._conn.execute("SELECT COUNT(*) FROM responses WHERE namespace=?", (namespace,)).fetchone()[0]
+                self._conn.execute(
+                    "SELECT COUNT(*) FROM responses WHERE namespace=?", (namespace,)
+                ).fetchone()[0]
             )
 
     def close(self) -> None:

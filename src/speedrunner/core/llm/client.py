@@ -71,7 +71,9 @@ class ManagedModel:
         self.calls_log = calls_log
         self.backoff = backoff or Backoff()
         self.log_full_messages = log_full_messages
-        self._semaphores = {e: threading.BoundedSemaphore(config.max_concurrency) for e in provider.endpoints}
+        self._semaphores = {
+            e: threading.BoundedSemaphore(config.max_concurrency) for e in provider.endpoints
+        }
         self._tally = Tally()
 
     def __repr__(self) -> str:
@@ -93,7 +95,10 @@ class ManagedModel:
             model=self.provider.model,
             messages=messages,
             sampling=params,
-            options={"enable_thinking": self.config.enable_thinking, "thinking_level": self.config.thinking_level},
+            options={
+                "enable_thinking": self.config.enable_thinking,
+                "thinking_level": self.config.thinking_level,
+            },
         )
         replayed = self._try_replay(messages, purpose, call_id, req_hash)
         if replayed is not None:
@@ -112,7 +117,9 @@ class ManagedModel:
         """Config sampling with per-call overrides; every key always present (seed may be None)."""
         unknown = set(overrides) - SAMPLING_KEYS
         if unknown:
-            raise TypeError(f"unknown sampling parameter(s) {sorted(unknown)}; allowed: {sorted(SAMPLING_KEYS)}")
+            raise TypeError(
+                f"unknown sampling parameter(s) {sorted(unknown)}; allowed: {sorted(SAMPLING_KEYS)}"
+            )
         params = self.config.sampling.model_dump()
         params.update(overrides)
         return {k: params[k] for k in ("temperature", "top_p", "max_tokens", "seed")}
@@ -130,7 +137,10 @@ class ManagedModel:
             log.warning(
                 "cache: call %s in run %s was made before with a different request "
                 "(hash %s..., now %s...); calling the model instead of replaying",
-                call_id, self.namespace, entry.request_hash[:12], req_hash[:12],
+                call_id,
+                self.namespace,
+                entry.request_hash[:12],
+                req_hash[:12],
             )
             return None
         completion = replace(entry.completion, cached=True)
@@ -144,7 +154,12 @@ class ManagedModel:
         return endpoints[(start + attempt - 1) % len(endpoints)]
 
     def _call(
-        self, messages: list[Message], purpose: Purpose, call_id: str, req_hash: str, params: dict[str, Any]
+        self,
+        messages: list[Message],
+        purpose: Purpose,
+        call_id: str,
+        req_hash: str,
+        params: dict[str, Any],
     ) -> Completion:
         started = time.monotonic()
         used: dict[str, str] = {}
@@ -152,7 +167,9 @@ class ManagedModel:
         def attempt(n: int) -> Any:
             endpoint = self._endpoint(call_id, n)
             used["endpoint"] = endpoint
-            request = ProviderRequest(messages, params, purpose, call_id, endpoint, self.config.timeout_s)
+            request = ProviderRequest(
+                messages, params, purpose, call_id, endpoint, self.config.timeout_s
+            )
             with self._semaphores[endpoint]:
                 return self.provider.call(request)
 
@@ -160,14 +177,27 @@ class ManagedModel:
             self._tally.add_failure()
             if self.calls_log is not None:
                 self.calls_log.append(
-                    self._record(messages, purpose, call_id, None, req_hash=req_hash, sampling=params,
-                                 endpoint=failure.endpoint, attempts=attempts,
-                                 latency=time.monotonic() - started, error=failure.describe())
+                    self._record(
+                        messages,
+                        purpose,
+                        call_id,
+                        None,
+                        req_hash=req_hash,
+                        sampling=params,
+                        endpoint=failure.endpoint,
+                        attempts=attempts,
+                        latency=time.monotonic() - started,
+                        error=failure.describe(),
+                    )
                 )
 
         what = f"{self.provider.name} {self.provider.model} call {call_id!r} ({purpose})"
         result, attempts = call_with_retries(
-            attempt, max_attempts=self.config.max_attempts, backoff=self.backoff, what=what, on_failure=on_failure
+            attempt,
+            max_attempts=self.config.max_attempts,
+            backoff=self.backoff,
+            what=what,
+            on_failure=on_failure,
         )
         scripted = self.provider.name == "scripted"
         completion = Completion(
@@ -185,27 +215,58 @@ class ManagedModel:
             sampling=dict(params),
         )
         if is_empty(completion) or is_truncated(completion):
-            log.info("%s returned %s output (finish_reason=%s)", what,
-                     "empty" if is_empty(completion) else "truncated", completion.finish_reason)
+            log.info(
+                "%s returned %s output (finish_reason=%s)",
+                what,
+                "empty" if is_empty(completion) else "truncated",
+                completion.finish_reason,
+            )
         if self.cache is not None:
             self.cache.put(self.namespace, call_id, completion)
-        self._account(messages, purpose, call_id, completion, endpoint=used.get("endpoint"), attempts=attempts)
+        self._account(
+            messages, purpose, call_id, completion, endpoint=used.get("endpoint"), attempts=attempts
+        )
         return completion
 
     def _account(
-        self, messages: list[Message], purpose: Purpose, call_id: str, c: Completion, *, endpoint: str | None,
+        self,
+        messages: list[Message],
+        purpose: Purpose,
+        call_id: str,
+        c: Completion,
+        *,
+        endpoint: str | None,
         attempts: int,
     ) -> None:
         self._tally.add(c)
         if self.calls_log is not None:
             self.calls_log.append(
-                self._record(messages, purpose, call_id, c, req_hash=c.request_hash, sampling=c.sampling,
-                             endpoint=endpoint, attempts=attempts, latency=c.latency_s)
+                self._record(
+                    messages,
+                    purpose,
+                    call_id,
+                    c,
+                    req_hash=c.request_hash,
+                    sampling=c.sampling,
+                    endpoint=endpoint,
+                    attempts=attempts,
+                    latency=c.latency_s,
+                )
             )
 
     def _record(
-        self, messages: list[Message], purpose: Purpose, call_id: str, c: Completion | None, *, req_hash: str,
-        sampling: dict[str, Any], endpoint: str | None, attempts: int, latency: float, error: str | None = None,
+        self,
+        messages: list[Message],
+        purpose: Purpose,
+        call_id: str,
+        c: Completion | None,
+        *,
+        req_hash: str,
+        sampling: dict[str, Any],
+        endpoint: str | None,
+        attempts: int,
+        latency: float,
+        error: str | None = None,
     ) -> CallRecord:
         usage = c.usage if c is not None else None
         return CallRecord(
@@ -239,5 +300,7 @@ class ManagedModel:
             sampling=dict(sampling),
             attempts=attempts,
             error=error,
-            messages=[{"role": m.role, "content": m.content} for m in messages] if self.log_full_messages else None,
+            messages=[{"role": m.role, "content": m.content} for m in messages]
+            if self.log_full_messages
+            else None,
         )

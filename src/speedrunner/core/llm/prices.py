@@ -32,7 +32,7 @@ class PriceTable(BaseModel):
 @lru_cache(maxsize=1)
 def load_price_table() -> PriceTable:
     """Load and validate ``data/prices.yaml`` once per process."""
-    text = resources.files("speedrunner.data").joinpath("prices.yaml").read_text("utf-8")
+    text = resources.files("speedrunner").joinpath("data", "prices.yaml").read_text("utf-8")
     try:
         return PriceTable.model_validate(yaml.safe_load(text))
     except ValidationError as e:

@@ -82,7 +82,9 @@ class CallFailure(Exception):
         400/401/403/404 (our request or our key is wrong) never are."""
         if self.kind in ("timeout", "connection", "malformed"):
             return True
-        return self.status is not None and (self.status in self.RETRYABLE_STATUS or self.status >= 500)
+        return self.status is not None and (
+            self.status in self.RETRYABLE_STATUS or self.status >= 500
+        )
 
     def describe(self) -> str:
         status = f"HTTP {self.status}" if self.status is not None else self.kind

@@ -47,7 +47,9 @@ class GeminiProvider:
         if config.api_key_env:
             self._api_key = require_api_key(config.api_key_env, self.name)
         else:
-            self._api_key = require_api_key("GEMINI_API_KEY", self.name, fallbacks=("GOOGLE_API_KEY",))
+            self._api_key = require_api_key(
+                "GEMINI_API_KEY", self.name, fallbacks=("GOOGLE_API_KEY",)
+            )
         self._clients: dict[tuple[str, float], genai.Client] = {}
         self._lock = threading.Lock()
 
@@ -71,7 +73,9 @@ class GeminiProvider:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         thinking = None
         if self.config.thinking_level is not None:
-            thinking = gt.ThinkingConfig(thinking_level=self.config.thinking_level.upper(), include_thoughts=True)
+            thinking = gt.ThinkingConfig(
+                thinking_level=self.config.thinking_level.upper(), include_thoughts=True
+            )
         return gt.GenerateContentConfig(
             system_instruction=system or None,
             temperature=s["temperature"],
@@ -116,7 +120,9 @@ class GeminiProvider:
 
 def _contents(messages: list[Message]) -> list[gt.Content]:
     return [
-        gt.Content(role="model" if m.role == "assistant" else "user", parts=[gt.Part(text=m.content)])
+        gt.Content(
+            role="model" if m.role == "assistant" else "user", parts=[gt.Part(text=m.content)]
+        )
         for m in messages
         if m.role != "system"
     ]

@@ -114,7 +114,9 @@ class OpenAIChatProvider:
         except Exception as e:  # translated or re-raised unchanged (our own bugs)
             raise translate_openai_error(e, request.endpoint) from e
         if not resp.choices:
-            raise CallFailure("response has no choices", kind="malformed", endpoint=request.endpoint)
+            raise CallFailure(
+                "response has no choices", kind="malformed", endpoint=request.endpoint
+            )
         choice = resp.choices[0]
         message = choice.message
         content = message.content or ""

@@ -58,7 +58,9 @@ def pick_action(messages: list[Message], call_id: str) -> str | None:
 def _load_script(path: str) -> list[str] | dict[str, list[str]]:
     p = Path(path)
     if not p.is_file():
-        raise MissingFileError(f"model.script {path!r} does not exist (a YAML/JSON list of responses)")
+        raise MissingFileError(
+            f"model.script {path!r} does not exist (a YAML/JSON list of responses)"
+        )
     text = p.read_text("utf-8")
     data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     if isinstance(data, list) and all(isinstance(x, str) for x in data):

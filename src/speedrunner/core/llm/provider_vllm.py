@@ -24,7 +24,9 @@ class VLLMProvider(OpenAIChatProvider):
     max_tokens_param = "max_tokens"
 
     def _endpoints(self, config: ModelConfig) -> list[str]:
-        urls = [config.base_url] if isinstance(config.base_url, str) else list(config.base_url or [])
+        urls = (
+            [config.base_url] if isinstance(config.base_url, str) else list(config.base_url or [])
+        )
         return [u.rstrip("/") for u in urls]
 
     def _resolve_key(self, config: ModelConfig) -> str:

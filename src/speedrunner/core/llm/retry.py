@@ -74,7 +74,9 @@ def call_with_retries(
         exc = state.outcome.exception() if state.outcome else None
         desc = exc.describe() if isinstance(exc, CallFailure) else repr(exc)
         sleep = state.next_action.sleep if state.next_action else 0.0
-        log.warning("%s: attempt %d failed (%s); retrying in %.2fs", what, state.attempt_number, desc, sleep)
+        log.warning(
+            "%s: attempt %d failed (%s); retrying in %.2fs", what, state.attempt_number, desc, sleep
+        )
 
     retrying = tenacity.Retrying(
         stop=tenacity.stop_after_attempt(max_attempts),
@@ -101,7 +103,10 @@ def _message(e: CallFailure, attempts: int, max_attempts: int, what: str) -> str
     if not e.retryable:
         if e.status in (401, 403):
             return head + " Not retried: check the API key (model.api_key_env) and its permissions."
-        return head + " Not retried: check the model name, base_url and request (a retry cannot fix it)."
+        return (
+            head
+            + " Not retried: check the model name, base_url and request (a retry cannot fix it)."
+        )
     return head + (
         f" Gave up at model.max_attempts={max_attempts}: check that the server at {e.endpoint} is up "
         "and not overloaded, or raise model.max_attempts / model.timeout_s."

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Start a local vLLM OpenAI-compatible server for SpeedRunner's `vllm` provider.
+#
+# Every choice has a default, an environment variable and a flag (flags win over env vars).
+# Run `scripts/run_server.sh --help` for the list. Arguments after `--` go to `vllm serve`
+# unchanged. The script prints the base_url to put in a config (model.base_url), then
+# replaces itself with `vllm serve` (exec), so signals reach vLLM directly.
+set -euo pipefail
+
+MODEL="${SR_MODEL:-Qwen/Qwen3.5-35B-A3B}"
+HOST="${SR_HOST:-127.0.0.1}"
+PORT="${SR_PORT:-5012}"
+SERVED_NAME="${SR_SERVED_NAME:-}"
+MAX_MODEL_LEN="${SR_MAX_MODEL_LEN:-32768}"
+TP="${SR_TENSOR_PARALLEL_SIZE:-1}"
+DP="${SR_DATA_PARALLEL_SIZE:-1}"
+GPU_MEM="${SR_GPU_MEMORY_UTILIZATION:-0.90}"
+PREFIX_CACHING="${SR_PREFIX_CACHING:-1}"
+REASONING_PARSER="${SR_REASONING_PARSER:-qwen3}"
+LANGUAGE_MODEL_ONLY="${SR_LANGUAGE_MODEL_ONLY:-1}"
+GENERATION_CONFIG="${SR_GENERATION_CONFIG:-vllm}"
+VLLM_BIN="${SR_VLLM_BIN:-vllm}"
+DRY_RUN=0
+EXTRA=()
+
+usage() {
+  cat <<USAGE
+Usage: scripts/run_server.sh [options] [-- extra vllm serve args]
+
+Starts 'vllm serve' (OpenAI-compatible API) and prints the base_url for configs.
+
+Options (environment variable in brackets; flags win):
+  --model NAME                  model to serve [SR_MODEL] (default: Qwen/Qwen3.5-35B-A3B)
+  --host HOST                   bind address [SR_HOST] (default: 127.0.0.1, loopback only)
+  --port PORT                   port [SR_PORT] (default: 5012)
+  --served-model-name NAME      name clients use as model.name [SR_SERVED_NAME] (default: the model)
+  --max-model-len N             context length [SR_MAX_MODEL_LEN] (default: 32768)
+  --tensor-parallel-size N      GPUs per replica [SR_TENSOR_PARALLEL_SIZE] (default: 1)
+  --data-parallel-size N        replicas behind this port [SR_DATA_PARALLEL_SIZE] (default: 1)
+  --gpu-memory-utilization F    fraction of GPU memory vLLM may use [SR_GPU_MEMORY_UTILIZATION] (default: 0.90)
+  --prefix-caching | --no-prefix-caching
+                                automatic prefix caching [SR_PREFIX_CACHING=1|0] (default: on)
+  --reasoning-parser NAME       reasoning parser, 'none' to disable [SR_REASONING_PARSER] (default: qwen3)
+  --language-model-only | --no-language-model-only
+                                skip the vision tower [SR_LANGUAGE_MODEL_ONLY=1|0] (default: on)
+  --generation-config SRC       'vllm' = vLLM's sampling defaults, 'auto' = the model's own
+                                [SR_GENERATION_CONFIG] (default: vllm; SpeedRunner sends all
+                                sampling parameters explicitly anyway)
+  --vllm-bin PATH               the vllm executable [SR_VLLM_BIN] (default: vllm)
+  --dry-run                     print the command instead of running it
+  -h, --help                    this help
+
+Config to use with it (enable_thinking is optional; Qwen3.5 thinks by default):
+  model: {provider: vllm, name: <served name>, base_url: http://127.0.0.1:5012/v1}
+USAGE
+}
+
+need_value() {
+  if [[ $# -lt 2 || -z "$2" ]]; then
+    echo "run_server.sh: option $1 needs a value (see --help)" >&2
+    exit 2
+  fi
+}
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) need_value "$@"; MODEL="$2"; shift 2 ;;
+    --host) need_value "$@"; HOST="$2"; shift 2 ;;
+    --port) need_value "$@"; PORT="$2"; shift 2 ;;
+    --served-model-name) need_value "$@"; SERVED_NAME="$2"; shift 2 ;;
+    --max-model-len) need_value "$@"; MAX_MODEL_LEN="$2"; shift 2 ;;
+    --tensor-parallel-size) need_value "$@"; TP="$2"; shift 2 ;;
+    --data-parallel-size) need_value "$@"; DP="$2"; shift 2 ;;
+    --gpu-memory-utilization) need_value "$@"; GPU_MEM="$2"; shift 2 ;;
+    --prefix-caching) PREFIX_CACHING=1; shift ;;
+    --no-prefix-caching) PREFIX_CACHING=0; shift ;;
+    --reasoning-parser) need_value "$@"; REASONING_PARSER="$2"; shift 2 ;;
+    --language-model-only) LANGUAGE_MODEL_ONLY=1; shift ;;
+    --no-language-model-only) LANGUAGE_MODEL_ONLY=0; shift ;;
+    --generation-config) need_value "$@"; GENERATION_CONFIG="$2"; shift 2 ;;
+    --vllm-bin) need_value "$@"; VLLM_BIN="$2"; shift 2 ;;
+    --dry-run) DRY_RUN=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    *) echo "run_server.sh: unknown option '$1' (see --help; pass vllm's own flags after --)" >&2; exit 2 ;;
+  esac
+done
+
+if ! [[ "$PORT" =~ ^[0-9]+$ ]]; then
+  echo "run_server.sh: port must be a number, got '$PORT'" >&2
+  exit 2
+fi
+SERVED_NAME="${SERVED_NAME:-$MODEL}"
+
+CMD=("$VLLM_BIN" serve "$MODEL"
+  --host "$HOST"
+  --port "$PORT"
+  --served-model-name "$SERVED_NAME"
+  --max-model-len "$MAX_MODEL_LEN"
+  --tensor-parallel-size "$TP"
+  --data-parallel-size "$DP"
+  --gpu-memory-utilization "$GPU_MEM"
+  --generation-config "$GENERATION_CONFIG")
+if [[ "$PREFIX_CACHING" == 1 ]]; then CMD+=(--enable-prefix-caching); else CMD+=(--no-enable-prefix-caching); fi
+if [[ "$REASONING_PARSER" != none && -n "$REASONING_PARSER" ]]; then CMD+=(--reasoning-parser "$REASONING_PARSER"); fi
+if [[ "$LANGUAGE_MODEL_ONLY" == 1 ]]; then CMD+=(--language-model-only); fi
+CMD+=("${EXTRA[@]}")
+
+CLIENT_HOST="$HOST"
+if [[ "$HOST" == 0.0.0.0 || "$HOST" == "::" ]]; then CLIENT_HOST=127.0.0.1; fi
+BANNER="base_url: http://${CLIENT_HOST}:${PORT}/v1   (model.name: ${SERVED_NAME})"
+
+if [[ "$DRY_RUN" == 1 ]]; then
+  echo "$BANNER"
+  printf '%q ' "${CMD[@]}"; echo
+  exit 0
+fi
+if ! command -v "$VLLM_BIN" >/dev/null 2>&1; then
+  echo "run_server.sh: '$VLLM_BIN' not found: vLLM is not installed in this environment." >&2
+  echo "  Install it (needs a CUDA GPU): pip install -e '.[vllm]'  — or point --vllm-bin / SR_VLLM_BIN at it." >&2
+  echo "  Without a GPU, use provider 'openai' or 'gemini' (API keys), or 'scripted' (offline)." >&2
+  exit 127
+fi
+echo "$BANNER"
+exec "${CMD[@]}"

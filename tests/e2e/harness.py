@@ -1,0 +1,93 @@
+"""Run real train entry points in subprocesses against the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from speedrunner.core.llm.provider_scripted import pick_action
+from speedrunner.core.llm.types import Message
+from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
+
+REPO = Path(__file__).resolve().parents[2]
+PRICES = "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}"
+GUIDE = "<guide>Fake guide: explore, then act on what you see.</guide>"
+WALL_CLOCK = {"wall_time_s"}
+
+
+def body_key(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
+
+
+def policy_reply(body: dict) -> Reply:
+    """A deterministic 'LLM': the scripted provider's choice, sometimes an invalid answer."""
+    messages = [Message(m["role"], m["content"]) for m in body["messages"]]
+    if "strategy guide" in messages[0].content:
+        return Reply(text=GUIDE, prompt_tokens=500, completion_tokens=40)
+    action = pick_action(messages, "fake")
+    key = int(body_key(body)[:6], 16)
+    if action is None or key % 9 == 0:
+        return Reply(text="Thought: I am not sure.\nAction: fly away", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
+    return Reply(text=f"Thought: try it.\nAction: {action}", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
+
+
+class KillingPolicy:
+    """Answers like ``policy_reply`` and SIGKILLs the client at the chosen request."""
+
+    def __init__(self, kill_at: int | None = None, kill_on_guide: bool = False) -> None:
+        self.kill_at, self.kill_on_guide = kill_at, kill_on_guide
+        self.pid: int | None = None
+        self.answered: list[str] = []
+        self.killed = False
+        self.seen = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict) -> Reply:
+        with self._lock:
+            self.seen += 1
+            is_guide = "strategy guide" in body["messages"][0]["content"]
+            if not self.killed and self.pid is not None and (
+                self.seen == self.kill_at or (self.kill_on_guide and is_guide)
+            ):
+                self.killed = True
+                os.kill(self.pid, signal.SIGKILL)
+                return Reply.error(500)
+            reply = policy_reply(body)
+            if not self.killed:
+                self.answered.append(body_key(body))
+            return reply
+
+
+def train_cmd(benchmark: str, config: str, run_dir: Path, url: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", f"speedrunner.benchmarks.{benchmark}.train", "--config_file",
+            str(REPO / "configs" / benchmark / config), "--quick_test", "--run_dir", str(run_dir),
+            "--set", "model.provider=vllm", "--set", f"model.base_url={url}",
+            "--set", "model.name=fake-model", "--set", PRICES, *extra]
+
+
+def run(cmd: list[str], timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=clean_env())
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def rows(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        out.append({k: v for k, v in row.items() if k not in WALL_CLOCK})
+    return out
+
+
+def start_server(callback) -> FakeLLMServer:
+    return FakeLLMServer(callback=callback, model_name="fake-model").start()

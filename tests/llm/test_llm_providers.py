@@ -1,0 +1,259 @@
+"""Each provider end to end against the fake server, with the real openai / google-genai SDKs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from speedrunner.core.llm import Message
+from speedrunner.core.llm.provider import split_think
+from speedrunner.core.llm.provider_scripted import FALLBACK_TEXT
+from speedrunner.errors import LLMError, MissingAPIKeyError
+from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
+
+MSGS = [Message("system", "You play a game."), Message("user", "Where next?")]
+
+
+def test_openai_provider_sends_explicit_sampling_and_parses_usage(server, make_model):
+    server.push(
+        Reply(
+            text="go forward",
+            prompt_tokens=100,
+            cached_tokens=40,
+            completion_tokens=30,
+            reasoning_tokens=20,
+        )
+    )
+    model = make_model(
+        provider="openai",
+        name="gpt-5.4-mini",
+        base_url=server.base_url,
+        sampling={"temperature": 0.3, "top_p": 0.9, "max_tokens": 77, "seed": 5},
+    )
+    c = model.complete(MSGS, purpose="actor", call_id="c1")
+    body = server.chat_requests()[0]
+    assert body["temperature"] == 0.3 and body["top_p"] == 0.9 and body["seed"] == 5
+    assert body["max_completion_tokens"] == 77 and "max_tokens" not in body
+    assert body["model"] == "gpt-5.4-mini"
+    assert body["messages"] == [
+        {"role": "system", "content": "You play a game."},
+        {"role": "user", "content": "Where next?"},
+    ]
+    assert c.text == "go forward" and c.provider == "openai" and not c.cached and not c.scripted
+    assert (c.usage.input_uncached, c.usage.input_cached, c.usage.output, c.usage.reasoning) == (
+        60,
+        40,
+        30,
+        20,
+    )
+    assert c.sampling == {"temperature": 0.3, "top_p": 0.9, "max_tokens": 77, "seed": 5}
+    assert c.finish_reason == "stop"
+
+
+def test_per_call_sampling_overrides_and_seed_omitted_when_unset(server, make_model):
+    model = make_model(provider="vllm", name="qwen", base_url=server.base_url)
+    c = model.complete(MSGS, purpose="actor", call_id="c1", temperature=0.0, max_tokens=12)
+    body = server.chat_requests()[0]
+    assert body["temperature"] == 0.0 and body["top_p"] == 1.0 and body["max_tokens"] == 12
+    assert "seed" not in body
+    assert c.sampling == {"temperature": 0.0, "top_p": 1.0, "max_tokens": 12, "seed": None}
+    with pytest.raises(TypeError, match="unknown sampling"):
+        model.complete(MSGS, purpose="actor", call_id="c2", temprature=0.1)
+
+
+def test_vllm_think_block_and_reasoning_field_and_enable_thinking(server, make_model):
+    server.push(
+        Reply(text="<think>I should turn.</think>\nturn left"),
+        Reply(text="pick up", reasoning="field reasoning", reasoning_field="reasoning_content"),
+        Reply(text="drop", reasoning="newer field", reasoning_field="reasoning"),
+    )
+    model = make_model(
+        provider="vllm",
+        name="Qwen/Qwen3.5-35B-A3B",
+        base_url=server.base_url,
+        enable_thinking=False,
+    )
+    a = model.complete(MSGS, purpose="actor", call_id="a")
+    b = model.complete(MSGS, purpose="actor", call_id="b")
+    c = model.complete(MSGS, purpose="actor", call_id="c")
+    assert (a.text, a.reasoning) == ("turn left", "I should turn.")
+    assert (b.text, b.reasoning) == ("pick up", "field reasoning")
+    assert (c.text, c.reasoning) == ("drop", "newer field")
+    body = server.chat_requests()[0]
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["max_tokens"] == 4096
+    assert server.requests[0].headers.get("authorization") == "Bearer EMPTY"
+
+
+def test_split_think_edge_cases():
+    assert split_think("plain") == ("plain", None)
+    assert split_think("<think>cut off by length") == ("", "cut off by length")
+    assert split_think("prefilled thought</think>answer") == ("answer", "prefilled thought")
+    assert split_think("<think>a</think>x<think>b</think>y") == ("xy", "a\n\nb")
+
+
+def test_vllm_spreads_calls_over_replicas_and_fails_over(make_model):
+    with FakeLLMServer() as s1, FakeLLMServer() as s2, FakeLLMServer() as s3:
+        model = make_model(
+            provider="vllm", name="q", base_url=[s1.base_url, s2.base_url, s3.base_url]
+        )
+        for i in range(30):
+            model.complete(MSGS, purpose="actor", call_id=f"ep/{i}")
+        counts = [len(s.chat_requests()) for s in (s1, s2, s3)]
+        assert sum(counts) == 30 and all(n > 0 for n in counts), counts
+        # same call_id -> same replica (stable hash), so a repeat lands where the first went
+        before = [len(s.chat_requests()) for s in (s1, s2, s3)]
+        model2 = make_model(
+            provider="vllm", name="q", base_url=[s1.base_url, s2.base_url, s3.base_url], cache=False
+        )
+        model2.complete(MSGS, purpose="actor", call_id="ep/0")
+        model2.complete(MSGS, purpose="actor", call_id="ep/0")
+        after = [len(s.chat_requests()) for s in (s1, s2, s3)]
+        assert sorted(a - b for a, b in zip(after, before, strict=True)) == [0, 0, 2]
+        # a replica that fails moves the retry to the next one
+        first = next(s for s, a, b in zip((s1, s2, s3), after, before, strict=True) if a - b == 2)
+        first.push(Reply.error(503))
+        c = model2.complete(MSGS, purpose="actor", call_id="ep/0")
+        assert c.text == "ok"
+
+
+def test_gemini_provider_thoughts_usage_and_config(server, make_model):
+    server.push(
+        Reply(
+            text="turn right",
+            reasoning="let me think",
+            prompt_tokens=50,
+            cached_tokens=10,
+            completion_tokens=7,
+            reasoning_tokens=13,
+        )
+    )
+    model = make_model(
+        provider="gemini",
+        name="gemini-3-flash-preview",
+        base_url=server.root_url,
+        thinking_level="low",
+        sampling={"temperature": 0.2, "top_p": 0.8, "max_tokens": 99, "seed": 3},
+    )
+    msgs = [*MSGS, Message("assistant", "earlier"), Message("user", "again")]
+    c = model.complete(msgs, purpose="actor", call_id="g1")
+    assert (c.text, c.reasoning) == ("turn right", "let me think")
+    assert (c.usage.input_uncached, c.usage.input_cached, c.usage.output, c.usage.reasoning) == (
+        40,
+        10,
+        20,
+        13,
+    )
+    req = server.requests[0]
+    assert req.path.endswith("/models/gemini-3-flash-preview:generateContent")
+    assert req.headers.get("x-goog-api-key") == "fake-gemini"
+    body = req.body
+    gen = body["generationConfig"]
+    assert (gen["temperature"], gen["topP"], gen["maxOutputTokens"], gen["seed"]) == (
+        0.2,
+        0.8,
+        99,
+        3,
+    )
+    assert gen["thinkingConfig"]["thinking_level"] == "LOW"
+    assert body["systemInstruction"]["parts"][0]["text"] == "You play a game."
+    assert [x["role"] for x in body["contents"]] == ["user", "model", "user"]
+    # price from the built-in table: 0.35 / 0.0875 / 1.05 per 1M
+    assert c.cost_usd == pytest.approx((0.35 * 40 + 0.0875 * 10 + 1.05 * 20) / 1e6)
+
+
+def test_gemini_retries_429_and_maps_max_tokens(server, make_model):
+    server.push(
+        Reply.rate_limited(0.01), Reply(text="", finish_reason="length", completion_tokens=0)
+    )
+    model = make_model(provider="gemini", name="gemini-3-flash-preview", base_url=server.root_url)
+    c = model.complete(MSGS, purpose="actor", call_id="g")
+    assert c.finish_reason == "length" and c.text == ""
+    assert len(server.chat_requests()) == 2
+    assert "thinkingConfig" not in server.chat_requests()[0]["generationConfig"]
+
+
+def test_scripted_builtin_policy_is_deterministic(make_model):
+    prompt = [
+        Message("system", "Play.\nAvailable actions: turn left, turn right, go forward\n"),
+        Message("user", "obs"),
+    ]
+    m1 = make_model(provider="scripted", name="demo", cache=False)
+    m2 = make_model(provider="scripted", name="demo", cache=False)
+    actions = {"turn left", "turn right", "go forward"}
+    seen = set()
+    for i in range(20):
+        a = m1.complete(prompt, purpose="actor", call_id=f"x/{i}")
+        b = m2.complete(prompt, purpose="actor", call_id=f"x/{i}")
+        assert a.text == b.text and a.scripted and a.provider == "scripted" and a.cost_usd == 0.0
+        action = a.text.splitlines()[-1].removeprefix("Action: ")
+        assert action in actions
+        seen.add(action)
+    assert len(seen) > 1
+    other = m1.complete([Message("user", "summarise the batch")], purpose="inducer", call_id="s")
+    assert other.text == FALLBACK_TEXT
+
+
+def test_scripted_script_file_per_purpose_order(tmp_path, make_model):
+    script = tmp_path / "script.yaml"
+    script.write_text("- first\n- second\n")
+    model = make_model(provider="scripted", name="s", script=str(script), cache=False)
+    assert model.complete(MSGS, purpose="actor", call_id="1").text == "first"
+    assert model.complete(MSGS, purpose="inducer", call_id="2").text == "first"
+    assert model.complete(MSGS, purpose="actor", call_id="3").text == "second"
+    with pytest.raises(LLMError, match="lengthen the script"):
+        model.complete(MSGS, purpose="actor", call_id="4")
+
+
+def test_missing_api_key_names_variable_and_alternatives(monkeypatch, make_model):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(MissingAPIKeyError) as e:
+        make_model(provider="openai", name="gpt-5.4-mini")
+    msg = str(e.value)
+    assert "OPENAI_API_KEY" in msg and "vllm" in msg and "scripted" in msg
+    with pytest.raises(MissingAPIKeyError, match="MY_KEY"):
+        make_model(
+            provider="vllm", name="q", base_url="http://127.0.0.1:1/v1", api_key_env="MY_KEY"
+        )
+    monkeypatch.delenv("GEMINI_API_KEY")
+    with pytest.raises(MissingAPIKeyError, match="GEMINI_API_KEY.*GOOGLE_API_KEY"):
+        make_model(provider="gemini", name="gemini-3-flash-preview")
+
+
+def test_api_key_env_override_is_sent(server, monkeypatch, make_model):
+    monkeypatch.setenv("MY_KEY", "sk-mine")
+    model = make_model(provider="openai", name="x", base_url=server.base_url, api_key_env="MY_KEY")
+    model.complete(MSGS, purpose="actor", call_id="k")
+    assert server.requests[0].headers.get("authorization") == "Bearer sk-mine"
+
+
+def test_fake_server_lists_models(server):
+    import openai
+
+    client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+    assert [m.id for m in client.models.list()] == ["fake-model"]
+
+
+def test_script_file_missing_is_named_error(tmp_path: Path, make_model):
+    from speedrunner.errors import MissingFileError
+
+    with pytest.raises(MissingFileError, match="nope.yaml"):
+        make_model(provider="scripted", name="s", script=str(tmp_path / "nope.yaml"))
+
+
+def test_gemini_timeout_and_500_are_retried(server, make_model):
+    server.push(Reply.timeout(delay_s=1.5), Reply.error(500), Reply(text="late but fine"))
+    model = make_model(
+        provider="gemini", name="gemini-3-flash-preview", base_url=server.root_url, timeout_s=0.3
+    )
+    c = model.complete(MSGS, purpose="actor", call_id="gt")
+    assert c.text == "late but fine" and len(server.chat_requests()) == 3
+
+
+def test_openai_provider_sends_no_vllm_extras(server, make_model):
+    model = make_model(provider="openai", name="gpt-5.4-mini", base_url=server.base_url)
+    model.complete(MSGS, purpose="actor", call_id="x")
+    body = server.chat_requests()[0]
+    assert "chat_template_kwargs" not in body and "max_tokens" not in body
+    assert server.requests[0].headers.get("x-stainless-retry-count") == "0"

@@ -1,0 +1,55 @@
+"""Lenient about form, strict about meaning: how model answers become actions."""
+
+import pytest
+
+from speedrunner.core.runtime.actor import parse_answer, render_actions
+
+BABYAI = ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Thought: go.\nAction: go forward", "go forward"),
+    ("thought: go\naction: Go Forward.", "go forward"),
+    ("Thought: x\nACTION:   `pick up`", "pick up"),
+    ("Thought: x\nAction: \"toggle\"", "toggle"),
+    ("Thought: x\n**Action:** turn left", "turn left"),
+    ("Thought: x\nNext action - drop", "drop"),
+    ("Thought: x\nAction: go", "go forward"),          # unique prefix
+    ("pick up", "pick up"),                            # bare action, no label
+    ("Thought: a\nAction: drop\nThought: b\nAction: toggle", "toggle"),  # last Action line wins
+])
+def test_lenient_forms_parse_to_the_canonical_action(text, expected):
+    parsed = parse_answer(text, BABYAI)
+    assert parsed.error is None
+    assert parsed.action == expected
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("", "empty"),
+    ("I think I should move.", 'no "Action: ..." line'),
+    ("Thought: x\nAction: jump", "'jump' is not a valid action"),
+    ("Thought: x\nAction: turn", "ambiguous"),
+    ("Thought: x\nAction:", "empty"),
+])
+def test_invalid_answers_say_what_was_wrong(text, problem):
+    parsed = parse_answer(text, BABYAI)
+    assert parsed.action is None
+    assert problem in parsed.error
+
+
+def test_free_text_benchmarks_pass_unknown_commands_through():
+    parsed = parse_answer("Thought: look\nAction: open door to kitchen", ["look around", "inventory"], free_text=True)
+    assert parsed.action == "open door to kitchen"
+    assert parse_answer("Action: look", ["look around", "inventory"], free_text=True).action == "look around"
+
+
+def test_thought_is_kept_apart_from_the_action():
+    parsed = parse_answer("Thought: the key is ahead.\nAction: pick up", BABYAI)
+    assert parsed.thought == "the key is ahead."
+
+
+def test_long_action_lists_are_capped_in_the_prompt():
+    actions = [f"a{i}" for i in range(100)]
+    text = render_actions(actions)
+    assert text.splitlines()[0].count(",") == 39
+    assert "60 more" in text

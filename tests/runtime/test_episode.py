@@ -1,0 +1,84 @@
+"""One wake episode: budgets, invalid actions, history and prompt-prefix stability."""
+
+from speedrunner.core.benchmark import Budget, EpisodeSpec
+from speedrunner.core.method import Knowledge
+from speedrunner.core.runtime.episode import EpisodeContext, run_episode
+
+from .fakes import CounterEnv, PolicyModel, smart_policy
+
+SPEC = EpisodeSpec("train", 0, "count", 2)  # target = 3
+
+
+def ctx(model, *, calls=30, actions=None, wall=60.0, knowledge=Knowledge(0)):
+    return EpisodeContext(model, knowledge, Budget(calls, actions, wall))
+
+
+def test_a_competent_policy_succeeds_and_stops_at_success():
+    traj = run_episode(CounterEnv(), SPEC, ctx(PolicyModel(smart_policy)))
+    assert traj.success and traj.stop_reason == "success"
+    assert [s.parsed_action for s in traj.steps] == ["inc", "inc", "inc"]
+    assert traj.llm_calls == 3 and traj.env_actions == 3
+    assert traj.progress == 1.0
+    assert abs(traj.cost_usd - 0.003) < 1e-12
+
+
+def test_llm_call_budget_ends_the_episode():
+    model = PolicyModel(lambda m, p, c: "Thought: wait\nAction: noop")
+    traj = run_episode(CounterEnv(), SPEC, ctx(model, calls=5))
+    assert traj.stop_reason == "max_llm_calls"
+    assert traj.llm_calls == 5 and len(model.calls) == 5
+    assert not traj.success
+
+
+def test_env_action_budget_ends_the_episode():
+    model = PolicyModel(lambda m, p, c: "Action: noop")
+    traj = run_episode(CounterEnv(), SPEC, ctx(model, calls=None, actions=7))
+    assert traj.stop_reason == "max_env_actions" and traj.env_actions == 7
+
+
+def test_wall_clock_cap_ends_the_episode():
+    import time
+
+    def slow(m, p, c):
+        time.sleep(0.05)
+        return "Action: noop"
+
+    traj = run_episode(CounterEnv(), SPEC, ctx(PolicyModel(slow), calls=1000, wall=0.2))
+    assert traj.stop_reason == "wall_clock"
+    assert 2 <= traj.llm_calls <= 6
+
+
+def test_invalid_actions_spend_budget_and_are_answered_with_feedback():
+    answers = iter(["Thought: hmm\nAction: jump", "I will count", "Thought: ok\nAction: inc"] + ["Action: inc"] * 10)
+    model = PolicyModel(lambda m, p, c: next(answers))
+    traj = run_episode(CounterEnv(), SPEC, ctx(model))
+    assert traj.llm_calls == 5 and traj.env_actions == 3 and traj.success
+    first, second = traj.steps[0], traj.steps[1]
+    assert first.parsed_action is None and "'jump' is not a valid action" in first.error
+    assert first.executed == [] and second.error.startswith('no "Action')
+    # The next prompt tells the model what was wrong and what is valid.
+    feedback = model.calls[1][2][-1].content
+    assert "not executed" in feedback and "'jump' is not a valid action" in feedback and "inc, dec, noop" in feedback
+
+
+def test_history_records_the_executed_action_not_the_raw_text():
+    model = PolicyModel(lambda m, p, c: "Thought: up\nLots of rambling here.\nAction: INC.")
+    run_episode(CounterEnv(), SPEC, ctx(model))
+    assistant = [m.content for m in model.calls[-1][2] if m.role == "assistant"]
+    assert assistant[0] == "Thought: up Lots of rambling here.\nAction: inc"
+
+
+def test_the_prompt_only_grows_by_appending():
+    model = PolicyModel(smart_policy)
+    knowledge = Knowledge(3, "Strategy guide", "Count carefully.")
+    run_episode(CounterEnv(), SPEC, ctx(model, knowledge=knowledge))
+    conversations = [c[2] for c in model.calls]
+    for earlier, later in zip(conversations, conversations[1:], strict=False):
+        assert later[: len(earlier)] == earlier
+    assert "Strategy guide:\nCount carefully." in conversations[0][1].content
+    assert "Available actions: inc, dec, noop" in conversations[0][1].content
+
+
+def test_unknown_cost_makes_the_episode_cost_unknown_not_zero():
+    traj = run_episode(CounterEnv(), SPEC, ctx(PolicyModel(smart_policy, cost=None)))
+    assert traj.cost_usd is None

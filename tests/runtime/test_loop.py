@@ -1,0 +1,157 @@
+"""The wake/sleep loop: schedule, ordering, amortised sleep cost, checkpoints and resume."""
+
+import json
+
+import pytest
+
+from speedrunner.core.atomic import read_jsonl
+from speedrunner.core.config.schema import BenchmarkConfig, RunConfig, RunSection
+from speedrunner.core.method import MethodContext
+from speedrunner.core.runtime.loop import Runner
+from speedrunner.errors import CheckpointError
+from speedrunner.methods.wake_sleep.configs import OPOConfig, ReactConfig
+from speedrunner.methods.wake_sleep.opo import OPOMethod
+from speedrunner.methods.wake_sleep.react import ReactMethod
+
+from .fakes import CounterBenchmark, PolicyModel, smart_policy
+
+WALL_CLOCK = {"wall_time_s"}
+
+
+def make_config(method="opo", **run):
+    run_section = RunSection(**{"rollouts": 6, "sleep_every": 2, "eval_every": 4, "eval_episodes": 3,
+                                "parallel_episodes": 2, **run})
+    method_config = OPOConfig() if method == "opo" else ReactConfig()
+    return RunConfig(run=run_section, method=method_config,
+                     benchmark=BenchmarkConfig(name="counter", task_set="count", max_llm_calls=6))
+
+
+def make_runner(tmp_path, model, config=None, *, run_id="r0001"):
+    config = config or make_config()
+    benchmark = CounterBenchmark()
+    ctx = MethodContext(run_dir=tmp_path, inducer=model, benchmark="counter")
+    cls = OPOMethod if config.method.name == "opo" else ReactMethod
+    method = cls(config.method, ctx)
+    return Runner(config, tmp_path, benchmark=benchmark, method=method, actor=model,
+                  run_id=run_id, scripted=False), benchmark
+
+
+def strip_wall(rows):
+    return [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in rows]
+
+
+def noisy_policy(messages, purpose, call_id):
+    """Deterministic per call id, mixes good, idle and invalid answers."""
+    if purpose != "actor":
+        return smart_policy(messages, purpose, call_id)
+    h = sum(map(ord, call_id)) % 5
+    return ["Action: inc", "Action: noop", "Action: jump", "Action: inc", "Action: dec"][h]
+
+
+def test_schedule_metrics_eval_and_guides(tmp_path):
+    model = PolicyModel(smart_policy, cost=0.01)
+    runner, benchmark = make_runner(tmp_path, model)
+    result = runner.run()
+    metrics = read_jsonl(tmp_path / "metrics.jsonl")
+    assert [m["rollout"] for m in metrics] == [1, 2, 3, 4, 5, 6]
+    assert [m["knowledge_version"] for m in metrics] == [0, 0, 1, 1, 2, 2]
+    assert all(m["success"] for m in metrics)
+    evals = read_jsonl(tmp_path / "eval.jsonl")
+    assert [e["rollout"] for e in evals] == [0, 4]   # at 0 and every 4; 6 is not a multiple
+    assert evals[1]["knowledge_version"] == 2 and evals[1]["episodes"] == 3
+    # guide generations are stored; the actor sees the latest in its prompt
+    assert (tmp_path / "guide" / "gen_1.md").read_text().startswith("Press inc")
+    assert (tmp_path / "guide" / "gen_3.md").exists()
+    later_prompts = [c[2][1].content for c in model.calls if c[1].startswith("train/0004/actor")]
+    assert "Strategy guide" in later_prompts[0] and "Press inc" in later_prompts[0]
+    # sleep cost (one guide call per batch, 0.01) is amortised over the batch's 2 episodes
+    m0 = metrics[0]
+    assert m0["cost_sleep_share_usd"] == pytest.approx(0.005)
+    assert m0["cost_usd"] == pytest.approx(m0["cost_episode_usd"] + 0.005)
+    assert result.checkpoint.completed_batches == 3 and result.checkpoint.knowledge_version == 3
+    assert all(env.closed for env in benchmark.envs)
+    assert len(benchmark.envs) <= 2   # envs are pooled, at most parallel_episodes of them
+    assert json.loads((tmp_path / "summary.json").read_text())["training"]["episodes"] == 6
+
+
+def test_parallel_results_are_ordered_and_identical_to_serial(tmp_path):
+    rows = {}
+    for parallel in (1, 4):
+        run_dir = tmp_path / f"p{parallel}"
+        run_dir.mkdir()
+        config = make_config(parallel_episodes=parallel, rollouts=8, sleep_every=4)
+        runner, _ = make_runner(run_dir, PolicyModel(noisy_policy, jitter_s=0.01), config)
+        runner.run()
+        rows[parallel] = (strip_wall(read_jsonl(run_dir / "metrics.jsonl")),
+                          strip_wall(read_jsonl(run_dir / "eval.jsonl")))
+    assert rows[1] == rows[4]
+    assert [m["index"] for m in rows[4][0]] == list(range(8))
+    assert {m["success"] for m in rows[4][0]} == {True, False}  # the policy is noisy enough to matter
+
+
+class Crash(Exception):
+    pass
+
+
+def crashing(policy, at_call):
+    seen = {"n": 0}
+
+    def wrapped(messages, purpose, call_id):
+        seen["n"] += 1
+        if seen["n"] == at_call:
+            raise Crash(call_id)
+        return policy(messages, purpose, call_id)
+    return wrapped
+
+
+@pytest.mark.parametrize("crash_at", [3, 17, 26, 40])  # mid-batch, later batch, around sleep, mid-eval
+def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path, crash_at):
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    make_runner(reference, PolicyModel(noisy_policy), make_config(parallel_episodes=1))[0].run()
+
+    run_dir = tmp_path / "crashed"
+    run_dir.mkdir()
+    with pytest.raises(Crash):
+        make_runner(run_dir, PolicyModel(crashing(noisy_policy, crash_at)), make_config(parallel_episodes=1))[0].run()
+    finished = {f"{p.parent.name}/{p.stem}" if p.parent.name.startswith("at") else f"train/{p.stem}"
+                for p in (run_dir / "episodes").rglob("*.json")}
+    resumed_model = PolicyModel(noisy_policy)
+    make_runner(run_dir, resumed_model, make_config(parallel_episodes=1))[0].run()
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        assert strip_wall(read_jsonl(run_dir / name)) == strip_wall(read_jsonl(reference / name))
+    # Finished episodes were loaded from disk, not played again.
+    replayed = {call_id.rsplit("/actor/", 1)[0].removeprefix("eval/") for _, call_id, _ in resumed_model.calls}
+    assert not finished & replayed
+
+
+def test_rows_written_after_the_last_checkpoint_are_dropped_on_resume(tmp_path):
+    runner, _ = make_runner(tmp_path, PolicyModel(smart_policy))
+    runner.run()
+    good = (tmp_path / "metrics.jsonl").read_text()
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"rollout": 99}\n{"torn')   # a duplicate row and a torn line after the checkpoint
+    make_runner(tmp_path, PolicyModel(smart_policy))[0].run()
+    assert (tmp_path / "metrics.jsonl").read_text() == good
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
+    make_runner(tmp_path, PolicyModel(smart_policy))[0].run()
+    (tmp_path / "checkpoint.json").write_text('{"format": "speedrunner-checkpoint/1", "run_id": ')
+    with pytest.raises(CheckpointError, match="corrupt"):
+        make_runner(tmp_path, PolicyModel(smart_policy))[0].run()
+
+
+def test_foreign_checkpoint_is_a_clear_error(tmp_path):
+    make_runner(tmp_path, PolicyModel(smart_policy))[0].run()
+    with pytest.raises(CheckpointError, match="another run"):
+        make_runner(tmp_path, PolicyModel(smart_policy), run_id="r0002")[0].run()
+    with pytest.raises(CheckpointError, match="another run"):
+        make_runner(tmp_path, PolicyModel(smart_policy), make_config(rollouts=8))[0].run()
+
+
+def test_react_sleep_makes_no_llm_call(tmp_path):
+    model = PolicyModel(smart_policy)
+    make_runner(tmp_path, model, make_config(method="react"))[0].run()
+    assert {purpose for purpose, _, _ in model.calls} == {"actor"}
+    assert not (tmp_path / "guide").exists()
