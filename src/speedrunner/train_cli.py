@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from speedrunner.errors import CheckpointError, ConfigError, LLMError, SpeedRunnerError
+from speedrunner.errors import (
+    CheckpointError,
+    ConfigError,
+    LLMError,
+    MissingAPIKeyError,
+    SpeedRunnerError,
+)
 
 if TYPE_CHECKING:
     from speedrunner.core.config.loader import ConfigLoader
@@ -45,7 +51,7 @@ def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) ->
     except KeyboardInterrupt:
         print("\ninterrupted; continue with --resume <run dir>", file=sys.stderr)
         return 130
-    except (ConfigError, CheckpointError) as e:
+    except (ConfigError, CheckpointError, MissingAPIKeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except LLMError as e:

@@ -44,6 +44,7 @@ class KillingPolicy:
         self.kill_at, self.kill_on_guide = kill_at, kill_on_guide
         self.pid: int | None = None
         self.answered: list[str] = []
+        self.after_kill: list[str] = []
         self.killed = False
         self.seen = 0
         self._lock = threading.Lock()
@@ -59,8 +60,7 @@ class KillingPolicy:
                 os.kill(self.pid, signal.SIGKILL)
                 return Reply.error(500)
             reply = policy_reply(body)
-            if not self.killed:
-                self.answered.append(body_key(body))
+            (self.after_kill if self.killed else self.answered).append(body_key(body))
             return reply
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from speedrunner.core.atomic import read_jsonl
 
-from .harness import GUIDE, run, start_server, train_cmd, policy_reply
+from .harness import GUIDE, policy_reply, run, start_server, train_cmd
 
 CASES = [
     ("babyai", "react-gpt-seq.yaml"),

@@ -9,8 +9,8 @@ from .fakes import CounterEnv, PolicyModel, smart_policy
 SPEC = EpisodeSpec("train", 0, "count", 2)  # target = 3
 
 
-def ctx(model, *, calls=30, actions=None, wall=60.0, knowledge=Knowledge(0)):
-    return EpisodeContext(model, knowledge, Budget(calls, actions, wall))
+def ctx(model, *, calls=30, actions=None, wall=60.0, knowledge=None):
+    return EpisodeContext(model, knowledge or Knowledge(0), Budget(calls, actions, wall))
 
 
 def test_a_competent_policy_succeeds_and_stops_at_success():

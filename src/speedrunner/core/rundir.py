@@ -26,6 +26,7 @@ from typing import Any
 from speedrunner.core.atomic import atomic_write_bytes, atomic_write_json
 from speedrunner.core.config.loader import LoadedConfig
 from speedrunner.core.config.schema import RunConfig
+from speedrunner.core.redact import scrub
 from speedrunner.errors import ConfigError
 
 CONFIG_FILE = "config.yaml"
@@ -35,12 +36,6 @@ PROVENANCE_FILE = "provenance.json"
 _PACKAGES = (
     "speedrunner", "openai", "google-genai", "pydantic", "pyyaml", "gymnasium", "minigrid",
     "crafter", "scienceworld", "tenacity", "numpy", "matplotlib", "rich",
-)
-# Values that look like API keys are scrubbed from the recorded command line.
-_SECRET_PATTERNS = (
-    re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"AIza[0-9A-Za-z_\-]{20,}"),
-    re.compile(r"(?i)(api[_-]?key\s*[=:]\s*)\S+"),
 )
 
 
@@ -78,6 +73,8 @@ def create_run_dir(loaded: LoadedConfig, *, run_dir: str | Path | None = None) -
     """
     if run_dir is not None:
         path = Path(run_dir)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--run_dir {path} is a file, not a directory; pick a new directory")
         if path.exists() and any(path.iterdir()):
             raise ConfigError(
                 f"--run_dir {path} is not empty; runs are never overwritten. "
@@ -114,12 +111,6 @@ def provenance(loaded: LoadedConfig, *, run_dir: Path) -> dict[str, Any]:
         "scripted_model": loaded.config.model.provider == "scripted"
         or loaded.config.inducer_model.provider == "scripted",
     }
-
-
-def scrub(text: str) -> str:
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "<redacted>", text)
-    return text
 
 
 def package_versions() -> dict[str, str | None]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from speedrunner.core.config.yaml_source import (
     read_yaml_source,
 )
 from speedrunner.core.names import suggest
+from speedrunner.core.redact import scrub
 from speedrunner.core.registry import Registry, load_entry_point
 from speedrunner.core.specs import BenchmarkSpec, MethodSpec
 from speedrunner.errors import ConfigError, ImpossibleCombinationError, UnknownNameError
@@ -250,7 +253,8 @@ class ConfigLoader:
         if entry_point is not None:
             if spec.entry_point is not None and spec.entry_point != entry_point:
                 raise ImpossibleCombinationError(
-                    f"method '{method}' has its own entry point: python -m {spec.entry_point}",
+                    f"{origins.where(('method', 'name'))}method.name '{method}' has its own entry point: "
+                    f"python -m {spec.entry_point}",
                     source=origins.label,
                 )
             owner = next(
@@ -259,7 +263,8 @@ class ConfigLoader:
             )
             if owner is not None and owner != method:
                 raise ImpossibleCombinationError(
-                    f"{entry_point} runs only method '{owner}', but the config names '{method}'; "
+                    f"{origins.where(('method', 'name'))}{entry_point} runs only method '{owner}', "
+                    f"but the config's method.name is '{method}'; "
                     f"use python -m speedrunner.benchmarks.{bench}.train",
                     source=origins.label,
                 )
@@ -305,6 +310,8 @@ class _Origins:
 def _has_path(data: Mapping[str, Any], path: KeyPath) -> bool:
     node: Any = data
     for part in path:
+        if isinstance(node, list):
+            return True  # lists replace wholesale: all inside one came from this layer
         if not isinstance(node, Mapping) or part not in node:
             return False
         node = node[part]
@@ -320,8 +327,14 @@ def _format_errors(
     error: ValidationError, model: type[BaseModel], prefix: KeyPath, origins: _Origins
 ) -> list[str]:
     lines = []
+    # A value that fits no member of a union (``base_url: str | list[str]``) gives one error
+    # per member, located under tags like 'str'; report it once, at the key's own path.
+    groups: dict[tuple[str, ...], list[Any]] = {}
     for err in error.errors():
-        loc = tuple(str(p) for p in err["loc"])
+        loc = tuple(str(p) for p in _strip_union_tags(model, err["loc"]))
+        groups.setdefault(loc, []).append(err)
+    for loc, errs in groups.items():
+        err = errs[0]
         path = (*prefix, *loc)
         dotted = ".".join(path) or "(top level)"
         where = origins.where(path)
@@ -335,15 +348,41 @@ def _format_errors(
             message = message[len("Value error, "):]
         if err["type"] == "missing":
             message = "required key is missing"
+        for other in errs[1:]:
+            message += " or " + other["msg"].removeprefix("Input should be ")
         line = f"{where}{dotted}: {message}"
         if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], Mapping):
-            line += f" (got {err['input']!r})"
-        line += _coercion_hint(origins.scalar(path), err)
+            line += f" (got {scrub(repr(err['input']))})"
+        line += next((h for e in errs if (h := _coercion_hint(origins.scalar(path), e))), "")
         description = _description_at(model, loc)
         if description and err["type"] not in ("value_error", "assertion_error"):
             line += f"\n      {dotted}: {description}"
         lines.append(line)
     return lines
+
+
+def _strip_union_tags(model: type[BaseModel], loc: Sequence[Any]) -> tuple[Any, ...]:
+    """Drop pydantic's union-member tags ('str', 'list[str]', ...) from an error location."""
+    out: list[Any] = []
+    current: type[BaseModel] | None = model
+    annotation: Any = None
+    for part in loc:
+        if isinstance(part, str) and _is_union(annotation):
+            annotation = None  # the tag names a member; deeper parts are inside that member
+            continue
+        out.append(part)
+        if current is not None and isinstance(part, str) and part in current.model_fields:
+            annotation = current.model_fields[part].annotation
+            current = _section_type(annotation)
+        else:
+            current, annotation = None, None
+    return tuple(out)
+
+
+def _is_union(annotation: Any) -> bool:
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return False
+    return len([a for a in typing.get_args(annotation) if a is not type(None)]) > 1
 
 
 def _coercion_hint(scalar: ScalarSource | None, err: Mapping[str, Any]) -> str:

@@ -8,9 +8,17 @@ knows neither by name.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
 
 
 class Section(BaseModel):
@@ -110,6 +118,17 @@ class ModelConfig(Section):
     """Replay responses already paid for (resume); false always calls the provider."""
     script: str | None = None
     """scripted provider only: path to a YAML/JSON list of responses (null: built-in policy)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_var_name(cls, v: str | None) -> str | None:
+        # A key pasted here would be copied into config.resolved.json; refuse it.
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError(
+                "api_key_env is the NAME of the environment variable that holds the key "
+                "(e.g. OPENAI_API_KEY), never the key itself"
+            )
+        return v
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelConfig:

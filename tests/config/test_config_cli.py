@@ -1,0 +1,145 @@
+"""``speedrunner validate-config`` and ``speedrunner configs list|copy``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import speedrunner
+from speedrunner import cli
+from speedrunner.core.config.loader import ConfigLoader
+from speedrunner.shipped_configs import configs_root, list_configs, shipped_config_path
+
+from .conftest import WriteConfig
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# ---------------------------------------------------------------- validate-config
+
+
+def test_validate_config_prints_the_resolved_config(
+    loader: ConfigLoader, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config("""
+        method: {name: opo}
+        model:
+          sampling: {temperature: 0.4}
+        benchmark: {name: scienceworld, task_set: t3}
+    """)
+    rc, out, err = run_cli(capsys, "validate-config", str(path), "--quick_test", "--set", "run.seed=5")
+    assert rc == 0, err
+    resolved = json.loads(out)
+    assert resolved == loader.load(path, quick_test=True, overrides=["run.seed=5"]).resolved_json()
+    # Resolved means every layer applied and every default filled in.
+    assert resolved["run"]["seed"] == 5
+    assert resolved["run"]["rollouts"] == 4
+    assert resolved["model"]["sampling"] == {"temperature": 0.4, "top_p": 1.0, "max_tokens": 4096, "seed": None}
+    assert resolved["method"]["guide_max_chars"] == 6000
+    assert resolved["benchmark"]["max_llm_calls"] == 5
+    assert f"{path}: valid" in err
+
+
+def test_validate_config_on_a_bad_file_prints_only_errors(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config("""
+        method: {name: react}
+        benchmark: {name: babyai, max_llm_calls: 0}
+    """)
+    rc, out, err = run_cli(capsys, "validate-config", str(path))
+    assert rc == 2
+    assert out == ""
+    assert err.startswith(f"error: invalid configuration ({path})")
+    assert "line 2: benchmark.max_llm_calls" in err and "greater than or equal to 1" in err
+
+
+# ----------------------------------------------------------------------- configs
+
+
+def test_configs_list_shows_every_shipped_config(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run_cli(capsys, "configs", "list")
+    assert rc == 0
+    names = out.split()
+    assert names == list_configs()
+    assert len(names) == len(list(configs_root().rglob("*.yaml")))
+    assert {"babyai/react-gpt-seq", "crafter/voyager-gpt-crafter", "scienceworld/speedrunner-gpt-t4"} <= set(names)
+
+
+def test_configs_are_package_data() -> None:
+    root = configs_root()
+    assert root.is_relative_to(Path(speedrunner.__file__).parent)
+    assert shipped_config_path("babyai/react-gpt-seq.yaml") == root / "babyai" / "react-gpt-seq.yaml"
+    assert shipped_config_path("configs/babyai/react-gpt-seq") == root / "babyai" / "react-gpt-seq.yaml"
+
+
+def test_configs_copy_is_rerun_safe_and_keeps_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_config_path("scienceworld/speedrunner-gpt-t4").read_bytes()
+    dest = tmp_path / "mine" / "speedrunner-gpt-t4.yaml"
+
+    rc, out, _ = run_cli(capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", "mine/")
+    assert rc == 0 and "copied" in out
+    assert dest.read_bytes() == shipped
+
+    os.utime(dest, ns=(1_000_000_000, 1_000_000_000))
+    rc, out, _ = run_cli(capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", "mine")
+    assert rc == 0 and "unchanged" in out
+    assert dest.stat().st_mtime_ns == 1_000_000_000   # not even rewritten
+
+    edited = shipped.replace(b"seed: 0", b"seed: 1")
+    assert edited != shipped
+    dest.write_bytes(edited)
+    rc, out, err = run_cli(capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", str(dest))
+    assert rc == 2 and out == ""
+    assert str(dest) in err and "--overwrite" in err
+    assert dest.read_bytes() == edited
+
+    rc, out, _ = run_cli(capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", str(dest), "--overwrite")
+    assert rc == 0 and "overwritten" in out
+    assert dest.read_bytes() == shipped
+
+
+def test_configs_copy_by_short_name_to_a_file_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "exp.yaml"
+    rc, _, _ = run_cli(capsys, "configs", "copy", "react-qwen-crafter", str(dest))
+    assert rc == 0
+    assert dest.read_bytes() == shipped_config_path("crafter/react-qwen-crafter").read_bytes()
+
+
+def test_configs_copy_unknown_name_suggests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run_cli(capsys, "configs", "copy", "babyai/react-gpt-seg", str(tmp_path))
+    assert rc == 2 and out == ""
+    assert "no shipped config 'babyai/react-gpt-seg'" in err
+    assert "did you mean 'babyai/react-gpt-seq'" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_configs_copy_works_outside_the_repo(tmp_path: Path) -> None:
+    """From a directory with no repo around it, through a fresh interpreter; then validate it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    copy = subprocess.run(
+        [sys.executable, "-m", "speedrunner.cli", "configs", "copy", "babyai/opo-gpt-seq", "."],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert copy.returncode == 0, copy.stderr
+    assert (tmp_path / "opo-gpt-seq.yaml").read_bytes() == shipped_config_path("babyai/opo-gpt-seq").read_bytes()
+    check = subprocess.run(
+        [sys.executable, "-m", "speedrunner.cli", "validate-config", "opo-gpt-seq.yaml"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert check.returncode == 0, check.stderr
+    assert json.loads(check.stdout)["method"]["name"] == "opo"

@@ -1,0 +1,154 @@
+"""Layer precedence, weakest to strongest: built-in defaults < file < --quick_test < --set.
+
+One test per boundary, plus how layers combine: mappings deep-merge, lists replace.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from speedrunner.core.config.loader import QUICK_TEST_RUN, ConfigLoader
+from speedrunner.errors import ConfigError
+
+from .conftest import WriteConfig
+
+
+def test_file_beats_builtin_defaults_of_method_and_benchmark(
+    loader: ConfigLoader, write_config: WriteConfig
+) -> None:
+    minimal = write_config("""
+        method: {name: opo}
+        benchmark: {name: babyai}
+    """, name="minimal.yaml")
+    edited = write_config("""
+        run:
+          rollouts: 100
+        method:
+          name: opo
+          guide_max_chars: 3000
+        benchmark:
+          name: babyai
+          max_llm_calls: 12
+          task_set: goto
+    """, name="edited.yaml")
+
+    defaults = loader.load(minimal).config
+    # Built-in defaults: the run schedule, the method's and the benchmark's own.
+    assert defaults.run.rollouts == 200
+    assert defaults.method.guide_max_chars == 6000
+    assert defaults.benchmark.max_llm_calls == 30
+    assert defaults.benchmark.task_set == "seq"
+
+    config = loader.load(edited).config
+    assert config.run.rollouts == 100
+    assert config.method.guide_max_chars == 3000
+    assert config.benchmark.max_llm_calls == 12
+    assert config.benchmark.task_set == "goto"
+    # What the file leaves out still comes from the defaults.
+    assert config.method.max_trajectory_chars == 12000
+    assert config.run.sleep_every == 10
+
+
+def test_quick_test_preset_beats_the_file(loader: ConfigLoader, write_config: WriteConfig) -> None:
+    path = write_config("""
+        run:
+          seed: 7
+          rollouts: 200
+          sleep_every: 10
+          eval_every: 50
+          eval_episodes: 30
+        method:
+          name: speedrunner
+          max_inducer_turns: 20
+        benchmark:
+          name: babyai
+          task_set: seq
+          max_llm_calls: 30
+    """)
+    plain = loader.load(path).config
+    quick = loader.load(path, quick_test=True).config
+
+    assert (plain.run.rollouts, plain.benchmark.max_llm_calls, plain.method.max_inducer_turns) == (200, 30, 20)
+    for key, value in QUICK_TEST_RUN.items():
+        assert getattr(quick.run, key) == value, key
+    assert quick.run.rollouts == 4 and quick.run.eval_episodes == 2
+    assert quick.benchmark.max_llm_calls == 6        # babyai's preset
+    assert quick.method.max_inducer_turns == 3       # speedrunner's preset
+    # Keys the preset does not name keep the file's values.
+    assert quick.run.seed == 7
+    assert quick.benchmark.task_set == "seq"
+
+
+def test_set_overrides_beat_the_quick_test_preset(loader: ConfigLoader, write_config: WriteConfig) -> None:
+    path = write_config("""
+        method: {name: react}
+        benchmark: {name: scienceworld, task_set: t3, max_llm_calls: 100}
+    """)
+    loaded = loader.load(
+        path,
+        quick_test=True,
+        overrides=["run.rollouts=8", "benchmark.max_llm_calls=9", "run.seed=3"],
+    )
+    config = loaded.config
+    assert config.run.rollouts == 8                   # --set, not the preset's 4
+    assert config.benchmark.max_llm_calls == 9        # --set, not the preset's 5
+    assert config.run.seed == 3
+    assert config.run.eval_episodes == QUICK_TEST_RUN["eval_episodes"]  # preset where --set is silent
+    assert loaded.overrides == ["run.rollouts=8", "benchmark.max_llm_calls=9", "run.seed=3"]
+    assert loaded.quick_test is True
+
+
+def test_mappings_deep_merge(loader: ConfigLoader, write_config: WriteConfig) -> None:
+    # A file that changes one sampling key keeps the defaults of the others ...
+    one_key = write_config("""
+        method: {name: react}
+        model:
+          sampling:
+            temperature: 0.3
+        benchmark: {name: babyai}
+    """, name="one_key.yaml")
+    sampling = loader.load(one_key).config.model.sampling
+    assert (sampling.temperature, sampling.top_p, sampling.max_tokens) == (0.3, 1.0, 4096)
+    assert loader.load(one_key).config.model.name == "gpt-5.4-mini"
+
+    # ... and --set of one nested key keeps the file's siblings (no section replacement).
+    full = write_config("""
+        method: {name: react}
+        model:
+          provider: vllm
+          name: Qwen/Qwen3.5-35B-A3B
+          base_url: http://127.0.0.1:5012/v1
+          sampling: {temperature: 0.6, top_p: 0.95, max_tokens: 8192}
+        benchmark: {name: babyai}
+    """, name="full.yaml")
+    model = loader.load(full, overrides=["model.sampling.temperature=0.2"]).config.model
+    assert model.sampling.temperature == 0.2
+    assert model.sampling.top_p == 0.95
+    assert model.sampling.max_tokens == 8192
+    assert model.provider == "vllm" and model.base_url == "http://127.0.0.1:5012/v1"
+
+
+def test_lists_replace_wholesale(loader: ConfigLoader, write_config: WriteConfig) -> None:
+    path = write_config("""
+        method: {name: react}
+        model:
+          provider: vllm
+          name: Qwen/Qwen3.5-35B-A3B
+          base_url: [http://a:5012/v1, http://b:5012/v1, http://c:5012/v1]
+        benchmark:
+          name: crafter
+          area: [32, 32]
+    """)
+    assert loader.load(path).config.model.base_url == [
+        "http://a:5012/v1", "http://b:5012/v1", "http://c:5012/v1"]
+
+    config = loader.load(
+        path, overrides=["model.base_url=[http://z:5012/v1]", "benchmark.area=[16, 20]"]
+    ).config
+    assert config.model.base_url == ["http://z:5012/v1"]      # not merged with a, b, c
+    assert config.benchmark.area == [16, 20]
+
+    # An element-wise merge would silently turn [9] over [32, 32] into [9, 32].
+    with pytest.raises(ConfigError) as info:
+        loader.load(path, overrides=["benchmark.area=[9]"])
+    assert "[--set] benchmark.area" in str(info.value)
