@@ -23,6 +23,7 @@ class ProgressReporter:
         self.version = 0
         self.tag = "[SCRIPTED MODEL - not an LLM] " if scripted else ""
         self.started = time.monotonic()
+        self._start_done = done
         self._live = self.console.is_terminal
         self._progress: Progress | None = None
         if self._live:
@@ -53,9 +54,11 @@ class ProgressReporter:
             self._progress.update(self._task, completed=self.done, description=self._describe("training"))
         else:
             elapsed = time.monotonic() - self.started
+            rate = elapsed / max(1, self.done - self._start_done)
+            eta = rate * (self.total - self.done)
             print(f"episode {self.done}/{self.total} (#{index}) "
                   f"{'success' if success else 'failure'} | {self._describe('training')} | "
-                  f"{elapsed:.0f}s elapsed", file=sys.stderr, flush=True)
+                  f"{elapsed:.0f}s elapsed, ETA {eta:.0f}s (training only)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._progress is not None:
