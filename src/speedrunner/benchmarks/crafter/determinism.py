@@ -14,7 +14,11 @@ valid sample of the same dynamics.
 
 ``render_image=False`` makes ``reset``/``step`` return ``None`` instead of the 64x64 RGB
 frame and skips the per-step semantic map in ``info``; text observations are built from
-the world directly, so a text agent does not pay for pixels it never sees.
+the world directly, so a text agent does not pay for pixels it never sees. One catch:
+at night Crafter's renderer draws its noise texture from the *world's* RNG
+(``LocalView._noise``), so rendering is part of the game's dynamics. Without a frame we
+still draw (and discard) exactly those numbers, so a text episode is the same game as
+the pixel episode with the same seed and actions.
 """
 
 from __future__ import annotations
@@ -41,7 +45,12 @@ class DeterministicCrafterEnv(crafter.Env):
         super()._balance_chunk(chunk, sorted(objs, key=_position_key))
 
     def _obs(self) -> Any:
-        return self.render() if self._render_image else None
+        if self._render_image:
+            return self.render()
+        if self._world.daylight < 0.5:  # mirrors LocalView._light -> _noise
+            unit = self._size // self._view
+            self._world.random.uniform(32, 127, tuple(self._local_view._grid * unit))
+        return None
 
 
 def _no_semantic_view() -> None:

@@ -1,0 +1,186 @@
+"""ScienceWorld as a ``TextEnv``: free-text actions in, the simulator's text out.
+
+One JVM per env instance, started on the first ``reset`` (so building envs and
+importing this module start nothing) and reused across episodes: each ``reset`` loads
+the next variation into the same JVM. ``close()`` stops the JVM; an ``atexit`` hook
+closes any env still open, and the package's ``die_on_exit`` gateway makes the JVM exit
+when its parent process dies, so JVMs never outlive the run.
+
+The JVM reads its options (heap cap, GC) from ``JAVA_TOOL_OPTIONS`` at launch; the
+package does not let us pass options, so we set that variable for the duration of the
+launch, under a lock because the environment is process-wide.
+
+**Determinism trap** (the JVM twin of Crafter's): the simulator keeps objects in Scala
+hash sets keyed by *identity* hash codes, which HotSpot draws from per-thread generators.
+Room listings, valid-action lists, ambiguity menus and even gold paths then depend on
+what the JVM did before, so a reused JVM replays a variation differently from a fresh
+one. ``DETERMINISM_FLAGS`` (``-XX:hashCode=2``: every identity hash is 1) turn those sets
+into insertion-ordered collision lists; a variation then reads the same in any JVM
+after any history. Measured cost: none visible at ScienceWorld's object counts.
+
+Whatever the agent types reaches the simulator unchanged. "No known action matches that
+input." and the numbered "Ambiguous request" prompt come back as ordinary observations
+(answer the latter with the number). ``actions`` lists the currently valid action
+strings, a hint rather than a limit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import weakref
+from typing import Any
+
+from speedrunner.benchmarks.scienceworld.tasks import TaskRef, parse_task
+from speedrunner.core.env import Observation, StepResult
+from speedrunner.errors import EnvError, InvalidActionError
+
+_LAUNCH_LOCK = threading.Lock()
+_OPEN: weakref.WeakSet[ScienceWorldTextEnv] = weakref.WeakSet()
+_TASK_PREFIX = "Task Description:"
+DETERMINISM_FLAGS = "-XX:+UnlockExperimentalVMOptions -XX:hashCode=2"
+"""Always appended to the configured JVM options; see the module docstring."""
+
+
+def _close_all() -> None:
+    for env in list(_OPEN):
+        env.close()
+
+
+atexit.register(_close_all)
+
+
+def launch_simulator(env_step_limit: int, jvm_options: str) -> Any:
+    """Start one ScienceWorld JVM with ``jvm_options`` (+ ``DETERMINISM_FLAGS``)."""
+    from py4j.protocol import Py4JError
+    from scienceworld import ScienceWorldEnv
+
+    with _LAUNCH_LOCK:
+        previous = os.environ.get("JAVA_TOOL_OPTIONS")
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{jvm_options} {DETERMINISM_FLAGS}".strip()
+        try:
+            return ScienceWorldEnv("", envStepLimit=env_step_limit)
+        except (OSError, Py4JError) as e:
+            raise EnvError(f"could not start the ScienceWorld JVM ({e}); check that Java 11+ "
+                           f"is on PATH (`java -version`) and that "
+                           f"jvm_options={jvm_options!r} are valid JVM flags") from e
+        finally:
+            if previous is None:
+                os.environ.pop("JAVA_TOOL_OPTIONS", None)
+            else:
+                os.environ["JAVA_TOOL_OPTIONS"] = previous
+
+
+def stop_simulator(sim: Any) -> None:
+    """Shut a ScienceWorld JVM down and wait for it (kill it if it lingers)."""
+    proc = sim._gateway.java_process
+    with contextlib.suppress(Exception):  # the JVM may already be gone; the wait decides
+        sim.close()
+    try:
+        proc.wait(timeout=5)
+    except Exception:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+class ScienceWorldTextEnv:
+    """One ScienceWorld episode at a time; ``progress()`` is score / 100 (failure = 0)."""
+
+    def __init__(self, *, simplification: str = "easy", env_step_limit: int = 10000,
+                 jvm_options: str = "-Xmx512m -XX:+UseSerialGC") -> None:
+        self.simplification = simplification
+        self.env_step_limit = env_step_limit
+        self.jvm_options = jvm_options
+        self._sim: Any = None
+        self._ref: TaskRef | None = None
+        self._info: dict[str, Any] = {}
+        self._score = 0
+        self._done = False
+
+    def __repr__(self) -> str:
+        jvm = "running" if self._sim is not None else "not started"
+        return f"ScienceWorldTextEnv(simplification={self.simplification!r}, jvm {jvm})"
+
+    @property
+    def instruction(self) -> str:
+        return self._info.get("taskDesc", "").removeprefix(_TASK_PREFIX).strip()
+
+    @property
+    def actions(self) -> list[str]:
+        return list(self._info.get("valid", []))
+
+    @property
+    def task(self) -> TaskRef | None:
+        """The episode being played (task id, split, variation)."""
+        return self._ref
+
+    @property
+    def score(self) -> int:
+        """ScienceWorld's score, -100..100 (negative: the task failed, e.g. wrong focus)."""
+        return self._score
+
+    @property
+    def success(self) -> bool:
+        return self._score >= 100
+
+    def progress(self) -> float:
+        return max(self._score, 0) / 100.0
+
+    def reset(self, task: str, seed: int) -> Observation:
+        ref = parse_task(task, seed)
+        if self._sim is None:
+            self._sim = launch_simulator(self.env_step_limit, self.jvm_options)
+            _OPEN.add(self)
+        text, info = self._call(self._load_and_reset, ref)
+        self._ref, self._info, self._score, self._done = ref, info, int(info["score"]), False
+        return self._observation(text)
+
+    def step(self, action: str) -> StepResult:
+        if self._ref is None:
+            raise EnvError("ScienceWorldTextEnv.step() before reset(): call reset(task, seed) first")
+        if self._done:
+            raise EnvError("the ScienceWorld episode is over; call reset(task, seed) to start another")
+        if not isinstance(action, str):
+            raise InvalidActionError(f"a ScienceWorld action is text, got {type(action).__name__}; "
+                                     f"e.g. one of: {', '.join(self.actions[:5])}")
+        text, reward, done, info = self._call(self._sim.step, action)
+        self._info, self._score, self._done = info, int(info["score"]), bool(done)
+        return StepResult(
+            observation=self._observation(text),
+            reward=float(reward),
+            done=self._done,
+            info={"score": self._score, "moves": int(info["moves"]), "success": self.success,
+                  "task": str(self._ref)},
+        )
+
+    def close(self) -> None:
+        sim, self._sim = self._sim, None
+        _OPEN.discard(self)
+        if sim is not None:
+            stop_simulator(sim)
+
+    def _load_and_reset(self, ref: TaskRef) -> tuple[str, dict[str, Any]]:
+        self._sim.load(ref.task_name, ref.variation, self.simplification)
+        return self._sim.reset()
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """Run a simulator call; a dead JVM becomes an ``EnvError`` and the next reset restarts it."""
+        from py4j.protocol import Py4JError
+
+        try:
+            return fn(*args)
+        except Py4JError as e:
+            self.close()
+            raise EnvError(f"the ScienceWorld JVM failed ({type(e).__name__}: {e}); the env "
+                           f"was closed, and the next reset(task, seed) starts a new JVM") from e
+
+    def _observation(self, text: str) -> Observation:
+        info = self._info
+        return Observation(text=text, structured={
+            "look": info["look"],
+            "inventory": info["inv"],
+            "task": self.instruction,
+            "valid_actions": list(info["valid"]),
+        })

@@ -1,0 +1,163 @@
+"""ScienceWorld text env against the real simulator (two JVMs shared by the whole module)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from speedrunner.benchmarks.scienceworld import skill_api
+from speedrunner.benchmarks.scienceworld.config import TASK_IDS, TASK_SETS
+from speedrunner.benchmarks.scienceworld.env import (
+    DETERMINISM_FLAGS,
+    ScienceWorldTextEnv,
+    launch_simulator,
+    stop_simulator,
+)
+from speedrunner.benchmarks.scienceworld.tasks import parse_task, variations
+from speedrunner.core.env import TextEnv
+from speedrunner.errors import EnvError
+
+pytestmark = pytest.mark.slow
+JVM_OPTIONS = "-Xmx384m -XX:+UseSerialGC"
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[ScienceWorldTextEnv]:
+    env = ScienceWorldTextEnv(jvm_options=JVM_OPTIONS)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def raw() -> Iterator[Any]:
+    """The package's own env, for gold paths and split lists."""
+    sim = launch_simulator(10000, JVM_OPTIONS)
+    yield sim
+    stop_simulator(sim)
+
+
+def test_split_sizes_match_package(raw: Any) -> None:
+    for task_id, name in TASK_IDS.items():
+        raw.load(name, 0, "easy")
+        for split, listed in (("train", raw.get_variations_train()),
+                              ("dev", raw.get_variations_dev()),
+                              ("test", raw.get_variations_test())):
+            assert list(variations(task_id, split)) == list(listed), (task_id, split)
+
+
+@pytest.mark.parametrize("task_id", [*TASK_SETS["t3"], *TASK_SETS["t4"]])
+def test_gold_path_through_our_interface_succeeds(env: ScienceWorldTextEnv, raw: Any,
+                                                  task_id: str) -> None:
+    ref = parse_task(f"{task_id}/test", 0)
+    raw.load(ref.task_name, ref.variation, "easy", generateGoldPath=True)
+    gold = raw.get_gold_action_sequence()
+    env.reset(str(ref), 0)
+    assert env.progress() == env.score / 100 >= 0
+    for action in gold:  # some gold paths end with spare "wait"/"look" moves
+        result = env.step(action)
+        if result.done:
+            break
+    assert result.done and env.success and env.progress() == 1.0, (task_id, env.score)
+    assert result.info["success"] and result.info["score"] == 100
+
+
+def test_unknown_and_ambiguous_input_are_observations(env: ScienceWorldTextEnv) -> None:
+    assert isinstance(env, TextEnv)
+    obs = env.reset("4-4/train#0", 0)
+    assert "called the hallway" in obs.text and env.instruction.startswith("Your task is")
+    result = env.step("dance with the moon")
+    assert result.observation.text == "No known action matches that input."
+    assert not result.done
+    result = env.step("look at door")  # the hallway has several doors
+    assert result.observation.text.startswith("Ambiguous request")
+    answered = env.step("0")
+    assert "door" in answered.observation.text and not answered.done
+
+
+def test_structured_view_and_skill_api(env: ScienceWorldTextEnv) -> None:
+    obs = env.reset("4-1/train#3", 0)
+    state = json.loads(json.dumps(obs.structured))
+    assert set(state) == {"look", "inventory", "task", "valid_actions"}
+    assert env.actions == skill_api.valid_actions(state) and "look around" in env.actions
+    assert skill_api.task(state) == env.instruction
+    handle = skill_api.SkillEnv(skill_api.local_transport(env), obs.text, state)
+    reply = handle.act("inventory")
+    assert reply == handle.text and "inventory" in reply
+    assert f"called the {skill_api.room(handle.state)}." in skill_api.look(handle.state)
+    assert any("door" in thing.lower() for thing in skill_api.visible(handle.state))
+    assert skill_api.inventory(handle.state).startswith("In your inventory")
+
+
+def test_reuses_one_jvm_and_reproduces_episodes(env: ScienceWorldTextEnv) -> None:
+    first = env.reset("4-2/test#250", 5)
+    jvm = env._sim
+    env.step("open door to kitchen")
+    again = env.reset("4-2/test#250", 5)
+    assert env._sim is jvm and again == first
+    assert env.reset("4-2/test", 25 + 75).text == first.text  # seed picks test[25] == 250
+
+
+def test_failure_counts_as_zero_progress(env: ScienceWorldTextEnv) -> None:
+    env.reset("4-1/test#225", 0)
+    result = env.step("focus on agent")  # wrong focus ends the episode as a failure
+    assert result.done and env.score == -100 and env.progress() == 0.0 and not env.success
+    with pytest.raises(EnvError, match="reset"):
+        env.step("look around")
+
+
+def test_jvm_options_reach_the_jvm_and_close_stops_it() -> None:
+    env = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC")
+    assert env._sim is None  # lazy: nothing started yet
+    env.reset("3-1/train#0", 0)
+    proc = env._sim._gateway.java_process
+    with open(f"/proc/{proc.pid}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    assert f"JAVA_TOOL_OPTIONS=-Xmx256m -XX:+UseSerialGC {DETERMINISM_FLAGS}".encode() in environ
+    assert os.environ.get("JAVA_TOOL_OPTIONS") != "-Xmx256m -XX:+UseSerialGC"
+    env.close()
+    assert proc.poll() is not None
+
+
+FIRST_OBS = """
+from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
+env = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC")
+print(env.reset("4-3/test", 1234).text)
+print(env.step("look around").observation.text)
+"""
+
+
+def test_same_seed_same_first_observation_across_processes(env: ScienceWorldTextEnv) -> None:
+    outs = [subprocess.run([sys.executable, "-c", FIRST_OBS], capture_output=True, text=True,
+                           timeout=120, check=True, env={**os.environ, "PYTHONHASHSEED": s}).stdout
+            for s in ("1", "2")]
+    assert outs[0] == outs[1] and "This room is called" in outs[0]
+    here = env.reset("4-3/test", 1234).text
+    assert outs[0].startswith(here)
+
+
+def test_two_envs_in_threads_match_one_env_alone(env: ScienceWorldTextEnv) -> None:
+    """Concurrent launches (JAVA_TOOL_OPTIONS is process-wide) and play stay independent."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def play(task: str) -> list[str]:
+        own = ScienceWorldTextEnv(jvm_options=JVM_OPTIONS)
+        try:
+            texts = [own.reset(task, 0).text]
+            texts += [own.step(a).observation.text for a in ("look around", "inventory")]
+            return texts
+        finally:
+            own.close()
+
+    tasks = ["3-3/test#700", "4-4/test#260"]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(play, tasks))
+    for task, texts in zip(tasks, together, strict=True):
+        alone = [env.reset(task, 0).text]
+        alone += [env.step(a).observation.text for a in ("look around", "inventory")]
+        assert texts == alone
