@@ -31,8 +31,8 @@ def policy_reply(body: dict) -> Reply:
     if "strategy guide" in messages[0].content:
         return Reply(text=GUIDE, prompt_tokens=500, completion_tokens=40)
     action = pick_action(messages, "fake")
-    key = int(body_key(body)[:6], 16)
-    if action is None or key % 9 == 0:
+    turn = sum(m.role == "assistant" for m in messages)
+    if action is None or turn % 4 == 1:   # every episode's second turn is an invalid answer
         return Reply(text="Thought: I am not sure.\nAction: fly away", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
     return Reply(text=f"Thought: try it.\nAction: {action}", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
 

@@ -25,6 +25,8 @@ class BabyAIConfig(BenchmarkConfig):
     """Start a server on the local URL when nothing answers there (and stop it on exit)."""
     request_timeout_s: float = Field(30.0, gt=0)
     """HTTP timeout for one server request."""
+    server_start_timeout_s: float = Field(60.0, gt=0)
+    """How long to wait for an autostarted server to answer /health before giving up."""
 
     @property
     def task_kinds(self) -> tuple[str, ...]:

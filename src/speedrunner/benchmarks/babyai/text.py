@@ -19,11 +19,11 @@ and what it carries, exactly what BALROG shows. One line each, in this order:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
-from minigrid.minigrid_env import MiniGridEnv
+if TYPE_CHECKING:  # minigrid costs ~0.7 s to import; skills and clients need only the constants
+    import numpy as np
+    from minigrid.minigrid_env import MiniGridEnv
 
 ACTIONS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
 """Primitive action names, in minigrid's action-index order (0..5)."""
@@ -60,9 +60,10 @@ def _wall_distances(image: np.ndarray, ax: int, ay: int) -> dict[str, int]:
         "left": [(i, ay) for i in range(ax - 1, -1, -1)],
         "right": [(i, ay) for i in range(ax + 1, image.shape[0])],
     }
+    kinds = image[:, :, 0].tolist()
     for direction, cells in lines.items():
         for dist, (i, j) in enumerate(cells, start=1):
-            kind = int(image[i, j, 0])
+            kind = kinds[i][j]
             if kind in (_UNSEEN, _EMPTY):
                 continue
             if kind == _WALL:
@@ -73,21 +74,21 @@ def _wall_distances(image: np.ndarray, ax: int, ay: int) -> dict[str, int]:
 
 def _visible_objects(image: np.ndarray, ax: int, ay: int) -> list[dict[str, Any]]:
     """Objects (not walls/empty/unseen) in view, left to right and far to near, as BALROG lists them."""
+    from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
     objects = []
-    for i in range(image.shape[0]):
-        for j in range(image.shape[1]):
-            kind, color, state = (int(v) for v in image[i, j])
-            if kind in (_UNSEEN, _EMPTY, _WALL) or (i == ax and j == ay):
-                continue
-            obj: dict[str, Any] = {
-                "type": IDX_TO_OBJECT[kind],
-                "color": IDX_TO_COLOR[color],
-                "dx": i - ax,
-                "dy": ay - j,
-            }
-            if kind == _DOOR:
-                obj["state"] = DOOR_STATES[state]
-            objects.append(obj)
+    mask = image[:, :, 0] > _WALL  # object codes follow unseen, empty, wall
+    mask[ax, ay] = False  # the agent's own cell shows what it carries
+    for i, j in zip(*mask.nonzero(), strict=True):  # row-major: same order as BALROG's loops
+        kind, color, state = (int(v) for v in image[i, j])
+        obj: dict[str, Any] = {
+            "type": IDX_TO_OBJECT[kind],
+            "color": IDX_TO_COLOR[color],
+            "dx": int(i) - ax,
+            "dy": ay - int(j),
+        }
+        if kind == _DOOR:
+            obj["state"] = DOOR_STATES[state]
+        objects.append(obj)
     return objects
 
 
@@ -102,10 +103,15 @@ def object_line(obj: dict[str, Any]) -> str:
     return f"a {state}{obj['color']} {obj['type']} " + " and ".join(parts)
 
 
-def structured_view(env: MiniGridEnv) -> dict[str, Any]:
-    """What the agent sees, as a JSON-serializable dict (the text is rendered from this)."""
-    grid, vis_mask = env.gen_obs_grid()
-    image = grid.encode(vis_mask)
+def structured_view(env: MiniGridEnv, image: np.ndarray | None = None) -> dict[str, Any]:
+    """What the agent sees, as a JSON-serializable dict (the text is rendered from this).
+
+    ``image`` is minigrid's encoded egocentric view for the current state (``obs["image"]``
+    from ``step``); pass it to avoid recomputing the view, which costs more than the text.
+    """
+    if image is None:
+        grid, vis_mask = env.gen_obs_grid()
+        image = grid.encode(vis_mask)
     ax, ay = image.shape[0] // 2, image.shape[1] - 1
     carrying = None
     if env.carrying is not None:
@@ -127,7 +133,7 @@ def render_text(view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def observe(env: MiniGridEnv) -> tuple[str, dict[str, Any]]:
-    """(text, structured) for the env's current state."""
-    view = structured_view(env)
+def observe(env: MiniGridEnv, image: np.ndarray | None = None) -> tuple[str, dict[str, Any]]:
+    """(text, structured) for the env's current state (``image``: see ``structured_view``)."""
+    view = structured_view(env, image)
     return render_text(view), view

@@ -1,0 +1,176 @@
+"""``BabyAIBenchmark``: episode specs for BabyAI-Text and the server they are played on.
+
+Training and evaluation episodes are pure functions of (run seed, split, index): the seed
+comes from ``core.seeding.episode_seed`` and the task kind from the seed (``levels.
+kind_for_seed`` over the configured task set), so ``env.reset(spec.task, spec.seed)``
+replays the same episode anywhere. When the configured server URL is local and nothing
+answers, a server subprocess is started on that port and stopped on ``close()``, at
+interpreter exit, or (watched by the server itself) when this process dies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from speedrunner.benchmarks.babyai.config import BabyAIConfig
+from speedrunner.benchmarks.babyai.env import START_HINT, BabyAITextEnv
+from speedrunner.benchmarks.babyai.levels import kind_for_seed
+from speedrunner.core.benchmark import EpisodeSpec, Split
+from speedrunner.core.seeding import episode_seed
+from speedrunner.errors import ServerUnavailableError
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def probe(url: str, timeout_s: float = 1.0) -> bool:
+    """True if a BabyAI-Text server answers ``GET /health`` at ``url``; False if nothing listens.
+
+    Raises ``ServerUnavailableError`` when something *else* answers there, since starting a
+    server on that port would fail anyway.
+    """
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout_s)
+    try:
+        conn.request("GET", parts.path.rstrip("/") + "/health")
+        response = conn.getresponse()
+        body = response.read()
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+    try:
+        ok = json.loads(body).get("service") == "babyai-text"
+    except (json.JSONDecodeError, AttributeError):
+        ok = False
+    if not ok:
+        raise ServerUnavailableError(
+            f"something other than a BabyAI-Text server answers at {url}; free the port or "
+            "point benchmark.server_url elsewhere")
+    return True
+
+
+class ServerProcess:
+    """A BabyAI-Text server subprocess on a local port, owned by this process."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.url = f"http://{host}:{port}"
+        self._proc: subprocess.Popen[bytes] | None = None
+        # Lives as long as the server: its stderr, shown if startup fails.
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
+
+    def start(self, timeout_s: float) -> None:
+        """Launch and wait until ``/health`` answers; raise with the server's stderr if it dies."""
+        src = str(Path(__file__).resolve().parents[3])  # works from a checkout without install
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (src, os.environ.get("PYTHONPATH")) if p)}
+        cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.server", "--host", self.host,
+               "--port", str(self.port), "--parent-pid", str(os.getpid())]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=self._log, env=env, start_new_session=True)
+        atexit.register(self.stop)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                self._log.seek(0)
+                err = self._log.read().decode(errors="replace").strip()[-2000:]
+                raise ServerUnavailableError(
+                    f"the BabyAI-Text server started for {self.url} exited with code "
+                    f"{self._proc.returncode}:\n{err}")
+            if probe(self.url, timeout_s=1.0):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise ServerUnavailableError(
+            f"the BabyAI-Text server started for {self.url} did not answer within {timeout_s:g} s; "
+            "raise benchmark.server_start_timeout_s or start it yourself: " + START_HINT)
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        """Terminate (then kill) the server. Idempotent; registered with atexit."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        atexit.unregister(self.stop)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._log.close()
+
+
+class BabyAIBenchmark:
+    """BabyAI-Text (BALROG's MixedTrainLocal kinds) for the runner."""
+
+    name = "babyai"
+
+    def __init__(self, config: BabyAIConfig, *, rollouts: int, eval_episodes: int) -> None:
+        self.config = config
+        self.rollouts = rollouts
+        self.n_eval = eval_episodes
+        self.kinds = config.task_kinds
+        self._server: ServerProcess | None = None
+        self._checked = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"BabyAIBenchmark(task_set={self.config.task_set!r}, url={self.config.server_url!r})"
+
+    def _spec(self, split: Split, run_seed: int, index: int) -> EpisodeSpec:
+        seed = episode_seed(run_seed, split, index)
+        return EpisodeSpec(split=split, index=index, task=kind_for_seed(seed, self.kinds), seed=seed)
+
+    def train_episode(self, run_seed: int, index: int) -> EpisodeSpec:
+        return self._spec("train", run_seed, index)
+
+    def eval_episodes(self, run_seed: int) -> list[EpisodeSpec]:
+        return [self._spec("eval", run_seed, i) for i in range(self.n_eval)]
+
+    def ensure_server(self) -> None:
+        """Make sure a server answers at the configured URL, starting one if allowed."""
+        with self._lock:
+            if self._checked and (self._server is None or self._server.running):
+                return
+            url = self.config.server_url.rstrip("/")
+            if not probe(url):
+                parts = urlsplit(url)
+                if parts.hostname not in LOCAL_HOSTS:
+                    raise ServerUnavailableError(
+                        f"no BabyAI-Text server answers at {url}; on that machine run "
+                        f"`python BALROG/deploy_env.py deploy.host=0.0.0.0 deploy.port="
+                        f"{parts.port or 80}`, or use a local URL such as http://127.0.0.1:8080")
+                if not self.config.autostart_server:
+                    raise ServerUnavailableError(
+                        f"no BabyAI-Text server answers at {url}; {START_HINT}, or set "
+                        "benchmark.autostart_server: true")
+                self._server = ServerProcess(parts.hostname or "127.0.0.1", parts.port or 80)
+                self._server.start(self.config.server_start_timeout_s)
+            self._checked = True
+
+    def make_env(self) -> BabyAITextEnv:
+        self.ensure_server()
+        return BabyAITextEnv(self.config.server_url,
+                             request_timeout_s=self.config.request_timeout_s)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                self._server.stop()
+                self._server = None
+            self._checked = False

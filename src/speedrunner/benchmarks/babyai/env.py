@@ -1,0 +1,200 @@
+"""``BabyAITextEnv``: the TextEnv protocol over the BabyAI-Text server's JSON API.
+
+One env owns one server-side episode and one keep-alive HTTP connection (stdlib
+``http.client``), so a step costs one loopback round trip. The server is the only place
+the game state lives; the env caches the last observation so skills can re-read it free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+from speedrunner.benchmarks.babyai.text import ACTIONS
+from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.names import unknown
+from speedrunner.errors import (
+    EnvError,
+    InvalidActionError,
+    ServerUnavailableError,
+    UnknownNameError,
+)
+
+START_HINT = "start one with `python BALROG/deploy_env.py deploy.port=<port>`"
+
+
+class ServerConnection:
+    """A keep-alive JSON connection to one server; not thread-safe (one per env)."""
+
+    def __init__(self, base_url: str, timeout_s: float) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise EnvError(f"BabyAI server_url must look like http://host:port, got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.prefix = parts.path.rstrip("/")
+        self.timeout_s = timeout_s
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        conn.connect()
+        # Small request/response pairs: without NODELAY, Nagle + delayed ACK adds ~40 ms.
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None
+                ) -> tuple[int, dict[str, Any]]:
+        """(status, JSON body). Reconnects once if a reused keep-alive connection went stale."""
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        for attempt in (0, 1):
+            reused = self._conn is not None
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                self._conn.request(method, self.prefix + path, body=data, headers=headers)
+                response = self._conn.getresponse()
+                raw = response.read()
+                if response.will_close:
+                    self.close()
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
+                self.close()
+                if attempt == 1 or not reused:
+                    raise ServerUnavailableError(
+                        f"BabyAI server at {self.base_url} dropped the connection ({e}); "
+                        "is it still running? (a server autostarted by another run stops when "
+                        f"that run ends; for concurrent runs {START_HINT})") from e
+            except (OSError, http.client.HTTPException) as e:
+                self.close()
+                raise ServerUnavailableError(
+                    f"BabyAI server at {self.base_url} did not answer {method} {path} ({e}); "
+                    f"{START_HINT}") from e
+        try:
+            payload = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ServerUnavailableError(
+                f"{self.base_url} answered {method} {path} with non-JSON (status "
+                f"{response.status}); is it a BabyAI-Text server? {START_HINT}") from e
+        return response.status, payload
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:
+    """Turn a server error reply into the matching named error."""
+    if status == 200:
+        return
+    message = f"{what}: {payload.get('error', payload)}"
+    code = payload.get("code")
+    if code == "unknown_task":
+        raise UnknownNameError(message)
+    if code == "invalid_action":
+        raise InvalidActionError(message)
+    if status >= 500 and code != "too_many_episodes":
+        message += " (server-side bug; the server keeps running)"
+    raise EnvError(message)
+
+
+class BabyAITextEnv:
+    """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
+
+    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0) -> None:
+        self._http = ServerConnection(server_url, request_timeout_s)
+        self._episode_id: str | None = None
+        self._start: dict[str, Any] = {}
+        self._observation: Observation | None = None
+        self._success = False
+        self._done = False
+
+    def __repr__(self) -> str:
+        return f"BabyAITextEnv({self._http.base_url!r}, episode={self._episode_id})"
+
+    # Protocol members answer before reset too ("" / the fixed vocabulary): runtime_checkable
+    # isinstance() reads them, and only AttributeError would be tolerated there.
+    @property
+    def instruction(self) -> str:
+        return self._start.get("instruction", "")
+
+    @property
+    def actions(self) -> list[str]:
+        return list(self._start.get("actions", ACTIONS))
+
+    @property
+    def action_descriptions(self) -> dict[str, str]:
+        """Per-action help for prompts (``pick up`` acts on the cell in front)."""
+        return dict(self._started()["action_descriptions"])
+
+    @property
+    def task(self) -> str:
+        """The concrete task kind of the current episode (resolved for ``mixed``)."""
+        return self._started()["task"]
+
+    @property
+    def max_steps(self) -> int:
+        return int(self._started()["max_steps"])
+
+    @property
+    def success(self) -> bool:
+        return self._success
+
+    @property
+    def observation(self) -> Observation:
+        """The latest observation (no server call)."""
+        if self._observation is None:
+            raise EnvError("call reset(task, seed) before reading the observation")
+        return self._observation
+
+    def _started(self) -> dict[str, Any]:
+        if not self._start:
+            raise EnvError("call reset(task, seed) before using the env")
+        return self._start
+
+    def reset(self, task: str, seed: int) -> Observation:
+        body = {"task": task, "seed": int(seed)}
+        status, payload = 0, {}
+        if self._episode_id is not None:
+            status, payload = self._http.request("POST", f"/episodes/{self._episode_id}/reset", body)
+            if payload.get("code") in ("unknown_episode", "episode_expired"):
+                self._episode_id = None  # expired or server restarted: start afresh
+        if self._episode_id is None:
+            status, payload = self._http.request("POST", "/episodes", body)
+        _raise_for(status, payload, f"reset({task!r}, {seed})")
+        self._episode_id = payload["episode_id"]
+        self._start = payload
+        self._success = self._done = False
+        self._observation = Observation(payload["observation"], payload["structured"])
+        return self._observation
+
+    def step(self, action: str) -> StepResult:
+        valid = self._started()["actions"]  # raises before reset
+        if action not in valid:
+            raise InvalidActionError(unknown("BabyAI action", action, valid))
+        if self._done:
+            raise EnvError("the episode is over; call reset(task, seed) to play again")
+        status, payload = self._http.request(
+            "POST", f"/episodes/{self._episode_id}/step", {"action": action})
+        _raise_for(status, payload, f"step({action!r})")
+        self._observation = Observation(payload["observation"], payload["structured"])
+        self._success, self._done = bool(payload["success"]), bool(payload["done"])
+        info = {k: payload[k] for k in ("success", "progress", "steps", "truncated")}
+        return StepResult(self._observation, float(payload["reward"]), self._done, info)
+
+    def progress(self) -> float:
+        return 1.0 if self._success else 0.0
+
+    def close(self) -> None:
+        """Delete the server-side episode (best effort) and drop the connection. Idempotent."""
+        if self._episode_id is not None:
+            with contextlib.suppress(ServerUnavailableError):  # server gone: episode gone too
+                self._http.request("DELETE", f"/episodes/{self._episode_id}")
+            self._episode_id = None
+        self._http.close()

@@ -1,0 +1,418 @@
+"""BabyAI-Text episode server: a small stdlib JSON API over HTTP/1.1 (keep-alive).
+
+Start it with ``python BALROG/deploy_env.py deploy.port=8080`` or
+``python -m speedrunner.benchmarks.babyai.server --port 8080``. It binds 127.0.0.1 unless
+told otherwise. Each episode lives server-side behind its own lock, so many clients may
+play concurrently; idle episodes expire after ``episode_ttl_s``; at most ``max_episodes``
+exist at once.
+
+JSON schema (request -> response; every body is a JSON object)::
+
+    GET    /health                      -> {status: "ok", service: "babyai-text", tasks: [str],
+                                            actions: [str], episodes: int}
+    POST   /episodes {task: str, seed: int}
+                                        -> {episode_id, task, instruction, observation,
+                                            structured, actions, action_descriptions, max_steps}
+    POST   /episodes/<id>/step {action: str}
+                                        -> {observation, structured, reward, done, success,
+                                            progress, steps, truncated}
+    POST   /episodes/<id>/reset {task: str, seed: int}   -> same as POST /episodes
+    DELETE /episodes/<id>               -> {deleted: <id>}
+
+``task`` is a kind (``goto``, ``pickup``, ``open``, ``putnext``, ``pick_up_seq_go_to``),
+``mixed`` (kind drawn from the seed), or any of these prefixed with
+``BabyAI-MixedTrainLocal-v0/``. ``seed`` is an integer in [0, 2**32). ``observation`` is
+BALROG's text; ``structured`` the same facts as a dict (see ``text.py``).
+
+Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
+400 ``malformed_json`` / ``bad_request`` / ``unknown_task`` (+ ``valid_tasks``) /
+``invalid_action`` (+ ``valid_actions``); 404 ``unknown_episode`` / ``unknown_route``;
+405 ``method_not_allowed`` (+ ``allowed``); 409 ``episode_done``; 410 ``episode_expired``;
+411 ``length_required``; 413 ``body_too_large``; 503 ``too_many_episodes``.
+A bad request never stops the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from speedrunner.benchmarks.babyai import levels, text
+from speedrunner.core.names import unknown
+from speedrunner.errors import UnknownNameError
+
+SERVICE = "babyai-text"
+
+
+@dataclass
+class ServerSettings:
+    """How the server runs (``deploy.<field>=...`` on the deploy_env.py command line)."""
+
+    host: str = "127.0.0.1"
+    """Interface to bind; loopback by default so nothing outside the machine can play."""
+    port: int = 8080
+    """TCP port (0 picks a free one)."""
+    episode_ttl_s: float = 900.0
+    """Seconds an episode may stay idle before it is discarded (clients that died leak nothing)."""
+    max_episodes: int = 1024
+    """Most episodes alive at once; creating one more answers 503 after expiring idle ones."""
+    max_body_bytes: int = 65536
+    """Largest request body accepted (413 above it)."""
+    verbose: bool = False
+    """Log every request to stderr."""
+
+
+class ApiError(Exception):
+    """A client mistake, answered with ``status`` and a JSON body; the server keeps going."""
+
+    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status, self.body = status, {"error": message, "code": code, **extra}
+
+
+class Episode:
+    """One level plus its lock; all state a client can change lives here."""
+
+    def __init__(self, episode_id: str) -> None:
+        self.id = episode_id
+        self.lock = threading.Lock()
+        self.last_used = time.monotonic()
+        self.level: levels.MixedTrainLocalLevel | None = None
+        self.done = False
+        self.success = False
+
+    def start(self, task: str, seed: int) -> dict[str, Any]:
+        kind = _check_task(task, seed)
+        if self.level is None or self.level.kind != kind:
+            self.level = levels.MixedTrainLocalLevel(kind)
+        self.level.reset(seed=seed)
+        self.done = self.success = False
+        observation, structured = text.observe(self.level)
+        return {
+            "episode_id": self.id,
+            "task": kind,
+            "instruction": text.instruction(self.level.mission),
+            "observation": observation,
+            "structured": structured,
+            "actions": list(text.ACTIONS),
+            "action_descriptions": text.ACTION_DESCRIPTIONS,
+            "max_steps": self.level.max_steps,
+        }
+
+    def step(self, action: str) -> dict[str, Any]:
+        if action not in text.ACTION_INDEX:
+            raise ApiError(400, "invalid_action", unknown("action", str(action), text.ACTIONS),
+                           valid_actions=list(text.ACTIONS))
+        if self.level is None:
+            raise ApiError(409, "episode_done", f"episode {self.id} has no level; reset it")
+        if self.done:
+            raise ApiError(409, "episode_done", f"episode {self.id} is finished "
+                           f"(success={self.success}); POST /episodes/{self.id}/reset to play again")
+        obs, reward, terminated, truncated, _ = self.level.step(text.ACTION_INDEX[action])
+        self.success = bool(terminated and reward > 0)
+        self.done = bool(terminated or truncated)
+        observation, structured = text.observe(self.level, obs["image"])
+        return {
+            "observation": observation,
+            "structured": structured,
+            "reward": float(reward),
+            "done": self.done,
+            "success": self.success,
+            "progress": 1.0 if self.success else 0.0,
+            "steps": int(self.level.step_count),
+            "truncated": bool(truncated and not terminated),
+        }
+
+
+class EpisodeStore:
+    """Episodes by id, with idle expiry and a size bound. One short global lock for the map."""
+
+    _REMEMBER_EXPIRED = 10000
+
+    def __init__(self, ttl_s: float, max_episodes: int) -> None:
+        self.ttl_s, self.max_episodes = ttl_s, max_episodes
+        self._lock = threading.Lock()
+        self._episodes: dict[str, Episode] = {}
+        self._expired: OrderedDict[str, None] = OrderedDict()
+        self._last_sweep = 0.0
+
+    def __len__(self) -> int:
+        return len(self._episodes)
+
+    def _sweep(self, now: float, force: bool = False) -> None:
+        if not force and now - self._last_sweep < 1.0:
+            return
+        self._last_sweep = now
+        for eid in [e.id for e in self._episodes.values() if now - e.last_used > self.ttl_s]:
+            del self._episodes[eid]
+            self._expired[eid] = None
+        while len(self._expired) > self._REMEMBER_EXPIRED:
+            self._expired.popitem(last=False)
+
+    def create(self) -> Episode:
+        # Ids only name server-side state; they never influence an episode's content.
+        episode = Episode(uuid.uuid4().hex)
+        with self._lock:
+            self._sweep(time.monotonic(), force=True)
+            if len(self._episodes) >= self.max_episodes:
+                raise ApiError(503, "too_many_episodes",
+                               f"{self.max_episodes} episodes are alive; DELETE finished ones or "
+                               "start the server with a larger deploy.max_episodes")
+            self._episodes[episode.id] = episode
+        return episode
+
+    def get(self, episode_id: str) -> Episode:
+        with self._lock:
+            now = time.monotonic()
+            self._sweep(now)
+            episode = self._episodes.get(episode_id)
+            if episode is not None and now - episode.last_used > self.ttl_s:
+                self._sweep(now, force=True)
+                episode = None
+            if episode is None:
+                if episode_id in self._expired:
+                    raise ApiError(410, "episode_expired", f"episode {episode_id} expired after "
+                                   f"{self.ttl_s:g} s idle; POST /episodes to start a new one")
+                raise ApiError(404, "unknown_episode", f"no episode {episode_id!r}; "
+                               "POST /episodes {task, seed} to create one")
+            episode.last_used = now
+            return episode
+
+    def delete(self, episode_id: str) -> None:
+        self.get(episode_id)
+        with self._lock:
+            self._episodes.pop(episode_id, None)
+
+
+_ROUTES: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
+    (re.compile(r"^/health$"), "health", ("GET",)),
+    (re.compile(r"^/episodes$"), "create", ("POST",)),
+    (re.compile(r"^/episodes/([^/]+)/step$"), "step", ("POST",)),
+    (re.compile(r"^/episodes/([^/]+)/reset$"), "reset", ("POST",)),
+    (re.compile(r"^/episodes/([^/]+)$"), "delete", ("DELETE",)),
+]
+
+
+def _task_and_seed(body: dict[str, Any]) -> tuple[str, int]:
+    task, seed = body.get("task"), body.get("seed")
+    if not isinstance(task, str):
+        raise ApiError(400, "bad_request", 'body needs "task" (a string), e.g. '
+                       '{"task": "pick_up_seq_go_to", "seed": 0}', valid_tasks=levels.valid_tasks())
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ApiError(400, "bad_request", f'"seed" must be an integer in [0, 2**32), got {seed!r}')
+    return task, seed
+
+
+def _check_task(task: str, seed: int) -> str:
+    try:
+        return levels.resolve_task(task, seed)
+    except UnknownNameError as e:
+        raise ApiError(400, "unknown_task", str(e), valid_tasks=levels.valid_tasks()) from e
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes requests to the store; turns ``ApiError`` (and our own bugs) into JSON replies."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+    server: BabyAIServer
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.settings.verbose:
+            super().log_message(format, *args)
+
+    def _dispatch(self, method: str) -> None:
+        try:
+            status, payload = 200, self._route(method)
+        except ApiError as e:
+            status, payload = e.status, e.body
+        except Exception as e:  # our bug: answer 500 and keep serving
+            status, payload = 500, {"error": f"internal error: {type(e).__name__}: {e}",
+                                    "code": "internal"}
+        self._reply(status, payload)
+
+    def _route(self, method: str) -> dict[str, Any]:
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        for pattern, name, methods in _ROUTES:
+            match = pattern.match(path)
+            if not match:
+                continue
+            if method not in methods:
+                self._discard_body()
+                raise ApiError(405, "method_not_allowed", f"{method} {path} is not supported; "
+                               f"use {' or '.join(methods)}", allowed=list(methods))
+            return getattr(self, f"_{name}")(*match.groups())
+        self._discard_body()
+        raise ApiError(404, "unknown_route", f"no route {method} {path}; see GET /health and the "
+                       "server module docstring for the API")
+
+    def _read_json(self) -> dict[str, Any]:
+        length = self.headers.get("Content-Length")
+        if length is None:
+            self.close_connection = True
+            raise ApiError(411, "length_required", "send a Content-Length header with the JSON body")
+        try:
+            size = int(length)
+        except ValueError as e:
+            self.close_connection = True
+            raise ApiError(400, "bad_request", f"bad Content-Length {length!r}") from e
+        limit = self.server.settings.max_body_bytes
+        if size > limit:
+            self.close_connection = True  # the unread body would corrupt the next request
+            raise ApiError(413, "body_too_large", f"body of {size} bytes exceeds {limit} bytes")
+        raw = self.rfile.read(size)
+        try:
+            body = json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ApiError(400, "malformed_json", f"request body is not valid JSON: {e}") from e
+        if not isinstance(body, dict):
+            raise ApiError(400, "malformed_json", "request body must be a JSON object")
+        return body
+
+    def _discard_body(self) -> None:
+        length = self.headers.get("Content-Length")
+        if length and length.isdigit() and int(length) <= self.server.settings.max_body_bytes:
+            self.rfile.read(int(length))
+        elif length:
+            self.close_connection = True
+
+    def _health(self) -> dict[str, Any]:
+        return {"status": "ok", "service": SERVICE, "tasks": levels.valid_tasks(),
+                "actions": list(text.ACTIONS), "episodes": len(self.server.store)}
+
+    def _create(self) -> dict[str, Any]:
+        task, seed = _task_and_seed(self._read_json())
+        _check_task(task, seed)  # before allocating, so a bad task leaves nothing behind
+        episode = self.server.store.create()
+        with episode.lock:
+            return episode.start(task, seed)
+
+    def _step(self, episode_id: str) -> dict[str, Any]:
+        body = self._read_json()
+        action = body.get("action")
+        if not isinstance(action, str):
+            raise ApiError(400, "invalid_action", 'body needs "action" (a string)',
+                           valid_actions=list(text.ACTIONS))
+        episode = self.server.store.get(episode_id)
+        with episode.lock:
+            return episode.step(action)
+
+    def _reset(self, episode_id: str) -> dict[str, Any]:
+        task, seed = _task_and_seed(self._read_json())
+        episode = self.server.store.get(episode_id)
+        with episode.lock:
+            return episode.start(task, seed)
+
+    def _delete(self, episode_id: str) -> dict[str, Any]:
+        self._discard_body()
+        self.server.store.delete(episode_id)
+        return {"deleted": episode_id}
+
+    def _reply(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class BabyAIServer(ThreadingHTTPServer):
+    """The HTTP server plus its episode store and settings."""
+
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops SYNs when many episodes connect at once
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        if ":" in settings.host:
+            self.address_family = socket.AF_INET6
+        self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes)
+        super().__init__((settings.host, settings.port), Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def start_in_thread(settings: ServerSettings | None = None) -> BabyAIServer:
+    """Serve in a daemon thread of this process (tests, benchmarks); stop with ``.shutdown()``."""
+    server = BabyAIServer(settings or ServerSettings(port=0))
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     name="babyai-server", daemon=True).start()
+    return server
+
+
+def _watch_parent(server: BabyAIServer, parent_pid: int) -> None:
+    """Shut down when the process that started us is gone, so no server is ever orphaned."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent_pid:
+            server.shutdown()
+            return
+
+
+def serve(settings: ServerSettings, *, parent_pid: int | None = None) -> None:
+    """Serve until interrupted (or until ``parent_pid`` exits)."""
+    server = BabyAIServer(settings)
+    if parent_pid is not None:
+        threading.Thread(target=_watch_parent, args=(server, parent_pid), daemon=True).start()
+    print(f"BabyAI-Text server listening on {server.url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m speedrunner.benchmarks.babyai.server --port 8080``."""
+    defaults = ServerSettings()
+    parser = argparse.ArgumentParser(description="BabyAI-Text episode server (JSON over HTTP).")
+    parser.add_argument("--host", default=defaults.host, help="interface to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=defaults.port, help="TCP port")
+    parser.add_argument("--episode-ttl-s", type=float, default=defaults.episode_ttl_s,
+                        help="idle seconds before an episode expires")
+    parser.add_argument("--max-episodes", type=int, default=defaults.max_episodes,
+                        help="most episodes alive at once")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="exit when this process (the one that started us) exits")
+    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    args = parser.parse_args(argv)
+    settings = ServerSettings(host=args.host, port=args.port, episode_ttl_s=args.episode_ttl_s,
+                              max_episodes=args.max_episodes, verbose=args.verbose)
+    serve(settings, parent_pid=args.parent_pid)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""What LLM-written BabyAI skills may call.
+
+Two halves, kept apart on purpose:
+
+- ``SkillEnv``: the only way to change the world, ``act(action) -> Observation``, plus
+  ``observe()`` and ``done``. In wake it wraps the episode's ``TextEnv`` in the parent;
+  a sandboxed skill gets a proxy with the same three members over a pipe.
+- Pure functions over ``Observation.structured`` (a JSON-able dict; see ``text.py``), so
+  they can run inside the sandbox on a dict received over that pipe and never see more
+  than the actor's text shows. Positions are relative: ``dx`` steps right (negative =
+  left), ``dy`` steps forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from speedrunner.benchmarks.babyai.text import ACTIONS
+from speedrunner.core.env import Observation, TextEnv
+from speedrunner.errors import EnvError
+
+__all__ = [
+    "ACTIONS", "SeenObject", "SkillEnv", "carrying", "find", "in_front", "visible_objects",
+    "wall_distance",
+]
+
+
+@dataclass(frozen=True)
+class SeenObject:
+    """One visible object. ``state`` is ``open``/``closed``/``locked`` for doors, else ``None``."""
+
+    type: str
+    color: str
+    dx: int
+    dy: int
+    state: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``"<color> <type>"``, the way missions name objects (e.g. ``"red ball"``)."""
+        return f"{self.color} {self.type}"
+
+    @property
+    def distance(self) -> int:
+        """Manhattan distance in steps."""
+        return abs(self.dx) + self.dy
+
+
+class SkillEnv:
+    """The acting half of the API, over any ``TextEnv`` (BabyAI's six primitive actions)."""
+
+    def __init__(self, env: TextEnv, first: Observation) -> None:
+        self._env, self._obs, self._done = env, first, False
+
+    def act(self, action: str) -> Observation:
+        """Take one primitive action (one of ``ACTIONS``) and return the new observation."""
+        if self._done:
+            raise EnvError("the episode is over; no more actions can be taken")
+        result = self._env.step(action)
+        self._obs, self._done = result.observation, result.done
+        return self._obs
+
+    def observe(self) -> Observation:
+        """The current observation (no action taken)."""
+        return self._obs
+
+    @property
+    def done(self) -> bool:
+        """True once the episode has ended (success or step limit)."""
+        return self._done
+
+
+def visible_objects(structured: dict[str, Any]) -> list[SeenObject]:
+    """Every object in view, nearest first."""
+    objs = [SeenObject(o["type"], o["color"], int(o["dx"]), int(o["dy"]), o.get("state"))
+            for o in structured.get("objects", [])]
+    return sorted(objs, key=lambda o: (o.distance, o.dx, o.dy))
+
+
+def find(structured: dict[str, Any], name: str) -> SeenObject | None:
+    """The nearest visible object matching ``name`` (``"red ball"``, ``"ball"``, ``"door"``)."""
+    words = name.lower().replace("the ", "").split()
+    for obj in visible_objects(structured):
+        if all(w in (obj.type, obj.color) for w in words):
+            return obj
+    return None
+
+
+def in_front(structured: dict[str, Any]) -> SeenObject | None:
+    """The object in the cell directly ahead (what ``pick up`` and ``toggle`` act on)."""
+    for obj in visible_objects(structured):
+        if obj.dx == 0 and obj.dy == 1:
+            return obj
+    return None
+
+
+def carrying(structured: dict[str, Any]) -> str | None:
+    """``"<color> <type>"`` of the carried object, or ``None``."""
+    held = structured.get("carrying")
+    return f"{held['color']} {held['type']}" if held else None
+
+
+def wall_distance(structured: dict[str, Any], direction: str) -> int | None:
+    """Steps to the wall ``forward``/``left``/``right`` when the text reports one, else ``None``."""
+    return structured.get("walls", {}).get(direction)
