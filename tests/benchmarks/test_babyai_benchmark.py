@@ -131,22 +131,22 @@ def test_skill_api_over_an_env() -> None:
         # Find a layout where turning in place brings the object dead ahead (deterministic).
         for seed in range(50):
             first = env.reset("pickup", seed)
-            api = skill_api.SkillEnv(env, first)
-            assert api.observe() == first
+            api = skill_api.SkillEnv(skill_api.local_transport(env), first.text, first.structured)
+            assert api.text == first.text
             json.dumps(first.structured)
             for _ in range(4):
-                seen = skill_api.visible_objects(api.observe().structured)
+                seen = skill_api.visible_objects(api.state)
                 if seen and seen[0].dx == 0:
                     break
                 api.act("turn left")
             if seen and seen[0].dx == 0:
                 break
         target = seen[0]
-        assert skill_api.find(api.observe().structured, target.name) == target
-        while skill_api.in_front(api.observe().structured) is None:
+        assert skill_api.find(api.state, target.name) == target
+        while skill_api.in_front(api.state) is None:
             api.act("go forward")
         api.act("pick up")
-        assert skill_api.carrying(api.observe().structured) == target.name
+        assert skill_api.carrying(api.state) == target.name
         assert api.done and env.success
         with pytest.raises(Exception, match="over"):
             api.act("turn left")

@@ -48,8 +48,9 @@ class Benchmark(Protocol):
         """The ``index``-th training episode of the run (0-based)."""
         ...
 
-    def eval_episodes(self, run_seed: int) -> list[EpisodeSpec]:
-        """The fixed held-out evaluation set (same for every method and checkpoint)."""
+    def eval_episodes(self, eval_seed: int) -> list[EpisodeSpec]:
+        """The fixed held-out evaluation set for ``run.eval_seed``: the same for every
+        method, checkpoint and run seed."""
         ...
 
     def close(self) -> None:

@@ -2,9 +2,9 @@
 
 Two halves, kept apart on purpose:
 
-- ``SkillEnv``: the only way to change the world, ``act(action) -> Observation``, plus
-  ``observe()`` and ``done``. In wake it wraps the episode's ``TextEnv`` in the parent;
-  a sandboxed skill gets a proxy with the same three members over a pipe.
+- ``SkillEnv`` (``speedrunner.core.skill``): the only way to change the world,
+  ``act(action) -> text``, with the current ``text``, ``state`` and ``done``. In-process it
+  wraps the episode's ``TextEnv`` (``local_transport``); a sandboxed skill gets a pipe.
 - Pure functions over ``Observation.structured`` (a JSON-able dict; see ``text.py``), so
   they can run inside the sandbox on a dict received over that pipe and never see more
   than the actor's text shows. Positions are relative: ``dx`` steps right (negative =
@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedrunner.benchmarks.babyai.text import ACTIONS
-from speedrunner.core.env import Observation, TextEnv
-from speedrunner.errors import EnvError
+from speedrunner.core.skill import SkillEnv, local_transport
 
 __all__ = [
-    "ACTIONS", "SeenObject", "SkillEnv", "carrying", "find", "in_front", "visible_objects",
+    "ACTIONS", "SeenObject", "SkillEnv", "carrying", "local_transport", "find", "in_front", "visible_objects",
     "wall_distance",
 ]
 
@@ -45,30 +44,6 @@ class SeenObject:
     def distance(self) -> int:
         """Manhattan distance in steps."""
         return abs(self.dx) + self.dy
-
-
-class SkillEnv:
-    """The acting half of the API, over any ``TextEnv`` (BabyAI's six primitive actions)."""
-
-    def __init__(self, env: TextEnv, first: Observation) -> None:
-        self._env, self._obs, self._done = env, first, False
-
-    def act(self, action: str) -> Observation:
-        """Take one primitive action (one of ``ACTIONS``) and return the new observation."""
-        if self._done:
-            raise EnvError("the episode is over; no more actions can be taken")
-        result = self._env.step(action)
-        self._obs, self._done = result.observation, result.done
-        return self._obs
-
-    def observe(self) -> Observation:
-        """The current observation (no action taken)."""
-        return self._obs
-
-    @property
-    def done(self) -> bool:
-        """True once the episode has ended (success or step limit)."""
-        return self._done
 
 
 def visible_objects(structured: dict[str, Any]) -> list[SeenObject]:

@@ -10,44 +10,13 @@ Offsets follow Crafter's grid: ``dx > 0`` is east, ``dy > 0`` is south.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from speedrunner.benchmarks.crafter.text import ACTION_NAMES
-
-State = dict[str, Any]
-Transport = Callable[[str], dict[str, Any]]
-"""Sends one action to the env; answers ``{"text": str, "structured": dict, "done": bool}``."""
+from speedrunner.core.skill import SkillEnv, State, local_transport
 
 __all__ = ["ACTION_NAMES", "SkillEnv", "achievements", "facing", "inventory", "local_transport",
            "nearby", "nearest", "status"]
-
-
-class SkillEnv:
-    """The handle a skill receives: primitive actions in, observation text out."""
-
-    def __init__(self, send: Transport, text: str, state: State, done: bool = False) -> None:
-        self._send = send
-        self.text = text
-        self.state = state
-        self.done = done
-
-    def act(self, action: str) -> str:
-        """Play one primitive action; returns the new observation text (``state`` updates too)."""
-        reply = self._send(action)
-        self.text, self.state, self.done = reply["text"], reply["structured"], reply["done"]
-        return self.text
-
-
-def local_transport(env: Any) -> Transport:
-    """A ``Transport`` over an in-process ``TextEnv`` (tests, or when no sandbox is used)."""
-
-    def send(action: str) -> dict[str, Any]:
-        result = env.step(action)
-        return {"text": result.observation.text, "structured": result.observation.structured,
-                "done": result.done}
-
-    return send
 
 
 def nearby(state: State) -> list[dict[str, Any]]:

@@ -10,42 +10,11 @@ runs in a sandbox subprocess that receives the dict over a pipe.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
 
-State = dict[str, Any]
-Transport = Callable[[str], dict[str, Any]]
-"""Sends one action to the env; answers ``{"text": str, "structured": dict, "done": bool}``."""
+from speedrunner.core.skill import SkillEnv, State, local_transport
 
 __all__ = ["SkillEnv", "inventory", "local_transport", "look", "room", "task", "valid_actions",
            "visible"]
-
-
-class SkillEnv:
-    """The handle a skill receives: action text in, observation text out."""
-
-    def __init__(self, send: Transport, text: str, state: State, done: bool = False) -> None:
-        self._send = send
-        self.text = text
-        self.state = state
-        self.done = done
-
-    def act(self, action: str) -> str:
-        """Send one action; returns the simulator's reply (``state`` updates too)."""
-        reply = self._send(action)
-        self.text, self.state, self.done = reply["text"], reply["structured"], reply["done"]
-        return self.text
-
-
-def local_transport(env: Any) -> Transport:
-    """A ``Transport`` over an in-process ``TextEnv`` (tests, or when no sandbox is used)."""
-
-    def send(action: str) -> dict[str, Any]:
-        result = env.step(action)
-        return {"text": result.observation.text, "structured": result.observation.structured,
-                "done": result.done}
-
-    return send
 
 
 def look(state: State) -> str:

@@ -44,6 +44,8 @@ class RunSection(Section):
     """Evaluate on the held-out set at rollout 0 and every this many rollouts."""
     eval_episodes: int = Field(30, ge=0)
     """Size of the fixed held-out evaluation set (0 disables evaluation)."""
+    eval_seed: int = 0
+    """Seed of the held-out set. Independent of ``seed``, so every method, checkpoint and run seed is evaluated on the same episodes."""
     parallel_episodes: int = Field(4, ge=1)
     """Episodes of one batch (or one evaluation) that run concurrently."""
     episode_wall_clock_s: float = Field(1800.0, gt=0)

@@ -227,7 +227,7 @@ class Runner:
         progress.phase(f"eval at rollout {rollout}")
         started = time.monotonic()
         knowledge = self.method.knowledge()
-        trajectories = self._play(self.benchmark.eval_episodes(run.seed), knowledge, rollout, None)
+        trajectories = self._play(self.benchmark.eval_episodes(run.eval_seed), knowledge, rollout, None)
         n = len(trajectories)
         costs = [t.cost_usd for t in trajectories]
         row = {
