@@ -1,0 +1,41 @@
+"""The README's main job runs offline end to end and labels its numbers as scripted."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from .harness import REPO, clean_env
+
+
+def readme_main_job() -> list[str]:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## The main job", 1)[1]
+    command = re.search(r"```bash\n(python -m [^\n]+)\n```", section).group(1)
+    return command.split()
+
+
+@pytest.mark.slow
+def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
+    command = readme_main_job()
+    assert command[:3] == ["python", "-m", "speedrunner.benchmarks.babyai.train"]
+    config = REPO / command[command.index("--config_file") + 1]
+    env = {k: v for k, v in clean_env().items() if "API_KEY" not in k}
+    proc = subprocess.run([sys.executable, *command[1:3], "--config_file", str(config)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SCRIPTED" in proc.stderr and "says nothing about any LLM" in proc.stderr.replace("\n", " ")
+    (run_dir,) = (tmp_path / "runs" / "babyai").glob("*/seed0/r0001")
+    assert "scripted" in run_dir.parts[-3]                 # the directory name says so too
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["scripted"] is True and "SCRIPTED" in summary["note"]
+    assert summary["training"]["episodes"] == 200
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 200 and all(m["scripted"] for m in metrics)
+    evals = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
+    assert [e["rollout"] for e in evals] == [0, 50, 100, 150, 200] and all(e["scripted"] for e in evals)
+    assert (run_dir / "guide" / "gen_20.md").read_text().startswith("<!-- written by the SCRIPTED model")
+    calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
+    assert calls and all(c["scripted"] for c in calls)
