@@ -81,6 +81,37 @@ def test_autostart_starts_and_stops_a_local_server() -> None:
     bench.close()  # idempotent
 
 
+def test_concurrent_runs_get_private_servers_and_never_stop_each_other() -> None:
+    blocker = socket.socket()  # bound, never listening: connections to this port are refused
+    blocker.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{blocker.getsockname()[1]}"
+    first = BabyAIBenchmark(BabyAIConfig(server_url=url), rollouts=10, eval_episodes=2)
+    second = BabyAIBenchmark(BabyAIConfig(server_url=url), rollouts=10, eval_episodes=2)
+    env1, env2 = first.make_env(), second.make_env()
+    assert first._server.url != second._server.url  # type: ignore[union-attr]
+    first.close()  # the first run ends ...
+    spec = second.eval_episodes(0)[0]
+    assert env2.reset(spec.task, spec.seed).text  # ... the second keeps playing
+    env1.close()
+    env2.close()
+    second.close()
+    blocker.close()
+
+
+def test_a_server_started_by_hand_is_used_and_left_running() -> None:
+    srv = start_in_thread()
+    try:
+        bench = BabyAIBenchmark(BabyAIConfig(server_url=srv.url), rollouts=10, eval_episodes=1)
+        env = bench.make_env()
+        assert bench._server is None and env.reset("goto", 0).text
+        env.close()
+        bench.close()
+        assert probe(srv.url)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 _ORPHAN_SCRIPT = """
 import os, sys
 from speedrunner.benchmarks.babyai.benchmark import BabyAIBenchmark

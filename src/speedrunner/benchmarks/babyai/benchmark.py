@@ -4,8 +4,8 @@ Training and evaluation episodes are pure functions of (run seed, split, index):
 comes from ``core.seeding.episode_seed`` and the task kind from the seed (``levels.
 kind_for_seed`` over the configured task set), so ``env.reset(spec.task, spec.seed)``
 replays the same episode anywhere. When the configured server URL is local and nothing
-answers, a server subprocess is started on that port and stopped on ``close()``, at
-interpreter exit, or (watched by the server itself) when this process dies.
+answers, a private server subprocess is started on a free local port and stopped on
+``close()``, at interpreter exit, or (watched by the server itself) when this process dies.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import atexit
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,13 @@ def probe(url: str, timeout_s: float = 1.0) -> bool:
             f"something other than a BabyAI-Text server answers at {url}; free the port or "
             "point benchmark.server_url elsewhere")
     return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 class ServerProcess:
@@ -126,6 +134,7 @@ class BabyAIBenchmark:
         self.n_eval = eval_episodes
         self.kinds = config.task_kinds
         self._server: ServerProcess | None = None
+        self._url = config.server_url.rstrip("/")
         self._checked = False
         self._lock = threading.Lock()
 
@@ -159,18 +168,22 @@ class BabyAIBenchmark:
                     raise ServerUnavailableError(
                         f"no BabyAI-Text server answers at {url}; {START_HINT}, or set "
                         "benchmark.autostart_server: true")
-                self._server = ServerProcess(parts.hostname or "127.0.0.1", parts.port or 80)
+                # A private server on a free port: concurrent runs never share (and so never
+                # stop) each other's autostarted server. A server you start yourself at the
+                # configured URL is used instead whenever it answers.
+                self._server = ServerProcess(parts.hostname or "127.0.0.1", free_port())
                 self._server.start(self.config.server_start_timeout_s)
+                self._url = self._server.url
             self._checked = True
 
     def make_env(self) -> BabyAITextEnv:
         self.ensure_server()
-        return BabyAITextEnv(self.config.server_url,
-                             request_timeout_s=self.config.request_timeout_s)
+        return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s)
 
     def close(self) -> None:
         with self._lock:
             if self._server is not None:
                 self._server.stop()
                 self._server = None
+            self._url = self.config.server_url.rstrip("/")
             self._checked = False

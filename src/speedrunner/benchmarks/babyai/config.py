@@ -20,7 +20,7 @@ class BabyAIConfig(BenchmarkConfig):
     max_llm_calls: int | None = Field(30, ge=1)
     """Per-episode budget of LLM calls (the paper: 30)."""
     server_url: str = "http://127.0.0.1:8080"
-    """BabyAI-Text server (python BALROG/deploy_env.py). A local URL with no server is started for you."""
+    """BabyAI-Text server (python BALROG/deploy_env.py). If it is local and nothing answers, the run starts a private server on a free port."""
     autostart_server: bool = True
     """Start a server on the local URL when nothing answers there (and stop it on exit)."""
     request_timeout_s: float = Field(30.0, gt=0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from speedrunner.core.atomic import atomic_write_json, read_jsonl, repair_jsonl
+from speedrunner.core.atomic import atomic_write_json, atomic_write_text, read_jsonl, repair_jsonl
 from speedrunner.errors import CheckpointError
 
 CHECKPOINT_FILE = "checkpoint.json"
@@ -83,6 +83,4 @@ def trim_jsonl(path: Path, rows: int) -> None:
     if len(existing) < rows:
         raise CheckpointError(f"{path} has {len(existing)} rows but the checkpoint counts {rows}: rows were lost")
     if len(existing) > rows:
-        from speedrunner.core.atomic import atomic_write_text
-
         atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in existing[:rows]))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from speedrunner.core.atomic import append_jsonl, atomic_write_json
+from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.env import TextEnv
@@ -267,8 +267,6 @@ class Runner:
         })
 
     def _write_summary(self, checkpoint: Checkpoint) -> dict[str, Any]:
-        from speedrunner.core.atomic import read_jsonl
-
         evals = read_jsonl(self.run_dir / EVAL_FILE)
         if checkpoint.speedrun_reached_at is None:
             atomic_write_json(self.run_dir / SPEEDRUN_FILE, {
@@ -283,10 +281,9 @@ class Runner:
             "training": checkpoint.totals.model_dump(),
             "knowledge_version": checkpoint.knowledge_version,
             "eval": [{k: e[k] for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd")} for e in evals],
-            "final_eval": evals[-1] if evals else None,
+            "final_eval": None if not evals else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
         }
-        summary["final_eval"] = None if not evals else {k: v for k, v in evals[-1].items() if k != "per_episode"}
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary
 
