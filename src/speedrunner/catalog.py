@@ -21,7 +21,7 @@ BENCHMARKS.register("crafter", BenchmarkSpec(
     name="crafter",
     config="speedrunner.benchmarks.crafter.config:CrafterConfig",
     factory="speedrunner.benchmarks.crafter.benchmark:CrafterBenchmark",
-    quick_test={"max_env_actions": 30},
+    quick_test={"max_env_actions": 30, "max_llm_calls": 60},
 ))
 BENCHMARKS.register("scienceworld", BenchmarkSpec(
     name="scienceworld",
