@@ -16,6 +16,7 @@ TP="${SR_TENSOR_PARALLEL_SIZE:-1}"
 DP="${SR_DATA_PARALLEL_SIZE:-1}"
 GPU_MEM="${SR_GPU_MEMORY_UTILIZATION:-0.90}"
 PREFIX_CACHING="${SR_PREFIX_CACHING:-1}"
+PROMPT_TOKENS_DETAILS="${SR_PROMPT_TOKENS_DETAILS:-1}"
 REASONING_PARSER="${SR_REASONING_PARSER:-qwen3}"
 LANGUAGE_MODEL_ONLY="${SR_LANGUAGE_MODEL_ONLY:-1}"
 GENERATION_CONFIG="${SR_GENERATION_CONFIG:-vllm}"
@@ -40,6 +41,10 @@ Options (environment variable in brackets; flags win):
   --gpu-memory-utilization F    fraction of GPU memory vLLM may use [SR_GPU_MEMORY_UTILIZATION] (default: 0.90)
   --prefix-caching | --no-prefix-caching
                                 automatic prefix caching [SR_PREFIX_CACHING=1|0] (default: on)
+  --prompt-tokens-details | --no-prompt-tokens-details
+                                report usage.prompt_tokens_details.cached_tokens (SpeedRunner's
+                                cost accounting needs cached-token counts)
+                                [SR_PROMPT_TOKENS_DETAILS=1|0] (default: on)
   --reasoning-parser NAME       reasoning parser, 'none' to disable [SR_REASONING_PARSER] (default: qwen3)
   --language-model-only | --no-language-model-only
                                 skip the vision tower [SR_LANGUAGE_MODEL_ONLY=1|0] (default: on)
@@ -74,6 +79,8 @@ while [[ $# -gt 0 ]]; do
     --gpu-memory-utilization) need_value "$@"; GPU_MEM="$2"; shift 2 ;;
     --prefix-caching) PREFIX_CACHING=1; shift ;;
     --no-prefix-caching) PREFIX_CACHING=0; shift ;;
+    --prompt-tokens-details) PROMPT_TOKENS_DETAILS=1; shift ;;
+    --no-prompt-tokens-details) PROMPT_TOKENS_DETAILS=0; shift ;;
     --reasoning-parser) need_value "$@"; REASONING_PARSER="$2"; shift 2 ;;
     --language-model-only) LANGUAGE_MODEL_ONLY=1; shift ;;
     --no-language-model-only) LANGUAGE_MODEL_ONLY=0; shift ;;
@@ -102,6 +109,7 @@ CMD=("$VLLM_BIN" serve "$MODEL"
   --gpu-memory-utilization "$GPU_MEM"
   --generation-config "$GENERATION_CONFIG")
 if [[ "$PREFIX_CACHING" == 1 ]]; then CMD+=(--enable-prefix-caching); else CMD+=(--no-enable-prefix-caching); fi
+if [[ "$PROMPT_TOKENS_DETAILS" == 1 ]]; then CMD+=(--enable-prompt-tokens-details); fi
 if [[ "$REASONING_PARSER" != none && -n "$REASONING_PARSER" ]]; then CMD+=(--reasoning-parser "$REASONING_PARSER"); fi
 if [[ "$LANGUAGE_MODEL_ONLY" == 1 ]]; then CMD+=(--language-model-only); fi
 CMD+=("${EXTRA[@]}")

@@ -59,6 +59,13 @@ class LLMError(SpeedRunnerError):
     """Raised when a model call fails for good (after retries, or on a non-retryable status)."""
 
 
+class ContextLengthError(LLMError):
+    """Raised when a request does not fit the model's context window (HTTP 400 saying so).
+
+    The actor ends the episode on it (stop reason ``context_length``) instead of the run.
+    """
+
+
 class MissingAPIKeyError(LLMError):
     """Raised when a provider needs an API key that is not in the environment."""
 

@@ -4,10 +4,13 @@
     --set KEY=VALUE         dotted override, repeatable (strongest layer)
     --quick_test            a tiny run: few rollouts, tiny eval set, small budgets
     --run_dir DIR           put the run exactly here (must be new or empty)
-    --resume RUN_DIR        continue a killed run where it stopped
+    --resume RUN_DIR        continue a killed run where it stopped; with --resume, --set
+                            may change only operational keys (endpoints, timeouts,
+                            parallelism), never what decides results
 
-Exit codes: 0 done; 2 a problem the user can fix (config, missing key, bad run dir);
-1 a failure during the run (it can be continued with --resume); 130 interrupted.
+Exit codes: 0 done; 2 a problem the user can fix before anything ran (config, missing
+key, bad or busy run dir); 1 a failure during the run (continue it with --resume);
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,13 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from speedrunner.errors import (
-    CheckpointError,
-    ConfigError,
-    LLMError,
-    MissingAPIKeyError,
-    SpeedRunnerError,
-)
+from speedrunner.core.rundir import run_lock
+from speedrunner.errors import CheckpointError, ConfigError, MissingAPIKeyError, SpeedRunnerError
 
 if TYPE_CHECKING:
     from speedrunner.core.config.loader import ConfigLoader
@@ -54,9 +52,6 @@ def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) ->
     except (ConfigError, CheckpointError, MissingAPIKeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except LLMError as e:
-        print(f"error: a model call failed for good: {e}\nThe run can be continued with --resume.", file=sys.stderr)
-        return 1
     except SpeedRunnerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -68,10 +63,16 @@ def _main(benchmark: str, entry_point: str, args: argparse.Namespace) -> int:
 
     loader = config_loader()
     if args.resume:
-        if args.config_file or args.overrides or args.quick_test or args.run_dir:
-            raise ConfigError("--resume continues a run exactly as configured; it takes no "
-                              "--config_file, --set, --quick_test or --run_dir")
+        if args.config_file or args.quick_test or args.run_dir:
+            raise ConfigError("--resume continues a run as configured; it takes no "
+                              "--config_file, --quick_test or --run_dir (only --set for operational keys)")
         run_dir, config, run_id = _load_for_resume(Path(args.resume), loader, benchmark)
+        if args.overrides:
+            config = _resume_overrides(run_dir, config, args.overrides, loader)
+        with run_lock(run_dir):
+            if args.overrides:
+                _record_resume_overrides(run_dir, config, args.overrides)
+            return _run(config, run_dir, run_id)
     else:
         if not args.config_file:
             raise ConfigError("--config_file is required (or --resume RUN_DIR); "
@@ -84,7 +85,41 @@ def _main(benchmark: str, entry_point: str, args: argparse.Namespace) -> int:
 
         run_dir = create_run_dir(loaded, run_dir=args.run_dir)
         run_id = run_dir.name
-    return _run(config, run_dir, run_id)
+        with run_lock(run_dir):
+            return _run(config, run_dir, run_id)
+
+
+def _resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str],
+                      loader: ConfigLoader) -> RunConfig:
+    """The stored config with operational keys changed (e.g. a vLLM server that moved)."""
+    from speedrunner.core.config.loader import deep_merge, nested, parse_override
+    from speedrunner.core.config.schema import operational_paths
+    from speedrunner.core.config.yaml_source import read_yaml_source
+    from speedrunner.core.rundir import CONFIG_FILE
+
+    allowed = operational_paths(config)
+    resolved = config.model_dump(mode="json")
+    for text in overrides:
+        key, value = parse_override(text)
+        if key not in allowed:
+            raise ConfigError(
+                f"--set {'.'.join(key)} cannot change on --resume: it decides the run's results. "
+                f"Keys that may change: {', '.join(sorted('.'.join(k) for k in allowed))}")
+        resolved = deep_merge(resolved, nested(key, value))
+    return loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
+
+
+def _record_resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str]) -> None:
+    """Store the changed config and note the change in provenance.json."""
+    from speedrunner.core.atomic import atomic_write_json
+    from speedrunner.core.redact import scrub
+    from speedrunner.core.rundir import PROVENANCE_FILE, RESOLVED_FILE
+
+    atomic_write_json(run_dir / RESOLVED_FILE, config.model_dump(mode="json"))
+    provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
+    provenance.setdefault("resumes", []).append(
+        {"overrides": [scrub(o) for o in overrides], "command": [scrub(a) for a in sys.argv]})
+    atomic_write_json(run_dir / PROVENANCE_FILE, provenance)
 
 
 def _preflight(config: RunConfig, method_spec: MethodSpec) -> None:
@@ -110,7 +145,9 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
         resolved = json.loads((run_dir / RESOLVED_FILE).read_text("utf-8"))
         provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
         run_id = provenance["run_id"]
-    except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as e:
+        if not isinstance(resolved, dict) or not isinstance(run_id, str):
+            raise TypeError("not a JSON object with a run_id")
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt ({e})") from e
     config = loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
     if config.benchmark.name != benchmark:
@@ -143,6 +180,11 @@ def _run(config: RunConfig, run_dir: Path, run_id: str) -> int:
             config.method, MethodContext(run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name))
         result = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
                         run_id=run_id, scripted=scripted).run()
+    except (ConfigError, CheckpointError):
+        raise
+    except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
+        print(f"error: {e}\nThe run stopped; continue it with --resume {run_dir}", file=sys.stderr)
+        return 1
     finally:
         benchmark.close()
     final = result.summary.get("final_eval") or {}

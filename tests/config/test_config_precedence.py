@@ -152,3 +152,30 @@ def test_lists_replace_wholesale(loader: ConfigLoader, write_config: WriteConfig
     with pytest.raises(ConfigError) as info:
         loader.load(path, overrides=["benchmark.area=[9]"])
     assert "[--set] benchmark.area" in str(info.value)
+
+
+def test_inducer_keys_deep_merge_over_the_actor_model(loader: ConfigLoader, write_config: WriteConfig) -> None:
+    path = write_config("""
+        method: {name: opo}
+        model:
+          provider: vllm
+          name: Qwen/Qwen3.5-35B-A3B
+          base_url: http://127.0.0.1:5012/v1
+          sampling: {temperature: 0.6, top_p: 0.95}
+        inducer:
+          sampling: {temperature: 0.2}
+        benchmark: {name: babyai}
+    """)
+    inducer = loader.load(path).config.inducer_model
+    # Not a silent switch to the built-in default (OpenAI) model: the actor's model, cooler.
+    assert (inducer.provider, inducer.name, inducer.base_url) == ("vllm", "Qwen/Qwen3.5-35B-A3B", "http://127.0.0.1:5012/v1")
+    assert (inducer.sampling.temperature, inducer.sampling.top_p) == (0.2, 0.95)
+    other = write_config("""
+        method: {name: opo}
+        model: {provider: vllm, name: Qwen/Qwen3.5-35B-A3B, base_url: "http://127.0.0.1:5012/v1", max_attempts: 3}
+        inducer: {provider: openai, name: gpt-5.4-mini}
+        benchmark: {name: babyai}
+    """, name="other.yaml")
+    inducer = loader.load(other).config.inducer_model
+    # Another provider inherits no endpoint, but keeps provider-independent settings.
+    assert (inducer.provider, inducer.base_url, inducer.max_attempts) == ("openai", None, 3)

@@ -231,8 +231,10 @@ def test_resume_takes_no_other_layers(
     rc = train_cli.main(*BABYAI_TRAIN, ["--resume", str(existing_run), *extra])
     assert rc == 2
     err = capsys.readouterr().err
-    assert "--resume continues a run exactly as configured" in err
-    assert extra[0] in err
+    if extra[0] == "--set":  # run.seed decides results: it may not change on resume
+        assert "run.seed cannot change on --resume" in err and "model.timeout_s" in err
+    else:
+        assert "--resume continues a run as configured" in err and extra[0] in err
     assert no_run == []
     assert {p: p.read_bytes() for p in all_files(existing_run)} == before
 
@@ -284,5 +286,30 @@ def test_resume_continues_the_same_run_with_the_same_config(
     assert run_dir == existing_run and run_id == "run"
     assert config == loader.load(config_file, overrides=["run.seed=4"]).config
     assert config.run.seed == 4
-    # Resuming re-creates nothing and rewrites no provenance.
-    assert {p: p.read_bytes() for p in all_files(existing_run)} == before
+    # Resuming re-creates nothing and rewrites no provenance (it only holds the run's lock).
+    after = {p: p.read_bytes() for p in all_files(existing_run) if p.name != ".lock"}
+    assert after == before
+
+
+def test_resume_may_change_operational_keys_and_records_it(
+    existing_run: Path, no_run: list[tuple[Any, Path, str]]
+) -> None:
+    rc = train_cli.main(*BABYAI_TRAIN, ["--resume", str(existing_run), "--set", "model.timeout_s=33",
+                                        "--set", "run.parallel_episodes=1"])
+    assert rc == 0
+    [(config, _, _)] = no_run
+    assert config.model.timeout_s == 33 and config.run.parallel_episodes == 1 and config.run.seed == 4
+    resolved = json.loads((existing_run / "config.resolved.json").read_text())
+    assert resolved["model"]["timeout_s"] == 33
+    resumes = json.loads((existing_run / "provenance.json").read_text())["resumes"]
+    assert resumes[-1]["overrides"] == ["model.timeout_s=33", "run.parallel_episodes=1"]
+
+
+def test_a_run_directory_in_use_is_refused(existing_run: Path, capsys: pytest.CaptureFixture[str],
+                                           no_run: list[tuple[Any, Path, str]]) -> None:
+    from speedrunner.core.rundir import run_lock
+
+    with run_lock(existing_run):  # another process is running or resuming it
+        assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(existing_run)]) == 2
+    assert "in use by another process" in capsys.readouterr().err
+    assert no_run == []

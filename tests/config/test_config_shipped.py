@@ -22,7 +22,7 @@ METHODS = ["react", "opo", "speedrunner", "speedrunner_no_cl", "asi"]
 BUDGETS = {
     "babyai": {"max_llm_calls": 30, "max_env_actions": None},
     "scienceworld": {"max_llm_calls": 100, "max_env_actions": None},
-    "crafter": {"max_llm_calls": None, "max_env_actions": 2000},
+    "crafter": {"max_llm_calls": 4000, "max_env_actions": 2000},  # LLM calls: a safety cap only
 }
 PROTOCOL_RUN = {"rollouts": 200, "sleep_every": 10, "eval_every": 50, "eval_episodes": 30}
 

@@ -66,4 +66,4 @@ def test_resume_refuses_overrides(tmp_path, reference):
     ref_dir, _ = reference
     proc = run(["python", "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(ref_dir),
                 "--set", "run.seed=3"])
-    assert proc.returncode == 2 and "takes no" in proc.stderr
+    assert proc.returncode == 2 and "run.seed cannot change on --resume" in proc.stderr

@@ -35,10 +35,17 @@ def test_quick_run_writes_a_complete_run_directory(tmp_path, bench, config):
     assert [m["rollout"] for m in metrics] == [1, 2, 3, 4]          # quick test: 4 rollouts
     evals = read_jsonl(run_dir / "eval.jsonl")
     assert [e["rollout"] for e in evals] == [0, 4] and all(e["episodes"] == 2 for e in evals)
+    if bench == "crafter":  # the benchmark's own summary: the Crafter score over the eval episodes
+        assert all(0.0 <= e["benchmark_metrics"]["crafter_score"] <= 100.0 for e in evals)
     calls = read_jsonl(run_dir / "llm_calls.jsonl")
     chat = server.chat_requests()
     assert len(calls) == len(chat) > 0                               # every call recorded once
     assert {c["purpose"] for c in calls} == ({"actor", "guide"} if method == "opo" else {"actor"})
+    first_prompt = chat[0]["messages"][1]["content"]
+    if bench == "scienceworld":   # command templates, not thousands of concrete commands
+        assert "focus on OBJ" in first_prompt and "- OBJ: " in first_prompt
+    if bench == "babyai":         # what each action does, incl. "pick up" = the cell in front
+        assert "- pick up:" in first_prompt and "front" in first_prompt.split("- pick up:")[1].splitlines()[0]
     # Sampling parameters are sent explicitly.
     assert all({"temperature", "top_p", "max_tokens"} <= set(body) for body in chat)
 

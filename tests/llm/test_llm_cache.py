@@ -137,16 +137,23 @@ def test_concurrent_threads_share_the_cache(server, make_model):
     assert len(server.chat_requests()) == 16
 
 
-def test_scripted_resume_continues_the_script(tmp_path, make_model):
+def test_scripted_resume_gives_the_same_answers(tmp_path, make_model):
     script = tmp_path / "s.json"
     script.write_text(json.dumps(["one", "two", "three"]))
     m1 = make_model(provider="scripted", name="s", script=str(script))
-    assert m1.complete([Message("user", "a")], purpose="actor", call_id="0").text == "one"
-    assert m1.complete([Message("user", "b")], purpose="actor", call_id="1").text == "two"
+    assert m1.complete([Message("user", "a")], purpose="actor", call_id="train/0000/actor/0000").text == "one"
+    assert m1.complete([Message("user", "b")], purpose="actor", call_id="train/0000/actor/0001").text == "two"
+    assert m1.complete([Message("user", "c")], purpose="actor", call_id="train/0001/actor/0000").text == "one"
+    # resume: a new provider object; episode 0 finished (loaded from disk, never re-asked),
+    # episode 1 replays its first call from the cache and then continues live
     m2 = make_model(provider="scripted", name="s", script=str(script))
-    r0 = m2.complete([Message("user", "a")], purpose="actor", call_id="0")
-    r1 = m2.complete([Message("user", "b")], purpose="actor", call_id="1")
-    r2 = m2.complete([Message("user", "c")], purpose="actor", call_id="2")
-    assert (r0.cached, r1.cached, r2.cached) == (True, True, False)
-    assert [r0.text, r1.text, r2.text] == ["one", "two", "three"]
+    r0 = m2.complete([Message("user", "c")], purpose="actor", call_id="train/0001/actor/0000")
+    r1 = m2.complete([Message("user", "d")], purpose="actor", call_id="train/0001/actor/0001")
+    r2 = m2.complete([Message("user", "e")], purpose="actor", call_id="train/0002/actor/0000")
+    assert (r0.cached, r1.cached, r2.cached) == (True, False, False)
+    assert [r0.text, r1.text, r2.text] == ["one", "two", "one"]
     assert all(r["scripted"] for r in _rows(tmp_path))
+    # without any cache, a fresh provider answers the same call ids the same way
+    m3 = make_model(provider="scripted", name="s", script=str(script), cache=False)
+    for cid, text in [("train/0001/actor/0001", "two"), ("train/0000/actor/0002", "three")]:
+        assert m3.complete([Message("user", "x")], purpose="actor", call_id=cid).text == text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ import pytest
 from speedrunner.core.llm import Message
 from speedrunner.core.llm.provider import split_think
 from speedrunner.core.llm.provider_scripted import FALLBACK_TEXT
-from speedrunner.errors import LLMError, MissingAPIKeyError
+from speedrunner.errors import ConfigError, LLMError, MissingAPIKeyError
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 MSGS = [Message("system", "You play a game."), Message("user", "Where next?")]
@@ -195,15 +197,87 @@ def test_scripted_builtin_policy_is_deterministic(make_model):
     assert other.text == FALLBACK_TEXT
 
 
-def test_scripted_script_file_per_purpose_order(tmp_path, make_model):
+def test_scripted_script_list_is_indexed_by_trailing_call_number(tmp_path, make_model):
     script = tmp_path / "script.yaml"
-    script.write_text("- first\n- second\n")
+    script.write_text("- first\n- second\n- third\n")
     model = make_model(provider="scripted", name="s", script=str(script), cache=False)
-    assert model.complete(MSGS, purpose="actor", call_id="1").text == "first"
-    assert model.complete(MSGS, purpose="inducer", call_id="2").text == "first"
-    assert model.complete(MSGS, purpose="actor", call_id="3").text == "second"
-    with pytest.raises(LLMError, match="lengthen the script"):
-        model.complete(MSGS, purpose="actor", call_id="4")
+
+    def say(purpose: str, call_id: str) -> str:
+        return model.complete(MSGS, purpose=purpose, call_id=call_id).text
+
+    # every episode / sleep phase starts the list again; order of calls does not matter
+    assert say("actor", "train/0012/actor/0001") == "second"
+    assert say("actor", "train/0012/actor/0000") == "first"
+    assert say("actor", "train/0013/actor/0000") == "first"
+    assert say("actor", "eval/at0050/0007/actor/0002") == "third"
+    assert say("inducer", "sleep/0004/inducer/0001") == "second"  # plain list: every purpose
+    assert say("actor", "train/0012/actor/0009") == "third"  # past the end: last item repeats
+    assert say("actor", "no-number") == "first"
+
+
+def test_scripted_script_mapping_purposes_and_exact_call_ids(tmp_path, make_model):
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "actor": ["Action: go forward", "Action: turn left"],
+                "guide": ["guide v1"],
+                "train/0003/actor/0001": "Action: pick up",
+            }
+        )
+    )
+    model = make_model(provider="scripted", name="s", script=str(script), cache=False)
+
+    def say(purpose: str, call_id: str) -> str:
+        return model.complete(MSGS, purpose=purpose, call_id=call_id).text
+
+    assert say("actor", "train/0003/actor/0000") == "Action: go forward"
+    assert say("actor", "train/0003/actor/0001") == "Action: pick up"  # exact id wins
+    assert say("actor", "train/0004/actor/0001") == "Action: turn left"
+    assert say("guide", "sleep/0002/guide/0000") == "guide v1"
+    with pytest.raises(LLMError, match="add a list under 'inducer'"):
+        say("inducer", "sleep/0002/inducer/0000")
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["[]", "{}", "actor: go", "actr: [a, b]", "actor: [1, 2]", "- a\n- [b]\n", "42"],
+)
+def test_scripted_script_bad_shapes_are_config_errors(tmp_path, make_model, content):
+    script = tmp_path / "bad.yaml"
+    script.write_text(content)
+    with pytest.raises(ConfigError, match="model.script"):
+        make_model(provider="scripted", name="s", script=str(script), cache=False)
+
+
+def test_scripted_script_answer_depends_on_call_id_not_order_or_threads(tmp_path, make_model):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"actor": [f"a{i}" for i in range(8)], "guide": ["g0", "g1"]}))
+    ids = [(f"train/{e:04d}/actor/{k:04d}", "actor") for e in range(4) for k in range(10)]
+    ids += [(f"sleep/{b:04d}/guide/{k:04d}", "guide") for b in range(3) for k in range(2)]
+
+    serial = make_model(provider="scripted", name="s", script=str(script), cache=False)
+    expected = {cid: serial.complete(MSGS, purpose=p, call_id=cid).text for cid, p in ids}
+    assert expected["train/0002/actor/0005"] == "a5" and expected["train/0002/actor/0009"] == "a7"
+    assert expected["sleep/0001/guide/0001"] == "g1"
+
+    threaded = make_model(provider="scripted", name="s", script=str(script), cache=False)
+    got: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def worker(chunk: list[tuple[str, str]]) -> None:
+        for cid, p in chunk:
+            text = threaded.complete(MSGS, purpose=p, call_id=cid).text
+            with lock:
+                got[cid] = text
+
+    shuffled = list(reversed(ids))
+    threads = [threading.Thread(target=worker, args=(shuffled[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == expected
 
 
 def test_missing_api_key_names_variable_and_alternatives(monkeypatch, make_model):

@@ -82,6 +82,19 @@ def test_client_errors_are_never_retried(server, make_model, tmp_path, status):
     assert model.totals().failed == 1
 
 
+def test_a_context_overflow_is_its_own_error_and_not_retried(server, make_model):
+    from speedrunner.errors import ContextLengthError
+
+    server.push(Reply.context_overflow(), Reply.error(400))
+    model = _vllm(make_model, server)
+    with pytest.raises(ContextLengthError, match="maximum context length"):
+        model.complete(MSGS, purpose="actor", call_id="long")
+    assert len(server.chat_requests()) == 1
+    with pytest.raises(LLMError) as e:  # any other 400 stays a plain LLMError
+        model.complete(MSGS, purpose="actor", call_id="bad")
+    assert not isinstance(e.value, ContextLengthError)
+
+
 def test_bounded_attempts_then_llm_error_says_what_happened(server, make_model):
     server.push(*[Reply.error(503)] * 3)
     model = _vllm(make_model, server, max_attempts=3)

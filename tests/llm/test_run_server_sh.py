@@ -51,6 +51,7 @@ def test_defaults(fake_vllm, tmp_path):
     assert _opt(a, "--reasoning-parser") == "qwen3" and _opt(a, "--generation-config") == "vllm"
     assert _opt(a, "--tensor-parallel-size") == "1" and _opt(a, "--data-parallel-size") == "1"
     assert "--enable-prefix-caching" in a and "--language-model-only" in a
+    assert "--enable-prompt-tokens-details" in a  # vLLM reports cached_tokens only with it
     assert _opt(a, "--max-model-len") and _opt(a, "--gpu-memory-utilization")
 
 
@@ -63,6 +64,7 @@ def test_env_vars_override_defaults(fake_vllm, tmp_path):
         SR_PREFIX_CACHING="0",
         SR_REASONING_PARSER="none",
         SR_LANGUAGE_MODEL_ONLY="0",
+        SR_PROMPT_TOKENS_DETAILS="0",
         SR_DATA_PARALLEL_SIZE="4",
         SR_HOST="0.0.0.0",
     )
@@ -77,6 +79,7 @@ def test_env_vars_override_defaults(fake_vllm, tmp_path):
     assert _opt(a, "--host") == "0.0.0.0"
     assert "--no-enable-prefix-caching" in a and "--reasoning-parser" not in a
     assert "--language-model-only" not in a
+    assert "--enable-prompt-tokens-details" not in a
 
 
 def test_flags_override_env_and_extra_args_pass_through(fake_vllm, tmp_path):
@@ -114,9 +117,20 @@ def test_flags_override_env_and_extra_args_pass_through(fake_vllm, tmp_path):
     assert a[-2:] == ["--seed", "3"]
 
 
+def test_prompt_tokens_details_flags(fake_vllm, tmp_path):
+    path = f"{fake_vllm}:/usr/bin:/bin"
+    r = _run(["--no-prompt-tokens-details"], path)
+    assert r.returncode == 0, r.stderr
+    assert "--enable-prompt-tokens-details" not in _args(tmp_path)
+    r = _run(["--prompt-tokens-details"], path, SR_PROMPT_TOKENS_DETAILS="0")  # flag wins
+    assert r.returncode == 0, r.stderr
+    assert _args(tmp_path).count("--enable-prompt-tokens-details") == 1
+
+
 def test_help_and_bad_option(tmp_path):
     r = _run(["--help"], "/usr/bin:/bin")
     assert r.returncode == 0 and "--data-parallel-size" in r.stdout and "SR_PORT" in r.stdout
+    assert "--no-prompt-tokens-details" in r.stdout and "SR_PROMPT_TOKENS_DETAILS" in r.stdout
     bad = _run(["--bogus"], "/usr/bin:/bin")
     assert bad.returncode == 2 and "unknown option" in bad.stderr
 

@@ -40,7 +40,9 @@ def test_invalid_answers_say_what_was_wrong(text, problem):
 def test_free_text_benchmarks_pass_unknown_commands_through():
     parsed = parse_answer("Thought: look\nAction: open door to kitchen", ["look around", "inventory"], free_text=True)
     assert parsed.action == "open door to kitchen"
-    assert parse_answer("Action: look", ["look around", "inventory"], free_text=True).action == "look around"
+    # A partial command is never completed into another one (a wrong "focus on" ends the task).
+    assert parse_answer("Action: look", ["look around", "inventory"], free_text=True).action == "look"
+    assert parse_answer("Action: Look Around.", ["look around"], free_text=True).action == "look around"
 
 
 def test_thought_is_kept_apart_from_the_action():

@@ -82,3 +82,51 @@ def test_the_prompt_only_grows_by_appending():
 def test_unknown_cost_makes_the_episode_cost_unknown_not_zero():
     traj = run_episode(CounterEnv(), SPEC, ctx(PolicyModel(smart_policy, cost=None)))
     assert traj.cost_usd is None
+
+
+def test_a_prompt_that_outgrows_the_context_ends_the_episode_not_the_run():
+    from speedrunner.errors import ContextLengthError
+
+    def policy(messages, purpose, call_id):
+        if call_id.endswith("/0002"):
+            raise ContextLengthError("HTTP 400: maximum context length is 32768 tokens")
+        return "Action: noop"
+
+    traj = run_episode(CounterEnv(), SPEC, ctx(PolicyModel(policy)))
+    assert traj.stop_reason == "context_length" and traj.llm_calls == 2
+    assert "maximum context length" in traj.context_error
+
+
+def test_an_interrupted_run_makes_no_further_calls():
+    import threading
+
+    import pytest
+
+    from speedrunner.core.runtime.episode import RunInterrupted
+
+    stop = threading.Event()
+    model = PolicyModel(lambda m, p, c: (stop.set(), "Action: noop")[1])
+    context = EpisodeContext(model, Knowledge(0), Budget(30, None, 60), stop=stop)
+    with pytest.raises(RunInterrupted):
+        run_episode(CounterEnv(), SPEC, context)
+    assert len(model.calls) == 1
+
+
+def test_knowledge_and_actions_come_before_the_episode_so_episodes_share_a_prefix():
+    model = PolicyModel(smart_policy)
+    knowledge = Knowledge(1, "Strategy guide", "Count carefully.")
+    for seed in (2, 3):
+        run_episode(CounterEnv(), EpisodeSpec("train", seed, "count", seed), ctx(model, knowledge=knowledge))
+    firsts = [c[2][1].content for c in model.calls if c[1].endswith("/actor/0000")]
+    assert firsts[0] != firsts[1]
+    shared = "Strategy guide:\nCount carefully.\n\nAvailable actions: inc, dec, noop\n\n"
+    assert firsts[0].startswith(shared) and firsts[1].startswith(shared)
+
+
+def test_env_action_descriptions_reach_the_prompt():
+    class Described(CounterEnv):
+        action_descriptions = {"inc": "adds one to the counter"}
+
+    model = PolicyModel(smart_policy)
+    run_episode(Described(), SPEC, ctx(model))
+    assert "- inc: adds one to the counter" in model.calls[0][2][1].content

@@ -57,7 +57,7 @@ def test_schedule_metrics_eval_and_guides(tmp_path):
     assert [m["knowledge_version"] for m in metrics] == [0, 0, 1, 1, 2, 2]
     assert all(m["success"] for m in metrics)
     evals = read_jsonl(tmp_path / "eval.jsonl")
-    assert [e["rollout"] for e in evals] == [0, 4]   # at 0 and every 4; 6 is not a multiple
+    assert [e["rollout"] for e in evals] == [0, 4, 6]   # at 0, every 4, and always at the end
     assert evals[1]["knowledge_version"] == 2 and evals[1]["episodes"] == 3
     # guide generations are stored; the actor sees the latest in its prompt
     assert (tmp_path / "guide" / "gen_1.md").read_text().startswith("Press inc")

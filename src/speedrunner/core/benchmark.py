@@ -53,6 +53,10 @@ class Benchmark(Protocol):
         method, checkpoint and run seed."""
         ...
 
+    # Optional: ``eval_metrics(final_infos: list[dict]) -> dict[str, float]`` adds the
+    # benchmark's own summary of an evaluation (e.g. Crafter's score) to ``eval.jsonl``;
+    # ``final_infos`` are the env ``info`` dicts after each episode's last action.
+
     def close(self) -> None:
         """Release shared resources (servers started on the user's behalf, JVM pools)."""
         ...

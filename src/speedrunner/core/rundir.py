@@ -13,6 +13,7 @@ started at once never share (or overwrite) a directory.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import os
@@ -20,6 +21,8 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +30,43 @@ from speedrunner.core.atomic import atomic_write_bytes, atomic_write_json
 from speedrunner.core.config.loader import LoadedConfig
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.redact import scrub
-from speedrunner.errors import ConfigError
+from speedrunner.errors import CheckpointError, ConfigError
 
 CONFIG_FILE = "config.yaml"
 RESOLVED_FILE = "config.resolved.json"
 PROVENANCE_FILE = "provenance.json"
+LOCK_FILE = ".lock"
 
 _PACKAGES = (
     "speedrunner", "openai", "google-genai", "pydantic", "pyyaml", "gymnasium", "minigrid",
     "crafter", "scienceworld", "tenacity", "numpy", "matplotlib", "rich",
 )
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``run_dir`` while a run (or resume) works in it.
+
+    Two processes appending to one run directory would duplicate rows and pay twice for
+    the same calls; the second one is refused instead. The lock dies with its process.
+    """
+    path = Path(run_dir) / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise CheckpointError(
+            f"{run_dir} is in use by another process (pid {holder}); wait for it to finish, "
+            "or stop it before resuming") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def experiment_name(config: RunConfig) -> str:
@@ -48,7 +78,7 @@ def experiment_name(config: RunConfig) -> str:
 
 
 def experiment_dir(config: RunConfig, output_root: str | Path | None = None) -> Path:
-    root = Path(output_root if output_root is not None else config.run.output_root)
+    root = Path(output_root if output_root is not None else config.run.output_root).expanduser()
     return root / config.benchmark.name / experiment_name(config) / f"seed{config.run.seed}"
 
 

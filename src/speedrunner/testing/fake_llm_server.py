@@ -58,6 +58,8 @@ class Reply:
     """Sleep before answering; longer than the client timeout simulates a timeout."""
     malformed: bool = False
     """Send a 200 with a body that is not valid JSON."""
+    error_message: str | None = None
+    """The error body's message for a non-200 status (default ``fake error <status>``)."""
 
     @classmethod
     def rate_limited(cls, retry_after: float = 0.05) -> Reply:
@@ -70,6 +72,13 @@ class Reply:
     @classmethod
     def timeout(cls, delay_s: float = 2.0) -> Reply:
         return cls(delay_s=delay_s, text="too late")
+
+    @classmethod
+    def context_overflow(cls) -> Reply:
+        """What vLLM and OpenAI answer when the prompt does not fit the context window."""
+        return cls(status=400, text=None, error_message=(
+            "This model's maximum context length is 32768 tokens. However, you requested "
+            "40000 tokens. Please reduce the length of the messages."))
 
     @classmethod
     def malformed_json(cls) -> Reply:
@@ -250,10 +259,11 @@ def _gemini_body(reply: Reply) -> dict[str, Any]:
     }
 
 
-def _error_body(status: int, gemini: bool) -> dict[str, Any]:
+def _error_body(status: int, gemini: bool, message: str | None = None) -> dict[str, Any]:
+    message = message or f"fake error {status}"
     if gemini:
-        return {"error": {"code": status, "message": f"fake error {status}", "status": "FAKE"}}
-    return {"error": {"message": f"fake error {status}", "type": "fake", "code": status}}
+        return {"error": {"code": status, "message": message, "status": "FAKE"}}
+    return {"error": {"message": message, "type": "fake", "code": status}}
 
 
 def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
@@ -325,7 +335,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 if reply.status != 200:
                     self._send(
                         reply.status,
-                        json.dumps(_error_body(reply.status, gemini)).encode(),
+                        json.dumps(_error_body(reply.status, gemini, reply.error_message)).encode(),
                         headers,
                     )
                 elif reply.malformed:

@@ -13,6 +13,8 @@ TASK_SETS = {"seq": ("pick_up_seq_go_to",), "mixed": TASK_KINDS, **{k: (k,) for 
 
 
 class BabyAIConfig(BenchmarkConfig):
+    OPERATIONAL = frozenset({"server_url", "autostart_server", "request_timeout_s", "server_start_timeout_s"})
+
     name: Literal["babyai"] = "babyai"
     """Benchmark name."""
     task_set: Literal["seq", "mixed", "goto", "pickup", "open", "putnext", "pick_up_seq_go_to"] = "seq"

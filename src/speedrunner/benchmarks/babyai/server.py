@@ -63,7 +63,7 @@ class ServerSettings:
     """Interface to bind; loopback by default so nothing outside the machine can play."""
     port: int = 8080
     """TCP port (0 picks a free one)."""
-    episode_ttl_s: float = 900.0
+    episode_ttl_s: float = 3600.0
     """Seconds an episode may stay idle before it is discarded (clients that died leak nothing)."""
     max_episodes: int = 1024
     """Most episodes alive at once; creating one more answers 503 after expiring idle ones."""

@@ -7,8 +7,11 @@ sha256-derived seeds keep disjoint from training in practice (2^31 seeds).
 
 from __future__ import annotations
 
+from typing import Any
+
 from speedrunner.benchmarks.crafter.config import CrafterConfig
 from speedrunner.benchmarks.crafter.env import TASK, CrafterTextEnv
+from speedrunner.benchmarks.crafter.text import crafter_score
 from speedrunner.core.benchmark import EpisodeSpec
 from speedrunner.core.seeding import episode_seed
 
@@ -32,6 +35,13 @@ class CrafterBenchmark:
     def eval_episodes(self, run_seed: int) -> list[EpisodeSpec]:
         return [EpisodeSpec("eval", i, TASK, episode_seed(run_seed, "eval", i))
                 for i in range(self.n_eval)]
+
+    def eval_metrics(self, final_infos: list[dict[str, Any]]) -> dict[str, float]:
+        """Crafter's own summary of an evaluation: the Crafter score over its episodes
+        (from each episode's unlocked achievements), next to the runner's mean progress."""
+        unlocked = [info.get("achievements", []) for info in final_infos]
+        return {"crafter_score": crafter_score(unlocked),
+                "achievements_mean": sum(map(len, unlocked)) / max(1, len(unlocked))}
 
     def close(self) -> None:
         """Nothing shared to release: each env owns its world."""

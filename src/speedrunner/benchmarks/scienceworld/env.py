@@ -98,6 +98,7 @@ class ScienceWorldTextEnv:
         self._info: dict[str, Any] = {}
         self._score = 0
         self._done = False
+        self._templates: list[str] = []
 
     def __repr__(self) -> str:
         jvm = "running" if self._sim is not None else "not started"
@@ -110,6 +111,17 @@ class ScienceWorldTextEnv:
     @property
     def actions(self) -> list[str]:
         return list(self._info.get("valid", []))
+
+    @property
+    def prompt_actions(self) -> list[str]:
+        """Command templates for the actor's prompt (``open OBJ``, ``focus on OBJ``, ...):
+        the concrete valid commands number in the thousands. ``reset task`` is left out."""
+        return list(self._templates)
+
+    @property
+    def action_descriptions(self) -> dict[str, str]:
+        return {"OBJ": "an object or place named as the observation names it, e.g. "
+                       "'open door to kitchen', 'pick up thermometer', 'focus on red wire'"}
 
     @property
     def task(self) -> TaskRef | None:
@@ -135,6 +147,7 @@ class ScienceWorldTextEnv:
             _OPEN.add(self)
         text, info = self._call(self._load_and_reset, ref)
         self._ref, self._info, self._score, self._done = ref, info, int(info["score"]), False
+        self._templates = [t for t in self._call(self._sim.get_possible_actions) if t != "reset task"]
         return self._observation(text)
 
     def step(self, action: str) -> StepResult:

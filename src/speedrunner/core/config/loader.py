@@ -88,7 +88,25 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
-def _nested(path: KeyPath, value: Any) -> dict[str, Any]:
+# Keys that belong to one particular model; an inducer on another provider does not inherit them.
+MODEL_SPECIFIC_KEYS = ("name", "base_url", "api_key_env", "prices", "script", "enable_thinking", "thinking_level")
+
+
+def inducer_over_model(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The inducer section deep-merged over the actor's ``model`` section.
+
+    ``inducer: {sampling: {temperature: 0.2}}`` means "the actor's model, cooler", never a
+    silent switch to the built-in default model. An inducer on a different provider is a
+    different model: it keeps only the actor's provider-independent keys (sampling, retries).
+    """
+    model = dict(data.get("model") or {})
+    inducer = dict(data["inducer"])
+    if inducer.get("provider", model.get("provider", "openai")) != model.get("provider", "openai"):
+        model = {k: v for k, v in model.items() if k not in MODEL_SPECIFIC_KEYS and k != "provider"}
+    return deep_merge(model, inducer)
+
+
+def nested(path: KeyPath, value: Any) -> dict[str, Any]:
     out: Any = value
     for part in reversed(path):
         out = {part: out}
@@ -126,7 +144,7 @@ class ConfigLoader:
         set_raw: dict[KeyPath, ScalarSource] = {}
         for text in overrides:
             key, value = parse_override(text)
-            set_layer = deep_merge(set_layer, _nested(key, value))
+            set_layer = deep_merge(set_layer, nested(key, value))
             raw = text.partition("=")[2].strip()
             set_raw[key] = ScalarSource(line=0, raw=raw, plain=not raw.startswith(("'", '"')))
         merged = deep_merge(source.data, {})
@@ -183,8 +201,9 @@ class ConfigLoader:
             if data.get(name) is None:
                 continue
             cls = _section_type(RunConfig.model_fields[name].annotation)
+            raw = inducer_over_model(data) if name == "inducer" else dict(data[name])
             try:
-                sections[name] = cls.model_validate(dict(data[name]))
+                sections[name] = cls.model_validate(raw)
             except ValidationError as e:
                 problems.extend(_format_errors(e, cls, (name,), origins))
         if problems or method is None or benchmark is None:

@@ -9,7 +9,7 @@ knows neither by name.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -32,8 +32,14 @@ class Section(BaseModel):
         extra="forbid", strict=True, use_attribute_docstrings=True, validate_default=True
     )
 
+    OPERATIONAL: ClassVar[frozenset[str]] = frozenset()
+    """Fields that change how a run executes but not its results (endpoints, timeouts,
+    parallelism). Only these may change when a run is resumed (``--resume DIR --set ...``)."""
+
 
 class RunSection(Section):
+    OPERATIONAL = frozenset({"parallel_episodes", "output_root"})
+
     seed: int = 0
     """Run seed; every episode's seed derives from (seed, split, index)."""
     rollouts: int = Field(200, ge=1)
@@ -93,6 +99,8 @@ class Prices(Section):
 
 class ModelConfig(Section):
     """One model endpoint (the actor's, or the sleep-phase inducer's)."""
+
+    OPERATIONAL = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts", "max_concurrency"})
 
     provider: Literal["openai", "vllm", "gemini", "scripted"] = "openai"
     """Which API: openai, vllm (any OpenAI-compatible server), gemini, or scripted (offline)."""
@@ -188,7 +196,7 @@ class RunConfig(Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     """The actor model."""
     inducer: ModelConfig | None = None
-    """The sleep-phase model; null uses the actor's."""
+    """The sleep-phase model: null uses the actor's; keys given here deep-merge over the actor's model section (a different provider inherits only sampling and retry settings)."""
     benchmark: SerializeAsAny[BenchmarkConfig]
     """Benchmark name, task set, budgets, environment parameters."""
     speedrun: SpeedrunSection = Field(default_factory=SpeedrunSection)
@@ -198,3 +206,25 @@ class RunConfig(Section):
     def inducer_model(self) -> ModelConfig:
         """The model the sleep phase uses (the actor's unless ``inducer`` is set)."""
         return self.inducer or self.model
+
+
+def operational_paths(config: Section, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Dotted paths (as tuples) of every operational field in ``config``, nested sections included."""
+    paths = {(*prefix, name) for name in config.OPERATIONAL}
+    for name in type(config).model_fields:
+        value = getattr(config, name)
+        if isinstance(value, Section):
+            paths |= operational_paths(value, (*prefix, name))
+    return paths
+
+
+def results_view(config: RunConfig) -> dict[str, Any]:
+    """The resolved config without operational fields: what decides a run's results."""
+    data = config.model_dump(mode="json")
+    for path in operational_paths(config):
+        node = data
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    return data

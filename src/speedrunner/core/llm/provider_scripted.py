@@ -8,11 +8,21 @@ Two modes:
   sha256 of the messages plus ``call_id`` — the same call always gets the same action, in
   any process. Without such a line (inducer, critic, ...) the answer is a fixed, clearly
   labelled text.
-* **Script file** (``model.script`` = path to a YAML/JSON file). Either a list of response
-  strings, consumed in order *per purpose* (the n-th actor call gets item n; the n-th
-  inducer call also gets item n), or a mapping ``purpose -> list``. Calls answered from the
-  replay cache still advance the position (``on_replay``), so a resumed run continues the
-  script where it left off. Running past the end raises ``LLMError``.
+* **Script file** (``model.script`` = path to a YAML/JSON file). The answer depends only
+  on the request's ``purpose`` and ``call_id`` — never on call order, threads or what this
+  process has seen — so parallel runs and ``--resume`` (finished episodes are loaded from
+  disk, not re-asked) get exactly the same answers. The file holds one of:
+
+  - a **list** of response strings: the same list for every purpose;
+  - a **mapping** whose entries are either ``purpose -> list of strings`` or
+    ``exact call_id -> string``; both kinds may be mixed in one file.
+
+  Lookup: an exact ``call_id`` entry wins. Otherwise the purpose's list (or the plain list)
+  is indexed by the call id's trailing number — ``train/0012/actor/0003`` gets item 3,
+  ``sleep/0004/guide/0000`` item 0 — so each episode and each sleep phase starts the list
+  again and a script reads as "what the model says at turn k". A call id without a trailing
+  number gets item 0. Past the end of a list the last item is repeated. A purpose with
+  neither a list nor an exact entry raises ``LLMError`` naming what to add.
 
 Token counts are approximate (characters / 4), so reports and plots have something to show;
 every Completion from here is marked ``scripted=True`` and costs 0.0.
@@ -23,9 +33,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections import defaultdict
 from pathlib import Path
+from typing import get_args
 
 import yaml
 
@@ -55,7 +64,33 @@ def pick_action(messages: list[Message], call_id: str) -> str | None:
     return found[int.from_bytes(digest.digest()[:8], "big") % len(found)]
 
 
-def _load_script(path: str) -> list[str] | dict[str, list[str]]:
+_TRAILING_NUMBER = re.compile(r"(?:^|/)(\d+)$")
+_PURPOSES = frozenset(get_args(Purpose))
+
+
+class _Script:
+    """A loaded script file: per-purpose lists (``None`` key = every purpose) and exact ids."""
+
+    def __init__(self, lists: dict[str | None, list[str]], exact: dict[str, str]) -> None:
+        self.lists = lists
+        self.exact = exact
+
+    def lookup(self, purpose: Purpose, call_id: str, model: str) -> str:
+        if call_id in self.exact:
+            return self.exact[call_id]
+        items = self.lists.get(purpose) or self.lists.get(None)
+        if not items:
+            raise LLMError(
+                f"scripted model {model!r}: the script has no response for call {call_id!r} "
+                f"(purpose {purpose!r}); add a list under {purpose!r} or an entry for "
+                f"{call_id!r} to model.script"
+            )
+        match = _TRAILING_NUMBER.search(call_id)
+        index = int(match.group(1)) if match else 0
+        return items[min(index, len(items) - 1)]
+
+
+def _load_script(path: str) -> _Script:
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(
@@ -63,16 +98,38 @@ def _load_script(path: str) -> list[str] | dict[str, list[str]]:
         )
     text = p.read_text("utf-8")
     data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    if isinstance(data, list) and all(isinstance(x, str) for x in data):
-        return data
-    if isinstance(data, dict) and all(
-        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in data.values()
-    ):
-        return {str(k): v for k, v in data.items()}
-    raise ConfigError(
-        "model.script must hold a list of response strings, or a mapping purpose -> list of strings",
-        source=path,
+    shape = (
+        "model.script must hold a non-empty list of response strings, or a mapping whose "
+        "entries are purpose -> non-empty list of strings or exact call_id -> string"
     )
+    if isinstance(data, list):
+        if data and all(isinstance(x, str) for x in data):
+            return _Script({None: data}, {})
+        raise ConfigError(shape, source=path)
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(shape, source=path)
+    lists: dict[str | None, list[str]] = {}
+    exact: dict[str, str] = {}
+    for key, value in data.items():
+        key = str(key)
+        if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+            if key not in _PURPOSES:
+                raise ConfigError(
+                    f"model.script: list under {key!r}, which is not a purpose "
+                    f"({', '.join(sorted(_PURPOSES))}); exact call ids take one string",
+                    source=path,
+                )
+            lists[key] = value
+        elif isinstance(value, str):
+            if key in _PURPOSES:
+                raise ConfigError(
+                    f"model.script: purpose {key!r} needs a list of strings, not one string",
+                    source=path,
+                )
+            exact[key] = value
+        else:
+            raise ConfigError(f"{shape} (bad entry {key!r})", source=path)
+    return _Script(lists, exact)
 
 
 class ScriptedProvider:
@@ -84,24 +141,10 @@ class ScriptedProvider:
     def __init__(self, config: ModelConfig) -> None:
         self.model = config.name
         self.script = _load_script(config.script) if config.script else None
-        self._position: dict[str, int] = defaultdict(int)
-        self._lock = threading.Lock()
-
-    def _next_scripted(self, script: list[str] | dict[str, list[str]], purpose: Purpose) -> str:
-        items = script if isinstance(script, list) else script.get(purpose, [])
-        with self._lock:
-            index = self._position[purpose]
-            self._position[purpose] += 1
-        if index >= len(items):
-            raise LLMError(
-                f"scripted model {self.model!r}: script has {len(items)} response(s) for purpose "
-                f"{purpose!r}, call #{index + 1} asked for one more; lengthen the script"
-            )
-        return items[index]
 
     def call(self, request: ProviderRequest) -> ProviderResult:
         if self.script is not None:
-            text = self._next_scripted(self.script, request.purpose)
+            text = self.script.lookup(request.purpose, request.call_id, self.model)
         else:
             action = pick_action(request.messages, request.call_id)
             if action is None:
@@ -117,7 +160,4 @@ class ScriptedProvider:
         )
 
     def on_replay(self, purpose: Purpose, call_id: str) -> None:
-        """A replayed call consumed its script item in the earlier process: skip it here too."""
-        if self.script is not None:
-            with self._lock:
-                self._position[purpose] += 1
+        """Nothing to do: script answers depend on the call id alone, not on a position."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -18,7 +19,7 @@ from typing import TypeVar
 import tenacity
 
 from speedrunner.core.llm.provider import CallFailure
-from speedrunner.errors import LLMError
+from speedrunner.errors import ContextLengthError, LLMError
 
 __all__ = ["Backoff", "call_with_retries"]
 
@@ -94,8 +95,22 @@ def call_with_retries(
     except CallFailure as e:
         if on_failure is not None:
             on_failure(e, attempts)
+        if is_context_overflow(e):
+            raise ContextLengthError(_message(e, attempts, max_attempts, what)) from e
         raise LLMError(_message(e, attempts, max_attempts, what)) from e
     return result, attempts
+
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window)|maximum context|too many (input )?tokens|prompt is too long"
+    r"|input (token count|is too long)|exceeds the (maximum|model's)",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(e: CallFailure) -> bool:
+    """A 400 (or 413) whose message says the request does not fit the context window."""
+    return e.status in (400, 413) and bool(_CONTEXT_OVERFLOW.search(str(e)))
 
 
 def _message(e: CallFailure, attempts: int, max_attempts: int, what: str) -> str:

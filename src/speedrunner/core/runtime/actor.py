@@ -86,28 +86,32 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool) -
     by_norm = {_normalise(a): a for a in actions}
     if wanted in by_norm:
         return ParsedAnswer(thought, by_norm[wanted], None, raw)
+    if free_text:  # any command may be tried; never complete a partial one into another
+        return ParsedAnswer(thought, " ".join(raw.strip().strip("`'\"").split()), None, raw)
     prefixed = [a for n, a in by_norm.items() if n.startswith(wanted)]
     if len(prefixed) == 1:
         return ParsedAnswer(thought, prefixed[0], None, raw)
-    if free_text:
-        return ParsedAnswer(thought, " ".join(raw.strip().strip("`'\"").split()), None, raw)
     if len(prefixed) > 1:
         return ParsedAnswer(thought, None, f"{raw.strip()!r} is ambiguous: it could be {', '.join(prefixed)}", raw)
     return ParsedAnswer(thought, None, f"{raw.strip()!r} is not a valid action", raw)
 
 
-def render_actions(actions: list[str]) -> str:
+def render_actions(actions: list[str], descriptions: dict[str, str] | None = None) -> str:
+    """One line listing the actions (capped), then what they mean when the env says so."""
     listed = ", ".join(actions[:MAX_LISTED_ACTIONS])
     if len(actions) > MAX_LISTED_ACTIONS:
         listed += f"\n(and {len(actions) - MAX_LISTED_ACTIONS} more valid commands; any command may be tried)"
+    if descriptions:
+        listed += "\n" + "\n".join(f"- {name}: {meaning}" for name, meaning in descriptions.items())
     return listed
 
 
-def first_user_message(instruction: str, actions: list[str], knowledge: tuple[str, str] | None, observation: str) -> str:
+def first_user_message(instruction: str, actions: str, knowledge: tuple[str, str] | None,
+                       observation: str) -> str:
+    """The episode's first message; ``actions`` is already rendered (``render_actions``)."""
     rendered = "" if knowledge is None else PROMPTS.render("knowledge", title=knowledge[0], text=knowledge[1])
     return PROMPTS.render(
-        "first_user", instruction=instruction, actions=render_actions(actions),
-        knowledge=rendered, observation=observation,
+        "first_user", knowledge=rendered, actions=actions, instruction=instruction, observation=observation,
     )
 
 

@@ -7,6 +7,7 @@ episode stopped (success, env end, LLM-call budget, action budget, wall clock).
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -14,8 +15,19 @@ from speedrunner.core.benchmark import Budget, EpisodeSpec
 from speedrunner.core.env import TextEnv
 from speedrunner.core.llm.types import Model, Usage
 from speedrunner.core.method import Knowledge
-from speedrunner.core.runtime.actor import ActorStep, first_user_message, parse_answer, to_messages
+from speedrunner.core.runtime.actor import (
+    ActorStep,
+    first_user_message,
+    parse_answer,
+    render_actions,
+    to_messages,
+)
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory
+from speedrunner.errors import ContextLengthError
+
+
+class RunInterrupted(Exception):
+    """Raised inside an episode when the run is stopping (Ctrl-C): no further paid calls."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,8 @@ class EpisodeContext:
     knowledge: Knowledge
     budget: Budget
     eval_point: int | None = None
+    stop: threading.Event | None = None
+    """Set when the run is interrupted; checked before every model call."""
 
 
 def call_prefix(spec: EpisodeSpec, eval_point: int | None) -> str:
@@ -40,7 +54,11 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     observation = env.reset(spec.task, spec.seed)
     free_text = bool(getattr(env, "accepts_free_text", False))
     actions = list(env.actions)
-    first_user = first_user_message(env.instruction, actions, ctx.knowledge.prompt_section(), observation.text)
+    # Optional env hints: what the prompt lists (ScienceWorld: command templates rather than
+    # thousands of concrete commands) and what each action does (BabyAI: "pick up" = in front).
+    shown = render_actions(list(getattr(env, "prompt_actions", None) or actions),
+                           getattr(env, "action_descriptions", None))
+    first_user = first_user_message(env.instruction, shown, ctx.knowledge.prompt_section(), observation.text)
     traj = Trajectory(
         split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
         knowledge_version=ctx.knowledge.version, instruction=env.instruction, eval_point=ctx.eval_point,
@@ -52,8 +70,16 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
         stop = _budget_stop(traj, ctx.budget, started)
         if stop is not None:
             break
+        if ctx.stop is not None and ctx.stop.is_set():
+            raise RunInterrupted(f"{prefix} stopped before call {traj.llm_calls}")
         messages = to_messages(first_user, traj.steps, current if traj.steps else None, actions)
-        completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
+        try:
+            completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
+        except ContextLengthError as e:
+            # The history no longer fits the model: the episode ends, the run goes on.
+            traj.context_error = str(e)
+            stop = "context_length"
+            break
         traj.llm_calls += 1
         traj.usage = traj.usage + completion.usage
         traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
@@ -74,6 +100,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
         result = env.step(parsed.action)
         step.executed.append(parsed.action)
         step.reward = result.reward
+        traj.final_info = result.info
         traj.env_actions += 1
         current = result.observation.text
         if env.success:

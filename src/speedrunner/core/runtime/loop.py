@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl
+from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
-from speedrunner.core.config.schema import RunConfig
+from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SleepResult
@@ -49,10 +50,12 @@ METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
 SUMMARY_FILE = "summary.json"
 SPEEDRUN_FILE = "speedrun.json"
+CALLS_FILE = "llm_calls.jsonl"
 
 
 def config_fingerprint(config: RunConfig) -> str:
-    return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+    """Hash of what decides results; endpoints, timeouts and parallelism may change on resume."""
+    return hashlib.sha256(json.dumps(results_view(config), sort_keys=True).encode()).hexdigest()
 
 
 class EnvPool:
@@ -113,14 +116,15 @@ class Runner:
         self.pool = EnvPool(benchmark.make_env, config.run.parallel_episodes)
         b = config.benchmark
         self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
+        self._stop = threading.Event()
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> RunResult:
         run = self.config.run
         checkpoint = self._resume_point()
         batches = run.rollouts // run.sleep_every
-        progress = ProgressReporter(run.rollouts, scripted=self.scripted, done=checkpoint.totals.episodes)
-        progress.version = checkpoint.knowledge_version
+        progress = ProgressReporter(run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
+                                    version=checkpoint.knowledge_version)
         try:
             for batch in range(checkpoint.completed_batches, batches):
                 start = batch * run.sleep_every
@@ -132,8 +136,9 @@ class Runner:
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 result = self.method.sleep(trajectories, batch_index=batch)
+                progress.sleep_cost(_sum_cost([c.cost_usd for c in result.completions]))
                 self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started)
-            self._maybe_evaluate(run.rollouts, checkpoint, progress)
+            self._maybe_evaluate(run.rollouts, checkpoint, progress, final=True)
         finally:
             progress.close()
             self.pool.close()
@@ -148,6 +153,7 @@ class Runner:
             checkpoint = Checkpoint(run_id=self.run_id, config_sha256=fingerprint)
         trim_jsonl(self.run_dir / METRICS_FILE, checkpoint.metrics_rows)
         trim_jsonl(self.run_dir / EVAL_FILE, checkpoint.eval_rows)
+        repair_jsonl(self.run_dir / CALLS_FILE)  # a kill may have torn its last line
         self.method.restore(checkpoint.knowledge_version)
         return checkpoint
 
@@ -155,7 +161,7 @@ class Runner:
     def _play(self, specs: list[EpisodeSpec], knowledge: Knowledge, eval_point: int | None,
               progress: ProgressReporter | None) -> list[Trajectory]:
         """Play episodes concurrently; episodes already on disk are loaded, not replayed."""
-        ctx = EpisodeContext(self.actor, knowledge, self.budget, eval_point)
+        ctx = EpisodeContext(self.actor, knowledge, self.budget, eval_point, self._stop)
         results: dict[int, Trajectory] = {}
         todo = []
         for spec in specs:
@@ -177,6 +183,8 @@ class Runner:
                 for index, future in futures.items():
                     results[index] = future.result()
             except BaseException:
+                # Ctrl-C or a failed episode: running episodes stop before their next paid call.
+                self._stop.set()
                 for future in futures.values():
                     future.cancel()
                 raise
@@ -220,9 +228,12 @@ class Runner:
         save_checkpoint(self.run_dir, checkpoint)
 
     # ------------------------------------------------------------------ eval
-    def _maybe_evaluate(self, rollout: int, checkpoint: Checkpoint, progress: ProgressReporter) -> None:
+    def _maybe_evaluate(self, rollout: int, checkpoint: Checkpoint, progress: ProgressReporter,
+                        *, final: bool = False) -> None:
+        """Evaluate at rollout 0, every ``eval_every`` rollouts, and always at the end."""
         run = self.config.run
-        if run.eval_episodes == 0 or rollout % run.eval_every != 0 or rollout in checkpoint.eval_points_done:
+        due = rollout % run.eval_every == 0 or final
+        if run.eval_episodes == 0 or not due or rollout in checkpoint.eval_points_done:
             return
         progress.phase(f"eval at rollout {rollout}")
         started = time.monotonic()
@@ -244,6 +255,9 @@ class Runner:
             "scripted": any(t.scripted for t in trajectories),
             "wall_time_s": round(time.monotonic() - started, 3),
         }
+        extra_metrics = getattr(self.benchmark, "eval_metrics", None)  # e.g. Crafter's score
+        if extra_metrics is not None:
+            row["benchmark_metrics"] = extra_metrics([t.final_info for t in trajectories])
         append_jsonl(self.run_dir / EVAL_FILE, row)
         checkpoint.eval_rows += 1
         checkpoint.eval_points_done.append(rollout)
@@ -280,7 +294,8 @@ class Runner:
             "note": "SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
             "training": checkpoint.totals.model_dump(),
             "knowledge_version": checkpoint.knowledge_version,
-            "eval": [{k: e[k] for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd")} for e in evals],
+            "eval": [{k: e.get(k) for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd",
+                                            "benchmark_metrics")} for e in evals],
             "final_eval": None if not evals else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
         }

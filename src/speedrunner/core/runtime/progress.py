@@ -12,18 +12,23 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from speedrunner.core.runtime.checkpoint import Totals
+
 
 class ProgressReporter:
-    def __init__(self, total_episodes: int, *, scripted: bool, done: int = 0, console: Console | None = None) -> None:
+    def __init__(self, total_episodes: int, *, scripted: bool, totals: Totals | None = None,
+                 version: int = 0, console: Console | None = None) -> None:
+        """``totals`` carries the counts of a resumed run forward (episodes, successes, cost)."""
+        totals = totals or Totals()
         self.console = console or Console(stderr=True)
         self.total = total_episodes
-        self.done = done
-        self.successes = 0
-        self.cost: float | None = 0.0
-        self.version = 0
+        self.done = totals.episodes
+        self.successes = totals.successes
+        self.cost: float | None = totals.cost_usd
+        self.version = version
         self.tag = "[SCRIPTED MODEL - not an LLM] " if scripted else ""
         self.started = time.monotonic()
-        self._start_done = done
+        self._start_done = self.done
         self._live = self.console.is_terminal
         self._progress: Progress | None = None
         if self._live:
@@ -31,7 +36,7 @@ class ProgressReporter:
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TimeRemainingColumn(), console=self.console, transient=False,
             )
-            self._task = self._progress.add_task(self._describe("starting"), total=total_episodes, completed=done)
+            self._task = self._progress.add_task(self._describe("starting"), total=total_episodes, completed=self.done)
             self._progress.start()
 
     def _describe(self, phase: str) -> str:
@@ -59,6 +64,10 @@ class ProgressReporter:
             print(f"episode {self.done}/{self.total} (#{index}) "
                   f"{'success' if success else 'failure'} | {self._describe('training')} | "
                   f"{elapsed:.0f}s elapsed, ETA {eta:.0f}s (training only)", file=sys.stderr, flush=True)
+
+    def sleep_cost(self, cost: float | None) -> None:
+        """Add a sleep phase's cost to the running total (unknown stays unknown)."""
+        self.cost = None if self.cost is None or cost is None else self.cost + cost
 
     def close(self) -> None:
         if self._progress is not None:

@@ -16,7 +16,9 @@ from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.llm.types import Usage
 from speedrunner.core.runtime.actor import ActorStep
 
-StopReason = Literal["success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock"]
+StopReason = Literal[
+    "success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock", "context_length"
+]
 
 
 @dataclass
@@ -41,6 +43,10 @@ class Trajectory:
     wall_time_s: float = 0.0
     scripted: bool = False
     eval_point: int | None = None
+    final_info: dict[str, Any] = field(default_factory=dict)
+    """The env's ``info`` after the last action (e.g. Crafter's unlocked achievements)."""
+    context_error: str | None = None
+    """The provider's message when the history outgrew the context window."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -25,6 +25,8 @@ class OPOConfig(MethodConfig):
     """Length cap of the strategy guide; longer guides are cut at this many characters."""
     max_trajectory_chars: int = Field(12000, ge=500)
     """Per-trajectory character cap when the batch is shown to the guide writer."""
+    max_batch_chars: int = Field(48000, ge=2000)
+    """Cap on all trajectories together (about 12k tokens), so the guide prompt fits small contexts."""
 
 
 class CodebookMethodConfig(MethodConfig):

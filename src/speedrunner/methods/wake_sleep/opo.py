@@ -39,9 +39,8 @@ class OPOMethod:
         return Knowledge(self.version, "Strategy guide (learned from earlier episodes)", self.guide)
 
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
-        trajectories = "\n\n".join(
-            f"--- Episode {t.index} ---\n{t.summary(self.config.max_trajectory_chars)}" for t in batch
-        )
+        per_episode = min(self.config.max_trajectory_chars, self.config.max_batch_chars // max(1, len(batch)))
+        trajectories = "\n\n".join(f"--- Episode {t.index} ---\n{t.summary(per_episode)}" for t in batch)
         prompt = PROMPTS.render(
             "rewrite", guide=self.guide or "(empty: this is the first guide)", trajectories=trajectories,
             max_chars=self.config.guide_max_chars, n=len(batch), successes=sum(t.success for t in batch),
@@ -65,7 +64,8 @@ class OPOMethod:
         path = self.dir / f"gen_{version}.md"
         if not path.is_file():
             raise CheckpointError(f"guide generation {version} is missing: {path}")
-        self.version, self.guide = version, _strip_label(path.read_text("utf-8"))
+        # read_bytes: read_text would turn "\r\n" into "\n" and change the restored guide.
+        self.version, self.guide = version, _strip_label(path.read_bytes().decode("utf-8"))
 
     def _store(self, version: int, guide: str, *, scripted: bool) -> None:
         label = _SCRIPTED_LABEL if scripted else ""
