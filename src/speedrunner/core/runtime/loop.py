@@ -59,13 +59,13 @@ def config_fingerprint(config: RunConfig) -> str:
 
 
 class EnvPool:
-    """Envs reused across episodes (a ScienceWorld env owns a JVM); at most ``size`` exist."""
+    """Envs reused across episodes (a ScienceWorld env owns a JVM). One is made only when none
+    is free, so at most ``run.parallel_episodes`` exist."""
 
-    def __init__(self, make_env: Callable[[], TextEnv], size: int) -> None:
+    def __init__(self, make_env: Callable[[], TextEnv]) -> None:
         self._make_env = make_env
         self._free: queue.LifoQueue[TextEnv] = queue.LifoQueue()
         self._all: list[TextEnv] = []
-        self._size = size
 
     @contextmanager
     def env(self) -> Iterator[TextEnv]:
@@ -113,7 +113,7 @@ class Runner:
         self.actor = actor
         self.run_id = run_id
         self.scripted = scripted
-        self.pool = EnvPool(benchmark.make_env, config.run.parallel_episodes)
+        self.pool = EnvPool(benchmark.make_env)
         b = config.benchmark
         self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
         self._stop = threading.Event()
@@ -175,6 +175,9 @@ class Runner:
             with self.pool.env() as env:
                 trajectory = run_episode(env, spec, ctx)
             save_trajectory(self.run_dir, trajectory)
+            if progress is not None and eval_point is None:  # display only: completion order is fine
+                progress.training_episode(trajectory.index, trajectory.success, trajectory.cost_usd,
+                                          knowledge.version)
             return trajectory
 
         with ThreadPoolExecutor(max_workers=self.config.run.parallel_episodes) as executor:
@@ -188,11 +191,11 @@ class Runner:
                 for future in futures.values():
                     future.cancel()
                 raise
-        ordered = [results[spec.index] for spec in specs]
-        if progress is not None and eval_point is None:
-            for t in ordered:
+        if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
+            for index in sorted(set(results) - set(futures)):
+                t = results[index]
                 progress.training_episode(t.index, t.success, t.cost_usd, knowledge.version)
-        return ordered
+        return [results[spec.index] for spec in specs]
 
     # ------------------------------------------------------------------ sleep
     def _write_batch(self, checkpoint: Checkpoint, batch: int, trajectories: list[Trajectory],

@@ -7,6 +7,7 @@ Scripted runs say so on every line: their numbers come from no LLM.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 from rich.console import Console
@@ -29,6 +30,7 @@ class ProgressReporter:
         self.tag = "[SCRIPTED MODEL - not an LLM] " if scripted else ""
         self.started = time.monotonic()
         self._start_done = self.done
+        self._lock = threading.Lock()
         self._live = self.console.is_terminal
         self._progress: Progress | None = None
         if self._live:
@@ -51,6 +53,10 @@ class ProgressReporter:
             print(f"{self.tag}{text}", file=sys.stderr, flush=True)
 
     def training_episode(self, index: int, success: bool, cost: float | None, version: int) -> None:
+        with self._lock:  # called from episode threads as they finish
+            self._training_episode(index, success, cost, version)
+
+    def _training_episode(self, index: int, success: bool, cost: float | None, version: int) -> None:
         self.done += 1
         self.successes += int(success)
         self.cost = None if self.cost is None or cost is None else self.cost + cost
