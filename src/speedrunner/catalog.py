@@ -15,6 +15,7 @@ BENCHMARKS.register("babyai", BenchmarkSpec(
     name="babyai",
     config="speedrunner.benchmarks.babyai.config:BabyAIConfig",
     factory="speedrunner.benchmarks.babyai.benchmark:BabyAIBenchmark",
+    preflight="speedrunner.benchmarks.babyai.preflight:check_server",
     quick_test={"max_llm_calls": 6},
 ))
 BENCHMARKS.register("crafter", BenchmarkSpec(

@@ -1,7 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy.
-
-Exit codes: 0 success, 2 a problem the user can fix (bad config, unknown name), 1 a bug.
-"""
+"""The ``speedrunner`` command: validate-config, configs list, configs copy."""
 
 from __future__ import annotations
 
@@ -12,9 +9,20 @@ from collections.abc import Sequence
 
 from speedrunner.errors import SpeedRunnerError
 
+DESCRIPTION = """\
+SpeedRunner: online learning of programmatic agent skills.
+
+Runs are started with the train entry points, e.g.
+  python -m speedrunner.benchmarks.babyai.train --config_file configs/babyai/opo-scripted-seq.yaml
+
+Exit codes: 0 success, 2 a problem you can fix (bad config, unknown name, a method that
+cannot run yet, a missing API key), 1 a bug.
+"""
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="speedrunner", description=__doc__)
+    parser = argparse.ArgumentParser(prog="speedrunner", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     validate = sub.add_parser("validate-config", help="check a run config and print it resolved")
     validate.add_argument("path", help="a run config YAML file")
@@ -36,8 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "validate-config":
             from speedrunner.catalog import config_loader
+            from speedrunner.train_cli import check_runnable
 
             loaded = config_loader().load(args.path, overrides=args.overrides, quick_test=args.quick_test)
+            check_runnable(loaded.config)  # what the train command would refuse, refused here too
             print(json.dumps(loaded.resolved_json(), indent=2))
             print(f"# {args.path}: valid (sha256 {loaded.sha256[:12]})", file=sys.stderr)
         elif args.configs_command == "list":

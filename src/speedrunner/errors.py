@@ -80,3 +80,11 @@ class SandboxError(SpeedRunnerError):
 
 class SandboxTimeout(SandboxError):
     """Raised when untrusted code exceeds its wall-clock limit and is killed."""
+
+
+class PreflightError(SpeedRunnerError):
+    """Raised before a run starts when an endpoint it needs (model API, env server) is down or wrong."""
+
+
+class RunDirError(SpeedRunnerError):
+    """Raised when a run directory cannot be created or written (read-only, full, in use)."""

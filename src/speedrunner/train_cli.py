@@ -7,59 +7,95 @@
     --resume RUN_DIR        continue a killed run where it stopped; with --resume, --set
                             may change only operational keys (endpoints, timeouts,
                             parallelism), never what decides results
+    --skip_preflight        do not check the model endpoints and the env server first
 
 Exit codes: 0 done; 2 a problem the user can fix before anything ran (config, missing
-key, bad or busy run dir); 1 a failure during the run (continue it with --resume);
-130 interrupted.
+key, an endpoint that is down, a bad, read-only or busy run dir); 1 a failure during the
+run (continue it with --resume); 130 interrupted by Ctrl-C, 143 by SIGTERM (running
+episodes stop before their next paid call; continue with --resume).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
+import sqlite3
 import sys
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from speedrunner.core.rundir import run_lock
-from speedrunner.errors import CheckpointError, ConfigError, MissingAPIKeyError, SpeedRunnerError
+from speedrunner.core.interrupt import RunInterrupted, handle_stop_signals
+from speedrunner.core.rundir import ensure_writable, run_lock
+from speedrunner.errors import CheckpointError, ConfigError, SpeedRunnerError
 
 if TYPE_CHECKING:
     from speedrunner.core.config.loader import ConfigLoader
     from speedrunner.core.config.schema import RunConfig
-    from speedrunner.core.specs import MethodSpec
+
+EXAMPLE_CONFIGS = {
+    "babyai": "configs/babyai/react-gpt-seq.yaml",
+    "crafter": "configs/crafter/react-gpt-crafter.yaml",
+    "scienceworld": "configs/scienceworld/react-gpt-t4.yaml",
+}
+EPISODE_THREAD_PREFIX = "speedrunner-episode"
+"""Name prefix of episode threads (``core.runtime.loop``): the ones an interrupt leaves behind."""
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
+def build_parser(prog: str, benchmark: str = "babyai") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config_file", help="run config YAML, e.g. configs/babyai/react-gpt-seq.yaml")
+    parser.add_argument("--config_file", help=f"run config YAML, e.g. {EXAMPLE_CONFIGS.get(benchmark, '')}")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="dotted override, e.g. --set run.seed=3 (repeatable)")
     parser.add_argument("--quick_test", action="store_true", help="apply the quick-test preset (a tiny run)")
     parser.add_argument("--run_dir", help="run directory to create (default: under run.output_root)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    parser.add_argument("--skip_preflight", action="store_true",
+                        help="skip the check that model endpoints and the env server answer")
     return parser
 
 
+@dataclass
+class _Session:
+    """What the error messages need to know about the run so far."""
+
+    entry_point: str
+    run_dir: Path | None = None
+
+
 def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) -> int:
-    args = build_parser(f"python -m {entry_point}").parse_args(argv)
+    args = build_parser(f"python -m {entry_point}", benchmark).parse_args(argv)
+    session = _Session(entry_point)
+    with handle_stop_signals():
+        code = _main_reporting_errors(benchmark, args, session)
+    _leave_stuck_requests_behind(code)
+    return code
+
+
+def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
     try:
-        return _main(benchmark, entry_point, args)
-    except KeyboardInterrupt:
-        print("\ninterrupted; continue with --resume <run dir>", file=sys.stderr)
-        return 130
-    except (ConfigError, CheckpointError, MissingAPIKeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except SpeedRunnerError as e:
+        return _main(benchmark, args, session)
+    except RunInterrupted as e:
+        how = "Ctrl-C" if e.exit_code == 130 else e.signal_name
+        if session.run_dir is None:
+            print(f"\ninterrupted ({how}) before the run started; nothing was written", file=sys.stderr)
+        else:
+            _mark_status(session.run_dir, "interrupted", f"{how}")
+            print(f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
+                  f"nothing stored is lost. Continue with:\n  python -m {session.entry_point} "
+                  f"--resume {session.run_dir}", file=sys.stderr)
+        return e.exit_code
+    except SpeedRunnerError as e:  # raised before anything ran (config, keys, endpoints, run dir)
         print(f"error: {e}", file=sys.stderr)
         return 2
 
 
-def _main(benchmark: str, entry_point: str, args: argparse.Namespace) -> int:
+def _main(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
     from speedrunner.catalog import config_loader
-    from speedrunner.core.specs import METHODS
 
     loader = config_loader()
     if args.resume:
@@ -69,24 +105,61 @@ def _main(benchmark: str, entry_point: str, args: argparse.Namespace) -> int:
         run_dir, config, run_id = _load_for_resume(Path(args.resume), loader, benchmark)
         if args.overrides:
             config = _resume_overrides(run_dir, config, args.overrides, loader)
+        check_runnable(config)
+        if not args.skip_preflight:
+            preflight(config)
+        ensure_writable(run_dir)
         with run_lock(run_dir):
-            if args.overrides:
-                _record_resume_overrides(run_dir, config, args.overrides)
-            return _run(config, run_dir, run_id)
-    else:
-        if not args.config_file:
-            raise ConfigError("--config_file is required (or --resume RUN_DIR); "
-                              "see `speedrunner configs list` for starter configs")
-        loaded = loader.load(args.config_file, overrides=args.overrides, quick_test=args.quick_test,
-                             expect_benchmark=benchmark, entry_point=entry_point)
-        config = loaded.config
-        _preflight(config, METHODS.get(config.method.name))
-        from speedrunner.core.rundir import create_run_dir
+            session.run_dir = run_dir
+            _record_resume(run_dir, config, args.overrides)
+            return _run(config, run_dir, run_id, session)
+    if not args.config_file:
+        raise ConfigError("--config_file is required (or --resume RUN_DIR); "
+                          "see `speedrunner configs list` for starter configs")
+    loaded = loader.load(args.config_file, overrides=args.overrides, quick_test=args.quick_test,
+                         expect_benchmark=benchmark, entry_point=session.entry_point)
+    config = loaded.config
+    check_runnable(config)
+    if not args.skip_preflight:
+        preflight(config)
+    from speedrunner.core.rundir import create_run_dir
 
-        run_dir = create_run_dir(loaded, run_dir=args.run_dir)
-        run_id = run_dir.name
-        with run_lock(run_dir):
-            return _run(config, run_dir, run_id)
+    run_dir = create_run_dir(loaded, run_dir=args.run_dir)
+    with run_lock(run_dir):
+        session.run_dir = run_dir
+        return _run(config, run_dir, run_dir.name, session)
+
+
+def check_runnable(config: RunConfig) -> None:
+    """What must hold before any run directory is made: the method exists, the API keys are set.
+
+    ``speedrunner validate-config`` calls this too, so it says what the train command would.
+    """
+    from speedrunner.core.llm.build import make_provider
+    from speedrunner.core.specs import METHODS
+
+    if METHODS.get(config.method.name).factory is None:
+        implemented = [name for name in METHODS.names() if METHODS.get(name).factory is not None]
+        raise ConfigError(f"method {config.method.name!r} is not implemented in this version yet "
+                          f"(implemented: {', '.join(implemented)}); nothing was run and no run "
+                          "directory was made")
+    make_provider(config.model)
+    if config.inducer is not None:
+        make_provider(config.inducer)
+
+
+def preflight(config: RunConfig) -> None:
+    """Ask every endpoint the run needs once, for free, before anything is written."""
+    from speedrunner.core.llm.preflight import check_model_endpoints
+    from speedrunner.core.registry import load_entry_point
+    from speedrunner.core.specs import BENCHMARKS
+
+    check_model_endpoints(config.model, role="model")
+    if config.inducer is not None:
+        check_model_endpoints(config.inducer, role="inducer")
+    spec = BENCHMARKS.get(config.benchmark.name)
+    if spec.preflight is not None:
+        load_entry_point(spec.preflight)(config.benchmark)
 
 
 def _resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str],
@@ -109,29 +182,18 @@ def _resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str],
     return loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
 
 
-def _record_resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str]) -> None:
-    """Store the changed config and note the change in provenance.json."""
+def _record_resume(run_dir: Path, config: RunConfig, overrides: list[str]) -> None:
+    """Note the resume in provenance.json (with any --set changes; the changed config too)."""
     from speedrunner.core.atomic import atomic_write_json
     from speedrunner.core.redact import scrub
     from speedrunner.core.rundir import PROVENANCE_FILE, RESOLVED_FILE
 
-    atomic_write_json(run_dir / RESOLVED_FILE, config.model_dump(mode="json"))
+    if overrides:
+        atomic_write_json(run_dir / RESOLVED_FILE, config.model_dump(mode="json"))
     provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
     provenance.setdefault("resumes", []).append(
         {"overrides": [scrub(o) for o in overrides], "command": [scrub(a) for a in sys.argv]})
     atomic_write_json(run_dir / PROVENANCE_FILE, provenance)
-
-
-def _preflight(config: RunConfig, method_spec: MethodSpec) -> None:
-    """Fail before creating a run directory: unimplemented method, missing API key."""
-    if method_spec.factory is None:
-        raise ConfigError(f"method {config.method.name!r} is not implemented in this version yet "
-                          f"(implemented: react, opo); nothing was run and no run directory was made")
-    from speedrunner.core.llm.build import make_provider
-
-    make_provider(config.model)
-    if config.inducer is not None:
-        make_provider(config.inducer)
 
 
 def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tuple[Path, RunConfig, str]:
@@ -156,7 +218,7 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
     return run_dir, config, run_id
 
 
-def _run(config: RunConfig, run_dir: Path, run_id: str) -> int:
+def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> int:
     from speedrunner.core.llm.build import build_model
     from speedrunner.core.method import MethodContext
     from speedrunner.core.registry import load_entry_point
@@ -164,33 +226,82 @@ def _run(config: RunConfig, run_dir: Path, run_id: str) -> int:
     from speedrunner.core.specs import BENCHMARKS, METHODS
 
     scripted = "scripted" in (config.model.provider, config.inducer_model.provider)
-    print(f"run directory: {run_dir}", file=sys.stderr)
+    print(f"run directory: {run_dir}", flush=True)
     if scripted:
         print("NOTE: this run uses the SCRIPTED model. No LLM is called; its numbers say nothing "
-              "about any LLM.", file=sys.stderr)
-    cache, calls = run_dir / "llm_cache.sqlite", run_dir / "llm_calls.jsonl"
-    actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls)
-    inducer = actor if config.inducer is None else build_model(
-        config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls)
-    bench_spec, method_spec = BENCHMARKS.get(config.benchmark.name), METHODS.get(config.method.name)
-    benchmark = load_entry_point(bench_spec.factory)(
-        config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
+              "about any LLM.", flush=True)
+    resume = f"continue it with:\n  python -m {session.entry_point} --resume {run_dir}"
     try:
-        method = load_entry_point(method_spec.factory)(
-            config.method, MethodContext(run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name))
-        result = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
-                        run_id=run_id, scripted=scripted).run()
-    except (ConfigError, CheckpointError):
-        raise
-    except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
-        print(f"error: {e}\nThe run stopped; continue it with --resume {run_dir}", file=sys.stderr)
+        cache, calls = run_dir / "llm_cache.sqlite", run_dir / "llm_calls.jsonl"
+        actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls)
+        inducer = actor if config.inducer is None else build_model(
+            config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls)
+        bench_spec, method_spec = BENCHMARKS.get(config.benchmark.name), METHODS.get(config.method.name)
+        benchmark = load_entry_point(bench_spec.factory)(
+            config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
+        try:
+            method = load_entry_point(method_spec.factory)(
+                config.method, MethodContext(run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name))
+            result = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
+                            run_id=run_id, scripted=scripted).run()
+        finally:
+            benchmark.close()
+    except (RunInterrupted, ConfigError, CheckpointError):
+        raise  # interrupted, or found wrong before anything ran (exit 2)
+    except (OSError, sqlite3.OperationalError) as e:
+        if not _is_storage_error(e):
+            raise
+        where = getattr(e, "filename", None) or run_dir
+        reason = f"cannot write {where}: {getattr(e, 'strerror', None) or e}"
+        _mark_status(run_dir, "failed", reason)
+        print(f"error: {reason}. Everything written before it is kept. Free some space (or make "
+              f"the directory writable), then {resume}", file=sys.stderr)
         return 1
-    finally:
-        benchmark.close()
+    except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
+        _mark_status(run_dir, "failed", str(e))
+        print(f"error: {e}\nThe run stopped; nothing stored is lost. Once the cause is fixed, "
+              f"{resume}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        _mark_status(run_dir, "failed", f"{type(e).__name__}: {e}")
+        raise
     final = result.summary.get("final_eval") or {}
     tag = " [SCRIPTED MODEL]" if scripted else ""
-    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, "
-          f"final eval success {final.get('success_mean', float('nan')):.3f}, "
-          f"progress {final.get('progress_mean', float('nan')):.3f}; summary in {run_dir / 'summary.json'}",
-          file=sys.stderr)
+    metric = config.speedrun.metric
+    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, final eval "
+          f"{metric} {final.get(f'{metric}_mean', float('nan')):.3f} (success "
+          f"{final.get('success_mean', float('nan')):.3f}); summary in {run_dir / 'summary.json'}")
     return 0
+
+
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+
+
+def _is_storage_error(e: BaseException) -> bool:
+    """A full disk or a directory that stopped being writable (not our bug, not the model's)."""
+    if isinstance(e, sqlite3.OperationalError):
+        text = str(e).lower()
+        return "disk is full" in text or "readonly" in text or "disk i/o" in text
+    return isinstance(e, OSError) and e.errno in _STORAGE_ERRNOS
+
+
+def _mark_status(run_dir: Path, status: str, reason: str | None = None) -> None:
+    """Record how the run ended, best effort (the disk may be the reason it ended)."""
+    return None
+
+
+def _leave_stuck_requests_behind(code: int) -> None:
+    """Exit now if episode threads still wait on requests after a stop.
+
+    Their answers can no longer be used, and waiting would keep Ctrl-C from stopping within
+    a second; the requests were logged before they were sent, so a resume reports them.
+    """
+    if code == 0:
+        return
+    lingering = [t for t in threading.enumerate() if t.name.startswith(EPISODE_THREAD_PREFIX)]
+    for t in lingering:
+        t.join(timeout=0.5 / max(1, len(lingering)))
+    if any(t.is_alive() for t in lingering):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

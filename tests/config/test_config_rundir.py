@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
@@ -47,14 +48,16 @@ def config_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def no_run(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Path, str]]:
-    """Stub the run itself: entry points go through config, preflight and run dir only."""
+    """Stub the run itself (and the endpoint pre-flight): entry points go through config,
+    the runnable checks and the run dir only."""
     calls: list[tuple[Any, Path, str]] = []
 
-    def fake_run(config: Any, run_dir: Path, run_id: str) -> int:
+    def fake_run(config: Any, run_dir: Path, run_id: str, session: Any = None) -> int:
         calls.append((config, run_dir, run_id))
         return 0
 
     monkeypatch.setattr(train_cli, "_run", fake_run)
+    monkeypatch.setattr(train_cli, "preflight", lambda config: None)
     return calls
 
 
@@ -286,9 +289,16 @@ def test_resume_continues_the_same_run_with_the_same_config(
     assert run_dir == existing_run and run_id == "run"
     assert config == loader.load(config_file, overrides=["run.seed=4"]).config
     assert config.run.seed == 4
-    # Resuming re-creates nothing and rewrites no provenance (it only holds the run's lock).
-    after = {p: p.read_bytes() for p in all_files(existing_run) if p.name != ".lock"}
-    assert after == before
+    # Resuming re-creates nothing; provenance.json gains a trace of the resume (no --set:
+    # no overrides), and the run's lock is gone once the resume is over.
+    after = {p: p.read_bytes() for p in all_files(existing_run)}
+    provenance = existing_run / "provenance.json"
+    assert {p: b for p, b in after.items() if p != provenance} == {
+        p: b for p, b in before.items() if p != provenance}
+    old, new = json.loads(before[provenance]), json.loads(after[provenance])
+    assert new.pop("resumes")[0]["overrides"] == [] and "resumes" not in old
+    assert new == old
+    assert not (existing_run / ".lock").exists()
 
 
 def test_resume_may_change_operational_keys_and_records_it(
@@ -311,5 +321,11 @@ def test_a_run_directory_in_use_is_refused(existing_run: Path, capsys: pytest.Ca
 
     with run_lock(existing_run):  # another process is running or resuming it
         assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(existing_run)]) == 2
-    assert "in use by another process" in capsys.readouterr().err
+        assert f"is in use by PID {os.getpid()}" in capsys.readouterr().err
+        # A new run pinned to the busy directory is told who holds it, not "not empty".
+        rc = train_cli.main(*BABYAI_TRAIN, ["--config_file", str(existing_run / "config.yaml"),
+                                            "--run_dir", str(existing_run)])
+        assert rc == 2
+        assert f"in use by PID {os.getpid()}" in capsys.readouterr().err
     assert no_run == []
+    assert not (existing_run / ".lock").exists()  # the holder left: no stale lock file

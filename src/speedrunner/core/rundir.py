@@ -13,12 +13,14 @@ started at once never share (or overwrite) a directory.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import importlib.metadata
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +32,7 @@ from speedrunner.core.atomic import atomic_write_bytes, atomic_write_json
 from speedrunner.core.config.loader import LoadedConfig
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.redact import scrub
-from speedrunner.errors import CheckpointError, ConfigError
+from speedrunner.errors import ConfigError, RunDirError, SpeedRunnerError
 
 CONFIG_FILE = "config.yaml"
 RESOLVED_FILE = "config.resolved.json"
@@ -48,25 +50,69 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``run_dir`` while a run (or resume) works in it.
 
     Two processes appending to one run directory would duplicate rows and pay twice for
-    the same calls; the second one is refused instead. The lock dies with its process.
+    the same calls; the second one is refused instead. The lock dies with its process, and
+    the ``.lock`` file is removed when the run leaves it, so a finished run keeps none.
     """
     path = Path(run_dir) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunDirError(f"{run_dir} is in use by PID {holder}; wait for it to finish, or "
+                              f"stop it (kill -TERM {holder}) before resuming") from None
+        # The previous holder may have unlinked the file between our open and our lock:
+        # then we locked an orphan and must lock the file that is there now.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
         os.close(fd)
-        raise CheckpointError(
-            f"{run_dir} is in use by another process (pid {holder}); wait for it to finish, "
-            "or stop it before resuming") from None
     try:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         yield
     finally:
+        path.unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def lock_holder(run_dir: Path) -> str | None:
+    """The PID holding ``run_dir``'s lock, or None when no live process holds it."""
+    path = Path(run_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+    finally:
+        os.close(fd)
+    return None
+
+
+def ensure_writable(run_dir: Path) -> None:
+    """Fail before anything runs when ``run_dir`` cannot be written (read-only mount, full disk)."""
+    probe = Path(run_dir) / f".write-test-{os.getpid()}"
+    try:
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as e:
+        raise RunDirError(f"cannot write to the run directory {run_dir}: {e.strerror or e}. "
+                          + _fix_for(e)) from None
+
+
+def _fix_for(e: OSError) -> str:
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "Free some space, then run the same command again."
+    return "Pick a writable place with --run_dir or run.output_root (or remount it read-write)."
 
 
 def experiment_name(config: RunConfig) -> str:
@@ -99,34 +145,57 @@ def claim_run_dir(parent: Path) -> Path:
 def create_run_dir(loaded: LoadedConfig, *, run_dir: str | Path | None = None) -> Path:
     """Make a fresh run directory and write the config copies and provenance into it.
 
-    ``run_dir`` pins the location; it must not hold a run already (never overwrite).
+    ``run_dir`` pins the location; it must be new or empty (runs are never overwritten).
+    The directory is built under a temporary name and renamed into place, so a kill during
+    creation leaves either nothing or a complete run directory that ``--resume`` accepts.
     """
-    if run_dir is not None:
-        path = Path(run_dir)
-        if path.exists() and not path.is_dir():
-            raise ConfigError(f"--run_dir {path} is a file, not a directory; pick a new directory")
-        if path.exists() and any(path.iterdir()):
-            raise ConfigError(
-                f"--run_dir {path} is not empty; runs are never overwritten. "
-                f"Continue it with --resume {path}, or pick a new directory"
-            )
-        path.mkdir(parents=True, exist_ok=True)
-    else:
-        path = claim_run_dir(experiment_dir(loaded.config))
-    write_provenance(path, loaded)
+    try:
+        if run_dir is not None:
+            path = Path(run_dir)
+            if path.exists() and not path.is_dir():
+                raise ConfigError(f"--run_dir {path} is a file, not a directory; pick a new directory")
+            if path.exists() and any(path.iterdir()):
+                raise _not_empty(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            path = claim_run_dir(experiment_dir(loaded.config))
+        staging = path.parent / f".{path.name}.creating-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            write_provenance(staging, loaded, run_id=path.name)
+            os.rename(staging, path)  # replaces an empty directory atomically; never a full one
+        except OSError as e:
+            shutil.rmtree(staging, ignore_errors=True)
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise _not_empty(path) from None
+            raise
+    except OSError as e:
+        where = Path(e.filename) if e.filename else Path(run_dir or experiment_dir(loaded.config))
+        raise RunDirError(f"cannot create the run directory at {where}: {e.strerror or e}. "
+                          + _fix_for(e)) from None
     return path
 
 
-def write_provenance(path: Path, loaded: LoadedConfig) -> None:
+def _not_empty(path: Path) -> SpeedRunnerError:
+    holder = lock_holder(path)
+    if holder is not None:
+        return RunDirError(f"--run_dir {path} is in use by PID {holder} (a run is working in it); "
+                           "pick a new directory, or wait for that run to finish")
+    return ConfigError(f"--run_dir {path} is not empty; runs are never overwritten. "
+                       f"Continue it with --resume {path}, or pick a new directory")
+
+
+def write_provenance(path: Path, loaded: LoadedConfig, *, run_id: str | None = None) -> None:
     atomic_write_bytes(path / CONFIG_FILE, loaded.source.raw)
     atomic_write_json(path / RESOLVED_FILE, loaded.resolved_json())
-    atomic_write_json(path / PROVENANCE_FILE, provenance(loaded, run_dir=path))
+    atomic_write_json(path / PROVENANCE_FILE, provenance(loaded, run_id=run_id or path.name))
 
 
-def provenance(loaded: LoadedConfig, *, run_dir: Path) -> dict[str, Any]:
+def provenance(loaded: LoadedConfig, *, run_id: str) -> dict[str, Any]:
     commit, dirty = git_state(Path(__file__).resolve().parent)
     return {
-        "run_id": run_dir.name,
+        "run_id": run_id,
         "config_source": str(loaded.source.path),
         "config_sha256": hashlib.sha256(loaded.source.raw).hexdigest(),
         "overrides": [scrub(o) for o in loaded.overrides],

@@ -14,13 +14,16 @@ class BenchmarkSpec:
 
     ``factory`` is called as ``factory(config, rollouts=..., eval_episodes=...)`` and
     returns a ``core.benchmark.Benchmark``. ``quick_test`` is the benchmark part of the
-    ``--quick_test`` preset (merged over the file, under ``--set``).
+    ``--quick_test`` preset (merged over the file, under ``--set``). ``preflight``, when set,
+    is called as ``preflight(config)`` before a run directory exists and raises
+    ``PreflightError`` when the benchmark's server or data cannot be reached.
     """
 
     name: str
     config: str
     factory: str
     quick_test: dict[str, Any] = field(default_factory=dict)
+    preflight: str | None = None
 
 
 @dataclass(frozen=True)

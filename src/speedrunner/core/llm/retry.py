@@ -18,6 +18,7 @@ from typing import TypeVar
 
 import tenacity
 
+from speedrunner.core.interrupt import check_stop, sleep_unless_stopped
 from speedrunner.core.llm.provider import CallFailure
 from speedrunner.errors import ContextLengthError, LLMError
 
@@ -84,11 +85,13 @@ def call_with_retries(
         retry=tenacity.retry_if_exception(_is_retryable),
         wait=wait,
         before_sleep=before_sleep,
+        sleep=sleep_unless_stopped,  # Ctrl-C / SIGTERM ends a back-off at once
         reraise=True,
     )
     attempts = 0
     try:
         for attempt in retrying:
+            check_stop("model call")  # never start a paid attempt once the run is stopping
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 result = attempt_fn(attempts)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from speedrunner.core.benchmark import Budget, EpisodeSpec
 from speedrunner.core.env import TextEnv
+from speedrunner.core.interrupt import STOP, RunInterrupted
 from speedrunner.core.llm.types import Model, Usage
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.actor import (
@@ -26,10 +27,6 @@ from speedrunner.core.runtime.trajectory import StopReason, Trajectory
 from speedrunner.errors import ContextLengthError
 
 
-class RunInterrupted(Exception):
-    """Raised inside an episode when the run is stopping (Ctrl-C): no further paid calls."""
-
-
 @dataclass(frozen=True)
 class EpisodeContext:
     """Everything an episode needs besides the env: who acts, under which limits."""
@@ -39,7 +36,8 @@ class EpisodeContext:
     budget: Budget
     eval_point: int | None = None
     stop: threading.Event | None = None
-    """Set when the run is interrupted; checked before every model call."""
+    """Set when the run stops (another episode failed); checked before every model call,
+    like the process-wide ``interrupt.STOP`` that Ctrl-C and SIGTERM set."""
 
 
 def call_prefix(spec: EpisodeSpec, eval_point: int | None) -> str:
@@ -70,7 +68,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
         stop = _budget_stop(traj, ctx.budget, started)
         if stop is not None:
             break
-        if ctx.stop is not None and ctx.stop.is_set():
+        if STOP.is_set() or (ctx.stop is not None and ctx.stop.is_set()):
             raise RunInterrupted(f"{prefix} stopped before call {traj.llm_calls}")
         messages = to_messages(first_user, traj.steps, current if traj.steps else None, actions)
         try:

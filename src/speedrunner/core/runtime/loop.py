@@ -180,17 +180,19 @@ class Runner:
                                           knowledge.version)
             return trajectory
 
-        with ThreadPoolExecutor(max_workers=self.config.run.parallel_episodes) as executor:
-            futures = {spec.index: executor.submit(play, spec) for spec in todo}
-            try:
-                for index, future in futures.items():
-                    results[index] = future.result()
-            except BaseException:
-                # Ctrl-C or a failed episode: running episodes stop before their next paid call.
-                self._stop.set()
-                for future in futures.values():
-                    future.cancel()
-                raise
+        executor = ThreadPoolExecutor(max_workers=self.config.run.parallel_episodes,
+                                      thread_name_prefix="speedrunner-episode")
+        futures = {spec.index: executor.submit(play, spec) for spec in todo}
+        try:
+            for index, future in futures.items():
+                results[index] = future.result()
+        except BaseException:
+            # Ctrl-C, SIGTERM or a failed episode: running episodes stop before their next
+            # paid call, and nobody waits for a request already on the wire.
+            self._stop.set()
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        executor.shutdown()
         if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
             for index in sorted(set(results) - set(futures)):
                 t = results[index]
