@@ -21,6 +21,7 @@ import argparse
 import errno
 import json
 import os
+import signal
 import sqlite3
 import sys
 import threading
@@ -72,6 +73,9 @@ def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) ->
     session = _Session(entry_point)
     with handle_stop_signals():
         code = _main_reporting_errors(benchmark, args, session)
+        if code in (130, 143):  # stopping: a further Ctrl-C must not turn into a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _leave_stuck_requests_behind(code)
     return code
 

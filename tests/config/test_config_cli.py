@@ -66,6 +66,30 @@ def test_validate_config_on_a_bad_file_prints_only_errors(
 # ----------------------------------------------------------------------- configs
 
 
+def test_validate_config_says_what_the_train_command_would_say(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_config("""
+        method: {name: speedrunner}
+        benchmark: {name: babyai}
+    """)
+    rc, out, err = run_cli(capsys, "validate-config", str(path))
+    assert rc == 2 and out == ""
+    assert "method 'speedrunner' is not implemented in this version yet" in err
+    assert ": valid" not in err
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rc, _, err = run_cli(capsys, "validate-config", str(path), "--set", "method.name=react")
+    assert rc == 2 and "OPENAI_API_KEY" in err  # the train command stops on the missing key too
+
+
+def test_speedrunner_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out and "python -m speedrunner.benchmarks." in out
+
+
 def test_configs_list_shows_every_shipped_config(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run_cli(capsys, "configs", "list")
     assert rc == 0

@@ -78,4 +78,5 @@ def handle_stop_signals() -> Iterator[None]:
         yield
     finally:
         for s, h in previous.items():
-            signal.signal(s, h)
+            if signal.getsignal(s) is handler:  # the block may have chosen to ignore them
+                signal.signal(s, h)

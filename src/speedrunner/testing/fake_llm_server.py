@@ -292,11 +292,15 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     "GET", self.path, None, {k.lower(): v for k, v in self.headers.items()}
                 )
             )
-            if self.path.rstrip("/").endswith("/models"):
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path.endswith("/models"):
                 data = {
                     "object": "list",
                     "data": [{"id": server.model_name, "object": "model", "owned_by": "fake"}],
                 }
+                self._send(200, json.dumps(data).encode())
+            elif path.endswith(f"/models/{server.model_name}"):  # Gemini's models.get
+                data = {"name": f"models/{server.model_name}", "displayName": "fake"}
                 self._send(200, json.dumps(data).encode())
             else:
                 self._send(404, json.dumps(_error_body(404, False)).encode())
