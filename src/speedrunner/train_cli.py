@@ -271,10 +271,10 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         raise
     final = result.summary.get("final_eval") or {}
     tag = " [SCRIPTED MODEL]" if scripted else ""
-    metric = config.speedrun.metric
-    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, final eval "
-          f"{metric} {final.get(f'{metric}_mean', float('nan')):.3f} (success "
-          f"{final.get('success_mean', float('nan')):.3f}); summary in {run_dir / 'summary.json'}")
+    shown = dict.fromkeys([config.speedrun.metric, "success"])  # the run's metric first
+    values = ", ".join(f"{m} {final.get(f'{m}_mean', float('nan')):.3f}" for m in shown)
+    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, final eval {values}; "
+          f"summary in {run_dir / 'summary.json'}")
     return 0
 
 

@@ -26,12 +26,19 @@ def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
     proc = subprocess.run([sys.executable, *command[1:3], "--config_file", str(config)], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "SCRIPTED" in proc.stderr and "say nothing about any LLM" in proc.stderr.replace("\n", " ")
+    assert "SCRIPTED" in proc.stdout and "say nothing about any LLM" in proc.stdout.replace("\n", " ")
+    assert proc.stderr == ""  # normal output goes to stdout; stderr is for warnings and errors
+    progress = [line for line in proc.stdout.splitlines() if "episode " in line]
+    assert len(progress) == 200 and all(line.startswith("[SCRIPTED MODEL") for line in progress)
+    assert all("(#" not in line for line in progress)
+    assert "ETA" not in "".join(progress[:10]) and "ETA" in progress[10]  # only after a whole batch
     (run_dir,) = (tmp_path / "runs" / "babyai").glob("*/seed0/r0001")
     assert "scripted" in run_dir.parts[-3]                 # the directory name says so too
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["scripted"] is True and "SCRIPTED" in summary["note"]
     assert summary["training"]["episodes"] == 200
+    last_ready = [line for line in proc.stdout.splitlines() if line.endswith(" ready")][-1]
+    assert f"knowledge v{summary['knowledge_version']} ready" in last_ready
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 200 and all(m["scripted"] for m in metrics)
     evals = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]

@@ -123,21 +123,26 @@ class Runner:
         run = self.config.run
         checkpoint = self._resume_point()
         batches = run.rollouts // run.sleep_every
-        progress = ProgressReporter(run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
-                                    version=checkpoint.knowledge_version)
+        metric = self.config.speedrun.metric
+        progress = ProgressReporter(
+            run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
+            version=checkpoint.knowledge_version, metric=metric,
+            metric_sum=sum(float(r[metric]) for r in read_jsonl(self.run_dir / METRICS_FILE)))
         try:
             for batch in range(checkpoint.completed_batches, batches):
                 start = batch * run.sleep_every
                 self._maybe_evaluate(start, checkpoint, progress)
+                progress.batch_started()
                 progress.phase(f"wake: batch {batch + 1}/{batches}")
                 knowledge = self.method.knowledge()
                 specs = [self.benchmark.train_episode(run.seed, i) for i in range(start, start + run.sleep_every)]
                 trajectories = self._play(specs, knowledge, None, progress)
-                progress.phase(f"sleep: batch {batch + 1}/{batches} (knowledge v{knowledge.version})")
+                progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 result = self.method.sleep(trajectories, batch_index=batch)
                 progress.sleep_cost(_sum_cost([c.cost_usd for c in result.completions]))
                 self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started)
+                progress.batch_finished(result.knowledge.version)
             self._maybe_evaluate(run.rollouts, checkpoint, progress, final=True)
         finally:
             progress.close()
@@ -176,8 +181,7 @@ class Runner:
                 trajectory = run_episode(env, spec, ctx)
             save_trajectory(self.run_dir, trajectory)
             if progress is not None and eval_point is None:  # display only: completion order is fine
-                progress.training_episode(trajectory.index, trajectory.success, trajectory.cost_usd,
-                                          knowledge.version)
+                progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd)
             return trajectory
 
         executor = ThreadPoolExecutor(max_workers=self.config.run.parallel_episodes,
@@ -196,7 +200,7 @@ class Runner:
         if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
             for index in sorted(set(results) - set(futures)):
                 t = results[index]
-                progress.training_episode(t.index, t.success, t.cost_usd, knowledge.version)
+                progress.training_episode(t.success, t.progress, t.cost_usd)
         return [results[spec.index] for spec in specs]
 
     # ------------------------------------------------------------------ sleep

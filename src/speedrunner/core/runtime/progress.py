@@ -1,75 +1,86 @@
-"""Progress display while a run works: episodes, success, cost, knowledge version, ETA.
+"""Progress display while a run works: episodes, the run's metric, cost, knowledge, ETA.
 
-On a terminal it is a live rich progress bar; elsewhere (CI, logs) one line per event.
-Scripted runs say so on every line: their numbers come from no LLM.
+On a terminal it is a live rich progress bar; elsewhere (CI, logs) one line per event. Both
+go to stdout (warnings and errors go to stderr). The metric shown is the one the run is
+judged by (``speedrun.metric``: success on BabyAI, progress on Crafter and ScienceWorld).
+The ETA appears once a whole batch (wake and sleep) has run in this process, and counts
+training time only, so evaluation and start-up do not inflate it. Scripted runs say so on
+every line: their numbers come from no LLM.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from speedrunner.core.runtime.checkpoint import Totals
 
 
 class ProgressReporter:
     def __init__(self, total_episodes: int, *, scripted: bool, totals: Totals | None = None,
-                 version: int = 0, console: Console | None = None) -> None:
-        """``totals`` carries the counts of a resumed run forward (episodes, successes, cost)."""
+                 version: int = 0, metric: str = "success", metric_sum: float | None = None,
+                 console: Console | None = None) -> None:
+        """``totals`` carries the counts of a resumed run forward (episodes, successes, cost);
+        ``metric_sum`` the sum of ``metric`` over its finished episodes (default: successes)."""
         totals = totals or Totals()
-        self.console = console or Console(stderr=True)
+        self.console = console or Console()
         self.total = total_episodes
         self.done = totals.episodes
-        self.successes = totals.successes
+        self.metric = metric
+        self.metric_sum = float(totals.successes if metric_sum is None else metric_sum)
         self.cost: float | None = totals.cost_usd
         self.version = version
         self.tag = "[SCRIPTED MODEL - not an LLM] " if scripted else ""
-        self.started = time.monotonic()
-        self._start_done = self.done
         self._lock = threading.Lock()
+        self._done_here = 0          # training episodes finished in this process
+        self._batches_here = 0       # whole batches (wake + sleep) finished in this process
+        self._training_s = 0.0       # wall time of those batches
+        self._timed_episodes = 0     # training episodes within those batches
+        self._batch_started: float | None = None
         self._live = self.console.is_terminal
         self._progress: Progress | None = None
         if self._live:
-            self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeRemainingColumn(), console=self.console, transient=False,
-            )
-            self._task = self._progress.add_task(self._describe("starting"), total=total_episodes, completed=self.done)
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      console=self.console, transient=False)
+            self._task = self._progress.add_task(self._describe("starting"), total=total_episodes,
+                                                 completed=self.done)
             self._progress.start()
 
-    def _describe(self, phase: str) -> str:
-        cost = "unknown" if self.cost is None else f"${self.cost:.4f}"
-        rate = f"{self.successes / self.done:.0%}" if self.done else "-"
-        return f"{self.tag}{phase} | success {rate} | cost {cost} | knowledge v{self.version}"
+    # ------------------------------------------------------------------ events
+    def batch_started(self) -> None:
+        self._batch_started = time.monotonic()
+
+    def batch_finished(self, version: int) -> None:
+        """A batch's wake and sleep are done; ``version`` is the knowledge the sleep produced."""
+        if self._batch_started is not None:
+            self._training_s += time.monotonic() - self._batch_started
+            self._batches_here += 1
+            self._timed_episodes = self._done_here
+        self._batch_started = None
+        self.version = version
+        self.phase(f"knowledge v{version} ready")
 
     def phase(self, text: str) -> None:
         if self._progress is not None:
             self._progress.update(self._task, description=self._describe(text))
         else:
-            print(f"{self.tag}{text}", file=sys.stderr, flush=True)
+            print(f"{self.tag}{text}", flush=True)
 
-    def training_episode(self, index: int, success: bool, cost: float | None, version: int) -> None:
+    def training_episode(self, success: bool, progress: float, cost: float | None) -> None:
         with self._lock:  # called from episode threads as they finish
-            self._training_episode(index, success, cost, version)
-
-    def _training_episode(self, index: int, success: bool, cost: float | None, version: int) -> None:
-        self.done += 1
-        self.successes += int(success)
-        self.cost = None if self.cost is None or cost is None else self.cost + cost
-        self.version = version
-        if self._progress is not None:
-            self._progress.update(self._task, completed=self.done, description=self._describe("training"))
-        else:
-            elapsed = time.monotonic() - self.started
-            rate = elapsed / max(1, self.done - self._start_done)
-            eta = rate * (self.total - self.done)
-            print(f"episode {self.done}/{self.total} (#{index}) "
-                  f"{'success' if success else 'failure'} | {self._describe('training')} | "
-                  f"{elapsed:.0f}s elapsed, ETA {eta:.0f}s (training only)", file=sys.stderr, flush=True)
+            self.done += 1
+            self._done_here += 1
+            self.metric_sum += float(progress if self.metric == "progress" else success)
+            self.cost = None if self.cost is None or cost is None else self.cost + cost
+            outcome = "success" if success else f"progress {progress:.2f}" if self.metric == "progress" else "failure"
+            if self._progress is not None:
+                self._progress.update(self._task, completed=self.done, description=self._describe("training"))
+            else:
+                print(f"{self._describe(f'episode {self.done}/{self.total} {outcome}')}{self._eta()}",
+                      flush=True)
 
     def sleep_cost(self, cost: float | None) -> None:
         """Add a sleep phase's cost to the running total (unknown stays unknown)."""
@@ -78,3 +89,16 @@ class ProgressReporter:
     def close(self) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+    # ------------------------------------------------------------------ text
+    def _describe(self, phase: str) -> str:
+        cost = "unknown" if self.cost is None else f"${self.cost:.4f}"
+        value = f"{self.metric_sum / self.done:.0%}" if self.done else "-"
+        return f"{self.tag}{phase} | {self.metric} {value} | cost {cost} | knowledge v{self.version}"
+
+    def _eta(self) -> str:
+        """Remaining training time from this process's finished batches (none before the first)."""
+        if self._batches_here == 0 or self._timed_episodes == 0:
+            return ""
+        eta = self._training_s / self._timed_episodes * (self.total - self.done)
+        return f" | ETA {eta:.0f}s (training only)"
