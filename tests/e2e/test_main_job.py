@@ -46,3 +46,25 @@ def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
     assert (run_dir / "guide" / "gen_20.md").read_text().startswith("<!-- written by the SCRIPTED model")
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
     assert calls and all(c["scripted"] for c in calls)
+
+
+def readme_quick_looks() -> list[list[str]]:
+    readme = (REPO / "README.md").read_text()
+    return [line.split() for line in readme.splitlines()
+            if line.startswith("python -m ") and "--set model.provider=scripted" in line]
+
+
+@pytest.mark.slow
+def test_readme_quick_looks_at_crafter_and_scienceworld_run_without_a_key(tmp_path):
+    commands = readme_quick_looks()
+    assert {c[2] for c in commands} == {"speedrunner.benchmarks.crafter.train",
+                                        "speedrunner.benchmarks.scienceworld.train"}
+    env = {k: v for k, v in clean_env().items() if "API_KEY" not in k}
+    for i, command in enumerate(commands):
+        config = REPO / command[command.index("--config_file") + 1]
+        args = [a if a != command[command.index("--config_file") + 1] else str(config) for a in command[1:]]
+        proc = subprocess.run([sys.executable, *args, "--run_dir", str(tmp_path / f"run{i}")], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        summary = json.loads((tmp_path / f"run{i}" / "summary.json").read_text())
+        assert summary["scripted"] is True and summary["training"]["episodes"] == 4
