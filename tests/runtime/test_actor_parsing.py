@@ -55,3 +55,39 @@ def test_long_action_lists_are_capped_in_the_prompt():
     text = render_actions(actions)
     assert text.splitlines()[0].count(",") == 39
     assert "60 more" in text
+
+
+SKILLS = {"go_to": "go_to(target: str) -> bool", "pick_then_go": "pick_then_go(a: str, b: str, tries: int = 3) -> bool"}
+
+
+@pytest.mark.parametrize("text, name, args, kwargs", [
+    ('Thought: x\nAction: go_to("red ball")', "go_to", ["red ball"], {}),
+    ("Thought: x\nAction: `go_to('red ball')`", "go_to", ["red ball"], {}),
+    ('Action: pick_then_go("red key", b="blue box", tries=2)', "pick_then_go", ["red key"], {"b": "blue box", "tries": 2}),
+    ('go_to("grey door")', "go_to", ["grey door"], {}),     # bare, no label
+])
+def test_a_skill_call_with_literal_arguments_is_parsed(text, name, args, kwargs):
+    parsed = parse_answer(text, BABYAI, skills=SKILLS)
+    assert parsed.error is None and parsed.skill_call is not None
+    assert (parsed.skill_call.name, parsed.skill_call.args, parsed.skill_call.kwargs) == (name, args, kwargs)
+    assert parsed.action == parsed.skill_call.text  # history shows the canonical call
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('Action: fly_to("moon")', "'fly_to' is not a skill (skills: go_to, pick_then_go)"),
+    ("Action: go_to(target)", "must be literals"),
+    ('Action: go_to("a" + "b")', "must be literals"),
+    ('Action: go_to(*["x"])', "must be literals"),
+    ('Action: go_to("x"', "not a valid action"),          # not call-shaped: an ordinary bad action
+    ("Action: os.system('ls')", "not a valid action"),
+    ('Action: go_to(__import__("os"))', "must be literals"),
+])
+def test_anything_else_that_looks_like_a_call_is_an_invalid_action(text, problem):
+    parsed = parse_answer(text, BABYAI, skills=SKILLS)
+    assert parsed.action is None and parsed.skill_call is None
+    assert problem in parsed.error
+
+
+def test_without_skills_a_call_is_an_ordinary_invalid_action():
+    parsed = parse_answer('Action: go_to("red ball")', BABYAI)
+    assert parsed.action is None and "not a valid action" in parsed.error

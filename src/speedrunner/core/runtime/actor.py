@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from speedrunner.core.llm.types import Message, Usage
 from speedrunner.core.prompts import load_prompts
+from speedrunner.core.runtime.skill_call import SkillCall, looks_like_call, parse_skill_call
 
 PROMPTS = load_prompts("speedrunner.core.runtime", "actor_prompts.yaml")
 MAX_LISTED_ACTIONS = 40
@@ -29,6 +30,8 @@ class ParsedAnswer:
     action: str | None
     error: str | None = None
     raw_action: str = ""
+    skill_call: SkillCall | None = None
+    """Set when the action calls a skill; ``action`` is then the call's canonical text."""
 
 
 @dataclass
@@ -57,8 +60,13 @@ def _normalise(text: str) -> str:
     return " ".join(text.strip().strip(_WRAPPERS).rstrip(".!").split()).lower()
 
 
-def parse_answer(text: str, actions: list[str], *, free_text: bool = False) -> ParsedAnswer:
-    """Turn the model's text into one valid action (or an error to show the model)."""
+def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
+                 skills: dict[str, str] | None = None) -> ParsedAnswer:
+    """Turn the model's text into one valid action (or an error to show the model).
+
+    ``skills`` maps the public skill names the actor may call to their signatures; an action
+    of the form ``name(literal, ...)`` is then a skill call (``core.runtime.skill_call``).
+    """
     thought_lines, action_text = [], None
     for line in text.splitlines():
         if (m := _ACTION_LINE.match(line)) is not None:
@@ -72,10 +80,15 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False) -> P
         stripped = text.strip()
         if not stripped:
             return ParsedAnswer(thought, None, "the answer was empty")
-        if _normalise(stripped) in {_normalise(a) for a in actions}:
+        if _normalise(stripped) in {_normalise(a) for a in actions} or (skills and looks_like_call(stripped)):
             action_text = stripped  # a bare action with no "Action:" label
         else:
             return ParsedAnswer(thought, None, 'no "Action: ..." line found')
+    if skills and looks_like_call(action_text):
+        call = parse_skill_call(action_text, skills)
+        if isinstance(call, str):
+            return ParsedAnswer(thought, None, call, action_text)
+        return ParsedAnswer(thought, call.text, None, action_text, skill_call=call)
     return _match_action(thought, action_text, actions, free_text)
 
 
