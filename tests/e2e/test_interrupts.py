@@ -131,3 +131,25 @@ def test_a_server_answering_503_is_interrupted_in_back_off(tmp_path: Path) -> No
         down.stop()
     assert rc == 130 and took < PROMPT_EXIT_S, launched.stderr[-3000:]
     assert f"--resume {tmp_path / 'run'}" in launched.stderr
+
+
+def test_a_signal_ends_a_sleep_phase_request_in_the_main_thread(tmp_path: Path) -> None:
+    guide_asked = threading.Event()
+
+    def reply(body: dict) -> Reply:
+        if "strategy guide" in body["messages"][0]["content"]:
+            guide_asked.set()
+            return Reply(text="<guide>late</guide>", delay_s=300.0)
+        return policy_reply(body)
+
+    server = start_server(reply)
+    run_dir = tmp_path / "run"
+    try:
+        launched = Launched(train_cmd("babyai", "opo-gpt-seq.yaml", run_dir, server.base_url,
+                                      "--set", "model.timeout_s=600"))
+        launched.wait_for(guide_asked.is_set)
+        rc, took = launched.signal_and_wait(signal.SIGINT)
+    finally:
+        server.stop()
+    assert rc == 130 and took < PROMPT_EXIT_S, launched.stderr[-3000:]
+    assert f"--resume {run_dir}" in launched.stderr and "Traceback" not in launched.stderr
