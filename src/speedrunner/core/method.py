@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from speedrunner.core.llm.types import Completion, Model
+from speedrunner.core.runtime.skill_call import Skills
 
 if TYPE_CHECKING:
     from speedrunner.core.config.schema import MethodConfig
@@ -27,6 +28,8 @@ class Knowledge:
     version: int
     title: str = ""
     text: str = ""
+    skills: Skills | None = None
+    """The skills the actor may call at this version (codebook methods); ``text`` shows their API."""
 
     def prompt_section(self) -> tuple[str, str] | None:
         return (self.title, self.text) if self.text else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from speedrunner.core.llm.types import Message, Usage
 from speedrunner.core.prompts import load_prompts
@@ -54,6 +55,9 @@ class ActorStep:
     latency_s: float = 0.0
     cached: bool = False
     finish_reason: str | None = None
+    skill_call: dict[str, Any] | None = None
+    """The call tree when the action called a skill (``SkillOutcome.tree``); its primitive
+    actions are in ``executed``."""
 
 
 def _normalise(text: str) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from speedrunner.core.benchmark import Budget, EpisodeSpec
 from speedrunner.core.env import TextEnv
@@ -23,8 +25,9 @@ from speedrunner.core.runtime.actor import (
     render_actions,
     to_messages,
 )
+from speedrunner.core.runtime.skill_call import SkillCall, SkillRunner, Skills, outcome_note
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory
-from speedrunner.errors import ContextLengthError
+from speedrunner.errors import ContextLengthError, InvalidActionError
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,12 @@ class EpisodeContext:
     stop: threading.Event | None = None
     """Set when the run stops (another episode failed); checked before every model call,
     like the process-wide ``interrupt.STOP`` that Ctrl-C and SIGTERM set."""
+    open_skills: Callable[[Skills], SkillRunner] | None = None
+    """Starts the episode's sandbox for skill calls (needed when the knowledge has skills)."""
+    max_skill_actions: int = 50
+    """Cap on the primitive actions of one skill call."""
+    skill_timeout_s: float = 60.0
+    """Wall-clock cap of one skill call."""
 
 
 def call_prefix(spec: EpisodeSpec, eval_point: int | None) -> str:
@@ -63,54 +72,102 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     )
     prefix = call_prefix(spec, ctx.eval_point)
     current = observation.text
+    state = {"text": observation.text, "structured": observation.structured, "done": False}
+    skills = ctx.knowledge.skills
+    runner: SkillRunner | None = None
     stop: StopReason | None = None
-    while stop is None:
-        stop = _budget_stop(traj, ctx.budget, started)
-        if stop is not None:
-            break
-        if STOP.is_set() or (ctx.stop is not None and ctx.stop.is_set()):
-            raise RunInterrupted(f"{prefix} stopped before call {traj.llm_calls}")
-        messages = to_messages(first_user, traj.steps, current if traj.steps else None, actions)
-        try:
-            completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
-        except ContextLengthError as e:
-            # The history no longer fits the model: the episode ends, the run goes on.
-            traj.context_error = str(e)
-            stop = "context_length"
-            break
-        traj.llm_calls += 1
-        traj.usage = traj.usage + completion.usage
-        traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
-        traj.scripted = traj.scripted or completion.scripted
-        parsed = parse_answer(completion.text, list(env.actions) if free_text else actions, free_text=free_text)
-        step = ActorStep(
-            index=len(traj.steps), call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",
-            observation=current, raw_text=completion.text, reasoning=completion.reasoning,
-            thought=parsed.thought, parsed_action=parsed.action, raw_action=parsed.raw_action,
-            error=parsed.error, usage=completion.usage, cost_usd=completion.cost_usd,
-            latency_s=completion.latency_s, cached=completion.cached, finish_reason=completion.finish_reason,
-        )
-        if step.error is not None and completion.finish_reason == "length":
-            step.error += " (the answer was cut off at max_tokens)"
-        traj.steps.append(step)
-        if parsed.action is None:
-            continue
-        result = env.step(parsed.action)
-        step.executed.append(parsed.action)
-        step.reward = result.reward
-        traj.final_info = result.info
-        traj.env_actions += 1
-        current = result.observation.text
-        if env.success:
-            stop = "success"
-        elif result.done:
-            stop = "env_done"
+    try:
+        while stop is None:
+            stop = _budget_stop(traj, ctx.budget, started)
+            if stop is not None:
+                break
+            if STOP.is_set() or (ctx.stop is not None and ctx.stop.is_set()):
+                raise RunInterrupted(f"{prefix} stopped before call {traj.llm_calls}")
+            messages = to_messages(first_user, traj.steps, current if traj.steps else None, actions)
+            try:
+                completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
+            except ContextLengthError as e:
+                # The history no longer fits the model: the episode ends, the run goes on.
+                traj.context_error = str(e)
+                stop = "context_length"
+                break
+            traj.llm_calls += 1
+            traj.usage = traj.usage + completion.usage
+            traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
+            traj.scripted = traj.scripted or completion.scripted
+            parsed = parse_answer(completion.text, list(env.actions) if free_text else actions, free_text=free_text,
+                                  skills=skills.signatures if skills else None)
+            step = ActorStep(
+                index=len(traj.steps), call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",
+                observation=current, raw_text=completion.text, reasoning=completion.reasoning,
+                thought=parsed.thought, parsed_action=parsed.action, raw_action=parsed.raw_action,
+                error=parsed.error, usage=completion.usage, cost_usd=completion.cost_usd,
+                latency_s=completion.latency_s, cached=completion.cached, finish_reason=completion.finish_reason,
+            )
+            if step.error is not None and completion.finish_reason == "length":
+                step.error += " (the answer was cut off at max_tokens)"
+            traj.steps.append(step)
+            if parsed.action is None:
+                continue
+            act = _actor(env, step, traj, state)
+            if parsed.skill_call is None:
+                act(parsed.action)
+                current = state["text"]
+            else:
+                if runner is None:
+                    runner = _open_runner(ctx, skills)
+                    traj.sandbox_tier = runner.tier
+                current = _call_skill(runner, parsed.skill_call, act, step, traj, state, ctx)
+            if env.success:
+                stop = "success"
+            elif state["done"]:
+                stop = "env_done"
+    finally:
+        if runner is not None:
+            runner.close()
     traj.final_observation = current
     traj.stop_reason = stop
     traj.success = bool(env.success)
     traj.progress = float(env.progress())
     traj.wall_time_s = time.monotonic() - started
     return traj
+
+
+def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: dict[str, Any]) -> Callable[[str], dict[str, Any]]:
+    """Take one primitive action for this turn: the one budget and record every action goes through."""
+
+    def act(action: str) -> dict[str, Any]:
+        if state["done"]:
+            return {"error": f"the episode is over; {action!r} was not taken"}
+        try:
+            result = env.step(action)
+        except InvalidActionError as e:  # a skill asked for something the env refuses
+            return {"error": str(e)}
+        step.executed.append(action)
+        step.reward += result.reward
+        traj.final_info = result.info
+        traj.env_actions += 1
+        state.update(text=result.observation.text, structured=result.observation.structured, done=result.done)
+        return dict(state)
+
+    return act
+
+
+def _open_runner(ctx: EpisodeContext, skills: Skills | None) -> SkillRunner:
+    if skills is None or ctx.open_skills is None:
+        raise RuntimeError("a skill was called but the run has no skill sandbox")  # our bug, not the model's
+    return ctx.open_skills(skills)
+
+
+def _call_skill(runner: SkillRunner, call: SkillCall, act: Callable[[str], dict[str, Any]], step: ActorStep,
+                traj: Trajectory, state: dict[str, Any], ctx: EpisodeContext) -> str:
+    """Run one skill call in the sandbox; return what the actor sees next."""
+    cap = ctx.max_skill_actions
+    if ctx.budget.max_env_actions is not None:
+        cap = min(cap, ctx.budget.max_env_actions - traj.env_actions)
+    outcome = runner.call(call, step=act, observation=dict(state), max_actions=cap, timeout_s=ctx.skill_timeout_s)
+    step.skill_call = outcome.tree  # a skill's own error stays in the tree and the note, not in step.error
+    return f"{state['text']}\n{outcome_note(call, outcome, len(step.executed))}"
 
 
 def _budget_stop(traj: Trajectory, budget: Budget, started: float) -> StopReason | None:

@@ -2,17 +2,20 @@
 
 Only a call of a listed public skill with literal arguments is a skill call. Anything
 else that looks like a call — an unknown name, a variable, an expression, a nested call —
-is an invalid action with feedback, like any other unparseable answer. Parsing is all
-this module does: the call itself runs in the episode's sandbox.
+is an invalid action with feedback, like any other unparseable answer. The call itself
+runs in the episode's sandbox behind the ``SkillRunner`` protocol; this module holds the
+types the episode and the runner exchange.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["SkillCall", "looks_like_call", "parse_skill_call"]
+__all__ = ["SkillCall", "SkillOutcome", "SkillRunner", "Skills", "looks_like_call", "outcome_note",
+           "parse_skill_call"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +71,69 @@ def parse_skill_call(text: str, skills: dict[str, str]) -> SkillCall | str:
         return (f"the arguments of {name}(...) must be literals (strings, numbers, True/False/None, "
                 f"lists, tuples, dicts); use {skills[name]}")
     return SkillCall(name, args, kwargs)
+
+
+@dataclass(frozen=True)
+class Skills:
+    """The callable skills of one knowledge version (a codebook generation).
+
+    ``source`` is the codebook module the sandbox loads; ``signatures`` maps each public
+    skill to the signature the actor is shown; ``api_module`` is the benchmark's skill API
+    that skill code imports.
+    """
+
+    generation: int
+    source: str
+    signatures: dict[str, str]
+    api_module: str
+
+
+@dataclass
+class SkillOutcome:
+    """What one skill call did, as the sandbox reports it.
+
+    ``tree`` is the full call tree (nested calls, every primitive action with the
+    observation it produced, return values, errors with the skill's own traceback lines),
+    JSON-able, stored in the trajectory. ``stopped_by`` is ``returned``, ``error``,
+    ``max_actions``, ``timeout`` or ``episode_done``.
+    """
+
+    tree: dict[str, Any]
+    returned: Any = None
+    error: str | None = None
+    stopped_by: str = "returned"
+
+
+class SkillRunner(Protocol):
+    """Runs skill calls of one episode (one sandbox process, reused for every call)."""
+
+    tier: str
+    """The isolation tier that runs the code (``bwrap``, ``unshare``, ``rlimits``)."""
+
+    def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]],
+             observation: dict[str, Any], max_actions: int, timeout_s: float) -> SkillOutcome:
+        """Run ``call``; its primitive actions go through ``step`` (the env stays here).
+
+        ``observation`` is the current ``{"text", "structured", "done"}``; ``step(action)``
+        answers the same shape, or ``{"error": ...}`` for an action the env refused.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+def outcome_note(call: SkillCall, outcome: SkillOutcome, actions: int, max_chars: int = 300) -> str:
+    """The concise result the actor sees after the call's final observation."""
+    took = f"{actions} action{'s' if actions != 1 else ''}"
+    if outcome.error is not None:
+        lines = [line for line in outcome.error.strip().splitlines() if line.strip()]
+        what = "raised " + " | ".join(lines[-3:])
+    elif outcome.stopped_by == "max_actions":
+        what = "stopped at the per-call action cap"
+    elif outcome.stopped_by == "timeout":
+        what = "stopped at the per-call time limit"
+    elif outcome.stopped_by == "episode_done":
+        what = "stopped: the episode ended"
+    else:
+        what = f"returned {outcome.returned!r}"
+    return f"[skill {call.text} took {took}; {what}]"[:max_chars]

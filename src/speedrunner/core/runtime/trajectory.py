@@ -47,6 +47,8 @@ class Trajectory:
     """The env's ``info`` after the last action (e.g. Crafter's unlocked achievements)."""
     context_error: str | None = None
     """The provider's message when the history outgrew the context window."""
+    sandbox_tier: str | None = None
+    """The isolation tier that ran this episode's skill calls (None: no skill was called)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -71,6 +73,9 @@ class Trajectory:
         lines = []
         for step in self.steps:
             action = step.parsed_action if step.parsed_action is not None else f"INVALID ({step.error})"
+            if step.skill_call is not None:
+                action += f"  -> {len(step.executed)} actions: {', '.join(step.executed[:20])}"
+                action += " ..." if len(step.executed) > 20 else ""
             obs = " | ".join(step.observation.splitlines())
             lines.append(f"[{step.index}] obs: {obs}\n    thought: {step.thought}\n    action: {action}")
         if self.final_observation:
@@ -80,6 +85,16 @@ class Trajectory:
             keep = max_chars - len(head) - 40
             body = body[: keep // 3] + "\n... (middle of the episode omitted) ...\n" + body[-(keep - keep // 3):]
         return head + body
+
+
+    def skill_calls(self) -> list[dict[str, Any]]:
+        """Every top-level skill call: step index, call tree, primitive actions (sleep-phase analysis)."""
+        return [{"step": s.index, "call": s.parsed_action, "tree": s.skill_call, "actions": list(s.executed)}
+                for s in self.steps if s.skill_call is not None]
+
+    def primitive_actions(self) -> list[str]:
+        """Every primitive action the episode took, in order, whether the actor or a skill chose it."""
+        return [a for s in self.steps for a in s.executed]
 
 
 def episode_path(run_dir: Path, split: str, index: int, eval_point: int | None = None) -> Path:
