@@ -18,6 +18,7 @@ episodes stop before their next paid call; continue with --resume).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -290,8 +291,12 @@ def _is_storage_error(e: BaseException) -> bool:
 
 
 def _mark_status(run_dir: Path, status: str, reason: str | None = None) -> None:
-    """Record how the run ended, best effort (the disk may be the reason it ended)."""
-    return None
+    """Record how the run ended in summary.json, best effort (the disk may be why it ended)."""
+    from speedrunner.core.redact import scrub
+    from speedrunner.core.runtime.loop import mark_run_status
+
+    with contextlib.suppress(OSError):
+        mark_run_status(run_dir, status, None if reason is None else scrub(reason))  # type: ignore[arg-type]
 
 
 def _leave_stuck_requests_behind(code: int) -> None:

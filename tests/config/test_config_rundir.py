@@ -122,7 +122,7 @@ def test_provenance_is_complete_and_byte_exact(
     assert resolved["run"]["seed"] == 5 and resolved["run"]["rollouts"] == 4  # --set and preset in
 
     prov = json.loads((run_dir / "provenance.json").read_text())
-    assert prov["config_sha256"] == hashlib.sha256(RAW_CONFIG).hexdigest()
+    assert prov["config_file_sha256"] == hashlib.sha256(RAW_CONFIG).hexdigest()
     assert prov["config_source"] == str(config_file)
     assert prov["overrides"] == ["run.seed=5"]
     assert prov["quick_test"] is True

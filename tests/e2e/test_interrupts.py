@@ -7,6 +7,7 @@ model endpoint is down (connection refused, or a server that answers 503) or han
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
@@ -109,6 +110,8 @@ def test_a_signal_ends_a_hanging_request_and_the_run_resumes(tmp_path: Path) -> 
     assert rc == 143, launched.stderr[-3000:]
     assert took < PROMPT_EXIT_S, f"took {took:.1f}s to stop"
     assert f"--resume {run_dir}" in launched.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["status_reason"] == "SIGTERM"
 
     server = start_server(policy_reply)
     try:
@@ -117,7 +120,7 @@ def test_a_signal_ends_a_hanging_request_and_the_run_resumes(tmp_path: Path) -> 
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert (run_dir / "summary.json").exists()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
 
 
 def test_a_server_answering_503_is_interrupted_in_back_off(tmp_path: Path) -> None:

@@ -41,3 +41,55 @@ def test_every_file_and_directory_follows_the_umask(tmp_path: Path, umask: int) 
             # read bits exactly as the umask allows (collaborators can read), nothing beyond it
             assert mode & 0o444 == 0o444 & ~umask, f"{path}: {oct(mode)}"
             assert mode & ~(0o666 & ~umask) == 0, f"{path}: {oct(mode)}"
+
+
+def test_summary_has_real_elapsed_time_timestamps_and_a_status(tmp_path: Path) -> None:
+    import time
+
+    run_dir = tmp_path / "run"
+    started = time.monotonic()
+    proc = train("--config_file", SCRIPTED, "--quick_test", "--run_dir", str(run_dir),
+                 "--set", "run.parallel_episodes=2")
+    took = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["status_reason"] is None
+    assert summary["started_at"] < summary["ended_at"] or summary["started_at"] == summary["ended_at"]
+    assert summary["started_at"].endswith("+00:00")
+    assert 0 < summary["elapsed_s"] <= took          # real time of the process, not a sum
+    assert "episode_and_sleep_time_s" in summary["training"] and "wall_time_s" not in summary["training"]
+    checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
+    assert "results_config_sha256" in checkpoint and "config_sha256" not in checkpoint
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert "config_file_sha256" in provenance and "config_sha256" not in provenance
+    assert provenance["config_file_sha256"] != checkpoint["results_config_sha256"]
+
+
+def test_a_failed_run_says_failed_with_the_reason(tmp_path: Path) -> None:
+    from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
+
+    from .harness import train_cmd
+
+    server = FakeLLMServer(default=Reply.error(401), model_name="fake-model").start()
+    try:
+        proc = subprocess.run(train_cmd("babyai", "react-gpt-seq.yaml", tmp_path / "run", server.base_url),
+                              capture_output=True, text=True, timeout=300, cwd=REPO, env=clean_env())
+    finally:
+        server.stop()
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "failed" and "HTTP 401" in summary["status_reason"]
+    assert f"--resume {tmp_path / 'run'}" in proc.stderr
+
+
+def test_a_checkpoint_from_the_previous_format_still_resumes(tmp_path: Path) -> None:
+    from speedrunner.core.runtime.checkpoint import load_checkpoint
+
+    (tmp_path / "checkpoint.json").write_text(json.dumps({
+        "format": "speedrunner-checkpoint/1", "run_id": "r0001", "config_sha256": "abc",
+        "completed_batches": 2, "knowledge_version": 2, "metrics_rows": 20, "eval_rows": 1,
+        "eval_points_done": [0], "speedrun_reached_at": None,
+        "totals": {"episodes": 20, "successes": 3, "llm_calls": 100, "output_tokens": 5,
+                   "cost_usd": 0.5, "wall_time_s": 12.5}}))
+    checkpoint = load_checkpoint(tmp_path, run_id="r0001", results_config_sha256="abc")
+    assert checkpoint.completed_batches == 2 and checkpoint.totals.episode_and_sleep_time_s == 12.5

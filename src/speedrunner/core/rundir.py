@@ -197,7 +197,7 @@ def provenance(loaded: LoadedConfig, *, run_id: str) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "config_source": str(loaded.source.path),
-        "config_sha256": hashlib.sha256(loaded.source.raw).hexdigest(),
+        "config_file_sha256": hashlib.sha256(loaded.source.raw).hexdigest(),
         "overrides": [scrub(o) for o in loaded.overrides],
         "quick_test": loaded.quick_test,
         "command": [scrub(a) for a in [sys.executable, *sys.argv]],

@@ -18,7 +18,8 @@ from speedrunner.core.atomic import atomic_write_json, atomic_write_text, read_j
 from speedrunner.errors import CheckpointError
 
 CHECKPOINT_FILE = "checkpoint.json"
-FORMAT = "speedrunner-checkpoint/1"
+FORMAT = "speedrunner-checkpoint/2"
+OLD_FORMATS = ("speedrunner-checkpoint/1",)
 
 
 class Totals(BaseModel):
@@ -31,7 +32,9 @@ class Totals(BaseModel):
     llm_calls: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
-    wall_time_s: float = 0.0
+    episode_and_sleep_time_s: float = 0.0
+    """Sum of every training episode's and sleep phase's duration. Episodes of a batch run
+    at once, so this exceeds the real elapsed time (``Checkpoint.elapsed_s``)."""
 
 
 class Checkpoint(BaseModel):
@@ -39,7 +42,10 @@ class Checkpoint(BaseModel):
 
     format: str = FORMAT
     run_id: str
-    config_sha256: str
+    results_config_sha256: str
+    """sha256 of the resolved settings that decide results (``config_fingerprint``): endpoints,
+    timeouts and parallelism are left out, so a resume may change them. Not the hash of
+    config.yaml's bytes, which provenance.json keeps as ``config_file_sha256``."""
     completed_batches: int = 0
     knowledge_version: int = 0
     metrics_rows: int = 0
@@ -47,31 +53,47 @@ class Checkpoint(BaseModel):
     eval_points_done: list[int] = []
     totals: Totals = Totals()
     speedrun_reached_at: int | None = None
+    started_at: str | None = None
+    """When the first process started the run (ISO 8601, UTC)."""
+    elapsed_s: float = 0.0
+    """Real time spent on the run by every process that worked on it, up to its last
+    checkpoint (time between a kill and the last checkpoint before it is not counted)."""
+
+
+def _upgrade(data: dict) -> dict:
+    """Read a checkpoint written by an older SpeedRunner (renamed fields, no elapsed time)."""
+    if data.get("format") in OLD_FORMATS:
+        data = dict(data, format=FORMAT)
+        data["results_config_sha256"] = data.pop("config_sha256", "")
+        totals = dict(data.get("totals") or {})
+        totals["episode_and_sleep_time_s"] = totals.pop("wall_time_s", 0.0)
+        data["totals"] = totals
+    return data
 
 
 def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
     atomic_write_json(run_dir / CHECKPOINT_FILE, checkpoint.model_dump(mode="json"))
 
 
-def load_checkpoint(run_dir: Path, *, run_id: str, config_sha256: str) -> Checkpoint | None:
+def load_checkpoint(run_dir: Path, *, run_id: str, results_config_sha256: str) -> Checkpoint | None:
     """The run's checkpoint, ``None`` if it never wrote one; raises if corrupt or foreign."""
     path = run_dir / CHECKPOINT_FILE
     if not path.exists():
         return None
     try:
-        checkpoint = Checkpoint.model_validate(json.loads(path.read_text("utf-8")))
-    except (json.JSONDecodeError, ValidationError, UnicodeDecodeError) as e:
+        checkpoint = Checkpoint.model_validate(_upgrade(json.loads(path.read_text("utf-8"))))
+    except (json.JSONDecodeError, ValidationError, UnicodeDecodeError, AttributeError) as e:
         raise CheckpointError(
             f"{path} is corrupt ({type(e).__name__}: {str(e).splitlines()[0]}); it cannot be resumed. "
             "Start a new run, or restore the file from a backup"
         ) from e
     if checkpoint.format != FORMAT:
         raise CheckpointError(f"{path} has format {checkpoint.format!r}; this SpeedRunner reads {FORMAT!r}")
-    if checkpoint.run_id != run_id or checkpoint.config_sha256 != config_sha256:
+    if checkpoint.run_id != run_id or checkpoint.results_config_sha256 != results_config_sha256:
         raise CheckpointError(
-            f"{path} belongs to another run (run {checkpoint.run_id}, config {checkpoint.config_sha256[:12]}; "
-            f"this directory holds run {run_id}, config {config_sha256[:12]}): it was copied or edited. "
-            "Resume the run directory it came from"
+            f"{path} belongs to another run (run {checkpoint.run_id}, results config "
+            f"{checkpoint.results_config_sha256[:12]}; this directory holds run {run_id}, results config "
+            f"{results_config_sha256[:12]}): it was copied or edited. Resume the run directory it came from"
         )
     return checkpoint
 

@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
@@ -117,11 +118,14 @@ class Runner:
         b = config.benchmark
         self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
         self._stop = threading.Event()
+        self._process_started = time.monotonic()
+        self._elapsed_before = 0.0  # real time of earlier processes on this run (from the checkpoint)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> RunResult:
         run = self.config.run
         checkpoint = self._resume_point()
+        self._write_summary(checkpoint, status="running")
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.metric
         progress = ProgressReporter(
@@ -147,15 +151,16 @@ class Runner:
         finally:
             progress.close()
             self.pool.close()
-        summary = self._write_summary(checkpoint)
+        summary = self._write_summary(checkpoint, status="finished")
         return RunResult(self.run_dir, checkpoint, summary)
 
     # ---------------------------------------------------------------- resume
     def _resume_point(self) -> Checkpoint:
         fingerprint = config_fingerprint(self.config)
-        checkpoint = load_checkpoint(self.run_dir, run_id=self.run_id, config_sha256=fingerprint)
+        checkpoint = load_checkpoint(self.run_dir, run_id=self.run_id, results_config_sha256=fingerprint)
         if checkpoint is None:
-            checkpoint = Checkpoint(run_id=self.run_id, config_sha256=fingerprint)
+            checkpoint = Checkpoint(run_id=self.run_id, results_config_sha256=fingerprint, started_at=_now())
+        self._elapsed_before = checkpoint.elapsed_s
         trim_jsonl(self.run_dir / METRICS_FILE, checkpoint.metrics_rows)
         trim_jsonl(self.run_dir / EVAL_FILE, checkpoint.eval_rows)
         repair_jsonl(self.run_dir / CALLS_FILE)  # a kill may have torn its last line
@@ -227,14 +232,14 @@ class Runner:
             totals.llm_calls += t.llm_calls
             totals.output_tokens += t.usage.output
             totals.cost_usd = None if totals.cost_usd is None or cost is None else totals.cost_usd + cost
-            totals.wall_time_s += t.wall_time_s
+            totals.episode_and_sleep_time_s += t.wall_time_s
         totals.llm_calls += len(result.completions)
         totals.output_tokens += sleep_output
-        totals.wall_time_s += sleep_wall_s
+        totals.episode_and_sleep_time_s += sleep_wall_s
         checkpoint.metrics_rows += len(trajectories)
         checkpoint.completed_batches = batch + 1
         checkpoint.knowledge_version = result.knowledge.version
-        save_checkpoint(self.run_dir, checkpoint)
+        self._save(checkpoint)
 
     # ------------------------------------------------------------------ eval
     def _maybe_evaluate(self, rollout: int, checkpoint: Checkpoint, progress: ProgressReporter,
@@ -271,7 +276,7 @@ class Runner:
         checkpoint.eval_rows += 1
         checkpoint.eval_points_done.append(rollout)
         self._record_speedrun(checkpoint, row)
-        save_checkpoint(self.run_dir, checkpoint)
+        self._save(checkpoint)
         metric = f"{self.config.speedrun.metric}_mean"
         progress.phase(f"eval at rollout {rollout}: {metric} {row[metric]:.3f} over {n} episodes")
 
@@ -285,13 +290,24 @@ class Runner:
             "metric": target.metric, "target": target.target, "reached": True,
             "rollout": row["rollout"], "value": row[f"{target.metric}_mean"],
             "train_cost_usd": totals.cost_usd, "train_output_tokens": totals.output_tokens,
-            "train_llm_calls": totals.llm_calls, "train_wall_time_s": round(totals.wall_time_s, 3),
+            "train_llm_calls": totals.llm_calls, "elapsed_s": round(self._elapsed(), 3),
+            "train_episode_and_sleep_time_s": round(totals.episode_and_sleep_time_s, 3),
             "scripted": row["scripted"],
         })
 
-    def _write_summary(self, checkpoint: Checkpoint) -> dict[str, Any]:
+    # ---------------------------------------------------------------- records
+    def _elapsed(self) -> float:
+        """Real time on this run: earlier processes (to their last checkpoint) plus this one."""
+        return self._elapsed_before + time.monotonic() - self._process_started
+
+    def _save(self, checkpoint: Checkpoint) -> None:
+        checkpoint.elapsed_s = round(self._elapsed(), 3)
+        save_checkpoint(self.run_dir, checkpoint)
+
+    def _write_summary(self, checkpoint: Checkpoint, *, status: RunStatus) -> dict[str, Any]:
+        """summary.json: written when the run starts (``running``) and when it finishes."""
         evals = read_jsonl(self.run_dir / EVAL_FILE)
-        if checkpoint.speedrun_reached_at is None:
+        if status == "finished" and checkpoint.speedrun_reached_at is None:
             atomic_write_json(self.run_dir / SPEEDRUN_FILE, {
                 "metric": self.config.speedrun.metric, "target": self.config.speedrun.target,
                 "reached": False, "scripted": self.scripted,
@@ -299,17 +315,43 @@ class Runner:
         summary = {
             "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,
             "task_set": self.config.benchmark.task_set, "seed": self.config.run.seed,
-            "scripted": self.scripted,
+            "model": self.config.model.name, "scripted": self.scripted,
             "note": "SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
+            "status": status, "status_reason": None,
+            "started_at": checkpoint.started_at, "ended_at": _now() if status == "finished" else None,
+            "elapsed_s": round(self._elapsed(), 3),
             "training": checkpoint.totals.model_dump(),
             "knowledge_version": checkpoint.knowledge_version,
             "eval": [{k: e.get(k) for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd",
                                             "benchmark_metrics")} for e in evals],
-            "final_eval": None if not evals else {k: v for k, v in evals[-1].items() if k != "per_episode"},
+            "final_eval": None if not evals or status != "finished"
+            else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary
+
+
+RunStatus = Literal["running", "finished", "interrupted", "failed"]
+
+
+def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None) -> None:
+    """Record how a run ended (``interrupted`` or ``failed`` with the reason) in summary.json.
+
+    Called by the entry point after the loop was left by an exception. The elapsed time of
+    this process is not known here; ``elapsed_s`` stays as of the last checkpoint.
+    """
+    path = run_dir / SUMMARY_FILE
+    try:
+        summary = json.loads(path.read_text("utf-8")) if path.exists() else {"run_id": run_dir.name}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        summary = {"run_id": run_dir.name}
+    summary.update(status=status, status_reason=reason, ended_at=_now())
+    atomic_write_json(path, summary)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _sum_cost(costs: list[float | None]) -> float | None:
