@@ -93,3 +93,31 @@ def test_a_checkpoint_from_the_previous_format_still_resumes(tmp_path: Path) -> 
                    "cost_usd": 0.5, "wall_time_s": 12.5}}))
     checkpoint = load_checkpoint(tmp_path, run_id="r0001", results_config_sha256="abc")
     assert checkpoint.completed_batches == 2 and checkpoint.totals.episode_and_sleep_time_s == 12.5
+
+
+def test_a_scripted_run_never_carries_the_real_models_name(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    proc = train("--config_file", str(REPO / "configs" / "babyai" / "opo-gpt-seq.yaml"), "--quick_test",
+                 "--run_dir", str(run_dir), "--set", "model.provider=scripted")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resolved = json.loads((run_dir / "config.resolved.json").read_text())
+    assert resolved["model"]["name"] == "scripted"
+    results = [run_dir / n for n in ("config.resolved.json", "llm_calls.jsonl", "summary.json", "speedrun.json",
+                                     "metrics.jsonl", "eval.jsonl", "checkpoint.json")]
+    results += list((run_dir / "episodes").rglob("*.json")) + list((run_dir / "guide").glob("*.md"))
+    for path in results:
+        assert "gpt-5.4-mini" not in path.read_text(), path.name
+    calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
+    assert {c["model"] for c in calls} == {"scripted"}
+    assert json.loads((run_dir / "summary.json").read_text())["model"] == "scripted"
+
+
+def test_the_scripted_guide_is_a_labelled_placeholder_and_generation_0_is_written(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    proc = train("--config_file", SCRIPTED, "--quick_test", "--run_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (run_dir / "guide" / "gen_0.md").read_text() == "\n"      # the empty first guide
+    guide = (run_dir / "guide" / "gen_2.md").read_text()
+    assert guide.startswith("<!-- written by the SCRIPTED model")
+    assert "[Placeholder guide written by the SCRIPTED model, not an LLM.]" in guide
+    assert "no 'Available actions:' line" not in guide and "- Read the task first" in guide

@@ -105,7 +105,9 @@ class ModelConfig(Section):
     provider: Literal["openai", "vllm", "gemini", "scripted"] = "openai"
     """Which API: openai, vllm (any OpenAI-compatible server), gemini, or scripted (offline)."""
     name: str = "gpt-5.4-mini"
-    """Model name as the provider knows it (for scripted: the script's name)."""
+    """Model name as the provider knows it. A scripted model's name always starts with
+    "scripted" (e.g. "scripted-uniform"); any other name becomes "scripted", so no file of a
+    scripted run carries a real model's name."""
     base_url: str | list[str] | None = None
     """Endpoint URL; for vllm one URL or a list of data-parallel replicas."""
     api_key_env: str | None = None
@@ -148,6 +150,9 @@ class ModelConfig(Section):
             raise ValueError(f"a list of base_urls is only for provider 'vllm', not {self.provider!r}")
         if self.script is not None and self.provider != "scripted":
             raise ValueError(f"'script' is only for provider 'scripted', not {self.provider!r}")
+        if self.provider == "scripted" and not self.name.startswith("scripted"):
+            # e.g. --set model.provider=scripted on a gpt config: results must not read as gpt's
+            self.name = "scripted"
         return self
 
 

@@ -6,8 +6,9 @@ Two modes:
   ``Available actions: a, b, c`` (the actor prompt's primitive-action list; the last such
   line wins), the answer is ``"Thought: ...\\nAction: <one of them>"``, the action chosen by
   sha256 of the messages plus ``call_id`` — the same call always gets the same action, in
-  any process. Without such a line (inducer, critic, ...) the answer is a fixed, clearly
-  labelled text.
+  any process. Without such a line the answer is a fixed, clearly labelled placeholder:
+  for ``guide`` calls a short, plausible strategy guide; for other purposes one line
+  saying the scripted model writes no text of its own.
 * **Script file** (``model.script`` = path to a YAML/JSON file). The answer depends only
   on the request's ``purpose`` and ``call_id`` — never on call order, threads or what this
   process has seen — so parallel runs and ``--resume`` (finished episodes are loaded from
@@ -46,7 +47,18 @@ from speedrunner.errors import ConfigError, LLMError, MissingFileError
 __all__ = ["ScriptedProvider", "pick_action"]
 
 _ACTIONS_LINE = re.compile(r"^\s*Available actions:\s*(.+?)\s*$", re.MULTILINE)
-FALLBACK_TEXT = "[scripted response: no 'Available actions:' line in the prompt, nothing to choose]"
+FALLBACK_TEXT = "[SCRIPTED placeholder answer: the scripted model writes no text of its own, it only picks listed actions]"
+PLACEHOLDERS: dict[str, str] = {
+    # Plausible, benchmark-neutral and labelled: a reader of guide/gen_<g>.md must never take
+    # it for an LLM's guide, nor for an error.
+    "guide": (
+        "<guide>[Placeholder guide written by the SCRIPTED model, not an LLM.]\n"
+        "- Read the task first and name the objects it asks for.\n"
+        "- Act on what the observation shows; do not assume what it does not say.\n"
+        "- When an action changes nothing, try another one instead of repeating it.\n"
+        "- Stop exploring once the goal is in reach, and finish it directly.</guide>"
+    ),
+}
 
 
 def pick_action(messages: list[Message], call_id: str) -> str | None:
@@ -148,7 +160,7 @@ class ScriptedProvider:
         else:
             action = pick_action(request.messages, request.call_id)
             if action is None:
-                text = FALLBACK_TEXT
+                text = PLACEHOLDERS.get(request.purpose, FALLBACK_TEXT)
             else:
                 text = f"Thought: scripted policy, deterministic choice.\nAction: {action}"
         prompt_chars = sum(len(m.content) for m in request.messages)

@@ -60,6 +60,8 @@ class OPOMethod:
     def restore(self, version: int) -> None:
         if version == 0:
             self.version, self.guide = 0, ""
+            if not (self.dir / "gen_0.md").exists():
+                self._store(0, "", scripted=False)  # the empty first guide, so every generation is on disk
             return
         path = self.dir / f"gen_{version}.md"
         if not path.is_file():
