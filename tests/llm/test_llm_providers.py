@@ -291,7 +291,7 @@ def test_missing_api_key_names_variable_and_alternatives(monkeypatch, make_model
             provider="vllm", name="q", base_url="http://127.0.0.1:1/v1", api_key_env="MY_KEY"
         )
     monkeypatch.delenv("GEMINI_API_KEY")
-    with pytest.raises(MissingAPIKeyError, match="GEMINI_API_KEY.*GOOGLE_API_KEY"):
+    with pytest.raises(MissingAPIKeyError, match="GOOGLE_API_KEY.*GEMINI_API_KEY"):
         make_model(provider="gemini", name="gemini-3-flash-preview")
 
 
@@ -300,6 +300,32 @@ def test_api_key_env_override_is_sent(server, monkeypatch, make_model):
     model = make_model(provider="openai", name="x", base_url=server.base_url, api_key_env="MY_KEY")
     model.complete(MSGS, purpose="actor", call_id="k")
     assert server.requests[0].headers.get("authorization") == "Bearer sk-mine"
+
+
+def test_openai_base_url_from_the_environment_like_the_sdk(server, monkeypatch, make_model):
+    """model.base_url > OPENAI_BASE_URL > the public API, the openai SDK's own order."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    model = make_model(provider="openai", name="gpt-5.4-mini")
+    assert model.provider.endpoints == [server.base_url]
+    model.complete(MSGS, purpose="actor", call_id="env-url")
+    assert server.requests[-1].path.endswith("/chat/completions")
+
+    with FakeLLMServer() as other:
+        pinned = make_model(provider="openai", name="gpt-5.4-mini", base_url=other.base_url)
+        pinned.complete(MSGS, purpose="actor", call_id="pinned")
+        assert len(other.requests) == 1 and len(server.requests) == 1
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert make_model(provider="openai", name="gpt-5.4-mini").provider.endpoints == ["https://api.openai.com/v1"]
+
+
+def test_gemini_key_and_base_url_from_the_environment_like_the_sdk(server, monkeypatch, make_model):
+    """GOOGLE_API_KEY wins over GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL is honoured, as in google-genai."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+    model = make_model(provider="gemini", name="gemini-3-flash-preview")
+    assert model.provider.endpoints == [server.base_url]
+    model.complete(MSGS, purpose="actor", call_id="g")
+    assert server.requests[-1].headers.get("x-goog-api-key") == "google-key"
 
 
 def test_fake_server_lists_models(server):

@@ -109,9 +109,9 @@ class ModelConfig(Section):
     "scripted" (e.g. "scripted-uniform"); any other name becomes "scripted", so no file of a
     scripted run carries a real model's name."""
     base_url: str | list[str] | None = None
-    """Endpoint URL; for vllm one URL or a list of data-parallel replicas."""
+    """Endpoint URL; for vllm one URL or a list of data-parallel replicas. Unset: OPENAI_BASE_URL (openai) or GOOGLE_GEMINI_BASE_URL (gemini), else the public API."""
     api_key_env: str | None = None
-    """Environment variable holding the API key (default: OPENAI_API_KEY / GEMINI_API_KEY)."""
+    """Environment variable holding the API key (default: OPENAI_API_KEY; gemini: GOOGLE_API_KEY, else GEMINI_API_KEY)."""
     sampling: Sampling = Field(default_factory=Sampling)
     """Sampling parameters."""
     prices: Prices | None = None

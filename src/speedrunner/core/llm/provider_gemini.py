@@ -10,6 +10,7 @@ reports thoughts apart from candidates, and both are billed as output, so
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import Any
 
@@ -35,20 +36,22 @@ _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
 class GeminiProvider:
-    """Gemini API (AI Studio keys: GEMINI_API_KEY, or GOOGLE_API_KEY)."""
+    """Gemini API (AI Studio keys: GOOGLE_API_KEY, else GEMINI_API_KEY, as google-genai reads them)."""
 
     name = "gemini"
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self.model = config.name
+        # The SDK's own order: model.base_url, else GOOGLE_GEMINI_BASE_URL, else the public API;
+        # the key from model.api_key_env, else GOOGLE_API_KEY, else GEMINI_API_KEY.
         url = config.base_url if isinstance(config.base_url, str) else None
-        self.endpoints = [url or GEMINI_DEFAULT_URL]
+        self.endpoints = [url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_DEFAULT_URL]
         if config.api_key_env:
             self._api_key = require_api_key(config.api_key_env, self.name)
         else:
             self._api_key = require_api_key(
-                "GEMINI_API_KEY", self.name, fallbacks=("GOOGLE_API_KEY",)
+                "GOOGLE_API_KEY", self.name, fallbacks=("GEMINI_API_KEY",)
             )
         self._clients: dict[tuple[str, float], genai.Client] = {}
         self._lock = threading.Lock()

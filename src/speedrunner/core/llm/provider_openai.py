@@ -8,6 +8,7 @@ request fields, so ``provider_vllm`` subclasses this. The SDK's own retries are 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import Any
 
@@ -65,8 +66,9 @@ class OpenAIChatProvider:
 
     # -- overridable by provider_vllm ----------------------------------------------------------
     def _endpoints(self, config: ModelConfig) -> list[str]:
+        """``model.base_url``, else ``OPENAI_BASE_URL``, else the public API (the SDK's own order)."""
         url = config.base_url if isinstance(config.base_url, str) else None
-        return [url or OPENAI_DEFAULT_URL]
+        return [url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL]
 
     def _resolve_key(self, config: ModelConfig) -> str:
         return require_api_key(config.api_key_env or "OPENAI_API_KEY", self.name)
