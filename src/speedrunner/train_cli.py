@@ -225,6 +225,7 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
 
 def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> int:
     from speedrunner.core.llm.build import build_model
+    from speedrunner.core.llm.journal import reconcile
     from speedrunner.core.method import MethodContext
     from speedrunner.core.registry import load_entry_point
     from speedrunner.core.runtime.loop import Runner
@@ -238,6 +239,9 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     resume = f"continue it with:\n  python -m {session.entry_point} --resume {run_dir}"
     try:
         cache, calls = run_dir / "llm_cache.sqlite", run_dir / "llm_calls.jsonl"
+        reconciled = reconcile(cache, calls, run_id)  # what an earlier kill left half-recorded
+        if reconciled.message():
+            print(f"warning: {reconciled.message()}", file=sys.stderr)
         actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls)
         inducer = actor if config.inducer is None else build_model(
             config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls)

@@ -157,3 +157,41 @@ def test_scripted_resume_gives_the_same_answers(tmp_path, make_model):
     m3 = make_model(provider="scripted", name="s", script=str(script), cache=False)
     for cid, text in [("train/0001/actor/0001", "two"), ("train/0000/actor/0002", "three")]:
         assert m3.complete([Message("user", "x")], purpose="actor", call_id=cid).text == text
+
+
+class _KilledBeforeTheAppend(BaseException):
+    """Stands for a SIGKILL between the answer's commit and its llm_calls.jsonl append."""
+
+
+def test_a_paid_answer_whose_log_row_was_lost_is_restored_on_resume(server, make_model, tmp_path, monkeypatch):
+    from speedrunner.core.llm.accounting import CallLog
+    from speedrunner.core.llm.journal import reconcile
+
+    server.push(Reply(text="paid", prompt_tokens=1000, completion_tokens=100))
+    model = make_model(provider="openai", name="gpt-5.4-mini", base_url=server.base_url)
+    with monkeypatch.context() as m:
+        m.setattr(CallLog, "append", lambda self, row: (_ for _ in ()).throw(_KilledBeforeTheAppend()))
+        try:
+            model.complete(MSGS, purpose="actor", call_id="ep0/0")
+        except _KilledBeforeTheAppend:
+            pass
+    assert not (tmp_path / "llm_calls.jsonl").exists()   # the row never reached the file
+
+    result = reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1")
+    assert result.restored_rows == 1 and result.in_flight == []
+    (row,) = _rows(tmp_path)
+    assert row["cache_hit"] is False and row["response"] == "paid" and row["spent_usd"] > 0
+    assert reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1").restored_rows == 0
+
+
+def test_a_request_sent_but_never_answered_is_reported_once_with_a_price_bound(server, make_model, tmp_path):
+    from speedrunner.core.llm.journal import reconcile, unaccounted
+
+    model = make_model(provider="openai", name="gpt-5.4-mini", base_url=server.base_url)
+    model.cache.mark_sent("run-1", "ep0/3", "actor", model._max_cost(MSGS, model.sampling_for({})))
+    result = reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1")
+    assert [c.call_id for c in result.in_flight] == ["ep0/3"]
+    assert "1 call(s) were in flight" in result.message() and "at most $" in result.message()
+    assert reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1").in_flight == []
+    summary = unaccounted(tmp_path / "llm_cache.sqlite", "run-1")
+    assert summary["calls_in_flight_at_kills"] == 1 and summary["max_usd"] > 0

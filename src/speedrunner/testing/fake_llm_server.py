@@ -123,6 +123,9 @@ class FakeLLMServer:
         self.latency_s = latency_s
         self.model_name = model_name
         self.requests: list[RecordedRequest] = []
+        self.answered: list[dict[str, Any]] = []
+        """Bodies of the requests answered with 200 (the response was written out): what a
+        provider would bill."""
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -274,7 +277,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             return
 
-        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> bool:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -283,8 +286,10 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(payload)
+                self.wfile.flush()
+                return True
             except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout test): nothing to deliver
+                return False  # the client gave up (timeout test): nothing to deliver
 
         def do_GET(self) -> None:
             server._record(
@@ -350,7 +355,9 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                         if gemini
                         else _chat_body(reply, body.get("model", server.model_name))
                     )
-                    self._send(200, json.dumps(payload).encode(), headers)
+                    if self._send(200, json.dumps(payload).encode(), headers):
+                        with server._lock:
+                            server.answered.append(body)
             finally:
                 server._leave()
 

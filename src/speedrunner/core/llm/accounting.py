@@ -73,6 +73,9 @@ class CallRecord:
     """Provider attempts made (0 for a replay)."""
     error: str | None = None
     """Set when the call failed for good (then response is None and LLMError was raised)."""
+    log_id: str | None = None
+    """Unique id of a paid answer's row; the same row is committed with the answer in the
+    response cache, so a resume can append a row that a kill kept out of this file."""
     messages: list[dict[str, str]] | None = None
 
 
@@ -87,10 +90,16 @@ class CallLog:
         with CallLog._locks_guard:
             self._lock = CallLog._locks.setdefault(self.path.resolve(), threading.Lock())
 
-    def append(self, record: CallRecord) -> None:
+    @staticmethod
+    def row(record: CallRecord) -> dict[str, Any]:
+        """The JSON row for ``record`` (no ``messages`` key unless full prompts are logged)."""
         row = dataclasses.asdict(record)
         if row["messages"] is None:
             del row["messages"]
+        return row
+
+    def append(self, record: CallRecord | dict[str, Any]) -> None:
+        row = record if isinstance(record, dict) else self.row(record)
         with self._lock:
             append_jsonl(self.path, row)
 

@@ -9,6 +9,16 @@ The request hash ignores ``base_url`` (the same request to another replica or a 
 server is the same request) and covers provider, model, messages, sampling and the
 thinking switches. The file is in WAL mode with a busy timeout, so threads of one process
 and several processes can share it.
+
+The same file keeps the money honest across kills (SIGKILL included):
+
+- ``pending``: every paid request is recorded *before* it is sent, with an upper bound of
+  what it can cost. A row still there after a kill is a call that was in flight: it may
+  have been billed, and nobody can know.
+- ``call_log``: the ``llm_calls.jsonl`` row of every paid answer, committed in the same
+  transaction as the answer itself (and the removal of its ``pending`` row). A kill after
+  that commit but before the JSONL append loses nothing: ``reconcile`` appends the missing
+  rows on resume, so the log lists every answered call exactly once with its cost.
 """
 
 from __future__ import annotations
@@ -25,18 +35,39 @@ from typing import Any
 
 from speedrunner.core.llm.types import Completion, Message, Usage
 
-__all__ = ["CacheEntry", "ResponseCache", "completion_from_dict", "request_hash"]
+__all__ = ["CacheEntry", "InFlight", "ResponseCache", "completion_from_dict", "request_hash"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    namespace    TEXT NOT NULL,
-    call_id      TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    completion   TEXT NOT NULL,
-    created_at   REAL NOT NULL,
-    PRIMARY KEY (namespace, call_id)
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS responses (
+        namespace    TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        completion   TEXT NOT NULL,
+        created_at   REAL NOT NULL,
+        PRIMARY KEY (namespace, call_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS pending (
+        namespace    TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        purpose      TEXT NOT NULL,
+        sent_at      REAL NOT NULL,
+        max_cost_usd REAL,
+        PRIMARY KEY (namespace, call_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS call_log (
+        log_id    TEXT PRIMARY KEY,
+        seq       INTEGER NOT NULL,
+        row       TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS lost_in_flight (
+        namespace    TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        purpose      TEXT NOT NULL,
+        sent_at      REAL NOT NULL,
+        max_cost_usd REAL,
+        found_at     REAL NOT NULL
+    )""",
 )
-"""
 
 
 def request_hash(
@@ -71,6 +102,17 @@ def completion_from_dict(d: dict[str, Any]) -> Completion:
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """A request that was sent when its process was killed: it may have been billed."""
+
+    call_id: str
+    purpose: str
+    sent_at: float
+    max_cost_usd: float | None
+    """Upper bound of its price: every input byte a token, and max_tokens of output (None: price unknown)."""
+
+
+@dataclass(frozen=True)
 class CacheEntry:
     request_hash: str
     completion: Completion
@@ -89,7 +131,8 @@ class ResponseCache:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.execute(_SCHEMA)
+        for statement in _SCHEMA:
+            self._conn.execute(statement)
 
     def get(self, namespace: str, call_id: str) -> CacheEntry | None:
         with self._lock:
@@ -109,6 +152,75 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
                 (namespace, call_id, completion.request_hash, blob, time.time()),
             )
+
+    # -- the money journal -----------------------------------------------------------------
+    def mark_sent(self, namespace: str, call_id: str, purpose: str, max_cost_usd: float | None) -> None:
+        """Record a paid request before it goes out (write-ahead)."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
+                (namespace, call_id, purpose, time.time(), max_cost_usd),
+            )
+
+    def mark_failed(self, namespace: str, call_id: str) -> None:
+        """The call failed for good: its attempts are logged as an error row, not pending."""
+        with self._lock:
+            self._conn.execute("DELETE FROM pending WHERE namespace=? AND call_id=?", (namespace, call_id))
+
+    def commit_answer(self, namespace: str, call_id: str, completion: Completion,
+                      log_id: str, log_row: dict[str, Any]) -> None:
+        """Store the answer, its log row and the end of its pending entry in one transaction."""
+        blob = json.dumps(completion_to_dict(completion), ensure_ascii=False)
+        row = json.dumps(log_row, ensure_ascii=False, default=str)
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                    (namespace, call_id, completion.request_hash, blob, time.time()),
+                )
+                seq = self._conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM call_log").fetchone()[0]
+                self._conn.execute("INSERT INTO call_log VALUES (?, ?, ?)", (log_id, seq, row))
+                self._conn.execute("DELETE FROM pending WHERE namespace=? AND call_id=?", (namespace, call_id))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def logged_rows(self) -> list[tuple[str, str]]:
+        """(log_id, JSON row) of every paid answer, in commit order."""
+        with self._lock:
+            return list(self._conn.execute("SELECT log_id, row FROM call_log ORDER BY seq"))
+
+    def take_in_flight(self, namespace: str) -> list[InFlight]:
+        """Requests sent but never answered by an earlier process; moved to ``lost_in_flight``.
+
+        Called once when a run resumes: those processes are gone, so these answers (if any
+        were produced) will never arrive, but the provider may have billed them.
+        """
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = list(self._conn.execute(
+                    "SELECT call_id, purpose, sent_at, max_cost_usd FROM pending WHERE namespace=?",
+                    (namespace,)))
+                self._conn.executemany(
+                    "INSERT INTO lost_in_flight VALUES (?, ?, ?, ?, ?, ?)",
+                    [(namespace, *r, time.time()) for r in rows])
+                self._conn.execute("DELETE FROM pending WHERE namespace=?", (namespace,))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return [InFlight(*r) for r in rows]
+
+    def lost_in_flight(self, namespace: str) -> list[InFlight]:
+        """Every request found in flight at a kill, over all resumes of the run."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT call_id, purpose, sent_at, max_cost_usd FROM lost_in_flight WHERE namespace=?",
+                (namespace,))
+            return [InFlight(*r) for r in rows]
 
     def count(self, namespace: str | None = None) -> int:
         with self._lock:

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import threading
 import time
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -163,6 +164,9 @@ class ManagedModel:
     ) -> Completion:
         started = time.monotonic()
         used: dict[str, str] = {}
+        scripted = self.provider.name == "scripted"
+        if self.cache is not None and not scripted:  # write-ahead: a kill from here on is reported
+            self.cache.mark_sent(self.namespace, call_id, purpose, self._max_cost(messages, params))
 
         def attempt(n: int) -> Any:
             endpoint = self._endpoint(call_id, n)
@@ -175,6 +179,8 @@ class ManagedModel:
 
         def on_failure(failure: CallFailure, attempts: int) -> None:
             self._tally.add_failure()
+            if self.cache is not None:
+                self.cache.mark_failed(self.namespace, call_id)
             if self.calls_log is not None:
                 self.calls_log.append(
                     self._record(
@@ -199,7 +205,6 @@ class ManagedModel:
             what=what,
             on_failure=on_failure,
         )
-        scripted = self.provider.name == "scripted"
         completion = Completion(
             text=result.text,
             reasoning=result.reasoning,
@@ -221,12 +226,25 @@ class ManagedModel:
                 "empty" if is_empty(completion) else "truncated",
                 completion.finish_reason,
             )
-        if self.cache is not None:
-            self.cache.put(self.namespace, call_id, completion)
-        self._account(
-            messages, purpose, call_id, completion, endpoint=used.get("endpoint"), attempts=attempts
+        record = self._record(
+            messages, purpose, call_id, completion, req_hash=req_hash, sampling=completion.sampling,
+            endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
+            log_id=uuid.uuid4().hex,
         )
+        row = CallLog.row(record)
+        if self.cache is not None:  # the answer and its log row: one commit, durable together
+            self.cache.commit_answer(self.namespace, call_id, completion, record.log_id or "", row)
+        self._tally.add(completion)
+        if self.calls_log is not None:
+            self.calls_log.append(row)
         return completion
+
+    def _max_cost(self, messages: list[Message], params: dict[str, Any]) -> float | None:
+        """What this call can cost at most: every input byte a token, and all of max_tokens."""
+        if self.prices is None:
+            return None
+        input_bytes = sum(len(m.content.encode("utf-8")) + len(m.role) for m in messages)
+        return (self.prices.input * input_bytes + self.prices.output * (params.get("max_tokens") or 0)) / 1e6
 
     def _account(
         self,
@@ -267,6 +285,7 @@ class ManagedModel:
         attempts: int,
         latency: float,
         error: str | None = None,
+        log_id: str | None = None,
     ) -> CallRecord:
         usage = c.usage if c is not None else None
         return CallRecord(
@@ -300,6 +319,7 @@ class ManagedModel:
             sampling=dict(sampling),
             attempts=attempts,
             error=error,
+            log_id=log_id,
             messages=[{"role": m.role, "content": m.content} for m in messages]
             if self.log_full_messages
             else None,

@@ -30,6 +30,7 @@ from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl,
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
+from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SleepResult
 from speedrunner.core.runtime.checkpoint import (
@@ -52,6 +53,7 @@ EVAL_FILE = "eval.jsonl"
 SUMMARY_FILE = "summary.json"
 SPEEDRUN_FILE = "speedrun.json"
 CALLS_FILE = "llm_calls.jsonl"
+CACHE_FILE = "llm_cache.sqlite"
 
 
 def config_fingerprint(config: RunConfig) -> str:
@@ -327,6 +329,7 @@ class Runner:
             "final_eval": None if not evals or status != "finished"
             else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
+            "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary
