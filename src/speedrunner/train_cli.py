@@ -110,6 +110,7 @@ def _main(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
         run_dir, config, run_id = _load_for_resume(Path(args.resume), loader, benchmark)
         if args.overrides:
             config = _resume_overrides(run_dir, config, args.overrides, loader)
+        _require_unredacted_urls(config, run_dir)
         check_runnable(config)
         if not args.skip_preflight:
             preflight(config)
@@ -187,14 +188,26 @@ def _resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str],
     return loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
 
 
+def _require_unredacted_urls(config: RunConfig, run_dir: Path) -> None:
+    """A base_url whose credentials were kept out of the run directory must be given again."""
+    from speedrunner.core.redact import REDACTED
+
+    for role, model in (("model", config.model), ("inducer", config.inducer)):
+        urls = [] if model is None or model.base_url is None else (
+            [model.base_url] if isinstance(model.base_url, str) else list(model.base_url))
+        if any(REDACTED in u for u in urls):
+            raise ConfigError(f"{role}.base_url held credentials, which are never stored in the run "
+                              f"directory; give it again: --resume {run_dir} --set {role}.base_url=URL")
+
+
 def _record_resume(run_dir: Path, config: RunConfig, overrides: list[str]) -> None:
     """Note the resume in provenance.json (with any --set changes; the changed config too)."""
     from speedrunner.core.atomic import atomic_write_json
-    from speedrunner.core.redact import scrub
+    from speedrunner.core.redact import scrub, scrub_json
     from speedrunner.core.rundir import PROVENANCE_FILE, RESOLVED_FILE
 
     if overrides:
-        atomic_write_json(run_dir / RESOLVED_FILE, config.model_dump(mode="json"))
+        atomic_write_json(run_dir / RESOLVED_FILE, scrub_json(config.model_dump(mode="json")))
     provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
     provenance.setdefault("resumes", []).append(
         {"overrides": [scrub(o) for o in overrides], "command": [scrub(a) for a in sys.argv]})

@@ -31,7 +31,7 @@ from typing import Any
 from speedrunner.core.atomic import atomic_write_bytes, atomic_write_json
 from speedrunner.core.config.loader import LoadedConfig
 from speedrunner.core.config.schema import RunConfig
-from speedrunner.core.redact import scrub
+from speedrunner.core.redact import scrub, scrub_json
 from speedrunner.errors import ConfigError, RunDirError, SpeedRunnerError
 
 CONFIG_FILE = "config.yaml"
@@ -187,9 +187,19 @@ def _not_empty(path: Path) -> SpeedRunnerError:
 
 
 def write_provenance(path: Path, loaded: LoadedConfig, *, run_id: str | None = None) -> None:
-    atomic_write_bytes(path / CONFIG_FILE, loaded.source.raw)
-    atomic_write_json(path / RESOLVED_FILE, loaded.resolved_json())
-    atomic_write_json(path / PROVENANCE_FILE, provenance(loaded, run_id=run_id or path.name))
+    """config.yaml (byte-exact unless it holds a secret), config.resolved.json, provenance.json.
+
+    Secrets never reach these files: a key in a base_url is redacted, and a resume asks
+    for that URL again (``--set model.base_url=...``).
+    """
+    raw = loaded.source.raw
+    redacted = scrub(raw.decode("utf-8", "replace"))
+    copy = raw if redacted == raw.decode("utf-8", "replace") else redacted.encode("utf-8")
+    atomic_write_bytes(path / CONFIG_FILE, copy)
+    atomic_write_json(path / RESOLVED_FILE, scrub_json(loaded.resolved_json()))
+    record = provenance(loaded, run_id=run_id or path.name)
+    record["config_file_redacted"] = copy != raw
+    atomic_write_json(path / PROVENANCE_FILE, record)
 
 
 def provenance(loaded: LoadedConfig, *, run_id: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from speedrunner.core.atomic import append_jsonl
 from speedrunner.core.llm.types import Completion, Message, Usage
+from speedrunner.core.redact import scrub_json
 
 __all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "messages_digest"]
 
@@ -96,7 +97,7 @@ class CallLog:
         row = dataclasses.asdict(record)
         if row["messages"] is None:
             del row["messages"]
-        return row
+        return scrub_json(row)
 
     def append(self, record: CallRecord | dict[str, Any]) -> None:
         row = record if isinstance(record, dict) else self.row(record)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from speedrunner.core.llm.types import Message, Purpose, Usage
+from speedrunner.core.redact import register_secret, scrub
 from speedrunner.errors import MissingAPIKeyError
 
 __all__ = [
@@ -70,9 +71,9 @@ class CallFailure(Exception):
         status: int | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(scrub(message))  # a gateway may echo the key back in its error body
         self.kind = kind
-        self.endpoint = endpoint
+        self.endpoint = scrub(endpoint)
         self.status = status
         self.retry_after = retry_after
 
@@ -120,6 +121,7 @@ def require_api_key(env_var: str, provider: str, *, fallbacks: tuple[str, ...] =
     for var in (env_var, *fallbacks):
         key = os.environ.get(var)
         if key:
+            register_secret(key)
             return key
     also = f" (or {', '.join(fallbacks)})" if fallbacks else ""
     raise MissingAPIKeyError(

@@ -13,6 +13,7 @@ from typing import Any
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.provider import require_api_key
 from speedrunner.core.llm.provider_openai import OpenAIChatProvider
+from speedrunner.core.redact import register_secret
 
 __all__ = ["VLLMProvider"]
 
@@ -32,7 +33,9 @@ class VLLMProvider(OpenAIChatProvider):
     def _resolve_key(self, config: ModelConfig) -> str:
         if config.api_key_env:  # the user named a variable: it must exist
             return require_api_key(config.api_key_env, self.name)
-        return os.environ.get("VLLM_API_KEY") or "EMPTY"
+        key = os.environ.get("VLLM_API_KEY") or "EMPTY"
+        register_secret(key)
+        return key
 
     def _extra_body(self) -> dict[str, Any] | None:
         """Qwen's thinking switch goes through the chat template, not a sampling field."""

@@ -20,6 +20,7 @@ import tenacity
 
 from speedrunner.core.interrupt import check_stop, sleep_unless_stopped
 from speedrunner.core.llm.provider import CallFailure
+from speedrunner.core.redact import scrub
 from speedrunner.errors import ContextLengthError, LLMError
 
 __all__ = ["Backoff", "call_with_retries"]
@@ -117,6 +118,10 @@ def is_context_overflow(e: CallFailure) -> bool:
 
 
 def _message(e: CallFailure, attempts: int, max_attempts: int, what: str) -> str:
+    return scrub(_unscrubbed_message(e, attempts, max_attempts, what))
+
+
+def _unscrubbed_message(e: CallFailure, attempts: int, max_attempts: int, what: str) -> str:
     head = f"{what} failed after {attempts} attempt(s): {e.describe()}."
     if not e.retryable:
         if e.status in (401, 403):
