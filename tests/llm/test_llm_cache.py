@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -171,10 +172,8 @@ def test_a_paid_answer_whose_log_row_was_lost_is_restored_on_resume(server, make
     model = make_model(provider="openai", name="gpt-5.4-mini", base_url=server.base_url)
     with monkeypatch.context() as m:
         m.setattr(CallLog, "append", lambda self, row: (_ for _ in ()).throw(_KilledBeforeTheAppend()))
-        try:
+        with contextlib.suppress(_KilledBeforeTheAppend):
             model.complete(MSGS, purpose="actor", call_id="ep0/0")
-        except _KilledBeforeTheAppend:
-            pass
     assert not (tmp_path / "llm_calls.jsonl").exists()   # the row never reached the file
 
     result = reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1")
