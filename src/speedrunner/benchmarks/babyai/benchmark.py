@@ -11,6 +11,7 @@ answers, a private server subprocess is started on a free local port and stopped
 from __future__ import annotations
 
 import atexit
+import contextlib
 import http.client
 import json
 import os
@@ -21,10 +22,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from speedrunner.benchmarks.babyai.config import BabyAIConfig
-from speedrunner.benchmarks.babyai.env import START_HINT, BabyAITextEnv
+from speedrunner.benchmarks.babyai.env import START_HINT, BabyAITextEnv, ServerConnection
 from speedrunner.benchmarks.babyai.levels import kind_for_seed
 from speedrunner.core.benchmark import EpisodeSpec, Split
 from speedrunner.core.seeding import episode_seed
@@ -103,6 +104,12 @@ class ServerProcess:
             f"the BabyAI-Text server started for {self.url} did not answer within {timeout_s:g} s; "
             "raise benchmark.server_start_timeout_s or start it yourself: " + START_HINT)
 
+    def restart(self, timeout_s: float) -> None:
+        """Start again on the same port (after the old process died)."""
+        self.stop()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
+        self.start(timeout_s)
+
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -137,6 +144,8 @@ class BabyAIBenchmark:
         self._url = config.server_url.rstrip("/")
         self._checked = False
         self._lock = threading.Lock()
+        self._owner: str | None = None
+        self.restarts = 0
 
     def __repr__(self) -> str:
         return f"BabyAIBenchmark(task_set={self.config.task_set!r}, url={self.config.server_url!r})"
@@ -178,7 +187,52 @@ class BabyAIBenchmark:
 
     def make_env(self) -> BabyAITextEnv:
         self.ensure_server()
-        return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s)
+        return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s, owner=self._owner)
+
+    def start_run(self, run_tag: str) -> None:
+        """Tag this run's episodes, and delete what a killed earlier process of it left.
+
+        A SIGKILLed run cannot delete its episodes; on a shared server they would wait for
+        the idle expiry. Its resume has the same tag and removes them at once.
+        """
+        self._owner = run_tag
+        self.ensure_server()
+        with contextlib.suppress(ServerUnavailableError, OSError):
+            conn = ServerConnection(self._url, self.config.request_timeout_s)
+            try:
+                status, payload = conn.request("DELETE", f"/episodes?owner={quote(run_tag, safe='')}")
+            finally:
+                conn.close()
+            if status == 200 and payload.get("deleted"):
+                print(f"BabyAI server {self._url}: deleted {len(payload['deleted'])} episode(s) an "
+                      "earlier process of this run left behind", file=sys.stderr)
+
+    def recover(self, error: Exception) -> bool:
+        """After an env error: restart our own server if it died (True: replay the episode).
+
+        A server the user started is theirs: it is never restarted (the run stops, and the
+        error says so). Our own is restarted on the same port up to ``max_server_restarts``
+        times; after that, False lets the error stop the run.
+        """
+        if not isinstance(error, ServerUnavailableError):
+            return False
+        with self._lock:
+            server = self._server
+            if server is None:
+                raise ServerUnavailableError(
+                    f"the BabyAI-Text server at {self._url}, which this run did not start, stopped "
+                    f"answering ({error}); it is yours, so the run does not restart it: start it "
+                    "again, then continue with --resume") from error
+            if server.running:
+                return True  # another episode already restarted it
+            if self.restarts >= self.config.max_server_restarts:
+                return False
+            self.restarts += 1
+            print(f"warning: the BabyAI server this run started ({server.url}) died; restarting it "
+                  f"({self.restarts}/{self.config.max_server_restarts}) and replaying the affected "
+                  "episodes from their seeds (their LLM answers come from the cache)", file=sys.stderr)
+            server.restart(self.config.server_start_timeout_s)
+            return True
 
     def close(self) -> None:
         with self._lock:

@@ -13,7 +13,8 @@ TASK_SETS = {"seq": ("pick_up_seq_go_to",), "mixed": TASK_KINDS, **{k: (k,) for 
 
 
 class BabyAIConfig(BenchmarkConfig):
-    OPERATIONAL = frozenset({"server_url", "autostart_server", "request_timeout_s", "server_start_timeout_s"})
+    OPERATIONAL = frozenset({"server_url", "autostart_server", "request_timeout_s", "server_start_timeout_s",
+                             "max_server_restarts"})
 
     name: Literal["babyai"] = "babyai"
     """Benchmark name."""
@@ -29,6 +30,8 @@ class BabyAIConfig(BenchmarkConfig):
     """HTTP timeout for one server request."""
     server_start_timeout_s: float = Field(60.0, gt=0)
     """How long to wait for an autostarted server to answer /health before giving up."""
+    max_server_restarts: int = Field(3, ge=0)
+    """Times the run restarts its own (autostarted) server if it dies, replaying the affected episodes; a server you started is never restarted."""
 
     @property
     def task_kinds(self) -> tuple[str, ...]:

@@ -107,8 +107,9 @@ def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:
 class BabyAITextEnv:
     """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
 
-    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0) -> None:
+    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: str | None = None) -> None:
         self._http = ServerConnection(server_url, request_timeout_s)
+        self._owner = owner  # tags server-side episodes with the run, so a resume can clean up
         self._episode_id: str | None = None
         self._start: dict[str, Any] = {}
         self._observation: Observation | None = None
@@ -166,7 +167,8 @@ class BabyAITextEnv:
             if payload.get("code") in ("unknown_episode", "episode_expired"):
                 self._episode_id = None  # expired or server restarted: start afresh
         if self._episode_id is None:
-            status, payload = self._http.request("POST", "/episodes", body)
+            create = body if self._owner is None else {**body, "owner": self._owner}
+            status, payload = self._http.request("POST", "/episodes", create)
         _raise_for(status, payload, f"reset({task!r}, {seed})")
         self._episode_id = payload["episode_id"]
         self._start = payload

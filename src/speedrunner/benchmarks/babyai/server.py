@@ -10,9 +10,10 @@ JSON schema (request -> response; every body is a JSON object)::
 
     GET    /health                      -> {status: "ok", service: "babyai-text", tasks: [str],
                                             actions: [str], episodes: int}
-    POST   /episodes {task: str, seed: int}
+    POST   /episodes {task: str, seed: int, owner?: str}
                                         -> {episode_id, task, instruction, observation,
                                             structured, actions, action_descriptions, max_steps}
+    DELETE /episodes?owner=<owner>      -> {deleted: [<id>, ...]}   (every episode of that owner)
     POST   /episodes/<id>/step {action: str}
                                         -> {observation, structured, reward, done, success,
                                             progress, steps, truncated}
@@ -24,17 +25,25 @@ JSON schema (request -> response; every body is a JSON object)::
 ``BabyAI-MixedTrainLocal-v0/``. ``seed`` is an integer in [0, 2**32). ``observation`` is
 BALROG's text; ``structured`` the same facts as a dict (see ``text.py``).
 
+``owner`` tags an episode with its client (a run): a resumed run deletes what its killed
+predecessor left, instead of leaving it until the idle expiry.
+
 Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
-400 ``malformed_json`` / ``bad_request`` / ``unknown_task`` (+ ``valid_tasks``) /
+400 ``malformed_json`` (also numbers too long to convert and JSON nested too deep) /
+``bad_request`` (also a bad ``Content-Length``) / ``unknown_task`` (+ ``valid_tasks``) /
 ``invalid_action`` (+ ``valid_actions``); 404 ``unknown_episode`` / ``unknown_route``;
-405 ``method_not_allowed`` (+ ``allowed``); 409 ``episode_done``; 410 ``episode_expired``;
-411 ``length_required``; 413 ``body_too_large``; 503 ``too_many_episodes``.
-A bad request never stops the server.
+405 ``method_not_allowed`` (+ ``allowed`` and an ``Allow`` header; HEAD, OPTIONS, TRACE and
+unknown methods too); 408 ``request_timeout`` (a request not sent within
+``read_timeout_s``); 409 ``episode_done``; 410 ``episode_expired``; 411
+``length_required``; 413 ``body_too_large``; 503 ``too_many_episodes`` /
+``too_many_connections`` (more than ``max_connections`` open at once). A bad request never
+stops the server; a client that stalls is disconnected after ``read_timeout_s``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -47,6 +56,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from speedrunner.benchmarks.babyai import levels, text
 from speedrunner.core.names import unknown
@@ -69,6 +79,11 @@ class ServerSettings:
     """Most episodes alive at once; creating one more answers 503 after expiring idle ones."""
     max_body_bytes: int = 65536
     """Largest request body accepted (413 above it)."""
+    read_timeout_s: float = 300.0
+    """A connection that sends nothing for this long is closed (stalled clients hold no thread
+    for ever); longer than an LLM call between two steps of a keep-alive client."""
+    max_connections: int = 512
+    """Most connections served at once; more are answered 503 at once, without a thread."""
     verbose: bool = False
     """Log every request to stderr."""
 
@@ -84,8 +99,9 @@ class ApiError(Exception):
 class Episode:
     """One level plus its lock; all state a client can change lives here."""
 
-    def __init__(self, episode_id: str) -> None:
+    def __init__(self, episode_id: str, owner: str | None = None) -> None:
         self.id = episode_id
+        self.owner = owner
         self.lock = threading.Lock()
         self.last_used = time.monotonic()
         self.level: levels.MixedTrainLocalLevel | None = None
@@ -160,9 +176,9 @@ class EpisodeStore:
         while len(self._expired) > self._REMEMBER_EXPIRED:
             self._expired.popitem(last=False)
 
-    def create(self) -> Episode:
+    def create(self, owner: str | None = None) -> Episode:
         # Ids only name server-side state; they never influence an episode's content.
-        episode = Episode(uuid.uuid4().hex)
+        episode = Episode(uuid.uuid4().hex, owner)
         with self._lock:
             self._sweep(time.monotonic(), force=True)
             if len(self._episodes) >= self.max_episodes:
@@ -194,10 +210,18 @@ class EpisodeStore:
         with self._lock:
             self._episodes.pop(episode_id, None)
 
+    def delete_owned(self, owner: str) -> list[str]:
+        """Delete every episode of ``owner``; their ids."""
+        with self._lock:
+            ids = [e.id for e in self._episodes.values() if e.owner == owner]
+            for eid in ids:
+                del self._episodes[eid]
+        return ids
+
 
 _ROUTES: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
     (re.compile(r"^/health$"), "health", ("GET",)),
-    (re.compile(r"^/episodes$"), "create", ("POST",)),
+    (re.compile(r"^/episodes$"), "episodes", ("POST", "DELETE")),
     (re.compile(r"^/episodes/([^/]+)/step$"), "step", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)/reset$"), "reset", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)$"), "delete", ("DELETE",)),
@@ -228,34 +252,34 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out in separate writes
     server: BabyAIServer
 
-    def do_GET(self) -> None:
-        self._dispatch("GET")
+    def setup(self) -> None:
+        self.timeout = self.server.settings.read_timeout_s  # StreamRequestHandler applies it
+        super().setup()
 
-    def do_POST(self) -> None:
-        self._dispatch("POST")
+    def __getattr__(self, name: str) -> Any:
+        # http.server looks up do_<METHOD>; every method, known or not, gets a JSON answer
+        # (405 for the ones no route takes) instead of the stdlib's 501 HTML page.
+        if name.startswith("do_"):
+            return lambda: self._dispatch(name[3:])
+        raise AttributeError(name)
 
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
-
-    def do_PATCH(self) -> None:
-        self._dispatch("PATCH")
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.settings.verbose:
             super().log_message(format, *args)
 
     def _dispatch(self, method: str) -> None:
+        headers: dict[str, str] = {}
         try:
             status, payload = 200, self._route(method)
         except ApiError as e:
             status, payload = e.status, e.body
+            if status == 405:
+                headers["Allow"] = ", ".join(e.body["allowed"])
         except Exception as e:  # our bug: answer 500 and keep serving
             status, payload = 500, {"error": f"internal error: {type(e).__name__}: {e}",
                                     "code": "internal"}
-        self._reply(status, payload)
+        self._reply(status, payload, headers, body=method != "HEAD")
 
     def _route(self, method: str) -> dict[str, Any]:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
@@ -277,20 +301,30 @@ class Handler(BaseHTTPRequestHandler):
         if length is None:
             self.close_connection = True
             raise ApiError(411, "length_required", "send a Content-Length header with the JSON body")
-        try:
-            size = int(length)
-        except ValueError as e:
+        if not length.strip().isdigit():  # negative, signed or not a number: never read "until EOF"
             self.close_connection = True
-            raise ApiError(400, "bad_request", f"bad Content-Length {length!r}") from e
+            raise ApiError(400, "bad_request", f"bad Content-Length {length!r}: send the body's size "
+                           "in bytes")
+        size = int(length)
         limit = self.server.settings.max_body_bytes
         if size > limit:
             self.close_connection = True  # the unread body would corrupt the next request
             raise ApiError(413, "body_too_large", f"body of {size} bytes exceeds {limit} bytes")
-        raw = self.rfile.read(size)
+        try:
+            raw = self.rfile.read(size)
+        except TimeoutError:  # the client stalled mid-body: answer and drop the connection
+            self.close_connection = True
+            raise ApiError(408, "request_timeout", f"body not received within "
+                           f"{self.server.settings.read_timeout_s:g} s") from None
+        if len(raw) < size:  # the client closed (or half-closed) before sending it all
+            self.close_connection = True
+            raise ApiError(400, "bad_request", f"body ended after {len(raw)} of {size} bytes")
         try:
             body = json.loads(raw or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ApiError(400, "malformed_json", f"request body is not valid JSON: {e}") from e
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # ValueError covers JSONDecodeError and integers too long to convert
+            raise ApiError(400, "malformed_json", f"request body is not valid JSON: "
+                           f"{type(e).__name__}: {str(e)[:200]}") from None
         if not isinstance(body, dict):
             raise ApiError(400, "malformed_json", "request body must be a JSON object")
         return body
@@ -306,10 +340,23 @@ class Handler(BaseHTTPRequestHandler):
         return {"status": "ok", "service": SERVICE, "tasks": levels.valid_tasks(),
                 "actions": list(text.ACTIONS), "episodes": len(self.server.store)}
 
+    def _episodes(self) -> dict[str, Any]:
+        if self.command == "DELETE":
+            owner = parse_qs(urlsplit(self.path).query).get("owner", [""])[0]
+            if not owner:
+                raise ApiError(400, "bad_request", "DELETE /episodes needs ?owner=<owner>")
+            self._discard_body()
+            return {"deleted": self.server.store.delete_owned(owner)}
+        return self._create()
+
     def _create(self) -> dict[str, Any]:
-        task, seed = _task_and_seed(self._read_json())
+        body = self._read_json()
+        task, seed = _task_and_seed(body)
+        owner = body.get("owner")
+        if owner is not None and (not isinstance(owner, str) or len(owner) > 200):
+            raise ApiError(400, "bad_request", '"owner" must be a string of at most 200 characters')
         _check_task(task, seed)  # before allocating, so a bad task leaves nothing behind
-        episode = self.server.store.create()
+        episode = self.server.store.create(owner)
         with episode.lock:
             return episode.start(task, seed)
 
@@ -334,15 +381,19 @@ class Handler(BaseHTTPRequestHandler):
         self.server.store.delete(episode_id)
         return {"deleted": episode_id}
 
-    def _reply(self, status: int, payload: dict[str, Any]) -> None:
+    def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
+               *, body: bool = True) -> None:
         data = json.dumps(payload, separators=(",", ":")).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if body:
+            self.wfile.write(data)
 
 
 class BabyAIServer(ThreadingHTTPServer):
@@ -356,7 +407,27 @@ class BabyAIServer(ThreadingHTTPServer):
         if ":" in settings.host:
             self.address_family = socket.AF_INET6
         self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes)
+        self._connections = threading.BoundedSemaphore(settings.max_connections)
         super().__init__((settings.host, settings.port), Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """One thread per connection, at most ``max_connections``; beyond that a 503, no thread."""
+        if not self._connections.acquire(blocking=False):
+            body = json.dumps({"error": f"{self.settings.max_connections} connections are open; retry "
+                               "later or raise deploy.max_connections", "code": "too_many_connections"}).encode()
+            with contextlib.suppress(OSError):
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
+                                + b"\r\n\r\n" + body)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
 
     @property
     def url(self) -> str:

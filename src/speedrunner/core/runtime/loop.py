@@ -39,7 +39,7 @@ from speedrunner.core.runtime.checkpoint import (
     save_checkpoint,
     trim_jsonl,
 )
-from speedrunner.core.runtime.episode import EpisodeContext, run_episode
+from speedrunner.core.runtime.episode import EpisodeContext, call_prefix, run_episode
 from speedrunner.core.runtime.progress import ProgressReporter
 from speedrunner.core.runtime.trajectory import (
     Trajectory,
@@ -47,6 +47,7 @@ from speedrunner.core.runtime.trajectory import (
     load_trajectory,
     save_trajectory,
 )
+from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
@@ -54,6 +55,7 @@ SUMMARY_FILE = "summary.json"
 SPEEDRUN_FILE = "speedrun.json"
 CALLS_FILE = "llm_calls.jsonl"
 CACHE_FILE = "llm_cache.sqlite"
+ENV_RESTARTS_FILE = "env_restarts.jsonl"
 
 
 def config_fingerprint(config: RunConfig) -> str:
@@ -128,6 +130,9 @@ class Runner:
         run = self.config.run
         checkpoint = self._resume_point()
         self._write_summary(checkpoint, status="running")
+        start_run = getattr(self.benchmark, "start_run", None)
+        if start_run is not None:
+            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}")
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.metric
         progress = ProgressReporter(
@@ -184,8 +189,7 @@ class Runner:
                 todo.append(spec)
 
         def play(spec: EpisodeSpec) -> Trajectory:
-            with self.pool.env() as env:
-                trajectory = run_episode(env, spec, ctx)
+            trajectory = self._play_one(spec, ctx)
             save_trajectory(self.run_dir, trajectory)
             if progress is not None and eval_point is None:  # display only: completion order is fine
                 progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd)
@@ -209,6 +213,23 @@ class Runner:
                 t = results[index]
                 progress.training_episode(t.success, t.progress, t.cost_usd)
         return [results[spec.index] for spec in specs]
+
+    def _play_one(self, spec: EpisodeSpec, ctx: EpisodeContext) -> Trajectory:
+        """One episode; replayed from its seed when the benchmark repaired a failed backend.
+
+        A replay costs no paid call: the episode is deterministic from (task, seed) and its
+        LLM calls have the same ids and prompts, so they come from the response cache.
+        """
+        while True:
+            try:
+                with self.pool.env() as env:
+                    return run_episode(env, spec, ctx)
+            except EnvError as e:
+                recover = getattr(self.benchmark, "recover", None)
+                if recover is None or not recover(e):
+                    raise
+                append_jsonl(self.run_dir / ENV_RESTARTS_FILE, {
+                    "ts": time.time(), "episode": call_prefix(spec, ctx.eval_point), "error": str(e)})
 
     # ------------------------------------------------------------------ sleep
     def _write_batch(self, checkpoint: Checkpoint, batch: int, trajectories: list[Trajectory],
@@ -330,6 +351,7 @@ class Runner:
             else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
+            "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary
