@@ -91,3 +91,30 @@ def test_anything_else_that_looks_like_a_call_is_an_invalid_action(text, problem
 def test_without_skills_a_call_is_an_ordinary_invalid_action():
     parsed = parse_answer('Action: go_to("red ball")', BABYAI)
     assert parsed.action is None and "not a valid action" in parsed.error
+
+
+def test_the_history_grown_turn_by_turn_equals_the_history_rendered_from_scratch():
+    """The episode appends each turn once; a call must still see exactly the full rendering."""
+    from speedrunner.core.runtime.actor import ActorHistory, ActorStep, to_messages
+
+    actions = ["inc", "dec", "noop"]
+    steps = [
+        ActorStep(i, f"c{i}", f"obs {i}", raw, None, thought, parsed, raw_action=raw, error=error)
+        for i, (raw, thought, parsed, error) in enumerate([
+            ("Action: inc", "up", "inc", None),
+            ("Action: jump", "", None, "'jump' is not a valid action"),
+            ("no action line", "hm", None, 'no "Action: ..." line found'),
+            ("Action: noop", "wait", "noop", None),
+        ])
+    ]
+    history = ActorHistory("first")
+    for k in range(len(steps) + 1):
+        # Before each call: the steps so far, and the observation the last one produced.
+        after = f"obs {k}" if k else None
+        grown = history.sync(steps[:k], after, actions)
+        assert list(grown) == to_messages("first", steps[:k], after, actions)
+    # An observation not known yet leaves the last turn open; it is completed, not duplicated.
+    history = ActorHistory("first")
+    history.sync(steps[:2], None, actions)
+    assert list(history.sync(steps[:2], "obs 2", actions)) == to_messages("first", steps[:2], "obs 2", actions)
+    assert [m.role for m in history.conversation] == ["system", "user", "assistant", "user", "assistant", "user"]

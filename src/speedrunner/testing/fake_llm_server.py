@@ -91,13 +91,15 @@ class Reply:
 
 @dataclass
 class RecordedRequest:
-    """One request as received: path, parsed JSON body (None if absent), lower-cased headers."""
+    """One request as received: path, parsed JSON body (None if absent), lower-cased headers,
+    and the body's exact bytes (what prefix caches key on)."""
 
     method: str
     path: str
     body: dict[str, Any] | None
     headers: dict[str, str]
     received_at: float = field(default_factory=time.monotonic)
+    raw: bytes = b""
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -329,7 +331,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 return
             server._record(
                 RecordedRequest(
-                    "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}
+                    "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}, raw=raw
                 )
             )
             server._enter()

@@ -11,25 +11,24 @@ non-replayed rows gives the same number.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from speedrunner.core.atomic import append_jsonl
+from speedrunner.core.llm.conversation import as_conversation
 from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.redact import scrub_json
 
 __all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "messages_digest"]
 
 
-def messages_digest(messages: list[Message]) -> str:
-    """sha256 of the conversation (roles and contents), to match log rows without storing prompts."""
-    h = hashlib.sha256()
-    for m in messages:
-        h.update(f"{m.role}\x00{m.content}\x01".encode())
-    return h.hexdigest()
+def messages_digest(messages: Sequence[Message]) -> str:
+    """sha256 of the conversation (roles and contents), to match log rows without storing
+    prompts: sha256 over ``role NUL content SOH`` for each message in order."""
+    return as_conversation(messages).digest()
 
 
 @dataclass

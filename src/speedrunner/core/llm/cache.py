@@ -24,15 +24,16 @@ The same file keeps the money honest across kills (SIGKILL included):
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from speedrunner.core.llm.conversation import as_conversation
 from speedrunner.core.llm.types import Completion, Message, Usage
 
 __all__ = ["CacheEntry", "InFlight", "ResponseCache", "completion_from_dict", "request_hash"]
@@ -74,20 +75,15 @@ def request_hash(
     *,
     provider: str,
     model: str,
-    messages: list[Message],
+    messages: Sequence[Message],
     sampling: dict[str, Any],
     options: dict[str, Any] | None = None,
 ) -> str:
-    """sha256 of the canonical request (sorted-key compact JSON); base_url is not part of it."""
-    canonical = {
-        "provider": provider,
-        "model": model,
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
-        "sampling": sampling,
-        "options": options or {},
-    }
-    blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    """sha256 of the canonical request (sorted-key compact JSON of messages, model, options,
+    provider and sampling); base_url is not part of it. For a :class:`Conversation` the
+    messages' part is already folded in, so this costs O(1) in the history's length."""
+    tail = {"model": model, "options": options or {}, "provider": provider, "sampling": sampling}
+    return as_conversation(messages).request_hash(tail)
 
 
 def completion_to_dict(c: Completion) -> dict[str, Any]:

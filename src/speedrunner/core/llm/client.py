@@ -21,12 +21,14 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from speedrunner.core.config.schema import ModelConfig, Prices
-from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally, messages_digest
+from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally
 from speedrunner.core.llm.cache import ResponseCache, request_hash
+from speedrunner.core.llm.conversation import Conversation, as_conversation
 from speedrunner.core.llm.prices import cost_usd
 from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
 from speedrunner.core.llm.retry import Backoff, call_with_retries
@@ -83,13 +85,18 @@ class ManagedModel:
     # -- public ------------------------------------------------------------------------------
     def complete(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         *,
         purpose: Purpose,
         call_id: str,
         **sampling: Any,
     ) -> Completion:
-        """One model call (or its replay). Raises ``LLMError`` when it fails for good."""
+        """One model call (or its replay). Raises ``LLMError`` when it fails for good.
+
+        Pass a :class:`Conversation` that you append to turn by turn (the actor does): the
+        call then costs O(new turn) in this layer instead of O(history).
+        """
+        messages = as_conversation(messages)
         params = self.sampling_for(sampling)
         req_hash = request_hash(
             provider=self.provider.name,
@@ -127,7 +134,7 @@ class ManagedModel:
 
     # -- steps -------------------------------------------------------------------------------
     def _try_replay(
-        self, messages: list[Message], purpose: Purpose, call_id: str, req_hash: str
+        self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str
     ) -> Completion | None:
         if self.cache is None or not self.config.replay:
             return None
@@ -156,7 +163,7 @@ class ManagedModel:
 
     def _call(
         self,
-        messages: list[Message],
+        messages: Conversation,
         purpose: Purpose,
         call_id: str,
         req_hash: str,
@@ -226,6 +233,9 @@ class ManagedModel:
                 "empty" if is_empty(completion) else "truncated",
                 completion.finish_reason,
             )
+        if self.cache is None and self.calls_log is None:  # nothing to record it in
+            self._tally.add(completion)
+            return completion
         record = self._record(
             messages, purpose, call_id, completion, req_hash=req_hash, sampling=completion.sampling,
             endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
@@ -239,16 +249,15 @@ class ManagedModel:
             self.calls_log.append(row)
         return completion
 
-    def _max_cost(self, messages: list[Message], params: dict[str, Any]) -> float | None:
+    def _max_cost(self, messages: Sequence[Message], params: dict[str, Any]) -> float | None:
         """What this call can cost at most: every input byte a token, and all of max_tokens."""
         if self.prices is None:
             return None
-        input_bytes = sum(len(m.content.encode("utf-8")) + len(m.role) for m in messages)
-        return (self.prices.input * input_bytes + self.prices.output * (params.get("max_tokens") or 0)) / 1e6
+        return (self.prices.input * as_conversation(messages).input_bytes + self.prices.output * (params.get("max_tokens") or 0)) / 1e6
 
     def _account(
         self,
-        messages: list[Message],
+        messages: Conversation,
         purpose: Purpose,
         call_id: str,
         c: Completion,
@@ -274,7 +283,7 @@ class ManagedModel:
 
     def _record(
         self,
-        messages: list[Message],
+        messages: Conversation,
         purpose: Purpose,
         call_id: str,
         c: Completion | None,
@@ -297,7 +306,7 @@ class ManagedModel:
             model=self.provider.model,
             endpoint=endpoint,
             request_hash=req_hash,
-            messages_sha256=messages_digest(messages),
+            messages_sha256=messages.digest(),
             n_messages=len(messages),
             last_message=messages[-1].content if messages else None,
             response=c.text if c is not None else None,

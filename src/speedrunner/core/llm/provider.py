@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from speedrunner.core.llm.types import Message, Purpose, Usage
+from speedrunner.core.llm.conversation import Conversation
+from speedrunner.core.llm.types import Purpose, Usage
 from speedrunner.core.redact import register_secret, scrub
 from speedrunner.errors import MissingAPIKeyError
 
@@ -32,7 +33,8 @@ __all__ = [
 class ProviderRequest:
     """One attempt of one call, already routed to an endpoint by the wrapper."""
 
-    messages: list[Message]
+    messages: Conversation
+    """The history; ``messages.mapped(encode)`` gives per-message wire forms, each built once."""
     sampling: dict[str, Any]
     """temperature, top_p, max_tokens and (when set) seed — always all of them."""
     purpose: Purpose

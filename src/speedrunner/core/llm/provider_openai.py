@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.provider import (
@@ -23,7 +24,7 @@ from speedrunner.core.llm.provider import (
     require_api_key,
     split_think,
 )
-from speedrunner.core.llm.types import Purpose, Usage
+from speedrunner.core.llm.types import Message, Purpose, Usage
 
 __all__ = ["OpenAIChatProvider", "translate_openai_error"]
 
@@ -91,28 +92,35 @@ class OpenAIChatProvider:
                 self._clients[endpoint] = client
             return client
 
-    def request_kwargs(self, request: ProviderRequest) -> dict[str, Any]:
-        """The exact keyword arguments sent to ``chat.completions.create``."""
+    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        """The JSON body, key for key and in the order ``chat.completions.create`` sends it
+        (the prefix caches of OpenAI and vLLM key on the bytes)."""
         s = request.sampling
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            "temperature": s["temperature"],
-            "top_p": s["top_p"],
+            "messages": request.messages.mapped(_wire_message),
             self.max_tokens_param: s["max_tokens"],
-            "timeout": request.timeout_s,
         }
         if s.get("seed") is not None:
-            kwargs["seed"] = s["seed"]
-        extra = self._extra_body()
-        if extra:
-            kwargs["extra_body"] = extra
-        return kwargs
+            body["seed"] = s["seed"]
+        body["temperature"] = s["temperature"]
+        body["top_p"] = s["top_p"]
+        body.update(self._extra_body() or {})  # create() merges extra_body last, too
+        return body
 
     def call(self, request: ProviderRequest) -> ProviderResult:
         client = self._client(request.endpoint)
         try:
-            resp = client.chat.completions.create(**self.request_kwargs(request))
+            # ``client.post`` with ``cast_to`` is the SDK's public low-level call: it keeps
+            # the SDK's auth, base URL and environment variables, errors and response types,
+            # but skips ``create``'s per-message type transformation, which costs CPU (under
+            # the GIL) that grows with the history: 120 ms at 300 messages against 8 ms.
+            resp = client.post(
+                "/chat/completions",
+                body=self.request_body(request),
+                cast_to=ChatCompletion,
+                options={"timeout": request.timeout_s, "security": {"bearer_auth": True}},
+            )
         except Exception as e:  # translated or re-raised unchanged (our own bugs)
             raise translate_openai_error(e, request.endpoint) from e
         if not resp.choices:
@@ -136,6 +144,10 @@ class OpenAIChatProvider:
 
     def on_replay(self, purpose: Purpose, call_id: str) -> None:
         return None
+
+
+def _wire_message(m: Message) -> dict[str, str]:
+    return {"role": m.role, "content": m.content}
 
 
 def _usage(u: Any) -> Usage:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -63,11 +64,12 @@ class Completion:
 
 class Model(Protocol):
     """What the runtime and methods call. ``call_id`` is stable across runs and resumes
-    (e.g. ``"train/000012/actor/0003"``) so the response cache can replay it exactly."""
+    (e.g. ``"train/000012/actor/0003"``) so the response cache can replay it exactly.
+    ``messages`` is any sequence; a ``Conversation`` grown turn by turn is the cheap one."""
 
     def complete(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         *,
         purpose: Purpose,
         call_id: str,

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedrunner.core.llm.conversation import Conversation
 from speedrunner.core.llm.types import Message, Usage
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.skill_call import SkillCall, looks_like_call, parse_skill_call
@@ -132,21 +133,53 @@ def first_user_message(instruction: str, actions: str, knowledge: tuple[str, str
     )
 
 
+def assistant_message(step: ActorStep) -> Message:
+    """The actor's turn as the conversation shows it: the *executed* action (not the raw
+    text, not the reasoning)."""
+    shown = step.parsed_action if step.parsed_action is not None else (step.raw_action or step.raw_text).strip()[:200]
+    return Message("assistant", PROMPTS.render("assistant", thought=step.thought or "-", action=shown))
+
+
+def user_message(step: ActorStep, observation: str, actions: list[str]) -> Message:
+    """What the env said after ``step``, with feedback first when the step was invalid."""
+    feedback = "" if step.error is None else PROMPTS.render(
+        "invalid_action", problem=step.error, actions=render_actions(actions)
+    ) + "\n"
+    return Message("user", PROMPTS.render("next_user", feedback=feedback, observation=observation))
+
+
+class ActorHistory:
+    """The actor's conversation, grown as steps are taken: each turn is rendered once, so a
+    call late in a 2,000-step episode costs O(turn) here, not O(history), and the LLM layer
+    gets a :class:`Conversation` whose hashes are already folded in.
+
+    Steps must not change once rendered (the episode finishes a step before the next call).
+    """
+
+    def __init__(self, first_user: str) -> None:
+        self.conversation = Conversation([Message("system", PROMPTS.render("system")), Message("user", first_user)])
+        self._rendered = 0          # steps whose assistant and user messages are both in
+        self._assistant_in = False  # the next step's assistant message is in, its observation not yet
+
+    def sync(self, steps: list[ActorStep], next_observation: str | None, actions: list[str]) -> Conversation:
+        """Append what ``steps`` (all taken so far) added since the last sync; ``next_observation``
+        is what followed the last step (None: not known yet)."""
+        while self._rendered < len(steps):
+            i = self._rendered
+            if not self._assistant_in:
+                self.conversation.append(assistant_message(steps[i]))
+                self._assistant_in = True
+            observation = steps[i + 1].observation if i + 1 < len(steps) else next_observation
+            if observation is None:
+                break
+            self.conversation.append(user_message(steps[i], observation, actions))
+            self._rendered += 1
+            self._assistant_in = False
+        return self.conversation
+
+
 def to_messages(first_user: str, steps: list[ActorStep], next_observation: str | None,
                 actions: list[str]) -> list[Message]:
-    """The whole conversation so far; only ever appended to, so its prefix stays stable.
-
-    The assistant turns hold the *executed* action (not the raw text, not the reasoning).
-    """
-    messages = [Message("system", PROMPTS.render("system")), Message("user", first_user)]
-    for i, step in enumerate(steps):
-        shown = step.parsed_action if step.parsed_action is not None else (step.raw_action or step.raw_text).strip()[:200]
-        messages.append(Message("assistant", PROMPTS.render("assistant", thought=step.thought or "-", action=shown)))
-        observation = steps[i + 1].observation if i + 1 < len(steps) else next_observation
-        if observation is None:
-            break
-        feedback = "" if step.error is None else PROMPTS.render(
-            "invalid_action", problem=step.error, actions=render_actions(actions)
-        ) + "\n"
-        messages.append(Message("user", PROMPTS.render("next_user", feedback=feedback, observation=observation)))
-    return messages
+    """The whole conversation so far, rendered from scratch; only ever appended to, so its
+    prefix stays stable. The episode keeps an :class:`ActorHistory` instead."""
+    return list(ActorHistory(first_user).sync(steps, next_observation, actions))

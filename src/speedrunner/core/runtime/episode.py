@@ -19,11 +19,11 @@ from speedrunner.core.interrupt import STOP, RunInterrupted
 from speedrunner.core.llm.types import Model, Usage
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.actor import (
+    ActorHistory,
     ActorStep,
     first_user_message,
     parse_answer,
     render_actions,
-    to_messages,
 )
 from speedrunner.core.runtime.skill_call import SkillCall, SkillRunner, Skills, outcome_note
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory
@@ -71,6 +71,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
         knowledge_version=ctx.knowledge.version, instruction=env.instruction, eval_point=ctx.eval_point,
     )
     prefix = call_prefix(spec, ctx.eval_point)
+    history = ActorHistory(first_user)
     current = observation.text
     state = {"text": observation.text, "structured": observation.structured, "done": False}
     skills = ctx.knowledge.skills
@@ -83,7 +84,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                 break
             if STOP.is_set() or (ctx.stop is not None and ctx.stop.is_set()):
                 raise RunInterrupted(f"{prefix} stopped before call {traj.llm_calls}")
-            messages = to_messages(first_user, traj.steps, current if traj.steps else None, actions)
+            messages = history.sync(traj.steps, current if traj.steps else None, actions)
             try:
                 completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
             except ContextLengthError as e:
