@@ -155,3 +155,20 @@ def test_react_sleep_makes_no_llm_call(tmp_path):
     make_runner(tmp_path, model, make_config(method="react"))[0].run()
     assert {purpose for purpose, _, _ in model.calls} == {"actor"}
     assert not (tmp_path / "guide").exists()
+
+
+def test_eval_over_several_task_kinds_reports_each_kinds_success_and_their_mean():
+    """BALROG's BabyAI headline averages the kinds' success rates, not the episodes."""
+    from speedrunner.core.runtime.loop import _success_by_task
+    from speedrunner.core.runtime.trajectory import Trajectory
+
+    def played(task: str, success: bool) -> Trajectory:
+        t = Trajectory(split="eval", index=0, task=task, seed=0, knowledge_version=0, instruction="", eval_point=0)
+        t.success = success
+        return t
+
+    trajectories = [played("goto", True), played("goto", True), played("goto", False), played("open", False)]
+    summary = _success_by_task(trajectories)
+    assert summary["rates"] == {"goto": 2 / 3, "open": 0.0}
+    assert summary["episodes"] == {"goto": 3, "open": 1}
+    assert summary["mean_over_tasks"] == pytest.approx(1 / 3)  # the episode mean would be 0.5

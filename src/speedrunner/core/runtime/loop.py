@@ -292,6 +292,8 @@ class Runner:
             "scripted": any(t.scripted for t in trajectories),
             "wall_time_s": round(time.monotonic() - started, 3),
         }
+        if len({t.task for t in trajectories}) > 1:  # e.g. BabyAI mixed: BALROG averages per kind
+            row["success_by_task"] = _success_by_task(trajectories)
         extra_metrics = getattr(self.benchmark, "eval_metrics", None)  # e.g. Crafter's score
         if extra_metrics is not None:
             row["benchmark_metrics"] = extra_metrics([t.final_info for t in trajectories])
@@ -358,6 +360,16 @@ class Runner:
 
 
 RunStatus = Literal["running", "finished", "interrupted", "failed"]
+
+
+def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:
+    """Success rate per task kind, and their unweighted mean (BALROG's BabyAI headline)."""
+    by_task: dict[str, list[bool]] = {}
+    for t in trajectories:
+        by_task.setdefault(t.task, []).append(t.success)
+    rates = {task: sum(s) / len(s) for task, s in sorted(by_task.items())}
+    return {"rates": rates, "episodes": {task: len(s) for task, s in sorted(by_task.items())},
+            "mean_over_tasks": sum(rates.values()) / len(rates)}
 
 
 def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None) -> None:
