@@ -21,6 +21,7 @@ from speedrunner.benchmarks.crafter.text import (
     ACTION_NAMES,
     achievement_success_rates,
     crafter_score,
+    observe,
 )
 from speedrunner.core.env import TextEnv
 from speedrunner.core.seeding import episode_seed
@@ -47,12 +48,24 @@ def test_action_names_map_to_crafter_indices() -> None:
     assert sorted(resolve_action(a) for a in ACTION_NAMES) == list(range(17))
 
 
-def test_invalid_action_lists_valid_ones() -> None:
+def test_invalid_action_lists_valid_ones_and_takes_no_step() -> None:
+    """BALROG would play a Noop for an unknown action; we refuse it and the world waits."""
     env = CrafterTextEnv(area=SMALL)
-    env.reset("crafter", 1)
+    start = env.reset("crafter", 1).structured["step"]
     with pytest.raises(InvalidActionError, match="Move West") as err:
         env.step("Move Wset")
     assert "did you mean" in str(err.value)
+    assert env.step("Noop").observation.structured["step"] == start + 1
+
+
+def test_reset_plays_one_hidden_noop_like_balrog() -> None:
+    """The first observation is the state after one Noop, as BALROG's ``reset`` returns."""
+    raw = DeterministicCrafterEnv(seed=3, area=SMALL, render_image=False)
+    raw.reset()
+    raw.step(resolve_action("Noop"))
+    obs = CrafterTextEnv(area=SMALL).reset("crafter", 3)
+    assert obs.structured["step"] == 1
+    assert (obs.text, obs.structured) == observe(raw)
 
 
 def test_achievement_list_matches_package() -> None:
@@ -70,11 +83,13 @@ def test_protocol_and_errors() -> None:
 
 
 def test_steps_match_raw_env_step_by_step() -> None:
-    """Rewards, done and achievements equal the raw (fixed, rendering) env's, >= 300 steps."""
+    """Rewards, done and achievements equal the raw (fixed, rendering) env's, >= 300 steps
+    (the raw env plays our reset's hidden Noop itself)."""
     ours, seed, steps = CrafterTextEnv(area=SMALL), 11, 0
     for actions in (action_script(5, 400), action_script(6, 400), action_script(7, 400)):
         raw = DeterministicCrafterEnv(seed=seed, area=SMALL)
         raw.reset()
+        raw.step(resolve_action("Noop"))
         ours.reset("crafter", seed)
         for action in actions:
             _, r_raw, d_raw, info = raw.step(resolve_action(action))
@@ -157,7 +172,7 @@ def test_skill_api_views_are_pure_functions_of_state() -> None:
     obs = env.reset("crafter", 7)
     handle = skill_api.SkillEnv(skill_api.local_transport(env), obs.text, obs.structured)
     text = handle.act("Move North")
-    assert text == handle.text and handle.state["step"] == 1
+    assert text == handle.text and handle.state["step"] == obs.structured["step"] + 1
     state = json.loads(json.dumps(handle.state))  # what a sandbox would receive
     assert skill_api.facing(state) == state["facing"]["name"]
     assert skill_api.status(state)["health"] == 9

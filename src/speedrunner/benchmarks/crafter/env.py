@@ -5,6 +5,12 @@ Each ``reset(task, seed)`` builds a fresh world from ``seed`` alone (a new
 episode counter into the seed and would give a different world. The same (task, seed)
 therefore gives the identical episode in any process. Frames are never rendered: the
 text is built from the world directly (see ``text.py``).
+
+Like BALROG's ``CrafterLanguageWrapper``, ``reset`` plays one hidden ``Noop`` before the
+first observation, so the same seed starts from the same state (and text) as BALROG's.
+That step is the environment's, not the agent's: it is not counted against the episode's
+action budget, though Crafter's own step counter (``structured["step"]``, and the
+``length`` limit) includes it, as in BALROG.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from speedrunner.core.names import unknown
 from speedrunner.errors import EnvError, InvalidActionError
 
 TASK = "crafter"
+HIDDEN_RESET_ACTION = "Noop"
+"""What ``reset`` plays before the first observation, as BALROG's wrapper does."""
+
 INSTRUCTION = (
     "You are playing Crafter, a 2D open-world survival game. Survive (keep health, food, "
     "drink and energy up; eat, drink water, sleep at night, avoid or fight zombies and "
@@ -80,7 +89,8 @@ class CrafterTextEnv:
         self._env = DeterministicCrafterEnv(
             area=self._area, length=self._length, seed=int(seed), render_image=False)
         self._env.reset()
-        self._done = False
+        _, _, done, _ = self._env.step(_ACTION_INDEX[HIDDEN_RESET_ACTION])
+        self._done = bool(done)
         return self._observe()
 
     def step(self, action: str) -> StepResult:
