@@ -1,4 +1,6 @@
-"""Crafter text env: action mapping, faithfulness to the raw simulator, golden text, metrics."""
+"""Crafter text env: action mapping, faithfulness to the raw simulator, golden text, metrics.
+
+BALROG parity of the text itself is tested in ``test_crafter_balrog_text.py``."""
 
 from __future__ import annotations
 
@@ -179,6 +181,8 @@ def test_skill_api_views_are_pure_functions_of_state() -> None:
     assert skill_api.nearest(state, "no-such-thing") is None
     first = skill_api.nearby(state)[0]
     assert skill_api.nearest(state, first["name"]) == first
+    distances = [o["distance"] for o in skill_api.nearby(state)]
+    assert distances == sorted(distances) and len(distances) == len(state["nearby"])
     assert skill_api.inventory(state) == {} and skill_api.achievements(state) == []
 
 
