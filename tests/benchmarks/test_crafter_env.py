@@ -19,6 +19,7 @@ from speedrunner.benchmarks.crafter.config import CrafterConfig
 from speedrunner.benchmarks.crafter.determinism import DeterministicCrafterEnv
 from speedrunner.benchmarks.crafter.env import CrafterTextEnv, resolve_action
 from speedrunner.benchmarks.crafter.text import (
+    ACHIEVEMENT_ORDER,
     ACHIEVEMENTS,
     ACTION_NAMES,
     achievement_success_rates,
@@ -26,6 +27,7 @@ from speedrunner.benchmarks.crafter.text import (
     observe,
 )
 from speedrunner.core.env import TextEnv
+from speedrunner.core.runtime.actor import render_actions
 from speedrunner.core.seeding import episode_seed
 from speedrunner.errors import EnvError, InvalidActionError
 
@@ -68,6 +70,18 @@ def test_reset_plays_one_hidden_noop_like_balrog() -> None:
     obs = CrafterTextEnv(area=SMALL).reset("crafter", 3)
     assert obs.structured["step"] == 1
     assert (obs.text, obs.structured) == observe(raw)
+
+
+def test_prompt_describes_every_action_and_numbers_the_achievements() -> None:
+    env = CrafterTextEnv(area=SMALL)
+    assert list(env.action_descriptions) == ACTION_NAMES
+    assert all(d and "\n" not in d for d in env.action_descriptions.values())
+    shown = render_actions(env.actions, env.action_descriptions)
+    assert "\n- Make Iron Pickaxe: craft an iron pickaxe" in shown
+    assert tuple(sorted(ACHIEVEMENT_ORDER)) == ACHIEVEMENTS
+    numbered = [line for line in env.instruction.splitlines() if line[:1].isdigit()]
+    assert numbered == [f"{i}. {a.replace('_', ' ').title()}" for i, a in enumerate(ACHIEVEMENT_ORDER, 1)]
+    assert numbered[0] == "1. Collect Wood" and numbered[-1] == "22. Collect Diamond"
 
 
 def test_achievement_list_matches_package() -> None:

@@ -20,7 +20,13 @@ from typing import Any
 import crafter
 
 from speedrunner.benchmarks.crafter.determinism import DeterministicCrafterEnv
-from speedrunner.benchmarks.crafter.text import ACHIEVEMENTS, ACTIONS, observe
+from speedrunner.benchmarks.crafter.text import (
+    ACHIEVEMENT_ORDER,
+    ACHIEVEMENTS,
+    ACTION_DESCRIPTIONS,
+    ACTIONS,
+    observe,
+)
 from speedrunner.core.env import Observation, StepResult
 from speedrunner.core.names import unknown
 from speedrunner.errors import EnvError, InvalidActionError
@@ -29,12 +35,19 @@ TASK = "crafter"
 HIDDEN_RESET_ACTION = "Noop"
 """What ``reset`` plays before the first observation, as BALROG's wrapper does."""
 
+
+def achievement_list() -> str:
+    """The achievements numbered in BALROG's order, one per line: ``1. Collect Wood``."""
+    return "\n".join(f"{i}. {name.replace('_', ' ').title()}"
+                     for i, name in enumerate(ACHIEVEMENT_ORDER, 1))
+
+
 INSTRUCTION = (
     "You are playing Crafter, a 2D open-world survival game. Survive (keep health, food, "
     "drink and energy up; eat, drink water, sleep at night, avoid or fight zombies and "
-    "skeletons) and unlock as many of the 22 achievements as possible: "
-    + ", ".join(a.replace("_", " ") for a in ACHIEVEMENTS)
-    + ". Tables, pickaxes and swords are made next to a table (iron tools also need a "
+    "skeletons) and get as far as possible by unlocking these "
+    f"{len(ACHIEVEMENT_ORDER)} achievements:\n" + achievement_list() + "\n"
+    "Pickaxes and swords are made next to a table (iron ones also need a "
     "furnace nearby); you act on the cell you face."
 )
 _ACTION_INDEX = {name: crafter.constants.actions.index(inner) for name, inner in ACTIONS.items()}
@@ -69,6 +82,11 @@ class CrafterTextEnv:
     @property
     def actions(self) -> list[str]:
         return list(ACTIONS)
+
+    @property
+    def action_descriptions(self) -> dict[str, str]:
+        """One line per action for the actor's prompt (BALROG gives its agent the same)."""
+        return dict(ACTION_DESCRIPTIONS)
 
     @property
     def achievements(self) -> list[str]:

@@ -65,6 +65,33 @@ ACTIONS: dict[str, str] = {
 }
 ACTION_NAMES: list[str] = list(ACTIONS)
 
+ACTION_DESCRIPTIONS: dict[str, str] = {
+    "Noop": "wait: do nothing this turn",
+    "Move West": "walk one cell west over flat ground (grass, sand or path)",
+    "Move East": "walk one cell east over flat ground (grass, sand or path)",
+    "Move North": "walk one cell north over flat ground (grass, sand or path)",
+    "Move South": "walk one cell south over flat ground (grass, sand or path)",
+    "Do": "use the cell in front of you: gather its material, drink the water, or strike the "
+          "creature there",
+    "Sleep": "go to sleep; worth it only when energy is below its maximum",
+    "Place Stone": "put a stone down in front of you",
+    "Place Table": "put a table down",
+    "Place Furnace": "put a furnace down",
+    "Place Plant": "plant a sapling",
+    "Make Wood Pickaxe": "craft a wood pickaxe (needs a table nearby and wood in your inventory)",
+    "Make Stone Pickaxe": "craft a stone pickaxe (needs a table nearby, and wood and stone in "
+                          "your inventory)",
+    "Make Iron Pickaxe": "craft an iron pickaxe (needs a table and a furnace nearby, and wood, "
+                         "coal and iron in your inventory)",
+    "Make Wood Sword": "craft a wood sword (needs a table nearby and wood in your inventory)",
+    "Make Stone Sword": "craft a stone sword (needs a table nearby, and wood and stone in your "
+                        "inventory)",
+    "Make Iron Sword": "craft an iron sword (needs a table and a furnace nearby, and wood, coal "
+                       "and iron in your inventory)",
+}
+"""One line per action for the actor's prompt: what BALROG's prompt says each action does,
+in our words."""
+
 ACHIEVEMENTS: tuple[str, ...] = (
     "collect_coal", "collect_diamond", "collect_drink", "collect_iron", "collect_sapling",
     "collect_stone", "collect_wood", "defeat_skeleton", "defeat_zombie", "eat_cow",
@@ -72,6 +99,14 @@ ACHIEVEMENTS: tuple[str, ...] = (
     "make_stone_sword", "make_wood_pickaxe", "make_wood_sword", "place_furnace",
     "place_plant", "place_stone", "place_table", "wake_up",
 )
+ACHIEVEMENT_ORDER: tuple[str, ...] = (
+    "collect_wood", "place_table", "eat_cow", "collect_sapling", "collect_drink",
+    "make_wood_pickaxe", "make_wood_sword", "place_plant", "defeat_zombie", "collect_stone",
+    "place_stone", "eat_plant", "defeat_skeleton", "make_stone_pickaxe", "make_stone_sword",
+    "wake_up", "place_furnace", "collect_coal", "collect_iron", "make_iron_pickaxe",
+    "make_iron_sword", "collect_diamond",
+)
+"""The achievements in the order BALROG's prompt numbers them (roughly the tech tree)."""
 STATUS: tuple[str, ...] = ("health", "food", "drink", "energy")
 STATUS_MAX = 9
 
