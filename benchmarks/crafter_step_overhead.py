@@ -32,6 +32,7 @@ def main() -> None:
     while steps < args.steps:
         raw = crafter.Env(seed=seed)
         raw.reset()
+        raw.step(resolve_action("Noop"))  # what our reset plays (BALROG's hidden Noop)
         ours.reset("crafter", seed)
         done_raw = done_ours = False
         while not (done_raw or done_ours) and steps < args.steps:

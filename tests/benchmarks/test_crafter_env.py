@@ -1,4 +1,6 @@
-"""Crafter text env: action mapping, faithfulness to the raw simulator, golden text, metrics."""
+"""Crafter text env: action mapping, faithfulness to the raw simulator, golden text, metrics.
+
+BALROG parity of the text itself is tested in ``test_crafter_balrog_text.py``."""
 
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ from speedrunner.benchmarks.crafter.config import CrafterConfig
 from speedrunner.benchmarks.crafter.determinism import DeterministicCrafterEnv
 from speedrunner.benchmarks.crafter.env import CrafterTextEnv, resolve_action
 from speedrunner.benchmarks.crafter.text import (
+    ACHIEVEMENT_ORDER,
     ACHIEVEMENTS,
     ACTION_NAMES,
     achievement_success_rates,
     crafter_score,
+    observe,
 )
 from speedrunner.core.env import TextEnv
+from speedrunner.core.runtime.actor import render_actions
 from speedrunner.core.seeding import episode_seed
 from speedrunner.errors import EnvError, InvalidActionError
 
@@ -47,12 +52,36 @@ def test_action_names_map_to_crafter_indices() -> None:
     assert sorted(resolve_action(a) for a in ACTION_NAMES) == list(range(17))
 
 
-def test_invalid_action_lists_valid_ones() -> None:
+def test_invalid_action_lists_valid_ones_and_takes_no_step() -> None:
+    """BALROG would play a Noop for an unknown action; we refuse it and the world waits."""
     env = CrafterTextEnv(area=SMALL)
-    env.reset("crafter", 1)
+    start = env.reset("crafter", 1).structured["step"]
     with pytest.raises(InvalidActionError, match="Move West") as err:
         env.step("Move Wset")
     assert "did you mean" in str(err.value)
+    assert env.step("Noop").observation.structured["step"] == start + 1
+
+
+def test_reset_plays_one_hidden_noop_like_balrog() -> None:
+    """The first observation is the state after one Noop, as BALROG's ``reset`` returns."""
+    raw = DeterministicCrafterEnv(seed=3, area=SMALL, render_image=False)
+    raw.reset()
+    raw.step(resolve_action("Noop"))
+    obs = CrafterTextEnv(area=SMALL).reset("crafter", 3)
+    assert obs.structured["step"] == 1
+    assert (obs.text, obs.structured) == observe(raw)
+
+
+def test_prompt_describes_every_action_and_numbers_the_achievements() -> None:
+    env = CrafterTextEnv(area=SMALL)
+    assert list(env.action_descriptions) == ACTION_NAMES
+    assert all(d and "\n" not in d for d in env.action_descriptions.values())
+    shown = render_actions(env.actions, env.action_descriptions)
+    assert "\n- Make Iron Pickaxe: craft an iron pickaxe" in shown
+    assert tuple(sorted(ACHIEVEMENT_ORDER)) == ACHIEVEMENTS
+    numbered = [line for line in env.instruction.splitlines() if line[:1].isdigit()]
+    assert numbered == [f"{i}. {a.replace('_', ' ').title()}" for i, a in enumerate(ACHIEVEMENT_ORDER, 1)]
+    assert numbered[0] == "1. Collect Wood" and numbered[-1] == "22. Collect Diamond"
 
 
 def test_achievement_list_matches_package() -> None:
@@ -70,11 +99,13 @@ def test_protocol_and_errors() -> None:
 
 
 def test_steps_match_raw_env_step_by_step() -> None:
-    """Rewards, done and achievements equal the raw (fixed, rendering) env's, >= 300 steps."""
+    """Rewards, done and achievements equal the raw (fixed, rendering) env's, >= 300 steps
+    (the raw env plays our reset's hidden Noop itself)."""
     ours, seed, steps = CrafterTextEnv(area=SMALL), 11, 0
     for actions in (action_script(5, 400), action_script(6, 400), action_script(7, 400)):
         raw = DeterministicCrafterEnv(seed=seed, area=SMALL)
         raw.reset()
+        raw.step(resolve_action("Noop"))
         ours.reset("crafter", seed)
         for action in actions:
             _, r_raw, d_raw, info = raw.step(resolve_action(action))
@@ -157,13 +188,15 @@ def test_skill_api_views_are_pure_functions_of_state() -> None:
     obs = env.reset("crafter", 7)
     handle = skill_api.SkillEnv(skill_api.local_transport(env), obs.text, obs.structured)
     text = handle.act("Move North")
-    assert text == handle.text and handle.state["step"] == 1
+    assert text == handle.text and handle.state["step"] == obs.structured["step"] + 1
     state = json.loads(json.dumps(handle.state))  # what a sandbox would receive
     assert skill_api.facing(state) == state["facing"]["name"]
     assert skill_api.status(state)["health"] == 9
     assert skill_api.nearest(state, "no-such-thing") is None
     first = skill_api.nearby(state)[0]
     assert skill_api.nearest(state, first["name"]) == first
+    distances = [o["distance"] for o in skill_api.nearby(state)]
+    assert distances == sorted(distances) and len(distances) == len(state["nearby"])
     assert skill_api.inventory(state) == {} and skill_api.achievements(state) == []
 
 

@@ -5,6 +5,12 @@ Each ``reset(task, seed)`` builds a fresh world from ``seed`` alone (a new
 episode counter into the seed and would give a different world. The same (task, seed)
 therefore gives the identical episode in any process. Frames are never rendered: the
 text is built from the world directly (see ``text.py``).
+
+Like BALROG's ``CrafterLanguageWrapper``, ``reset`` plays one hidden ``Noop`` before the
+first observation, so the same seed starts from the same state (and text) as BALROG's.
+That step is the environment's, not the agent's: it is not counted against the episode's
+action budget, though Crafter's own step counter (``structured["step"]``, and the
+``length`` limit) includes it, as in BALROG.
 """
 
 from __future__ import annotations
@@ -14,18 +20,34 @@ from typing import Any
 import crafter
 
 from speedrunner.benchmarks.crafter.determinism import DeterministicCrafterEnv
-from speedrunner.benchmarks.crafter.text import ACHIEVEMENTS, ACTIONS, observe
+from speedrunner.benchmarks.crafter.text import (
+    ACHIEVEMENT_ORDER,
+    ACHIEVEMENTS,
+    ACTION_DESCRIPTIONS,
+    ACTIONS,
+    observe,
+)
 from speedrunner.core.env import Observation, StepResult
 from speedrunner.core.names import unknown
 from speedrunner.errors import EnvError, InvalidActionError
 
 TASK = "crafter"
+HIDDEN_RESET_ACTION = "Noop"
+"""What ``reset`` plays before the first observation, as BALROG's wrapper does."""
+
+
+def achievement_list() -> str:
+    """The achievements numbered in BALROG's order, one per line: ``1. Collect Wood``."""
+    return "\n".join(f"{i}. {name.replace('_', ' ').title()}"
+                     for i, name in enumerate(ACHIEVEMENT_ORDER, 1))
+
+
 INSTRUCTION = (
     "You are playing Crafter, a 2D open-world survival game. Survive (keep health, food, "
     "drink and energy up; eat, drink water, sleep at night, avoid or fight zombies and "
-    "skeletons) and unlock as many of the 22 achievements as possible: "
-    + ", ".join(a.replace("_", " ") for a in ACHIEVEMENTS)
-    + ". Tables, pickaxes and swords are made next to a table (iron tools also need a "
+    "skeletons) and get as far as possible by unlocking these "
+    f"{len(ACHIEVEMENT_ORDER)} achievements:\n" + achievement_list() + "\n"
+    "Pickaxes and swords are made next to a table (iron ones also need a "
     "furnace nearby); you act on the cell you face."
 )
 _ACTION_INDEX = {name: crafter.constants.actions.index(inner) for name, inner in ACTIONS.items()}
@@ -62,6 +84,11 @@ class CrafterTextEnv:
         return list(ACTIONS)
 
     @property
+    def action_descriptions(self) -> dict[str, str]:
+        """One line per action for the actor's prompt (BALROG gives its agent the same)."""
+        return dict(ACTION_DESCRIPTIONS)
+
+    @property
     def achievements(self) -> list[str]:
         """Achievements unlocked so far in this episode, sorted."""
         return list(self._structured.get("achievements", []))
@@ -80,7 +107,8 @@ class CrafterTextEnv:
         self._env = DeterministicCrafterEnv(
             area=self._area, length=self._length, seed=int(seed), render_image=False)
         self._env.reset()
-        self._done = False
+        _, _, done, _ = self._env.step(_ACTION_INDEX[HIDDEN_RESET_ACTION])
+        self._done = bool(done)
         return self._observe()
 
     def step(self, action: str) -> StepResult:

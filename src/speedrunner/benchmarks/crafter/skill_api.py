@@ -20,8 +20,11 @@ __all__ = ["ACTION_NAMES", "SkillEnv", "achievements", "facing", "inventory", "l
 
 
 def nearby(state: State) -> list[dict[str, Any]]:
-    """Every kind of thing in view, nearest first: ``{name, dx, dy, distance, direction}``."""
-    return list(state["nearby"])
+    """Every kind of thing in view, nearest first: ``{name, dx, dy, distance, direction}``.
+
+    The observation lists them in BALROG's scan order instead; skills get them sorted by
+    distance (ties keep the text's order) so "the closest thing" is simply ``[0]``."""
+    return sorted(state["nearby"], key=lambda o: o["distance"])
 
 
 def nearest(state: State, name: str) -> dict[str, Any] | None:
