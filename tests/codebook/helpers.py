@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import textwrap
 
-from speedrunner.core.codebook import Problem, Rules
+from speedrunner.core.codebook import Author, Codebook, Problem, Rules, apply_edits
+from speedrunner.core.codebook.candidate import Candidate
 
 API = "fake_skill_api"
 RULES = Rules(api_module=API, api_names=frozenset({"find", "SkillEnv", "ACTIONS"}),
               primitive_actions=("go forward", "pick up", "Move West", "focus on OBJ"), smoke_test=None)
+AUTHOR = Author(method="speedrunner", batch_index=3, scripted=False)
 
 
 def module(*parts: str) -> str:
@@ -22,6 +24,19 @@ def only(problems: list[Problem] | tuple[Problem, ...], rule: str) -> Problem:
     matching = [p for p in problems if p.rule == rule]
     assert len(matching) == 1, [str(p) for p in problems]
     return matching[0]
+
+
+def build(*edits, rules: Rules = RULES, base: Codebook | None = None) -> Candidate:
+    """A candidate that must be accepted."""
+    result = apply_edits(base or Codebook.empty(), list(edits), AUTHOR, rules=rules)
+    assert isinstance(result, Candidate), result.message
+    return result
+
+
+def built(*edits, rules: Rules = RULES, base: Codebook | None = None) -> Codebook:
+    """The candidate of ``build`` as an (unstored) codebook, to edit further."""
+    candidate = build(*edits, rules=rules, base=base)
+    return Codebook(candidate.source, candidate.meta)
 
 
 GO_TO = '''
