@@ -112,6 +112,28 @@ def test_forbidden_builtins_are_rejected_even_when_not_called(name: str) -> None
     assert str(p).startswith(f"function 'sneaky', line 3 (module line 5) [forbidden-name]: {name} is not allowed")
 
 
+def test_a_local_variable_named_like_a_forbidden_builtin_is_harmless() -> None:
+    source = module('def ask(env):\n    """Ask."""\n    input = env.text\n    return [vars for vars in input]')
+    assert problems_of(source) == []
+
+
+@pytest.mark.parametrize(("source", "line"), [
+    ("from typing import get_type_hints", 3),
+    ('import typing\n\n\ndef hints(env):\n    """Hints."""\n    return typing.get_type_hints(hints)', 8),
+    ('import typing\n\n\ndef ref(env):\n    """Ref."""\n    return typing.ForwardRef("env")', 8),
+])
+def test_typing_members_that_evaluate_strings_are_forbidden(source: str, line: int) -> None:
+    p = only(problems_of(module(source)), "forbidden-name")
+    assert p.line == line and "is not allowed (it evaluates strings as code)" in p.message
+
+
+def test_private_members_of_imported_modules_are_rejected() -> None:
+    source = module('import re\n\n\ndef grab(env):\n    """Grab."""\n    return re._compile("a", 0)')
+    p = only(problems_of(source), "private-member")
+    assert (p.function, p.function_line) == ("grab", 3) and "re._compile is private to the module re" in str(p)
+    assert problems_of(source.replace("re._compile", "re.compile")) == []
+
+
 def test_dunder_import_is_forbidden() -> None:
     p = only(problems_of(module('def f(env):\n    """F."""\n    return __import__("os")')), "forbidden-name")
     assert p.function_line == 3 and "__import__ is not allowed" in p.message

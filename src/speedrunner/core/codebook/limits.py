@@ -30,6 +30,9 @@ FORBIDDEN_NAMES: frozenset[str] = frozenset(
 """Builtins that load code, reach the file system or expose namespaces. The sandbox process
 is the real boundary; rejecting these early gives the author a clear message instead."""
 
+FORBIDDEN_MEMBERS: frozenset[str] = frozenset({"get_type_hints", "ForwardRef"})
+"""Members of allowed modules (``typing``) that evaluate strings as code."""
+
 ATTRIBUTE_BUILTINS: frozenset[str] = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 """Allowed only when called with a literal attribute name that is not private or dunder."""
 

@@ -16,7 +16,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from speedrunner.core.codebook.limits import ATTRIBUTE_BUILTINS, BUILTIN_NAMES, FORBIDDEN_NAMES
+from speedrunner.core.codebook.limits import (
+    ATTRIBUTE_BUILTINS,
+    BUILTIN_NAMES,
+    FORBIDDEN_MEMBERS,
+    FORBIDDEN_NAMES,
+)
 from speedrunner.core.codebook.parse import first_param
 from speedrunner.core.codebook.rules import Rules
 from speedrunner.core.codebook.scopes import global_refs
@@ -24,7 +29,7 @@ from speedrunner.core.names import suggest
 
 Rule = Literal[
     "syntax", "top-level", "constant", "class", "async", "decorator", "global", "import",
-    "import-in-function", "forbidden-name", "dunder", "dynamic-attribute", "size", "name-collision",
+    "import-in-function", "forbidden-name", "dunder", "private-member", "dynamic-attribute", "size", "name-collision",
     "duplicate", "docstring", "env-parameter", "undefined-name", "smoke-test", "edit",
 ]
 _CONSTANT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -88,6 +93,7 @@ class _Checker:
         self.limits = rules.limits
         self.problems: list[Problem] = []
         self.module_names: dict[str, tuple[str, int]] = {}  # name -> (what, line)
+        self.modules: set[str] = set()  # names bound to imported modules (``import re``)
         self.lines = source.splitlines()
 
     def add(self, rule: Rule, message: str, *, node: ast.AST | None = None, func: Function | None = None,
@@ -178,7 +184,9 @@ class _Checker:
                                        f"and names from {api})", node=node,
                              fix="use the allowed modules or the skill API instead")
                 else:
-                    self.bind((alias.asname or alias.name).split(".")[0], "import", node)
+                    bound = alias.asname or alias.name.split(".")[0]
+                    self.bind(bound, "import", node)
+                    self.modules.add(bound)
             return
         module = node.module or ""
         if node.level or (module not in self.rules.allowed_imports and module != api):
@@ -194,6 +202,9 @@ class _Checker:
                 self.add("dunder" if alias.name.startswith("__") else "import",
                          f"{alias.name!r} is private to {module} and may not be imported", node=node,
                          fix="use public names only")
+            elif alias.name in FORBIDDEN_MEMBERS:
+                self.add("forbidden-name", f"{module}.{alias.name} is not allowed (it evaluates strings as code)",
+                         node=node, fix="do not import it")
             elif module == api and alias.name not in self.rules.api_names:
                 self.add("import", f"{alias.name!r} is not part of the skill API{suggest(alias.name, self.rules.api_names)}"
                                    f" (it offers: {', '.join(sorted(self.rules.api_names))})", node=node,
@@ -278,15 +289,15 @@ class _Checker:
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 self.add("import-in-function", f"`{self.statement(node)}` inside a function is not allowed",
                          node=node, func=func, fix="import at the top of the module")
-            elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
-                self.add("forbidden-name", f"{node.id} is not allowed in skill code", node=node, func=func,
-                         fix="compute with ordinary Python and the skill API")
-            elif isinstance(node, ast.Name) and node.id.startswith("__"):
+            elif isinstance(node, ast.Name) and node.id.startswith("__") and node.id not in FORBIDDEN_NAMES:
                 self.add("dunder", f"the name {node.id} is not allowed", node=node, func=func,
                          fix="do not reach into interpreter internals")
             elif isinstance(node, ast.Attribute) and node.attr.startswith("__"):
                 self.add("dunder", f"the attribute .{node.attr} is not allowed", node=node, func=func,
                          fix="do not reach into interpreter internals")
+            elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_MEMBERS:
+                self.add("forbidden-name", f".{node.attr} is not allowed (it evaluates strings as code)",
+                         node=node, func=func, fix="do not use it")
             elif isinstance(node, ast.Name) and node.id in ATTRIBUTE_BUILTINS:
                 self.check_attribute_builtin(node, func, called=id(node) in call_funcs)
             elif isinstance(node, ast.arg) and node.arg.startswith("__"):
@@ -308,12 +319,24 @@ class _Checker:
                      func=func, fix="use public attributes only")
 
     def check_names(self, func: Function) -> None:
-        """Names the function reads from the module must exist there (or be builtins)."""
+        """Names the function reads from the module must exist there (or be builtins); those
+        that reach a forbidden builtin are rejected (a local variable ``input`` is harmless),
+        and so is a private member of an imported module (``re._compile``)."""
         known = set(self.module_names) | BUILTIN_NAMES
+        parents = {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
         reported: set[str] = set()
         for ref in global_refs(func):
             name = ref.node.id
-            if name in known or name in reported or name in FORBIDDEN_NAMES or name.startswith("__"):
+            parent = parents.get(id(ref.node))
+            if name in FORBIDDEN_NAMES:
+                self.add("forbidden-name", f"{name} is not allowed in skill code", node=ref.node, func=func,
+                         fix="compute with ordinary Python and the skill API")
+                continue
+            if (name in self.modules and isinstance(parent, ast.Attribute) and parent.value is ref.node
+                    and parent.attr.startswith("_") and not parent.attr.startswith("__")):
+                self.add("private-member", f"{name}.{parent.attr} is private to the module {name}", node=parent,
+                         func=func, fix=f"use the public API of {name}")
+            if name in known or name in reported or name.startswith("__"):
                 continue
             reported.add(name)
             self.add("undefined-name", f"{name!r} is not defined: not a codebook function, import, constant "
