@@ -88,3 +88,7 @@ class PreflightError(SpeedRunnerError):
 
 class RunDirError(SpeedRunnerError):
     """Raised when a run directory cannot be created or written (read-only, full, in use)."""
+
+
+class InvalidCodebookError(SpeedRunnerError):
+    """Raised when code that did not pass codebook validation is about to become a generation."""

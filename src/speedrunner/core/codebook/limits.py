@@ -1,0 +1,59 @@
+"""Every cap and allow-list the codebook validator applies, in one place.
+
+The caps bound what one LLM-written module may cost: its public part is pasted into every
+actor prompt, and all of it is loaded into each episode's sandbox. Change a default here,
+or pass a ``Limits`` to ``Rules`` for one run.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+MAX_FUNCTION_LINES = 60
+"""Lines of one function, ``def`` line to last line: longer skills should be split."""
+MAX_FUNCTION_CHARS = 3_000
+MAX_DOCSTRING_CHARS = 800
+"""A public docstring is in every actor prompt."""
+MAX_FUNCTIONS = 40
+MAX_TOTAL_CHARS = 60_000
+"""The whole module, docstring and imports included."""
+
+ALLOWED_IMPORTS: frozenset[str] = frozenset(
+    {"re", "math", "itertools", "collections", "collections.abc", "functools", "dataclasses", "typing"}
+)
+"""Standard modules skill code may import (besides the benchmark's skill API module)."""
+
+FORBIDDEN_NAMES: frozenset[str] = frozenset(
+    {"__import__", "eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "input"}
+)
+"""Builtins that load code, reach the file system or expose namespaces. The sandbox process
+is the real boundary; rejecting these early gives the author a clear message instead."""
+
+FORBIDDEN_MEMBERS: frozenset[str] = frozenset({"get_type_hints", "ForwardRef"})
+"""Members of allowed modules (``typing``) that evaluate strings as code."""
+
+ATTRIBUTE_BUILTINS: frozenset[str] = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+"""Allowed only when called with a literal attribute name that is not private or dunder."""
+
+ENV_PARAM = "env"
+"""First parameter of every public skill: the sandbox passes the episode's ``SkillEnv`` there,
+so the actor's signature leaves it out (the actor writes ``go_to("red ball")``)."""
+
+BUILTIN_NAMES: frozenset[str] = frozenset(
+    {n for n in dir(builtins) if not n.startswith("_")}
+    | {"exit", "quit", "help", "copyright", "credits", "license"}  # added by ``site``, not always present
+)
+"""Names a codebook function must not shadow, fixed here so validation does not depend on
+how the interpreter was started."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size caps for one codebook; the defaults are the constants above."""
+
+    max_function_lines: int = MAX_FUNCTION_LINES
+    max_function_chars: int = MAX_FUNCTION_CHARS
+    max_docstring_chars: int = MAX_DOCSTRING_CHARS
+    max_functions: int = MAX_FUNCTIONS
+    max_total_chars: int = MAX_TOTAL_CHARS
