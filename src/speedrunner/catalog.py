@@ -48,7 +48,8 @@ METHODS.register("speedrunner_no_cl", MethodSpec(
     meaning_keys=MEANING_CHANGING_KEYS, quick_test={"max_inducer_turns": 3},
 ))
 METHODS.register("asi", MethodSpec(
-    name="asi", config=f"{_WS}.configs:ASIConfig", meaning_keys=MEANING_CHANGING_KEYS,
+    name="asi", config=f"{_WS}.configs:ASIConfig", factory=f"{_WS}.asi:ASIMethod",
+    meaning_keys=MEANING_CHANGING_KEYS,
 ))
 METHODS.register("voyager", MethodSpec(
     name="voyager", config="speedrunner.methods.voyager.config:VoyagerConfig",

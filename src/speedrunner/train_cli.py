@@ -136,6 +136,24 @@ def _main(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
         return _run(config, run_dir, run_dir.name, session)
 
 
+def _note_sandbox(run_dir: Path, tier: str) -> None:
+    """Record in provenance.json which isolation tier ran the skill code (per session: a
+    resume may run on another machine)."""
+    from datetime import UTC, datetime
+
+    from speedrunner.core.atomic import atomic_write_json
+    from speedrunner.core.rundir import PROVENANCE_FILE
+
+    provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
+    provenance.setdefault("sandbox", []).append(
+        {"at": datetime.now(UTC).isoformat(timespec="seconds"), "tier": tier})
+    atomic_write_json(run_dir / PROVENANCE_FILE, provenance)
+    if tier == "rlimits":
+        print("warning: skill code runs with resource limits only (no bubblewrap, no network namespace): "
+              "it can reach the network and read what this user can read. apt-get install bubblewrap",
+              file=sys.stderr)
+
+
 def check_runnable(config: RunConfig) -> None:
     """What must hold before any run directory is made: the method exists, the API keys are set.
 
@@ -262,10 +280,16 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         benchmark = load_entry_point(bench_spec.factory)(
             config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
         try:
-            method = load_entry_point(method_spec.factory)(
-                config.method, MethodContext(run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name))
+            skills = None
+            if getattr(config.method, "max_skill_actions", None) is not None:  # a method with a codebook
+                from speedrunner.core.runtime.skill_support import build_skill_support
+
+                skills = build_skill_support(config, benchmark.make_env)
+                _note_sandbox(run_dir, skills.sandbox_tier)
+            method = load_entry_point(method_spec.factory)(config.method, MethodContext(
+                run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
             result = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
-                            run_id=run_id, scripted=scripted).run()
+                            run_id=run_id, scripted=scripted, skill_support=skills).run()
         finally:
             benchmark.close()
     except (RunInterrupted, ConfigError, CheckpointError):
@@ -291,7 +315,8 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     tag = " [SCRIPTED MODEL]" if scripted else ""
     shown = dict.fromkeys([config.speedrun.metric, "success"])  # the run's metric first
     values = ", ".join(f"{m} {final.get(f'{m}_mean', float('nan')):.3f}" for m in shown)
-    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, final eval {values}; "
+    evaluated = f"final eval {values}" if final else "no evaluation (run.eval_episodes is 0)"
+    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
           f"summary in {run_dir / 'summary.json'}")
     return 0
 

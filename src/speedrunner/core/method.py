@@ -6,15 +6,17 @@ and changes its prompt context (``knowledge``) and ``sleep``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from speedrunner.core.llm.types import Completion, Model
-from speedrunner.core.runtime.skill_call import Skills
+from speedrunner.core.runtime.skill_call import SkillRunner, Skills
 
 if TYPE_CHECKING:
     from speedrunner.core.config.schema import MethodConfig
+    from speedrunner.core.runtime.replay import ReplayResult
     from speedrunner.core.runtime.trajectory import Trajectory
 
 
@@ -44,12 +46,36 @@ class SleepResult:
 
 
 @dataclass(frozen=True)
+class SkillSupport:
+    """What codebook methods get from the run: the benchmark's skill API and primitive
+    actions, and the sandbox (an import smoke test for candidate codebooks, and a replayer
+    that plays a script of actions on one task and seed, for ASI's verification)."""
+
+    api_module: str
+    """The module skills import, e.g. ``speedrunner.benchmarks.babyai.skill_api``."""
+    api_names: tuple[str, ...]
+    """Its public names; a skill may not shadow them."""
+    primitives: tuple[str, ...]
+    """The primitive actions (empty for free-text envs); a skill may not shadow them."""
+    open_skills: Callable[[Skills], SkillRunner]
+    """A sandboxed runner for one episode's skill calls."""
+    smoke_test: Callable[[str], str | None]
+    """Import a candidate codebook's source in the sandbox: ``None`` or what went wrong."""
+    replay: Callable[[str, int, Skills, list[str]], ReplayResult]
+    """``replay(task, seed, skills, lines)``: play a script of actor actions, no LLM."""
+    sandbox_tier: str
+    """The isolation tier skill code runs under (``bwrap``, ``unshare``, ``rlimits``)."""
+
+
+@dataclass(frozen=True)
 class MethodContext:
-    """What a method is built with: where to store its knowledge, which model sleeps."""
+    """What a method is built with: where to store its knowledge, which model sleeps, and
+    (for codebook methods) the run's skill support."""
 
     run_dir: Path
     inducer: Model
     benchmark: str
+    skills: SkillSupport | None = None
 
 
 class Method(Protocol):

@@ -38,7 +38,7 @@ class Section(BaseModel):
 
 
 class RunSection(Section):
-    OPERATIONAL = frozenset({"parallel_episodes", "output_root"})
+    OPERATIONAL = frozenset({"parallel_episodes", "output_root", "sandbox"})
 
     seed: int = 0
     """Run seed; every episode's seed derives from (seed, split, index)."""
@@ -58,6 +58,8 @@ class RunSection(Section):
     """Wall-clock cap per episode, in seconds (the paper: 30 minutes)."""
     output_root: str = "runs"
     """Root under which run directories are created."""
+    sandbox: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto"
+    """Isolation of LLM-written code: the best tier the machine offers (auto), or one named tier."""
 
     @model_validator(mode="after")
     def _schedule_fits(self) -> RunSection:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
 from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
-from speedrunner.core.method import Knowledge, Method, SleepResult
+from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult
 from speedrunner.core.runtime.checkpoint import (
     Checkpoint,
     load_checkpoint,
@@ -110,6 +110,7 @@ class Runner:
         actor: Model,
         run_id: str,
         scripted: bool,
+        skill_support: SkillSupport | None = None,
     ) -> None:
         self.config = config
         self.run_dir = run_dir
@@ -121,6 +122,7 @@ class Runner:
         self.pool = EnvPool(benchmark.make_env)
         b = config.benchmark
         self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
+        self.skill_support = skill_support
         self._stop = threading.Event()
         self._process_started = time.monotonic()
         self._elapsed_before = 0.0  # real time of earlier processes on this run (from the checkpoint)
@@ -179,6 +181,11 @@ class Runner:
               progress: ProgressReporter | None) -> list[Trajectory]:
         """Play episodes concurrently; episodes already on disk are loaded, not replayed."""
         ctx = EpisodeContext(self.actor, knowledge, self.budget, eval_point, self._stop)
+        if self.skill_support is not None:
+            method = self.config.method
+            ctx = replace(ctx, open_skills=self.skill_support.open_skills,
+                          max_skill_actions=getattr(method, "max_skill_actions", ctx.max_skill_actions),
+                          skill_timeout_s=getattr(method, "skill_timeout_s", ctx.skill_timeout_s))
         results: dict[int, Trajectory] = {}
         todo = []
         for spec in specs:

@@ -32,8 +32,8 @@ class OPOConfig(MethodConfig):
 class CodebookMethodConfig(MethodConfig):
     """Shared parameters of the codebook methods (speedrunner, speedrunner_no_cl, asi)."""
 
-    max_skill_actions: int = Field(100, ge=1)
-    """Cap on primitive actions one skill call may take."""
+    max_skill_actions: int = Field(50, ge=1)
+    """Cap on primitive actions one skill call may take; the call stops cleanly at the cap."""
     skill_timeout_s: float = Field(60.0, gt=0)
     """Wall-clock cap of one skill call in the sandbox."""
     max_inducer_turns: int = Field(20, ge=1)
@@ -55,8 +55,13 @@ class SpeedRunnerNoCLConfig(CodebookMethodConfig):
 class ASIConfig(CodebookMethodConfig):
     name: Literal["asi"] = "asi"
     """ASI: append-only skill induction from successful trajectories."""
-    replay_verification: bool = False
-    """Keep new functions only if replaying the rewritten trajectory succeeds (paper's main runs: off)."""
+    replay_verify: bool = False
+    """Keep new functions only if replaying the rewritten trajectory in the sandbox, on the same
+    task and seed, succeeds and calls them (the paper's main runs: off)."""
+    max_functions_per_episode: int = Field(5, ge=1)
+    """New functions one induction call may add (the rest of its answer is ignored)."""
+    max_trajectory_chars: int = Field(12000, ge=500)
+    """Character cap of the trajectory shown to the induction call."""
 
 
 # Keys a user might reach for to change what a method name means; each points at the right name.

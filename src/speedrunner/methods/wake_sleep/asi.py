@@ -1,0 +1,147 @@
+"""ASI: append-only skill induction from successful episodes (Wang et al., 2025).
+
+After each batch, every successful episode (in index order) gets one induction call: the
+inducer sees the episode and the current codebook, proposes new functions and rewrites the
+episode as a script that uses them. ASI only ever *adds*: a name that exists is never
+replaced or deleted. With ``method.replay_verify`` the script is played in the sandbox on
+the same task and seed (no LLM), and the episode's new functions are kept only if that
+replay succeeds and calls at least one of them; the paper's main runs keep them unverified.
+
+Generation ``g`` of the codebook is ``codebook/gen_<g>.py`` (+ ``.json``); every sleep
+phase writes the next generation, changed or not, so knowledge version = batches slept.
+What each induction did (added, skipped, rejected and why) goes to ``sleep/asi_<b>.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.atomic import atomic_write_json
+from speedrunner.core.codebook import (
+    AddFunction,
+    Author,
+    Codebook,
+    EditRejected,
+    Rules,
+    apply_edits,
+)
+from speedrunner.core.llm.types import Completion, Message
+from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
+from speedrunner.core.prompts import load_prompts
+from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.errors import ConfigError
+from speedrunner.methods.wake_sleep.asi_parse import Induction, parse_induction
+from speedrunner.methods.wake_sleep.configs import ASIConfig
+
+PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "asi_prompts.yaml")
+TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
+
+
+class ASIMethod:
+    name = "asi"
+
+    def __init__(self, config: ASIConfig, ctx: MethodContext) -> None:
+        if ctx.skills is None:
+            raise ConfigError("method 'asi' needs the run's skill support (sandbox and skill API); "
+                              "start it through a train entry point")
+        self.config = config
+        self.model = ctx.inducer
+        self.run_dir = Path(ctx.run_dir)
+        self.support: SkillSupport = ctx.skills
+        self.rules = Rules.for_api(self.support.api_module, self.support.primitives, self.support.smoke_test)
+        self.codebook = Codebook.empty()
+
+    # ----------------------------------------------------------- ALGO LOGIC
+    def knowledge(self) -> Knowledge:
+        if not self.codebook.signatures():
+            return Knowledge(self.codebook.generation)
+        return Knowledge(self.codebook.generation, TITLE, self.codebook.render_api(),
+                         skills=self.codebook.to_skills(self.support.api_module))
+
+    def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
+        base = self.codebook.record_usage(batch)
+        current, accepted = base, []  # this sleep phase's additions so far, on top of base
+        completions: list[Completion] = []
+        notes: list[dict[str, Any]] = []
+        for trajectory in sorted((t for t in batch if t.success), key=lambda t: t.index):
+            completion = self.model.complete(
+                [Message("system", PROMPTS.render("system")), Message("user", self._prompt(current, trajectory))],
+                purpose="inducer", call_id=f"sleep/{batch_index:04d}/asi/{trajectory.index:04d}",
+            )
+            completions.append(completion)
+            author = Author(method=self.name, batch_index=batch_index, scripted=completion.scripted)
+            note, added = self._induce(base, accepted, current, trajectory, parse_induction(completion.text), author)
+            notes.append(note)
+            if added is not None:
+                accepted, current = accepted + added.edits, added.codebook
+        author = Author(method=self.name, batch_index=batch_index, scripted=any(c.scripted for c in completions))
+        final = apply_edits(base, accepted, author, rules=self.rules)
+        if isinstance(final, EditRejected):  # every addition was validated with all earlier ones
+            raise RuntimeError(f"ASI's accepted additions no longer validate together:\n{final.message}")
+        self.codebook = final.commit(self.run_dir)
+        atomic_write_json(self.run_dir / "sleep" / f"asi_{batch_index:04d}.json", {
+            "batch": batch_index, "generation": self.codebook.generation, "inductions": notes,
+            "scripted": author.scripted})
+        return SleepResult(self.knowledge(), completions)
+
+    def _prompt(self, current: Codebook, trajectory: Trajectory) -> str:
+        return PROMPTS.render(
+            "induce",
+            primitives=", ".join(self.support.primitives) or "(free text commands; see the episode)",
+            skill_api=f"`env.act(action) -> str` plays one primitive action and returns the new observation "
+                      f"text; `env.text`, `env.state` and `env.done` are the current observation. "
+                      f"`from {self.support.api_module} import ...` gives: {', '.join(sorted(self.rules.api_names))}.",
+            codebook=current.source.strip() or "# (no skills yet)",
+            trajectory=trajectory.summary(self.config.max_trajectory_chars),
+            max_functions=self.config.max_functions_per_episode,
+        )
+
+    def _induce(self, base: Codebook, accepted: list[AddFunction], current: Codebook, trajectory: Trajectory,
+                induction: Induction, author: Author) -> tuple[dict[str, Any], _Added | None]:
+        """What one induction adds: new names only, validated with everything accepted so
+        far, and (``replay_verify``) proven by a replay that succeeds and calls them."""
+        note: dict[str, Any] = {"episode": trajectory.index, "proposed": [f.name for f in induction.functions],
+                                "added": [], "skipped": [], "rejected": None, "replay": None}
+        if induction.problem:
+            note["rejected"] = induction.problem
+            return note, None
+        taken = {f.name for f in current.functions}
+        edits, names = [], []
+        for function in induction.functions[: self.config.max_functions_per_episode]:
+            if function.name in taken:
+                note["skipped"].append(f"{function.name}: exists (ASI never replaces a function)")
+                continue
+            taken.add(function.name)
+            names.append(function.name)
+            edits.append(AddFunction("\n".join([*induction.imports, function.source])))
+        if not edits:
+            return note, None
+        candidate = apply_edits(base, accepted + edits, author, rules=self.rules)
+        if isinstance(candidate, EditRejected):
+            note["rejected"] = candidate.message
+            return note, None
+        codebook = Codebook(candidate.source, candidate.meta)  # in memory; stored once, at the end
+        if self.config.replay_verify:
+            replay = self.support.replay(trajectory.task, trajectory.seed,
+                                         codebook.to_skills(self.support.api_module), induction.script)
+            note["replay"] = {"success": replay.success, "called": sorted(replay.called),
+                              "env_actions": replay.env_actions, "error": replay.error}
+            if not replay.success or not replay.called & set(names):
+                why = "did not succeed" if not replay.success else "called none of the new functions"
+                note["rejected"] = f"the replay on the same task and seed {why}"
+                return note, None
+        note["added"] = names
+        return note, _Added(edits, codebook)
+
+    # ------------------------------------------------- TRY NOT TO MODIFY
+    def restore(self, version: int) -> None:
+        self.codebook = Codebook.start(self.run_dir) if version == 0 else Codebook.load(self.run_dir, version)
+
+
+@dataclass(frozen=True)
+class _Added:
+    edits: list[AddFunction]
+    codebook: Codebook
+    """The codebook with these and every earlier accepted addition."""
