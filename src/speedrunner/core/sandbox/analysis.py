@@ -26,9 +26,12 @@ from speedrunner.core.sandbox.limits import Limits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess
 from speedrunner.core.sandbox.tiers import resolve_tier
 
-PRELOAD = ("ast", "bisect", "collections", "csv", "dataclasses", "datetime", "difflib", "functools", "glob",
-           "gzip", "hashlib", "heapq", "io", "itertools", "json", "math", "os", "pathlib", "pprint", "random",
-           "re", "statistics", "string", "sys", "textwrap", "typing")
+PRELOAD = ("argparse", "ast", "base64", "bisect", "collections", "collections.abc", "contextlib", "copy", "csv",
+           "dataclasses", "datetime", "decimal", "difflib", "encodings.idna", "enum", "fnmatch", "fractions", "functools", "glob",
+           "gzip", "hashlib", "heapq", "inspect", "io", "itertools", "json", "logging", "math", "operator", "os",
+           "pathlib", "pprint", "random", "re", "shutil", "signal", "socket", "statistics", "string", "struct",
+           "subprocess", "sys", "tempfile", "textwrap", "threading", "time", "traceback", "typing", "uuid",
+           "zipfile")
 """Imported before the child drops privileges: under ``rlimits``/``unshare`` with an interpreter
 that uid 65534 cannot read (e.g. under /root), these are the modules a session can use."""
 

@@ -50,6 +50,7 @@ def main(argv: list[str]) -> None:
     server = SkillServer(channel, config) if config["mode"] == "skills" else AnalysisServer(config)
     if config.get("drop_to") is not None:
         _drop_privileges(int(config["drop_to"]))
+        _explain_unreadable_imports(config["tier"])
     channel.send({"ready": os.getpid(), "uid": os.getuid()})
     while True:
         try:
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> None:
         reply = server.handle(request)
         try:
             channel.send(reply)
-        except (TypeError, ValueError) as e:  # our bug if it happens; say so rather than die
+        except (TypeError, ValueError, RecursionError) as e:  # our bug if it happens; say so rather than die
             channel.send({"error": f"the sandbox could not encode its reply: {e}"})
 
 
@@ -87,6 +88,30 @@ def _drop_privileges(uid: int) -> None:
         os._exit(70)  # the drop did not hold: never run untrusted code as root
     if os.getuid() != uid or os.geteuid() != uid or os.getegid() != uid:
         os._exit(70)
+
+
+class _UnreadableImports:
+    """Last import finder: says why a module that was not preloaded cannot be imported.
+
+    Without bwrap the child sees the host's files as uid 65534; if the interpreter lives
+    where that uid cannot read (e.g. under /root), only preloaded modules are importable.
+    """
+
+    def __init__(self, tier: str) -> None:
+        self.tier = tier
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        raise ModuleNotFoundError(
+            f"No module named {name!r} available: under the {self.tier!r} sandbox tier the code runs as uid "
+            f"{os.getuid()}, which cannot read this interpreter's files ({sys.prefix}), so only modules "
+            "imported before the sandbox started can be used (use the bwrap tier, or a Python installation "
+            "other users can read)", name=name)
+
+
+def _explain_unreadable_imports(tier: str) -> None:
+    stdlib = os.path.dirname(os.__file__)
+    if not os.access(stdlib, os.R_OK | os.X_OK):
+        sys.meta_path.append(_UnreadableImports(tier))
 
 
 class _Capture:

@@ -99,7 +99,8 @@ class SandboxProcess:
             os.close(from_child_w)
         self.channel = Channel(from_child_r, to_child_w, nonblocking=True)
         deadline = time.monotonic() + timeout_s
-        config = {"mode": mode, "limits": self.limits.to_json(), "preload": preload, "drop_to": drop}
+        config = {"mode": mode, "tier": self.tier, "limits": self.limits.to_json(), "preload": preload,
+                  "drop_to": drop}
         try:
             self.channel.send(config, deadline)
             hello = self.channel.recv(deadline)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -80,7 +81,10 @@ def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[st
                              + "\n  ".join(module_problems))
     tree.body = body
     linecache.cache[CODEBOOK_FILENAME] = (len(source), None, source.splitlines(True), CODEBOOK_FILENAME)
-    namespace: dict[str, Any] = {"__name__": "codebook", "__builtins__": safe_builtins(api_module)}
+    module = types.ModuleType("codebook")  # registered: dataclasses look their module up in sys.modules
+    module.__builtins__ = safe_builtins(api_module)  # type: ignore[attr-defined]
+    sys.modules["codebook"] = module
+    namespace = module.__dict__
     exec(compile(tree, CODEBOOK_FILENAME, "exec"), namespace)
     for name, problems in refused.items():
         namespace[name] = _refusing(name, problems)

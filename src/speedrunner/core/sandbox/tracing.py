@@ -20,6 +20,8 @@ from speedrunner.core.sandbox.restrict import CODEBOOK_FILENAME
 
 MAX_NODES = 1000
 """Calls recorded per top-level call; later ones still run, counted in ``calls_dropped``."""
+MAX_DEPTH = 40
+"""Nesting recorded; deeper calls (recursion) still run, counted in ``calls_dropped``."""
 MAX_REPR = 500
 MAX_ITEMS = 100
 MAX_ERROR_CHARS = 4000
@@ -56,7 +58,7 @@ class Recorder:
         self._env_type = env_type
 
     def enter(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-        if self.nodes >= MAX_NODES:
+        if self.nodes >= MAX_NODES or len(self.stack) >= MAX_DEPTH:
             self.calls_dropped += 1
             self.stack.append(None)
             return None
