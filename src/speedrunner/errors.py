@@ -82,6 +82,10 @@ class SandboxTimeout(SandboxError):
     """Raised when untrusted code exceeds its wall-clock limit and is killed."""
 
 
+class SandboxUnavailableError(SandboxError):
+    """Raised when the requested sandbox tier does not work on this machine (the message says why)."""
+
+
 class PreflightError(SpeedRunnerError):
     """Raised before a run starts when an endpoint it needs (model API, env server) is down or wrong."""
 

@@ -20,7 +20,8 @@ from speedrunner.benchmarks.babyai.levels import HELD_OUT, make_level
 from speedrunner.benchmarks.babyai.server import BabyAIServer, start_in_thread
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "babyai" / "babyai_balrog_levels.jsonl.gz"
-LEVELS = [json.loads(line) for line in gzip.open(FIXTURE, "rt", encoding="utf-8")]
+with gzip.open(FIXTURE, "rt", encoding="utf-8") as _fixture:
+    LEVELS = [json.loads(line) for line in _fixture]
 REWARD_DIGITS = 1e-6  # the fixture stores rewards rounded to 6 decimals
 
 

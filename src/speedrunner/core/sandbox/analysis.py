@@ -1,0 +1,122 @@
+"""A sandboxed Python session for the sleep phase's analysis code.
+
+The sleep-phase agent writes arbitrary Python to study stored trajectories. It runs in
+the same kind of child as skills (no network, no keys, limits, uid 65534) but with the
+whole language: any stdlib import, ``open`` included. Under ``bwrap`` the only files it
+can see besides the interpreter are the ``mounts`` it was given, read-only at the same
+paths (e.g. one run's experience directory), so nothing else under the run directory —
+configs, caches, logs with secrets — is readable. Under ``unshare`` and ``rlimits``
+mounts are not enforced: the session can read whatever uid 65534 can.
+
+State (variables, imported modules) persists between ``run`` calls of one session. A
+timeout or a crash kills the process; the next ``run`` starts a fresh one, and the
+result says that state was lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from speedrunner.core.sandbox.channel import ChannelTimeout
+from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess
+from speedrunner.core.sandbox.tiers import resolve_tier
+
+PRELOAD = ("argparse", "ast", "base64", "bisect", "collections", "collections.abc", "contextlib", "copy", "csv",
+           "dataclasses", "datetime", "decimal", "difflib", "encodings.idna", "enum", "fnmatch", "fractions", "functools", "glob",
+           "gzip", "hashlib", "heapq", "inspect", "io", "itertools", "json", "logging", "math", "operator", "os",
+           "pathlib", "pprint", "random", "re", "shutil", "signal", "socket", "statistics", "string", "struct",
+           "subprocess", "sys", "tempfile", "textwrap", "threading", "time", "traceback", "typing", "uuid",
+           "zipfile")
+"""Imported before the child drops privileges: under ``rlimits``/``unshare`` with an interpreter
+that uid 65534 cannot read (e.g. under /root), these are the modules a session can use."""
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """What one ``run`` did: printed output (capped), the error if any, and how long it took."""
+
+    stdout: str
+    error: str | None
+    timed_out: bool
+    duration_s: float
+
+
+def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = (),
+                          limits: Limits | None = None) -> AnalysisSession:
+    """Start a session; ``mounts`` (existing paths) are readable in it, read-only, at the same paths."""
+    paths = [Path(m).resolve(strict=True) for m in mounts]
+    return AnalysisSession(resolve_tier(tier), paths, limits or Limits())
+
+
+class AnalysisSession:
+    """``run(code, timeout_s)`` as many times as needed, then ``close()``."""
+
+    def __init__(self, tier: str, mounts: list[Path], limits: Limits) -> None:
+        self.tier = tier
+        self.mounts = mounts
+        self.limits = limits
+        self._process: SandboxProcess | None = None
+        self._closed = False
+        self._ensure_process()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def _ensure_process(self) -> SandboxProcess:
+        if self._closed:
+            raise RuntimeError("the analysis session is closed")
+        if self._process is None or not self._process.alive:
+            self._discard()
+            self._process = SandboxProcess(self.tier, self.limits, mode="analysis", preload=PRELOAD,
+                                           read_only=self.mounts)
+        return self._process
+
+    def _discard(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process = None
+
+    def run(self, code: str, timeout_s: float) -> AnalysisResult:
+        """Execute ``code`` in the session's namespace; never raises for anything the code does."""
+        started = time.monotonic()
+        deadline = started + timeout_s
+        process = self._ensure_process()
+        try:
+            process.request({"op": "run", "code": code}, deadline)
+            reply = process.receive(deadline)
+        except ChannelTimeout:
+            self._discard()
+            return AnalysisResult("", f"timed out after {timeout_s:g} s: the session's process was killed; "
+                                      "the next run starts a fresh one (variables are lost)",
+                                  True, time.monotonic() - started)
+        except SandboxDied as e:
+            self._discard()
+            return AnalysisResult("", f"{e}\n(the next run starts a fresh process; variables are lost)", False,
+                                  time.monotonic() - started)
+        except BaseException:
+            self._discard()
+            raise
+        error = reply.get("error")
+        return AnalysisResult(str(reply.get("stdout", "")), None if error is None else str(error), False,
+                              time.monotonic() - started)
+
+    def close(self) -> None:
+        """Kill the process and remove its scratch directory (idempotent)."""
+        self._closed = True
+        self._discard()
+
+    def __enter__(self) -> AnalysisSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()

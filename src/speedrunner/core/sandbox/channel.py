@@ -1,0 +1,118 @@
+"""JSON lines over a pair of dedicated pipes, the only way parent and child talk.
+
+The pipes are not the child's stdout or stderr, so nothing a skill prints can corrupt the
+protocol. Both sides use this module; the parent treats everything it reads as hostile
+(the child may run arbitrary code): a message is bounded in size, must decode to a JSON
+object, and every wait has a deadline, so a child that floods, stalls or writes garbage
+costs the parent a ``ProtocolError`` or ``ChannelTimeout``, never a hang or a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import time
+from typing import Any
+
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""Longest line the parent accepts; a longer one is a protocol violation."""
+
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+class ChannelClosed(Exception):
+    """The other side closed its end (the child exited or was killed, or the parent is gone)."""
+
+
+class ChannelTimeout(Exception):
+    """The deadline passed before a whole message arrived (or could be sent)."""
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a bounded JSON object on one line."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as a line of ASCII JSON (raises ``ValueError``/``TypeError`` if not JSON-able)."""
+    return _encode(message).encode("ascii") + b"\n"
+
+
+class Channel:
+    """Reads from ``read_fd`` and writes to ``write_fd``, one JSON object per line.
+
+    ``recv``/``send`` take an absolute ``time.monotonic()`` deadline, or ``None`` to block
+    (the child blocks; the parent never does).
+    """
+
+    def __init__(self, read_fd: int, write_fd: int, *, nonblocking: bool = False) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self._buffer = bytearray()
+        self._scanned = 0
+        if nonblocking:
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+
+    def send(self, message: dict[str, Any], deadline: float | None = None) -> None:
+        self.send_bytes(encode(message), deadline)
+
+    def send_bytes(self, data: bytes, deadline: float | None = None) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.write_fd, view)
+            except BlockingIOError:
+                _wait(self.write_fd, deadline, write=True)
+                continue
+            except (BrokenPipeError, OSError) as e:
+                raise ChannelClosed(str(e)) from None
+            view = view[written:]
+
+    def recv(self, deadline: float | None = None) -> dict[str, Any]:
+        """The next message; raises ``ChannelClosed``, ``ChannelTimeout`` or ``ProtocolError``."""
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[:end + 1]
+                self._scanned = 0
+                return _decode(line)
+            self._scanned = len(self._buffer)
+            if self._scanned > MAX_MESSAGE_BYTES:
+                raise ProtocolError(f"a message longer than {MAX_MESSAGE_BYTES} bytes")
+            try:
+                chunk = os.read(self.read_fd, 1 << 16)
+            except BlockingIOError:
+                _wait(self.read_fd, deadline, write=False)
+                continue
+            except OSError as e:
+                raise ChannelClosed(str(e)) from None
+            if not chunk:
+                raise ChannelClosed("end of stream")
+            self._buffer += chunk
+
+    def close(self) -> None:
+        for fd in {self.read_fd, self.write_fd}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _wait(fd: int, deadline: float | None, *, write: bool) -> None:
+    timeout = None if deadline is None else deadline - time.monotonic()
+    if timeout is not None and timeout <= 0:
+        raise ChannelTimeout("deadline passed")
+    ready = select.select([], [fd], [], timeout) if write else select.select([fd], [], [], timeout)
+    if not any(ready):
+        raise ChannelTimeout("deadline passed")
+
+
+def _decode(line: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
+        raise ProtocolError(f"not JSON: {type(e).__name__}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError(f"expected a JSON object, got {type(message).__name__}")
+    return message

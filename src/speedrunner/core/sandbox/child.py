@@ -1,0 +1,273 @@
+"""The sandbox child: limits itself, drops privileges, then serves the parent's requests.
+
+Started as ``python -I -B -c <bootstrap> <package root> <read fd> <write fd>``. Order
+matters and is the point of this module: the first message (trusted, from the parent)
+says which limits to set and which modules to import; the child sets the rlimits,
+imports everything it will need while it can still read the interpreter's files, becomes
+uid 65534 if it started as root, and only then accepts requests that carry untrusted
+code. Requests, one at a time:
+
+- ``{"op": "load", "source", "api_module"}``: load the codebook (restricted, traced);
+- ``{"op": "call", "name", "args", "kwargs", "observation"}``: run a skill; each
+  primitive action is a ``{"act"}`` message answered by the parent before the skill goes on;
+  ends with ``{"result": {"tree", "returned", "error", "stopped_by"}}``;
+- ``{"op": "run", "code"}`` (analysis mode): exec arbitrary code in a persistent
+  namespace; answers ``{"stdout", "error"}``.
+
+The parent's side is ``skills.py`` / ``analysis.py``; this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import os
+import resource
+import signal
+import sys
+import time
+from typing import Any
+
+from speedrunner.core.sandbox.channel import Channel, ChannelClosed
+from speedrunner.core.sandbox.tracing import (
+    PrintSink,
+    Recorder,
+    Stop,
+    check_returned,
+    own_traceback,
+    traced,
+)
+
+ANALYSIS_FILENAME = "<analysis>"
+
+
+def main(argv: list[str]) -> None:
+    channel = Channel(int(argv[0]), int(argv[1]))
+    config = channel.recv()
+    _limit(config["limits"])
+    for name in config["preload"]:
+        importlib.import_module(name)
+    server = SkillServer(channel, config) if config["mode"] == "skills" else AnalysisServer(config)
+    if config.get("drop_to") is not None:
+        _drop_privileges(int(config["drop_to"]))
+        _explain_unreadable_imports(config["tier"])
+    channel.send({"ready": os.getpid(), "uid": os.getuid()})
+    while True:
+        try:
+            request = channel.recv()
+        except ChannelClosed:
+            os._exit(0)
+        reply = server.handle(request)
+        try:
+            channel.send(reply)
+        except (TypeError, ValueError, RecursionError) as e:  # our bug if it happens; say so rather than die
+            channel.send({"error": f"the sandbox could not encode its reply: {e}"})
+
+
+def _limit(limits: dict[str, int]) -> None:
+    mib = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * mib,) * 2)
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_mb"] * mib,) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing us
+
+
+def _drop_privileges(uid: int) -> None:
+    """Become ``uid`` for good (real, effective and saved ids; no groups), or die trying."""
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:
+        os._exit(70)  # the drop did not hold: never run untrusted code as root
+    if os.getuid() != uid or os.geteuid() != uid or os.getegid() != uid:
+        os._exit(70)
+
+
+class _UnreadableImports:
+    """Last import finder: says why a module that was not preloaded cannot be imported.
+
+    Without bwrap the child sees the host's files as uid 65534; if the interpreter lives
+    where that uid cannot read (e.g. under /root), only preloaded modules are importable.
+    """
+
+    def __init__(self, tier: str) -> None:
+        self.tier = tier
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        raise ModuleNotFoundError(
+            f"No module named {name!r} available: under the {self.tier!r} sandbox tier the code runs as uid "
+            f"{os.getuid()}, which cannot read this interpreter's files ({sys.prefix}), so only modules "
+            "imported before the sandbox started can be used (use the bwrap tier, or a Python installation "
+            "other users can read)", name=name)
+
+
+def _explain_unreadable_imports(tier: str) -> None:
+    stdlib = os.path.dirname(os.__file__)
+    if not os.access(stdlib, os.R_OK | os.X_OK):
+        sys.meta_path.append(_UnreadableImports(tier))
+
+
+class _Capture:
+    """Points ``sys.stdout``/``sys.stderr`` at a writer for the duration of a request."""
+
+    def __init__(self, write: Any) -> None:
+        self.sink = PrintSink(write)
+
+    def __enter__(self) -> None:
+        self.saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = self.sink
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout, sys.stderr = self.saved
+
+
+class SkillServer:
+    """Runs skill calls; the env stays in the parent, reached through ``{"act"}`` messages."""
+
+    def __init__(self, channel: Channel, config: dict[str, Any]) -> None:
+        from speedrunner.core.skill import SkillEnv
+        from speedrunner.errors import EnvError
+
+        self.channel = channel
+        self.max_print_chars = int(config["limits"]["max_print_chars"])
+        self.namespace: dict[str, Any] | None = None
+        self.functions: set[str] = set()
+        self.recorder: Recorder | None = None
+        self.env_error = EnvError
+        server = self
+
+        class SandboxEnv(SkillEnv):
+            """``SkillEnv`` whose every ``act`` is one round trip to the parent."""
+
+            def act(self, action: str) -> str:
+                if self.done:
+                    raise server.stop("episode_done")
+                return super().act(action)
+
+        self.env_type = SandboxEnv
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("op") == "load":
+            return self.load(request["source"], request["api_module"])
+        if request.get("op") == "call":
+            return {"result": self.call(request)}
+        return {"error": f"unknown request {request.get('op')!r}"}
+
+    def load(self, source: str, api_module: str) -> dict[str, Any]:
+        from speedrunner.core.sandbox.restrict import load_codebook
+
+        discard = Recorder(0, self.env_type)
+        try:
+            with _Capture(discard.write):
+                namespace, functions = load_codebook(source, api_module)
+        except BaseException as e:
+            return {"loaded": False, "error": "the codebook did not load:\n" + own_traceback(e)}
+        for name in functions:
+            namespace[name] = traced(namespace[name], lambda: self.recorder)
+            self.functions.add(name)
+        self.namespace = namespace
+        return {"loaded": True, "functions": sorted(self.functions)}
+
+    def stop(self, reason: str) -> Stop:
+        if self.recorder is not None and self.recorder.stopped is None:
+            self.recorder.stopped = reason
+        return Stop(reason)
+
+    def send(self, action: str) -> dict[str, Any]:
+        """The ``Transport`` of the call's env: one action to the parent, its reply back."""
+        if not isinstance(action, str):
+            raise TypeError(f"act() takes an action string, not {type(action).__name__}")
+        self.channel.send({"act": action})
+        try:
+            reply = self.channel.recv()
+        except ChannelClosed:
+            os._exit(0)
+        rec = self.recorder
+        if "stop" in reply:
+            raise self.stop(str(reply["stop"]))
+        if "error" in reply:
+            if rec is not None:
+                rec.action({"action": action, "error": reply["error"]})
+            raise self.env_error(reply["error"])
+        if rec is not None:
+            rec.action({"action": action, "text": reply["text"], "done": reply["done"]})
+        return reply
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        name = request["name"]
+        observation = request["observation"]
+        rec = self.recorder = Recorder(self.max_print_chars, self.env_type)
+        returned: Any = None
+        error: str | None = None
+        try:
+            if self.namespace is None:
+                raise RuntimeError("no codebook is loaded")
+            if name not in self.functions:
+                raise LookupError(f"no skill named {name!r} in the codebook")
+            env = self.env_type(self.send, observation["text"], observation["structured"],
+                                bool(observation.get("done")))
+            with _Capture(rec.write):
+                value = self.namespace[name](env, *request["args"], **request["kwargs"])
+            returned, error = check_returned(value)
+            if rec.root is not None:
+                rec.root["returned"] = returned
+        except Stop:
+            pass
+        except BaseException as e:  # SystemExit, KeyboardInterrupt and MemoryError included: we go on
+            error = own_traceback(e)
+        finally:
+            self.recorder = None
+        tree = rec.finish()
+        if tree["name"] == "?":
+            tree.update(name=name, args=request["args"], kwargs=request["kwargs"])
+        if error is not None:
+            tree["error"] = error
+        stopped_by = rec.stopped or ("error" if error is not None else "returned")
+        tree["stopped_by"] = stopped_by
+        return {"tree": tree, "returned": returned, "error": error, "stopped_by": stopped_by}
+
+
+class AnalysisServer:
+    """Runs arbitrary analysis code in one namespace that lives as long as the process."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.max_print_chars = int(config["limits"]["max_print_chars"])
+        self.namespace: dict[str, Any] = {"__name__": "__analysis__", "__builtins__": builtins}
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        import linecache
+
+        if request.get("op") != "run":
+            return {"error": f"unknown request {request.get('op')!r}"}
+        code = request["code"]
+        out: list[str] = []
+        budget = [self.max_print_chars, 0]
+
+        def write(text: str) -> int:
+            if not isinstance(text, str):
+                raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+            kept = text[:max(budget[0], 0)]
+            budget[0] -= len(kept)
+            budget[1] += len(text) - len(kept)
+            out.append(kept)
+            return len(text)
+
+        error = None
+        started = time.monotonic()
+        linecache.cache[ANALYSIS_FILENAME] = (len(code), None, code.splitlines(True), ANALYSIS_FILENAME)
+        try:
+            with _Capture(write):
+                exec(compile(code, ANALYSIS_FILENAME, "exec"), self.namespace)
+        except BaseException as e:
+            error = own_traceback(e, keep=lambda f: f != __file__)
+        stdout = "".join(out)
+        if budget[1]:
+            stdout += f"\n[... {budget[1]} more printed characters not kept]"
+        return {"stdout": stdout, "error": error, "duration_s": time.monotonic() - started}

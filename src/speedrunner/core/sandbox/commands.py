@@ -1,0 +1,138 @@
+"""How each isolation tier wraps the child's command line.
+
+- ``bwrap``: a bubblewrap container whose root is an empty tmpfs. Only the system
+  directories an interpreter needs (``/usr``, the ``/lib*`` links, a few ``/etc`` files),
+  the interpreter's own prefix and site-packages, the ``speedrunner`` source root and the
+  paths the caller asks for are mounted, all read-only; ``/tmp`` and the scratch
+  directory are small private tmpfs mounts; new pid, network (loopback only), ipc and uts
+  namespaces; SIGKILL when the parent dies. A root parent runs bwrap without a user
+  namespace (so the child can become the real uid 65534, for which ``RLIMIT_NPROC``
+  counts — under a user namespace a root parent's sandbox user *is* root to the kernel,
+  can read every root-owned file that is mounted, and has no process limit), keeping only
+  CAP_SETUID/CAP_SETGID for the child's bootstrap to drop to 65534 before it runs
+  untrusted code. A non-root parent uses a user namespace with uid 65534.
+- ``unshare``: util-linux ``unshare`` with new network (no interface up), pid and mount
+  namespaces (a fresh ``/proc``: the parent's pid is not even nameable); files are only
+  protected by the uid the child drops to.
+- ``rlimits``: the command as it is; only limits and the uid drop protect the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+TIERS = ("bwrap", "unshare", "rlimits")
+"""Isolation tiers, strongest first."""
+
+NOBODY = 65534
+"""The uid/gid untrusted code runs as when the parent is root."""
+
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+              "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives")
+_TMP_BYTES = 16 * 1024 * 1024
+
+
+def drop_to_uid() -> int | None:
+    """The uid the child becomes before untrusted code runs (``None``: it already runs unprivileged)."""
+    return NOBODY if os.geteuid() == 0 else None
+
+
+def tool(name: str) -> str | None:
+    """Absolute path of a wrapper binary, looked up in the system directories (not ``$PATH``)."""
+    return shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def package_root() -> Path:
+    """The directory that holds the ``speedrunner`` package the parent runs (src/ or site-packages)."""
+    import speedrunner
+
+    return Path(speedrunner.__file__).resolve().parent.parent
+
+
+def interpreter_paths() -> list[Path]:
+    """What the interpreter needs to start and import installed packages, nothing else."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
+             Path(sys.executable).parent}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(key)
+        if value:
+            paths.add(Path(value))
+    return sorted({p.resolve() for p in paths if p.exists()})
+
+
+def wrap(tier: str, argv: Sequence[str], *, scratch: Path, read_only: Iterable[Path] = (),
+         scratch_bytes: int = 64 * 1024 * 1024) -> list[str]:
+    """``argv`` run under ``tier``; ``read_only`` paths are mounted at the same place (bwrap)."""
+    if tier == "rlimits":
+        return list(argv)
+    if tier == "unshare":
+        unshare = tool("unshare")
+        if unshare is None:
+            raise FileNotFoundError("unshare (util-linux) is not installed")
+        user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+        return [unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--", *argv]
+    if tier == "bwrap":
+        return [*bwrap_prefix(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes), "--", *argv]
+    raise ValueError(f"unknown sandbox tier {tier!r} (tiers: {', '.join(TIERS)})")
+
+
+def bwrap_prefix(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int) -> list[str]:
+    bwrap = tool("bwrap")
+    if bwrap is None:
+        raise FileNotFoundError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    if os.geteuid() == 0:
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(_TMP_BYTES), "--tmpfs", "/dev/shm",
+             "--perms", "1777", "--size", str(_TMP_BYTES), "--tmpfs", "/tmp"]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for link in _SYSTEM_LINKS:
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    for path in _ETC_FILES:
+        args += ["--ro-bind-try", path, path]
+    made: set[Path] = {Path("/"), Path("/usr"), Path("/tmp"), Path("/dev"), Path("/proc")}
+    for path in _outermost([*interpreter_paths(), package_root(), *(Path(p).resolve() for p in read_only)]):
+        args += _parents(path, made) + ["--ro-bind", str(path), str(path)]
+    scratch = scratch.resolve()
+    args += _parents(scratch, made)
+    args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(scratch), "--chdir", str(scratch)]
+    return args
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """Distinct paths, dropping any inside another one or inside ``/usr`` (already mounted)."""
+    kept: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if path == Path("/"):
+            raise ValueError("refusing to mount / into the sandbox")
+        if path.is_relative_to("/usr") or any(path.is_relative_to(k) for k in kept):
+            continue
+        kept.append(path)
+    return kept
+
+
+def _parents(path: Path, made: set[Path]) -> list[str]:
+    """World-traversable directories for every missing ancestor of a mount point.
+
+    bwrap would create them 0700 otherwise, which uid 65534 cannot enter.
+    """
+    args: list[str] = []
+    for parent in reversed(path.parents):
+        if parent in made or parent.is_relative_to("/usr"):
+            continue
+        made.add(parent)
+        args += ["--perms", "0755", "--dir", str(parent)]
+    made.add(path)
+    return args

@@ -1,0 +1,232 @@
+"""One sandbox child process: started under a tier, talked to over pipes, killed whole.
+
+What the child gets is decided here and nowhere else: ``python -I -B`` (no ``PYTHON*``
+variables, no user site, no cwd on ``sys.path``), an environment rebuilt from a short
+allow-list (never API keys, never proxy settings), a scratch directory as cwd, HOME and
+TMPDIR (removed when the process goes), its own session (``start_new_session``), stdout
+and stderr into an anonymous log file (read back only to explain a death), and two
+dedicated pipes for the protocol. The child imports ``speedrunner`` from the same source
+tree as the parent: ``-I`` ignores ``PYTHONPATH``, so the bootstrap puts the parent's
+package root first on ``sys.path`` itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
+from speedrunner.core.sandbox.commands import drop_to_uid, package_root, wrap
+from speedrunner.core.sandbox.limits import Limits
+
+BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
+             "from speedrunner.core.sandbox.child import main; main(sys.argv[2:])")
+CHILD_BASE_MODULES = ("json", "linecache", "traceback", "speedrunner.core.skill", "speedrunner.errors",
+                      "speedrunner.core.sandbox.restrict", "speedrunner.core.sandbox.tracing")
+_SIGNAL_HINTS = {
+    signal.SIGXCPU: "it used up its CPU-time limit",
+    signal.SIGKILL: "killed: the CPU-time hard limit, or the machine ran out of memory",
+    signal.SIGSEGV: "it crashed (segmentation fault)",
+    signal.SIGABRT: "it aborted",
+}
+
+
+class SandboxStartError(RuntimeError):
+    """The child did not come up (a broken tier, or our bug): the message has its stderr."""
+
+
+class SandboxDied(Exception):
+    """The child ended (or broke the protocol) in the middle of a request."""
+
+
+def child_env(scratch: Path) -> dict[str, str]:
+    """The child's whole environment: nothing inherited but the locale."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch),
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for key in ("LANG", "LC_ALL"):
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+class SandboxProcess:
+    """A started child, ready for requests; ``kill()`` ends it and everything it started."""
+
+    def __init__(self, tier: str, limits: Limits, *, mode: str, preload: Sequence[str] = (),
+                 read_only: Sequence[Path] = (), startup_timeout_s: float = 60.0) -> None:
+        self.tier = tier
+        self.limits = limits
+        self.scratch = Path(tempfile.mkdtemp(prefix="speedrunner-sandbox-"))
+        self._log = tempfile.TemporaryFile(prefix="speedrunner-sandbox-log-")  # noqa: SIM115 - lives as long as the child
+        self._popen: subprocess.Popen[bytes] | None = None
+        self.channel: Channel | None = None
+        self.child_pid: int | None = None
+        self.child_uid: int | None = None
+        drop = drop_to_uid()
+        try:
+            if drop is not None:
+                os.chown(self.scratch, drop, drop)
+            self._start(mode, [*CHILD_BASE_MODULES, *preload], read_only, drop, startup_timeout_s)
+        except BaseException:
+            self.kill()
+            raise
+
+    def _start(self, mode: str, preload: list[str], read_only: Sequence[Path], drop: int | None,
+               timeout_s: float) -> None:
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        argv = [sys.executable, "-I", "-B", "-c", BOOTSTRAP, str(package_root()), str(to_child_r),
+                str(from_child_w)]
+        command = wrap(self.tier, argv, scratch=self.scratch, read_only=read_only,
+                       scratch_bytes=self.limits.scratch_mb * 1024 * 1024)
+        try:
+            self._popen = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+                pass_fds=(to_child_r, from_child_w), cwd=self.scratch, env=child_env(self.scratch),
+                start_new_session=True)
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self.channel = Channel(from_child_r, to_child_w, nonblocking=True)
+        deadline = time.monotonic() + timeout_s
+        config = {"mode": mode, "tier": self.tier, "limits": self.limits.to_json(), "preload": preload,
+                  "drop_to": drop}
+        try:
+            self.channel.send(config, deadline)
+            hello = self.channel.recv(deadline)
+            self.child_pid, self.child_uid = int(hello["ready"]), int(hello["uid"])
+        except (ChannelClosed, ChannelTimeout, ProtocolError, KeyError, TypeError, ValueError) as e:
+            raise SandboxStartError(f"the {self.tier} sandbox did not start ({type(e).__name__}): "
+                                    f"{self.describe_exit()}") from None
+
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the process the parent started (bwrap/unshare, or python itself)."""
+        return None if self._popen is None else self._popen.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None and self.channel is not None
+
+    def request(self, message: dict[str, Any], deadline: float) -> None:
+        """Send one message; raises ``SandboxDied`` or ``ChannelTimeout``."""
+        assert self.channel is not None
+        try:
+            self.channel.send(message, deadline)
+        except ChannelClosed:
+            raise SandboxDied(self.describe_exit()) from None
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        """The next message; raises ``SandboxDied`` (exit or protocol violation) or ``ChannelTimeout``."""
+        assert self.channel is not None
+        try:
+            return self.channel.recv(deadline)
+        except ChannelClosed:
+            raise SandboxDied(self.describe_exit()) from None
+        except ProtocolError as e:
+            raise SandboxDied(f"it broke the protocol ({e})") from None
+
+    def describe_exit(self) -> str:
+        """Why the child is gone, for the author: exit status or signal, and its last stderr."""
+        if self._popen is None:
+            return "it was never started"
+        try:
+            code = self._popen.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "it stopped answering"
+        if code < 0 or (self.tier != "rlimits" and code > 128):  # wrappers report a signal as 128+n
+            number = -code if code < 0 else code - 128
+            try:
+                name = signal.Signals(number).name
+            except ValueError:
+                name = f"signal {number}"
+            what = f"the sandbox process was killed by {name}"
+            hint = _SIGNAL_HINTS.get(number)
+            if hint:
+                what += f" ({hint})"
+        else:
+            what = f"the sandbox process exited with status {code}"
+        tail = self.stderr_tail()
+        return what + (f"; its last output:\n{tail}" if tail else "")
+
+    def stderr_tail(self, chars: int = 1500) -> str:
+        try:
+            size = os.fstat(self._log.fileno()).st_size
+            data = os.pread(self._log.fileno(), chars, max(0, size - chars))
+        except (OSError, ValueError):
+            return ""
+        return data.decode("utf-8", "replace").strip()
+
+    def kill(self) -> None:
+        """SIGKILL the child and everything it started; close the pipes; remove scratch."""
+        if self._popen is not None:
+            if self._popen.returncode is None:
+                kill_tree(self._popen.pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._popen.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._popen.wait(timeout=5)
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        with contextlib.suppress(OSError, ValueError):
+            self._log.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def kill_tree(root: int, rounds: int = 20) -> None:
+    """SIGKILL ``root`` and all its descendants, including those that left its process group.
+
+    Each round stops (SIGSTOP) every descendant not yet stopped, so a fork bomb cannot
+    outrun the scan; then everything stopped is killed. Namespaced tiers do not need it
+    (the pid namespace dies with its init), the rlimits tier does.
+    """
+    stopped: set[int] = set()
+    for _ in range(rounds):
+        found = {root} | _descendants(root)
+        new = found - stopped
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= new
+    for pid in stopped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

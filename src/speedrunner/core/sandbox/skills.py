@@ -1,0 +1,191 @@
+"""The parent's side of skill calls: a ``SkillRunner`` over one sandbox process per episode.
+
+The env never leaves the parent. A call sends ``{"op": "call"}``; the skill's every
+``env.act`` arrives as ``{"act": action}``, which the runner serves by calling the
+episode's ``step`` and replying with the observation (or the env's refusal), counting
+actions as it goes. The runner alone decides when a call ends early:
+
+- ``max_actions``: the next ``act`` is answered ``{"stop": ...}`` and the skill unwinds
+  (private ``BaseException`` in the child), so the tree and prints survive;
+- ``episode_done``: same, for an ``act`` after the episode ended;
+- ``timeout``: wall clock. The process group is killed (a skill stuck in C code or a loop
+  cannot be unwound); the tree is rebuilt from the actions the parent served, and the next
+  call transparently starts a fresh process (reloading the codebook).
+
+The process and the loaded codebook are reused across calls, so a call costs pipe round
+trips, not a process start. Convention: every skill takes the ``SkillEnv`` as its first
+parameter; the actor's call supplies the rest (``go_to("red ball")`` runs
+``go_to(env, "red ball")``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from speedrunner.core.runtime.skill_call import SkillCall, SkillOutcome, Skills
+from speedrunner.core.sandbox.channel import ChannelTimeout
+from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess
+from speedrunner.core.sandbox.restrict import ALLOWED_MODULES
+from speedrunner.core.sandbox.tiers import resolve_tier
+
+MAX_ACTION_CHARS = 10_000
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def open_skill_runner(skills: Skills, *, tier: str = "auto", limits: Limits | None = None) -> SandboxSkillRunner:
+    """Start the episode's sandbox for ``skills`` (``tier``: ``auto`` = the strongest that works here)."""
+    return SandboxSkillRunner(skills, resolve_tier(tier), limits or Limits())
+
+
+class SandboxSkillRunner:
+    """Implements ``speedrunner.core.runtime.skill_call.SkillRunner``; see the module docstring."""
+
+    def __init__(self, skills: Skills, tier: str, limits: Limits) -> None:
+        if not _MODULE_NAME.match(skills.api_module):
+            raise ValueError(f"not a module name: {skills.api_module!r}")
+        self.skills = skills
+        self.tier = tier
+        self.limits = limits
+        self.processes_started = 0
+        self._process: SandboxProcess | None = None
+        self._load_error: str | None = None
+        self._loaded = False
+        self._closed = False
+        self._ensure_process()  # start now: a broken sandbox fails at open, not in the middle of a call
+
+    @property
+    def pid(self) -> int | None:
+        """Host pid of the current sandbox process (changes only when a call had to kill it)."""
+        return None if self._process is None else self._process.pid
+
+    @property
+    def scratch(self) -> Any:
+        return None if self._process is None else self._process.scratch
+
+    def _ensure_process(self) -> SandboxProcess:
+        if self._closed:
+            raise RuntimeError("the skill runner is closed")
+        if self._process is None or not self._process.alive:
+            self._discard_process()
+            self._process = SandboxProcess(self.tier, self.limits, mode="skills",
+                                           preload=[*ALLOWED_MODULES, self.skills.api_module])
+            self.processes_started += 1
+            self._loaded = False
+            self._load_error = None
+        return self._process
+
+    def _discard_process(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process = None
+
+    def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]], observation: dict[str, Any],
+             max_actions: int, timeout_s: float) -> SkillOutcome:
+        process = self._ensure_process()
+        deadline = time.monotonic() + timeout_s
+        served: list[dict[str, Any]] = []
+        try:
+            if not self._loaded:
+                process.request({"op": "load", "source": self.skills.source, "api_module": self.skills.api_module},
+                                deadline)
+                reply = process.receive(deadline)
+                self._loaded = True
+                self._load_error = None if reply.get("loaded") else str(reply.get("error", "the codebook did not load"))
+            if self._load_error is not None:
+                return _failed(call, self._load_error)
+            process.request({"op": "call", "name": call.name, "args": list(call.args), "kwargs": dict(call.kwargs),
+                             "observation": {"text": observation["text"], "structured": observation["structured"],
+                                             "done": bool(observation.get("done"))}}, deadline)
+            return self._serve(process, call, step, bool(observation.get("done")), max_actions, deadline, served)
+        except ChannelTimeout:
+            self._discard_process()
+            return _timed_out(call, served, timeout_s)
+        except SandboxDied as e:
+            self._discard_process()
+            return _failed(call, f"{e}\n(the sandbox process is restarted for the next call)", served)
+        except BaseException:  # step() failed (env dead) or we were interrupted: the child is mid-call
+            self._discard_process()
+            raise
+
+    def _serve(self, process: SandboxProcess, call: SkillCall, step: Callable[[str], dict[str, Any]], done: bool,
+               max_actions: int, deadline: float, served: list[dict[str, Any]]) -> SkillOutcome:
+        stop: str | None = None
+        while True:
+            if time.monotonic() >= deadline:  # a child that never waits would never see the deadline
+                raise ChannelTimeout("deadline passed")
+            message = process.receive(deadline)
+            if "act" in message:
+                action = message["act"]
+                if stop is None and done:
+                    stop = "episode_done"
+                elif stop is None and len(served) >= max_actions:
+                    stop = "max_actions"
+                if stop is not None:
+                    reply: dict[str, Any] = {"stop": stop}
+                elif not isinstance(action, str) or len(action) > MAX_ACTION_CHARS:
+                    reply = {"error": f"an action must be a string of at most {MAX_ACTION_CHARS} characters"}
+                else:
+                    reply = step(action)
+                    if "error" in reply:
+                        served.append({"action": action, "error": reply["error"]})
+                        reply = {"error": str(reply["error"])}
+                    else:
+                        served.append({"action": action, "text": reply["text"], "done": bool(reply["done"])})
+                        reply = {"text": reply["text"], "structured": reply["structured"], "done": bool(reply["done"])}
+                        done = reply["done"]
+                process.request(reply, deadline)
+            elif isinstance(message.get("result"), dict):
+                return _outcome(call, message["result"], stop)
+            else:
+                raise SandboxDied(f"it broke the protocol (unexpected message {sorted(message)[:3]})")
+
+    def close(self) -> None:
+        """Kill the sandbox process and remove its scratch directory (idempotent)."""
+        self._closed = True
+        self._discard_process()
+
+    def __enter__(self) -> SandboxSkillRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _outcome(call: SkillCall, result: dict[str, Any], stop: str | None) -> SkillOutcome:
+    tree = result.get("tree") if isinstance(result.get("tree"), dict) else _tree(call, [])
+    error = result.get("error")
+    stopped_by = result.get("stopped_by")
+    if stop is not None:  # the parent's word on why the call stopped wins over the child's
+        stopped_by = stop
+    if stopped_by not in ("returned", "error", "max_actions", "episode_done"):
+        stopped_by = "error" if error is not None else "returned"
+    tree["stopped_by"] = stopped_by
+    return SkillOutcome(tree, returned=result.get("returned"), error=None if error is None else str(error),
+                        stopped_by=stopped_by)
+
+
+def _tree(call: SkillCall, served: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
+    return {"name": call.name, "args": list(call.args), "kwargs": dict(call.kwargs), "calls": [],
+            "actions": list(served), "returned": None, "error": error, "prints": ""}
+
+
+def _failed(call: SkillCall, error: str, served: list[dict[str, Any]] | None = None) -> SkillOutcome:
+    tree = _tree(call, served or [], error)
+    tree["stopped_by"] = "error"
+    return SkillOutcome(tree, error=error, stopped_by="error")
+
+
+def _timed_out(call: SkillCall, served: list[dict[str, Any]], timeout_s: float) -> SkillOutcome:
+    tree = _tree(call, served, f"timed out after {timeout_s:g} s: the sandbox process was killed (its nested "
+                               "calls and prints are lost; the next call starts a fresh one)")
+    tree["stopped_by"] = "timeout"
+    return SkillOutcome(tree, stopped_by="timeout")

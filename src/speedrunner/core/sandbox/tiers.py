@@ -1,0 +1,74 @@
+"""Which isolation tiers work on this machine, and which one a caller gets.
+
+A tier counts as available only if a real child started under it: bubblewrap may be
+installed yet refused by the kernel (no user namespaces, a container without
+CAP_SYS_ADMIN), ``unshare`` may exist without permission to use it. Each tier is
+probed once per process, on first use, and the answer cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+
+from speedrunner.core.sandbox.commands import TIERS, tool
+from speedrunner.core.sandbox.limits import Limits
+from speedrunner.errors import SandboxUnavailableError
+
+log = logging.getLogger(__name__)
+
+_warned = threading.Event()
+_lock = threading.Lock()
+_WEAK_TIER_WARNING = (
+    "sandbox: untrusted code runs under the 'rlimits' tier — resource limits and uid 65534 only: it "
+    "can reach the network and read any file that uid can read. Install bubblewrap "
+    "(apt-get install bubblewrap) for real isolation.")
+
+
+def available_tiers() -> list[str]:
+    """The tiers that really start a child here, strongest first (probed once, then cached)."""
+    with _lock:
+        return [tier for tier in TIERS if _probe(tier) is None]
+
+
+def why_unavailable(tier: str) -> str | None:
+    """``None`` if ``tier`` works here, else why not."""
+    if tier not in TIERS:
+        raise SandboxUnavailableError(f"unknown sandbox tier {tier!r}; tiers: auto, {', '.join(TIERS)}")
+    with _lock:
+        return _probe(tier)
+
+
+def resolve_tier(tier: str = "auto") -> str:
+    """``tier`` itself if it works here (``auto``: the strongest that does), else an error."""
+    if tier == "auto":
+        tiers = available_tiers()
+        if not tiers:  # even a plain child failed: report that problem
+            raise SandboxUnavailableError(f"no sandbox tier works here: {why_unavailable('rlimits')}")
+        chosen = tiers[0]
+    else:
+        problem = why_unavailable(tier)
+        if problem is not None:
+            raise SandboxUnavailableError(f"sandbox tier {tier!r} is not available here: {problem}")
+        chosen = tier
+    if chosen == "rlimits" and not _warned.is_set():
+        _warned.set()
+        log.warning(_WEAK_TIER_WARNING)
+    return chosen
+
+
+@functools.cache
+def _probe(tier: str) -> str | None:
+    from speedrunner.core.sandbox.process import SandboxProcess, SandboxStartError
+
+    wrapper = {"bwrap": "bwrap", "unshare": "unshare"}.get(tier)
+    if wrapper is not None and tool(wrapper) is None:
+        hint = " (Debian/Ubuntu: apt-get install bubblewrap)" if tier == "bwrap" else ""
+        return f"{wrapper} is not installed{hint}"
+    try:
+        process = SandboxProcess(tier, Limits(), mode="analysis", startup_timeout_s=30)
+    except (SandboxStartError, OSError) as e:
+        return str(e)
+    process.kill()
+    return None

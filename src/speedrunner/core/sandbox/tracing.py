@@ -1,0 +1,219 @@
+"""The call tree of one skill call, built in the sandbox child as the skill runs.
+
+Every codebook function is wrapped, so a skill calling another (``go_to`` inside
+``pick_up``) shows up as a nested node; every primitive action lands in the innermost
+running call; prints land in the call that printed them, under one character budget per
+top-level call. Everything recorded is JSON-able (values that are not become their
+``repr``), because the tree crosses the pipe and is stored in the trajectory.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from speedrunner.core.sandbox.restrict import CODEBOOK_FILENAME
+
+MAX_NODES = 1000
+"""Calls recorded per top-level call; later ones still run, counted in ``calls_dropped``."""
+MAX_DEPTH = 40
+"""Nesting recorded; deeper calls (recursion) still run, counted in ``calls_dropped``."""
+MAX_REPR = 500
+MAX_ITEMS = 100
+MAX_ERROR_CHARS = 4000
+MAX_RETURN_BYTES = 1_000_000
+
+
+class Stop(BaseException):  # noqa: N818 - a control-flow signal, not an error
+    """Unwinds a skill the parent stopped (``max_actions``, ``episode_done``).
+
+    A ``BaseException`` so a skill's ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def new_node(name: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "args": args, "kwargs": kwargs, "calls": [], "actions": [], "returned": None,
+            "error": None, "prints": []}
+
+
+class Recorder:
+    """The tree of the call in progress: a stack of running calls, prints and the stop reason."""
+
+    def __init__(self, max_print_chars: int, env_type: type) -> None:
+        self.root: dict[str, Any] | None = None
+        self.stack: list[dict[str, Any] | None] = []  # None: a call past MAX_NODES, not recorded
+        self.nodes = 0
+        self.calls_dropped = 0
+        self.print_budget = max_print_chars
+        self.prints_dropped = 0
+        self.stopped: str | None = None
+        self._env_type = env_type
+
+    def enter(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        if self.nodes >= MAX_NODES or len(self.stack) >= MAX_DEPTH:
+            self.calls_dropped += 1
+            self.stack.append(None)
+            return None
+        shown = [jsonable(a) for a in args if not isinstance(a, self._env_type)]
+        node = new_node(name, shown, {k: jsonable(v) for k, v in kwargs.items()})
+        self.nodes += 1
+        parent = self.innermost()
+        if parent is None:
+            if self.root is None:
+                self.root = node
+        else:
+            parent["calls"].append(node)
+        self.stack.append(node)
+        return node
+
+    def leave(self) -> None:
+        self.stack.pop()
+
+    def innermost(self) -> dict[str, Any] | None:
+        for node in reversed(self.stack):
+            if node is not None:
+                return node
+        return self.root
+
+    def action(self, record: dict[str, Any]) -> None:
+        node = self.innermost()
+        if node is not None:
+            node["actions"].append(record)
+
+    def write(self, text: str) -> int:
+        """``sys.stdout.write`` during a call: keep what fits the budget, count the rest."""
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        kept = text[:max(self.print_budget, 0)]
+        self.print_budget -= len(kept)
+        self.prints_dropped += len(text) - len(kept)
+        node = self.innermost()
+        if kept and node is not None:
+            node["prints"].append(kept)
+        return len(text)
+
+    def finish(self) -> dict[str, Any]:
+        """The tree, with prints joined into strings (and a note of what was not kept)."""
+        root = self.root or new_node("?", [], {})
+        _join_prints(root)
+        if self.prints_dropped:
+            root["prints"] += f"\n[... {self.prints_dropped} more printed characters not kept]"
+        if self.calls_dropped:
+            root["calls_dropped"] = self.calls_dropped
+        return root
+
+
+def _join_prints(node: dict[str, Any]) -> None:
+    node["prints"] = "".join(node["prints"])
+    for child in node["calls"]:
+        _join_prints(child)
+
+
+class PrintSink:
+    """A text stream that sends every write to the current recorder (stdout and stderr both)."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, write: Callable[[str], int]) -> None:
+        self.write = write
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+
+def traced(fn: Callable[..., Any], recorder: Callable[[], Recorder | None]) -> Callable[..., Any]:
+    """``fn`` recording itself as a node of the current call's tree (if a call is running)."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        rec = recorder()
+        if rec is None:  # called while the module loads
+            return fn(*args, **kwargs)
+        node = rec.enter(name, args, kwargs)
+        try:
+            value = fn(*args, **kwargs)
+        except Stop as e:
+            if node is not None:
+                node["error"] = f"stopped ({e.reason})"
+            raise
+        except BaseException as e:
+            if node is not None and node["error"] is None:
+                node["error"] = exception_line(e)
+            raise
+        else:
+            if node is not None:
+                node["returned"] = jsonable(value)
+            return value
+        finally:
+            rec.leave()
+
+    return wrapper
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """``value`` as JSON: plain data as is (bounded), anything else as its ``repr``."""
+    if value is None or isinstance(value, bool | int | str):
+        if isinstance(value, str) and len(value) > MAX_REPR * 4:
+            return value[:MAX_REPR * 4] + f"... [{len(value)} characters]"
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 63:
+            return _repr(value)
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if depth < 6 and isinstance(value, list | tuple):
+        items = [jsonable(v, depth + 1) for v in value[:MAX_ITEMS]]
+        return items + ([f"... [{len(value)} items]"] if len(value) > MAX_ITEMS else [])
+    if depth < 6 and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: jsonable(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}
+    return _repr(value)
+
+
+def _repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception as e:  # a skill-defined __repr__ may raise
+        text = f"<{type(value).__name__} (repr raised {type(e).__name__})>"
+    return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "..."
+
+
+def check_returned(value: Any) -> tuple[Any, str | None]:
+    """``(value, None)`` if ``value`` can be sent back as JSON, else ``(None, error message)``."""
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as e:
+        kind = type(value).__name__
+        detail = "" if isinstance(e, TypeError) else f" ({e})"
+        return None, (f"the skill returned an object of type {kind} that cannot be sent back{detail}; "
+                      "return str/int/float/bool/None/list/dict")
+    if len(encoded) > MAX_RETURN_BYTES:
+        return None, (f"the skill returned {len(encoded)} characters of JSON; the limit is {MAX_RETURN_BYTES}")
+    return json.loads(encoded), None  # what the parent will see (tuples are lists)
+
+
+def exception_line(e: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(e), e)).strip()[:MAX_ERROR_CHARS]
+
+
+def own_traceback(e: BaseException, keep: Callable[[str], bool] = lambda f: f == CODEBOOK_FILENAME) -> str:
+    """The traceback of ``e`` with only the frames whose file ``keep`` accepts (the author's own code)."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if keep(f.filename)]
+    lines = traceback.StackSummary.from_list(frames).format() if frames else []
+    text = ("Traceback (most recent call last):\n" if lines else "") + "".join(lines) + exception_line(e)
+    return text if len(text) <= MAX_ERROR_CHARS else "...\n" + text[-MAX_ERROR_CHARS:]
