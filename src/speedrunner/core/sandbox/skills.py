@@ -87,6 +87,11 @@ class SandboxSkillRunner:
     def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]], observation: dict[str, Any],
              max_actions: int, timeout_s: float) -> SkillOutcome:
         process = self._ensure_process()
+        with process.same_cpu():
+            return self._call(process, call, step, observation, max_actions, timeout_s)
+
+    def _call(self, process: SandboxProcess, call: SkillCall, step: Callable[[str], dict[str, Any]],
+              observation: dict[str, Any], max_actions: int, timeout_s: float) -> SkillOutcome:
         deadline = time.monotonic() + timeout_s
         served: list[dict[str, Any]] = []
         try:
