@@ -84,7 +84,13 @@ class Channel:
         self.send_bytes(encode(message), deadline)
 
     def send_bytes(self, data: bytes, deadline: float | None = None) -> None:
-        view = memoryview(data)
+        try:  # fast path: the message fits the pipe and goes in one write
+            written = os.write(self.write_fd, data)
+        except BlockingIOError:
+            written = 0
+        except OSError as e:
+            raise ChannelClosed(str(e)) from None
+        view = memoryview(data)[written:]
         while view:
             try:
                 written = os.write(self.write_fd, view)
@@ -97,6 +103,19 @@ class Channel:
 
     def recv(self, deadline: float | None = None) -> dict[str, Any]:
         """The next message; raises ``ChannelClosed``, ``ChannelTimeout`` or ``ProtocolError``."""
+        if not self._buffer:  # fast path: one read brings exactly one whole message
+            try:
+                chunk = os.read(self.read_fd, 1 << 16)
+            except BlockingIOError:
+                _wait(self.read_fd, deadline, write=False)
+            except OSError as e:
+                raise ChannelClosed(str(e)) from None
+            else:
+                if not chunk:
+                    raise ChannelClosed("end of stream")
+                if chunk.find(b"\n") == len(chunk) - 1:
+                    return _decode(chunk[:-1])
+                self._buffer += chunk
         while True:
             end = self._buffer.find(b"\n", self._scanned)
             if end >= 0:
