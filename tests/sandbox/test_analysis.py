@@ -10,6 +10,8 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from speedrunner.core.sandbox import AnalysisSession, open_analysis_session
-from speedrunner.core.sandbox.commands import NOBODY
+from speedrunner.core.sandbox.commands import NOBODY, package_root
 
 from .conftest import GEMINI_KEY, LIMITS, OPENAI_KEY
 
@@ -274,3 +276,30 @@ def test_the_network_is_unreachable(session) -> None:
 def test_mounts_must_exist(tier) -> None:
     with pytest.raises(FileNotFoundError):
         open_analysis_session(tier=tier, mounts=["/nonexistent/experience"])
+
+
+def test_a_busy_child_dies_with_a_killed_run(tier) -> None:
+    script = textwrap.dedent(f"""
+        import os, time
+        from speedrunner.core.sandbox import open_analysis_session
+        session = open_analysis_session(tier={tier!r})
+        print(session._process._host_pid, flush=True)
+        session._process.request({{"op": "run", "code": "while True: pass"}}, time.monotonic() + 5)
+        time.sleep(0.3)
+        os._exit(0)  # the run dies without closing anything
+    """)
+    env = {**os.environ, "PYTHONPATH": str(package_root())}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # a zombie is dead, awaiting its reaper
+    except OSError:
+        return False

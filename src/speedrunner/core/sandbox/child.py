@@ -42,6 +42,8 @@ ANALYSIS_FILENAME = "<analysis>"
 
 
 def main(argv: list[str]) -> None:
+    parent = os.getppid()
+    _die_with_parent(parent)
     channel = Channel(int(argv[0]), int(argv[1]))
     config = channel.recv()
     _limit(config["limits"])
@@ -50,6 +52,7 @@ def main(argv: list[str]) -> None:
     server = SkillServer(channel, config) if config["mode"] == "skills" else AnalysisServer(config)
     if config.get("drop_to") is not None:
         _drop_privileges(int(config["drop_to"]))
+        _die_with_parent(parent)  # a uid change clears the parent-death signal
         _explain_unreadable_imports(config["tier"])
     channel.send({"ready": os.getpid(), "uid": os.getuid()})
     while True:
@@ -62,6 +65,23 @@ def main(argv: list[str]) -> None:
             channel.send(reply)
         except (TypeError, ValueError, RecursionError) as e:  # our bug if it happens; say so rather than die
             channel.send({"error": f"the sandbox could not encode its reply: {e}"})
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL us when our parent dies, so a busy child never outlives a killed run.
+
+    Our parent is the run itself (rlimits), unshare (which has the same signal, set by
+    setpriv) or bwrap's init (``--die-with-parent``); without it a skill stuck in a loop
+    would spin on until its CPU limit after a kill -9 of the run.
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the signal was armed
+        os._exit(0)
 
 
 def _limit(limits: dict[str, int]) -> None:

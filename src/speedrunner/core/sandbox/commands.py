@@ -76,7 +76,9 @@ def wrap(tier: str, argv: Sequence[str], *, scratch: Path, read_only: Iterable[P
         if unshare is None:
             raise FileNotFoundError("unshare (util-linux) is not installed")
         user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-        return [unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--", *argv]
+        setpriv = tool("setpriv")  # unshare itself must die with the run, then --kill-child does the rest
+        outer = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+        return [*outer, unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--", *argv]
     if tier == "bwrap":
         return [*bwrap_prefix(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes), "--", *argv]
     raise ValueError(f"unknown sandbox tier {tier!r} (tiers: {', '.join(TIERS)})")

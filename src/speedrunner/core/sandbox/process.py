@@ -13,6 +13,8 @@ package root first on ``sys.path`` itself.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +73,10 @@ class SandboxProcess:
         self._popen: subprocess.Popen[bytes] | None = None
         self.channel: Channel | None = None
         self.child_pid: int | None = None
+        """The child's pid as it sees itself (inside its pid namespace under bwrap/unshare)."""
         self.child_uid: int | None = None
+        self._host_pid: int | None = None
+        self._cpu: int | None = None
         drop = drop_to_uid()
         try:
             if drop is not None:
@@ -108,6 +113,36 @@ class SandboxProcess:
         except (ChannelClosed, ChannelTimeout, ProtocolError, KeyError, TypeError, ValueError) as e:
             raise SandboxStartError(f"the {self.tier} sandbox did not start ({type(e).__name__}): "
                                     f"{self.describe_exit()}") from None
+        self._host_pid = _host_pid(self._popen.pid, self.child_pid)
+
+    @contextlib.contextmanager
+    def same_cpu(self) -> Iterator[None]:
+        """Run the calling thread and the child on one CPU for the duration of a call.
+
+        Parent and child strictly take turns (the child waits while the env steps, the
+        parent while the skill thinks), so one CPU loses no parallelism, and it saves a
+        cross-CPU wakeup per message: on a virtual machine that is an interrupt to a halted
+        vCPU, measured at ~100 us per action on a 2-vCPU VM, as much as a BabyAI step. The
+        calling thread's own affinity is restored afterwards. Best effort: without
+        ``sched_getcpu`` or permission, nothing is pinned.
+        """
+        cpu = _current_cpu()
+        saved: set[int] | None = None
+        if cpu is not None and self._host_pid is not None:
+            try:
+                saved = os.sched_getaffinity(0)
+                if self._cpu != cpu:
+                    os.sched_setaffinity(self._host_pid, {cpu})
+                    self._cpu = cpu
+                os.sched_setaffinity(0, {cpu})
+            except OSError:
+                saved = None
+        try:
+            yield
+        finally:
+            if saved is not None:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(0, saved)
 
     @property
     def pid(self) -> int | None:
@@ -182,6 +217,33 @@ class SandboxProcess:
         with contextlib.suppress(OSError, ValueError):
             self._log.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _host_pid(wrapper_pid: int, child_pid: int) -> int | None:
+    """The host pid of the child python, given the pid it reports inside its namespace."""
+    for pid in [wrapper_pid, *sorted(_descendants(wrapper_pid))]:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                nspids = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [str(pid)])
+        except OSError:
+            continue
+        if nspids[-1] == str(child_pid) and (pid == child_pid or len(nspids) > 1):
+            return pid
+    return None
+
+
+@functools.cache
+def _sched_getcpu() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True).sched_getcpu
+    except (OSError, AttributeError):
+        return None
+
+
+def _current_cpu() -> int | None:
+    getcpu = _sched_getcpu()
+    cpu = getcpu() if getcpu is not None else -1
+    return cpu if cpu >= 0 else None
 
 
 def kill_tree(root: int, rounds: int = 20) -> None:

@@ -6,7 +6,9 @@ episode's ``step`` and replying with the observation (or the env's refusal), cou
 actions as it goes. The runner alone decides when a call ends early:
 
 - ``max_actions``: the next ``act`` is answered ``{"stop": ...}`` and the skill unwinds
-  (private ``BaseException`` in the child), so the tree and prints survive;
+  (private ``BaseException`` in the child), so the tree and prints survive. Every action
+  that reaches ``step`` counts, a refused one too (a skill retrying a refused action in a
+  loop is stopped by the cap, not only by the clock);
 - ``episode_done``: same, for an ``act`` after the episode ended;
 - ``timeout``: wall clock. The process group is killed (a skill stuck in C code or a loop
   cannot be unwound); the tree is rebuilt from the actions the parent served, and the next
@@ -87,6 +89,11 @@ class SandboxSkillRunner:
     def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]], observation: dict[str, Any],
              max_actions: int, timeout_s: float) -> SkillOutcome:
         process = self._ensure_process()
+        with process.same_cpu():
+            return self._call(process, call, step, observation, max_actions, timeout_s)
+
+    def _call(self, process: SandboxProcess, call: SkillCall, step: Callable[[str], dict[str, Any]],
+              observation: dict[str, Any], max_actions: int, timeout_s: float) -> SkillOutcome:
         deadline = time.monotonic() + timeout_s
         served: list[dict[str, Any]] = []
         try:
