@@ -193,6 +193,14 @@ def test_a_sleep_sees_only_episodes_up_to_its_batch_so_a_rerun_after_a_kill_is_i
     assert (tmp_path / "a" / "codebook" / "gen_1.py").read_bytes() == (tmp_path / "b" / "codebook" / "gen_1.py").read_bytes()
 
 
+def test_rejections_name_the_inducer_s_tools_not_the_edit_classes(tmp_path):
+    m, model = method(tmp_path, [tool("add_function", TURN_AROUND), tool("add_function", TURN_AROUND), "Tool: submit"])
+    m.sleep(stored(tmp_path, [episode(0)]), batch_index=0)
+    rejected = turn_record(tmp_path, 0, 1)["result"]
+    assert "exists already" in rejected and "`Tool: edit_function turn_around`" in rejected
+    assert "EditFunction" not in rejected
+
+
 @pytest.mark.parametrize("bad", ["Tool: delete_function nope", "Tool: make_public nope"])
 def test_a_rejected_edit_leaves_the_draft_and_the_next_turn_sees_why(tmp_path, bad):
     m, model = method(tmp_path, [bad, "Tool: submit"])

@@ -18,6 +18,7 @@ paid turns from the response cache and reaches the same generation.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from speedrunner.core.atomic import atomic_write_json
@@ -190,8 +191,8 @@ class _Phase:
         author = Author(method=self.m.name, batch_index=self.b)
         candidate = apply_edits(self.base, [*self.edits, edit], author, rules=self.m.rules)
         if isinstance(candidate, EditRejected):
-            return candidate.message.replace(f"generation {self.base.generation} stays current",
-                                             "the draft is unchanged")
+            return _in_tool_words(candidate.message.replace(f"generation {self.base.generation} stays current",
+                                                            "the draft is unchanged"))
         before = {f.name for f in self.draft.functions}
         self.edits.append(edit)
         self.draft = Codebook(candidate.source, candidate.meta)
@@ -258,6 +259,19 @@ def _episode_line(t: Trajectory) -> str:
     return (f"- episode {t.index} ({t.task}): {'SUCCESS' if t.success else 'FAILURE'}, progress {t.progress:.2f}, "
             f"stopped by {t.stop_reason}, {t.llm_calls} LLM calls, {t.env_actions} env actions, "
             f"{len(calls)} skill calls ({failed} failed){': ' + used if used else ''}")
+
+
+_EDIT_CALLS = [(re.compile(r"EditFunction\('(\w+)', \.\.\.\)"), r"`Tool: edit_function \1`"),
+               (re.compile(r"RenameFunction\('(\w+)', '(\w+)'\)"), r"`Tool: rename_function \1 \2`")]
+_EDIT_NAMES = {"AddFunction": "add_function", "EditFunction": "edit_function", "DeleteFunction": "delete_function",
+               "RenameFunction": "rename_function", "MakePrivate": "make_private", "MakePublic": "make_public"}
+
+
+def _in_tool_words(message: str) -> str:
+    """The validator's fixes name the codebook's edit classes; the inducer knows them as tools."""
+    for pattern, replacement in _EDIT_CALLS:
+        message = pattern.sub(replacement, message)
+    return re.sub("|".join(_EDIT_NAMES), lambda m: _EDIT_NAMES[m.group(0)], message)
 
 
 def _truncate(text: str, limit: int) -> str:
