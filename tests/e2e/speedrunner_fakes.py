@@ -6,7 +6,8 @@ The inducer's answers depend only on the conversation it is shown (which sleep p
 resumed run asks exactly the same questions. First sleep: analyse the experience with
 ``run_python`` (``speedrunner_no_cl``: read an episode instead), add ``go_forward_n`` and
 ``turn_around``, submit. Second sleep: analyse the skill's calls, add ``step_forward``,
-rewrite ``go_forward_n`` to use it, make it private, delete ``turn_around``, submit.
+rewrite ``go_forward_n`` to use it, try it with ``test_skill`` (``speedrunner`` only), make
+``step_forward`` private, delete ``turn_around``, submit.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def inducer_turns(*, code: bool, learn: bool, slow: bool = False) -> tuple[list[
         return [look0, "Tool: submit\nnothing to learn"], [look1, "Tool: submit\nnothing to learn"]
     first = [look0, tool("add_function", FUNCTIONS), tool("add_function", TURN_AROUND),
              "Tool: submit\nadded go_forward_n and turn_around"]
-    second = [look1, tool("add_function", STEP_FORWARD), tool(f"edit_function {SKILL}", GO_FORWARD_N_V2),
+    check = [tool("test_skill 2 0", f"{SKILL}(2)\n")] if code else []  # try the rewrite on episode 2's start
+    second = [look1, tool("add_function", STEP_FORWARD), tool(f"edit_function {SKILL}", GO_FORWARD_N_V2), *check,
               "Tool: make_private step_forward", "Tool: delete_function turn_around",
               "Tool: submit\nfactored out a private step helper; dropped the unused turn_around"]
     return first, second

@@ -100,6 +100,11 @@ def test_the_inducer_edits_the_codebook_and_the_new_skill_saves_llm_calls_next_b
         calls = [s["skill_call"] for i in (2, 3) for s in episode(with_skill, i)["steps"] if s["skill_call"]]
         assert second.startswith(f"go_forward_n calls {len(calls)} errors 0 actions "
                                  f"{sum(len(c['actions']) for c in calls)}")
+        # test_skill replayed episode 2 from its start in a fresh env and ran the rewritten skill there.
+        tested = turn(with_skill, 1, 3)
+        assert tested["tool"] == "test_skill" and tested["args"] == ["2", "0"]
+        assert "success: False; skills that ran: go_forward_n, step_forward; env actions in all: 2" in tested["result"]
+        assert "observation at the end:\na wall" in tested["result"]
     else:
         assert first["run_python_calls"] == 0 and first["analysis_tier"] is None
         assert turn(with_skill, 0, 0)["tool"] == "view_episode"

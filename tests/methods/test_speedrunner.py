@@ -56,7 +56,7 @@ def episode(index: int, *, success: bool = True, version: int = 0, skill: str | 
     return t
 
 
-def method(tmp_path, turns: list[str] | dict[int, list[str]], cls=sr.SpeedRunnerMethod, **config):
+def method(tmp_path, turns: list[str] | dict[int, list[str]], cls=sr.SpeedRunnerMethod, replay=None, **config):
     def policy(messages, purpose, call_id):
         _, b, _, t = call_id.split("/")
         answers = turns[int(b)] if isinstance(turns, dict) else turns
@@ -64,7 +64,7 @@ def method(tmp_path, turns: list[str] | dict[int, list[str]], cls=sr.SpeedRunner
 
     model = PolicyModel(policy)
     support = SkillSupport(api_module=API, api_names=(), primitives=PRIMITIVES, open_skills=lambda skills: None,
-                           smoke_test=lambda source: None, replay=lambda *a: ReplayResult(success=True),
+                           smoke_test=lambda source: None, replay=replay or (lambda *a: ReplayResult(success=True)),
                            sandbox_tier="auto")
     config_cls = SpeedRunnerConfig if cls is sr.SpeedRunnerMethod else SpeedRunnerNoCLConfig
     m = cls(config_cls(**config), MethodContext(run_dir=tmp_path, inducer=model, benchmark="babyai", skills=support))
@@ -177,7 +177,9 @@ def test_no_cl_offers_no_interpreter_and_never_starts_the_analysis_sandbox(tmp_p
     assert "turn_around" in m.knowledge().skills.signatures
     # The prompts differ only by the interpreter's tool.
     with_cl, _ = method(tmp_path / "cl", [])
-    assert with_cl.system_prompt().replace(sr.PROMPTS.render("tool_run_python") + "\n", "") == system
+    code_tools = [sr.PROMPTS.render(f"tool_{t}") + "\n" for t in ("run_python", "test_skill")]
+    assert all(t in with_cl.system_prompt() and t not in system for t in code_tools)
+    assert with_cl.system_prompt().replace(code_tools[0], "").replace(code_tools[1], "") == system
 
 
 def test_a_sleep_sees_only_episodes_up_to_its_batch_so_a_rerun_after_a_kill_is_identical(tmp_path):
@@ -191,6 +193,28 @@ def test_a_sleep_sees_only_episodes_up_to_its_batch_so_a_rerun_after_a_kill_is_i
     again.sleep([episode(0)], batch_index=0)
     assert turn_record(tmp_path / "b", 0, 0)["result"] == turn_record(tmp_path / "a", 0, 0)["result"] == "[0]"
     assert (tmp_path / "a" / "codebook" / "gen_1.py").read_bytes() == (tmp_path / "b" / "codebook" / "gen_1.py").read_bytes()
+
+
+def test_test_skill_replays_the_episode_prefix_then_calls_the_draft_s_skill(tmp_path):
+    seen = []
+
+    def replay(task, seed, skills, lines):
+        seen.append((task, seed, sorted(skills.signatures), lines))
+        return ReplayResult(success=False, called={"turn_around"}, env_actions=3, final_text="a wall 2 steps left",
+                            returned="ok")
+
+    t0 = episode(0)
+    t0.steps.append(ActorStep(index=1, call_id="b", observation="o", raw_text="", reasoning=None, thought="",
+                              parsed_action="turn right", executed=["turn right"]))
+    m, _ = method(tmp_path, [tool("add_function", TURN_AROUND), tool("test_skill 0 1", "turn_around()\n"),
+                             tool("test_skill 0 9", "turn_around()\n"), "Tool: submit"], replay=replay)
+    m.sleep(stored(tmp_path, [t0]), batch_index=0)
+    assert seen == [("goto", 100, ["turn_around"], ["go forward", "turn_around()"])]
+    result = turn_record(tmp_path, 0, 1)["result"]
+    assert "up to step 1 (1 primitive actions), then `turn_around()`" in result
+    assert "success: False; skills that ran: turn_around; env actions in all: 3; returned: 'ok'" in result
+    assert result.endswith("a wall 2 steps left")
+    assert "No step '9'" in turn_record(tmp_path, 0, 2)["result"]
 
 
 def test_rejections_name_the_inducer_s_tools_not_the_edit_classes(tmp_path):

@@ -46,6 +46,8 @@ from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunne
 from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, ToolCall, parse_tool_call
 
 PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "speedrunner_prompts.yaml")
+CODE_TOOLS = ("run_python", "test_skill")
+"""The tools that run code (analysis code, or a skill in a replayed episode): ``speedrunner`` only."""
 TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
 SETUP = ("from speedrunner.core import experience as _experience\n"
          "_experience.configure({episodes!r}, {codebook!r}, {upto!r})\n"
@@ -55,7 +57,7 @@ SETUP = ("from speedrunner.core import experience as _experience\n"
 class SpeedRunnerMethod:
     name = "speedrunner"
     code_execution = True
-    """Whether the inducer has ``run_python``; the method name alone decides it."""
+    """Whether the inducer has ``run_python`` and ``test_skill``; the method name alone decides it."""
 
     def __init__(self, config: SpeedRunnerConfig | SpeedRunnerNoCLConfig, ctx: MethodContext) -> None:
         if ctx.skills is None:
@@ -67,7 +69,7 @@ class SpeedRunnerMethod:
         self.support: SkillSupport = ctx.skills
         self.rules = Rules.for_api(self.support.api_module, self.support.primitives, self.support.smoke_test)
         self.codebook = Codebook.empty()
-        self.tools = frozenset(t for t in TOOLS if self.code_execution or t != "run_python")
+        self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
 
     # ----------------------------------------------------------- ALGO LOGIC
     def knowledge(self) -> Knowledge:
@@ -94,7 +96,7 @@ class SpeedRunnerMethod:
 
 
 class SpeedRunnerNoCLMethod(SpeedRunnerMethod):
-    """The same inducer, prompts and edit tools, without ``run_python``."""
+    """The same inducer, prompts and edit tools, without ``run_python`` and ``test_skill``."""
 
     name = "speedrunner_no_cl"
     code_execution = False
@@ -171,6 +173,8 @@ class _Phase:
         name, args, block = call.tool, call.args, call.block or ""
         if name == "run_python":
             return self._run_python(block)
+        if name == "test_skill":
+            return self._test_skill(args[0], args[1], block)
         if name == "view_codebook":
             return f"```python\n{self.draft.source.strip()}\n```\nCounts (calls / successes / errors):\n{_stats(self.draft)}"
         if name == "view_function":
@@ -221,6 +225,33 @@ class _Phase:
             parts.append(("Timed out: " if result.timed_out else "Error:\n") + result.error.rstrip())
         return "\n".join(parts) or "(no output)"
 
+    def _test_skill(self, index: str, step: str, block: str) -> str:
+        trajectory = self._load(index)
+        if isinstance(trajectory, str):
+            return trajectory
+        lines = [line.strip() for line in block.strip().splitlines() if line.strip() and not line.startswith("#")]
+        if len(lines) != 1:
+            return f"test_skill takes exactly one call in its block, e.g. name(args); got {len(lines)} lines"
+        if not step.isdigit() or int(step) > len(trajectory.steps):
+            return f"No step {step!r}: episode {index} has steps 0..{len(trajectory.steps)}"
+        prefix = [a for s in trajectory.steps[: int(step)] for a in s.executed]
+        skills = self.draft.to_skills(self.m.support.api_module)
+        r = self.m.support.replay(trajectory.task, trajectory.seed, skills, [*prefix, lines[0]])
+        outcome = f"error: {r.error}" if r.error else f"returned: {r.returned!r}"
+        return (f"Replayed episode {index} ({trajectory.task}, seed {trajectory.seed}) up to step {step} "
+                f"({len(prefix)} primitive actions), then `{lines[0]}`.\n"
+                f"success: {r.success}; skills that ran: {', '.join(sorted(r.called)) or 'none'}; "
+                f"env actions in all: {r.env_actions}; {outcome}\nobservation at the end:\n{r.final_text}")
+
+    def _load(self, index: str) -> Trajectory | str:
+        """A stored training episode this phase may see, or why not."""
+        if not index.isdigit() or int(index) > self.upto:
+            return f"No training episode {index!r}: episodes 0..{self.upto} exist so far"
+        path = episode_path(self.m.run_dir, "train", int(index))
+        if not path.exists():
+            return f"No training episode {index!r} is stored"
+        return load_trajectory(path)
+
     def _view_function(self, name: str) -> str:
         try:
             meta = self.draft.function(name)
@@ -234,12 +265,8 @@ class _Phase:
                 f"errors {s.errors}; written in generation {meta.revised_generation}")
 
     def _view_episode(self, index: str) -> str:
-        if not index.isdigit() or int(index) > self.upto:
-            return f"No training episode {index!r}: episodes 0..{self.upto} exist so far"
-        path = episode_path(self.m.run_dir, "train", int(index))
-        if not path.exists():
-            return f"No training episode {index!r} is stored"
-        return load_trajectory(path).summary(self.m.config.max_trajectory_chars)
+        trajectory = self._load(index)
+        return trajectory if isinstance(trajectory, str) else trajectory.summary(self.m.config.max_trajectory_chars)
 
 
 def _stats(codebook: Codebook) -> str:

@@ -25,6 +25,7 @@ __all__ = ["TOOLS", "ToolCall", "parse_tool_call"]
 TOOLS: dict[str, tuple[int, bool]] = {
     # name: (name arguments on the Tool line, needs a fenced block)
     "run_python": (0, True),
+    "test_skill": (2, True),
     "view_codebook": (0, False),
     "view_function": (1, False),
     "view_episode": (1, False),
@@ -36,7 +37,8 @@ TOOLS: dict[str, tuple[int, bool]] = {
     "make_public": (1, False),
     "submit": (0, False),
 }
-"""Every tool the protocol knows; a method offers a subset (``speedrunner_no_cl``: no ``run_python``)."""
+"""Every tool the protocol knows; a method offers a subset (``speedrunner_no_cl``: no ``run_python``
+and no ``test_skill``)."""
 
 _TOOL_LINE = re.compile(r"^[ \t]*\**Tool\**:[ \t]*`?([A-Za-z_]+)`?(.*)$", re.MULTILINE)
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)```", re.DOTALL)
