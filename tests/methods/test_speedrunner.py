@@ -120,6 +120,7 @@ def test_the_inducer_runs_code_over_the_experience_edits_the_draft_and_submits(t
     record = json.loads((tmp_path / "sleep" / "batch_0000" / "sleep.json").read_text())
     assert record["ended_by"] == "submit" and record["note"] == "Added turn_around."
     assert record["edits"] == ["add_function turn_around"] and record["run_python_calls"] == 1
+    assert record["system_prompt"] == model.calls[0][2][0].content  # a reader can replay the whole conversation
     # The first message showed the batch in brief and the (empty) codebook.
     first = model.calls[0][2][1].content
     assert "episode 1 (goto): FAILURE" in first and "3 LLM calls" in first and "(no functions yet)" in first

@@ -148,7 +148,8 @@ class _Phase:
             f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
             "analysis_tier": self.session.tier if self.session is not None else None,
-            "public": sorted(codebook.signatures()), "scripted": author.scripted})
+            "public": sorted(codebook.signatures()), "scripted": author.scripted,
+            "system_prompt": messages[0].content})
         return codebook
 
     def close(self) -> None:
