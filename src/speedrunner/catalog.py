@@ -41,10 +41,12 @@ METHODS.register("opo", MethodSpec(
 ))
 METHODS.register("speedrunner", MethodSpec(
     name="speedrunner", config=f"{_WS}.configs:SpeedRunnerConfig",
+    factory=f"{_WS}.speedrunner:SpeedRunnerMethod",
     meaning_keys=MEANING_CHANGING_KEYS, quick_test={"max_inducer_turns": 3},
 ))
 METHODS.register("speedrunner_no_cl", MethodSpec(
     name="speedrunner_no_cl", config=f"{_WS}.configs:SpeedRunnerNoCLConfig",
+    factory=f"{_WS}.speedrunner:SpeedRunnerNoCLMethod",
     meaning_keys=MEANING_CHANGING_KEYS, quick_test={"max_inducer_turns": 3},
 ))
 METHODS.register("asi", MethodSpec(

@@ -40,3 +40,16 @@ def write_config(tmp_path: Path) -> WriteConfig:
         return path
 
     return write
+
+
+@pytest.fixture
+def unimplemented_speedrunner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shipped method is implemented; this makes 'speedrunner' look unimplemented again,
+    so the refusal of an unimplemented method stays tested."""
+    import dataclasses
+
+    import speedrunner.catalog  # noqa: F401  (registers the methods)
+    from speedrunner.core.specs import METHODS
+
+    spec = dataclasses.replace(METHODS.get("speedrunner"), factory=None)
+    monkeypatch.setitem(METHODS._specs, "speedrunner", spec)

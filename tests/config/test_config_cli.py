@@ -67,7 +67,8 @@ def test_validate_config_on_a_bad_file_prints_only_errors(
 
 
 def test_validate_config_says_what_the_train_command_would_say(
-    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    unimplemented_speedrunner: None,
 ) -> None:
     path = write_config("""
         method: {name: speedrunner}

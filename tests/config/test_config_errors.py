@@ -401,6 +401,7 @@ def test_unimplemented_method_refuses_before_creating_a_run_dir(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    unimplemented_speedrunner: None,
 ) -> None:
     path = write_config("""
         method: {name: speedrunner}

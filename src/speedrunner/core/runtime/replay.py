@@ -27,6 +27,10 @@ class ReplayResult:
     env_actions: int = 0
     error: str | None = None
     """Why the replay stopped early (an invalid line, a skill error), if it did."""
+    final_text: str = ""
+    """The observation text when the replay stopped (what SpeedRunner's ``test_skill`` shows)."""
+    returned: Any = None
+    """What the last skill call returned."""
 
 
 def called_names(tree: dict[str, Any]) -> set[str]:
@@ -84,6 +88,7 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
             outcome = runner.call(parsed.skill_call, step=act, observation=dict(state), max_actions=cap,
                                   timeout_s=timeout_s)
             result.called |= called_names(outcome.tree)
+            result.returned = outcome.tree.get("returned")
             if outcome.error is not None:
                 result.error = f"line {number}: {parsed.skill_call.text} raised {outcome.error.strip().splitlines()[-1]}"
                 break
@@ -91,4 +96,5 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
         if runner is not None:
             runner.close()
     result.success = bool(env.success)
+    result.final_text = str(state["text"])
     return result

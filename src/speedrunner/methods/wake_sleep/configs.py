@@ -40,14 +40,24 @@ class CodebookMethodConfig(MethodConfig):
     """Turns the sleep-phase inducer may take per sleep phase."""
 
 
-class SpeedRunnerConfig(CodebookMethodConfig):
+class InducerConfig(CodebookMethodConfig):
+    """Shared parameters of SpeedRunner's multi-turn inducer (with and without code execution)."""
+
+    max_tool_output_chars: int = Field(4000, ge=200)
+    """Cap on one tool result shown to the inducer (longer results are cut, with a note saying so),
+    so a careless print cannot fill the context window."""
+    max_trajectory_chars: int = Field(6000, ge=500)
+    """Character cap of one episode shown by the ``view_episode`` tool."""
+
+
+class SpeedRunnerConfig(InducerConfig):
     name: Literal["speedrunner"] = "speedrunner"
     """SpeedRunner: a coding agent with a code interpreter refines the codebook."""
     analysis_timeout_s: float = Field(60.0, gt=0)
     """Wall-clock cap of one analysis-code execution during sleep."""
 
 
-class SpeedRunnerNoCLConfig(CodebookMethodConfig):
+class SpeedRunnerNoCLConfig(InducerConfig):
     name: Literal["speedrunner_no_cl"] = "speedrunner_no_cl"
     """SpeedRunner without code execution: the inducer reads trajectories but runs no code."""
 

@@ -1,0 +1,308 @@
+"""SpeedRunner: a coding agent over stored experience edits the codebook every sleep phase.
+
+After each batch the inducer gets the current codebook (public and private), the batch's
+episodes in brief and the skill statistics, then works for at most
+``method.max_inducer_turns`` turns, one tool per turn (``speedrunner_tools`` is the text
+protocol): it analyses the experience by running code in a sandbox session (``run_python``;
+``speedrunner_no_cl`` has no such tool and never starts that session), reads the draft
+and episodes, and edits the draft — add, edit, delete, rename, make private or public —
+each edit validated at once. ``submit`` (or running out of turns) makes the draft the
+next generation. Nothing is append-only and there is no replay gate.
+
+Every turn is stored as ``sleep/batch_<b>/turn_<t>.json`` (prompt, answer, tool, result)
+and the phase as ``sleep/batch_<b>/sleep.json``. Call ids are ``sleep/<b>/inducer/<t>``,
+and every tool result depends only on the stored files, so a killed sleep replays its
+paid turns from the response cache and reaches the same generation.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from speedrunner.core.atomic import atomic_write_json
+from speedrunner.core.codebook import (
+    AddFunction,
+    Author,
+    Codebook,
+    DeleteFunction,
+    Edit,
+    EditFunction,
+    EditRejected,
+    MakePrivate,
+    MakePublic,
+    RenameFunction,
+    Rules,
+    apply_edits,
+)
+from speedrunner.core.llm.types import Completion, Message
+from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
+from speedrunner.core.prompts import load_prompts
+from speedrunner.core.runtime.trajectory import Trajectory, episode_path, load_trajectory
+from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
+from speedrunner.errors import ConfigError
+from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
+from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, ToolCall, parse_tool_call
+
+PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "speedrunner_prompts.yaml")
+CODE_TOOLS = ("run_python", "test_skill")
+"""The tools that run code (analysis code, or a skill in a replayed episode): ``speedrunner`` only."""
+TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
+SETUP = ("from speedrunner.core import experience as _experience\n"
+         "_experience.configure({episodes!r}, {codebook!r}, {upto!r})\n"
+         "from speedrunner.core.experience import episodes, generations, codebook_source\n")
+
+
+class SpeedRunnerMethod:
+    name = "speedrunner"
+    code_execution = True
+    """Whether the inducer has ``run_python`` and ``test_skill``; the method name alone decides it."""
+
+    def __init__(self, config: SpeedRunnerConfig | SpeedRunnerNoCLConfig, ctx: MethodContext) -> None:
+        if ctx.skills is None:
+            raise ConfigError(f"method {self.name!r} needs the run's skill support (sandbox and skill API); "
+                              "start it through a train entry point")
+        self.config = config
+        self.model = ctx.inducer
+        self.run_dir = Path(ctx.run_dir)
+        self.support: SkillSupport = ctx.skills
+        self.rules = Rules.for_api(self.support.api_module, self.support.primitives, self.support.smoke_test)
+        self.codebook = Codebook.empty()
+        self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
+
+    # ----------------------------------------------------------- ALGO LOGIC
+    def knowledge(self) -> Knowledge:
+        if not self.codebook.signatures():
+            return Knowledge(self.codebook.generation)
+        return Knowledge(self.codebook.generation, TITLE, self.codebook.render_api(),
+                         skills=self.codebook.to_skills(self.support.api_module))
+
+    def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
+        phase = _Phase(self, self.codebook.record_usage(batch), sorted(batch, key=lambda t: t.index), batch_index)
+        try:
+            self.codebook = phase.run()
+        finally:
+            phase.close()
+        return SleepResult(self.knowledge(), phase.completions)
+
+    def system_prompt(self) -> str:
+        docs = "\n".join(PROMPTS.render(f"tool_{t}") for t in TOOLS if t in self.tools)
+        return PROMPTS.render("system", tools=docs, max_turns=self.config.max_inducer_turns)
+
+    # ------------------------------------------------- TRY NOT TO MODIFY
+    def restore(self, version: int) -> None:
+        self.codebook = Codebook.start(self.run_dir) if version == 0 else Codebook.load(self.run_dir, version)
+
+
+class SpeedRunnerNoCLMethod(SpeedRunnerMethod):
+    """The same inducer, prompts and edit tools, without ``run_python`` and ``test_skill``."""
+
+    name = "speedrunner_no_cl"
+    code_execution = False
+
+
+class _Phase:
+    """One sleep phase: the conversation, the draft and the (lazily started) analysis session."""
+
+    def __init__(self, method: SpeedRunnerMethod, base: Codebook, batch: list[Trajectory], batch_index: int) -> None:
+        self.m, self.base, self.batch, self.b = method, base, batch, batch_index
+        self.draft = base
+        self.edits: list[Edit] = []
+        self.accepted: list[str] = []
+        self.completions: list[Completion] = []
+        self.upto = max((t.index for t in batch), default=-1)
+        self.dir = method.run_dir / "sleep" / f"batch_{batch_index:04d}"
+        self.session: AnalysisSession | None = None
+        self.ran_code = 0
+
+    # ---------------------------------------------------------------- the loop
+    def run(self) -> Codebook:
+        cfg = self.m.config
+        messages = [Message("system", self.m.system_prompt()), Message("user", self._start())]
+        ended_by, note = "out_of_turns", ""
+        for turn in range(cfg.max_inducer_turns):
+            completion = self.m.model.complete(messages, purpose="inducer",
+                                               call_id=f"sleep/{self.b:04d}/inducer/{turn:04d}")
+            self.completions.append(completion)
+            call = parse_tool_call(completion.text, self.m.tools)
+            result = self._result(call)
+            left = cfg.max_inducer_turns - turn - 1
+            atomic_write_json(self.dir / f"turn_{turn:04d}.json", {
+                "turn": turn, "call_id": f"sleep/{self.b:04d}/inducer/{turn:04d}", "prompt": messages[-1].content,
+                "answer": completion.text, "tool": call.tool, "args": list(call.args), "block": call.block,
+                "result": result, "scripted": completion.scripted})
+            if call.tool == "submit" and call.problem is None:
+                ended_by, note = "submit", call.block or ""
+                break
+            messages += [Message("assistant", completion.text),
+                         Message("user", PROMPTS.render("turn", tool=call.tool or "?", result=result, turns_left=left))]
+        author = Author(method=self.m.name, batch_index=self.b, scripted=any(c.scripted for c in self.completions))
+        final = apply_edits(self.base, self.edits, author, rules=self.m.rules)
+        if isinstance(final, EditRejected):  # every edit was validated with all earlier ones
+            raise RuntimeError(f"the inducer's accepted edits no longer validate together:\n{final.message}")
+        codebook = final.commit(self.m.run_dir)
+        atomic_write_json(self.dir / "sleep.json", {
+            "batch": self.b, "method": self.m.name, "generation": codebook.generation,
+            "ended_by": ended_by, "note": note if ended_by == "submit" else
+            f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
+            "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
+            "analysis_tier": self.session.tier if self.session is not None else None,
+            "public": sorted(codebook.signatures()), "scripted": author.scripted,
+            "system_prompt": messages[0].content})
+        return codebook
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+
+    def _start(self) -> str:
+        primitives = ", ".join(self.m.support.primitives) or "(free text commands; see the episodes)"
+        api = (f"`env.act(action) -> str` plays one primitive action and returns the new observation text; "
+               f"`env.text`, `env.state` and `env.done` are the current observation. "
+               f"`from {self.m.support.api_module} import ...` gives: {', '.join(sorted(self.m.rules.api_names))}.")
+        return PROMPTS.render("start", batch_index=self.b, primitives=primitives, skill_api=api,
+                              codebook=self.base.source.strip(), stats=_stats(self.base),
+                              episodes="\n".join(_episode_line(t) for t in self.batch) or "(no episodes)")
+
+    # ------------------------------------------------------------------ tools
+    def _result(self, call: ToolCall) -> str:
+        text = f"Not run: {call.problem}" if call.problem is not None else self._tool(call)
+        return _truncate(text, self.m.config.max_tool_output_chars) + (f"\n(note: {call.note})" if call.note else "")
+
+    def _tool(self, call: ToolCall) -> str:
+        name, args, block = call.tool, call.args, call.block or ""
+        if name == "run_python":
+            return self._run_python(block)
+        if name == "test_skill":
+            return self._test_skill(args[0], args[1], block)
+        if name == "view_codebook":
+            return f"```python\n{self.draft.source.strip()}\n```\nCounts (calls / successes / errors):\n{_stats(self.draft)}"
+        if name == "view_function":
+            return self._view_function(args[0])
+        if name == "view_episode":
+            return self._view_episode(args[0])
+        if name == "submit":
+            return f"Submitted: the draft becomes generation {self.base.generation + 1}."
+        edit: Edit = {
+            "add_function": lambda: AddFunction(block), "edit_function": lambda: EditFunction(args[0], block),
+            "delete_function": lambda: DeleteFunction(args[0]),
+            "rename_function": lambda: RenameFunction(args[0], args[1]),
+            "make_private": lambda: MakePrivate(args[0]), "make_public": lambda: MakePublic(args[0]),
+        }[str(name)]()
+        return self._edit(edit, f"{name} {' '.join(args)}".strip())
+
+    def _edit(self, edit: Edit, label: str) -> str:
+        author = Author(method=self.m.name, batch_index=self.b)
+        candidate = apply_edits(self.base, [*self.edits, edit], author, rules=self.m.rules)
+        if isinstance(candidate, EditRejected):
+            return _in_tool_words(candidate.message.replace(f"generation {self.base.generation} stays current",
+                                                            "the draft is unchanged"))
+        before = {f.name for f in self.draft.functions}
+        self.edits.append(edit)
+        self.draft = Codebook(candidate.source, candidate.meta)
+        if isinstance(edit, AddFunction):
+            label = "add_function " + ", ".join(sorted({f.name for f in self.draft.functions} - before))
+        self.accepted.append(label)
+        public = ", ".join(f.name for f in self.draft.functions if f.public) or "(none)"
+        private = ", ".join(f.name for f in self.draft.functions if not f.public) or "(none)"
+        return f"Accepted. Draft: public {public}; private {private}."
+
+    def _run_python(self, code: str) -> str:
+        timeout = self.m.config.analysis_timeout_s  # type: ignore[union-attr]  # only speedrunner offers the tool
+        if self.session is None:
+            mounts = [self.m.run_dir / "episodes" / "train", self.m.run_dir / "codebook"]
+            self.session = open_analysis_session(tier=self.m.support.sandbox_tier,
+                                                 mounts=[p for p in mounts if p.exists()])
+        self.ran_code += 1
+        setup = SETUP.format(episodes=str(self.m.run_dir / "episodes" / "train"),
+                             codebook=str(self.m.run_dir / "codebook"), upto=self.upto)
+        prepared = self.session.run(setup, timeout)  # again each time: a timeout restarts the process
+        if prepared.error is not None and not prepared.timed_out:
+            raise RuntimeError(f"the analysis session could not load the experience helper:\n{prepared.error}")
+        result = self.session.run(code, timeout)
+        parts = [result.stdout.rstrip("\n")] if result.stdout else []
+        if result.error is not None:
+            parts.append(("Timed out: " if result.timed_out else "Error:\n") + result.error.rstrip())
+        return "\n".join(parts) or "(no output)"
+
+    def _test_skill(self, index: str, step: str, block: str) -> str:
+        trajectory = self._load(index)
+        if isinstance(trajectory, str):
+            return trajectory
+        lines = [line.strip() for line in block.strip().splitlines() if line.strip() and not line.startswith("#")]
+        if len(lines) != 1:
+            return f"test_skill takes exactly one call in its block, e.g. name(args); got {len(lines)} lines"
+        if not step.isdigit() or int(step) > len(trajectory.steps):
+            return f"No step {step!r}: episode {index} has steps 0..{len(trajectory.steps)}"
+        prefix = [a for s in trajectory.steps[: int(step)] for a in s.executed]
+        skills = self.draft.to_skills(self.m.support.api_module)
+        r = self.m.support.replay(trajectory.task, trajectory.seed, skills, [*prefix, lines[0]])
+        outcome = f"error: {r.error}" if r.error else f"returned: {r.returned!r}"
+        return (f"Replayed episode {index} ({trajectory.task}, seed {trajectory.seed}) up to step {step} "
+                f"({len(prefix)} primitive actions), then `{lines[0]}`.\n"
+                f"success: {r.success}; skills that ran: {', '.join(sorted(r.called)) or 'none'}; "
+                f"env actions in all: {r.env_actions}; {outcome}\nobservation at the end:\n{r.final_text}")
+
+    def _load(self, index: str) -> Trajectory | str:
+        """A stored training episode this phase may see, or why not."""
+        if not index.isdigit() or int(index) > self.upto:
+            return f"No training episode {index!r}: episodes 0..{self.upto} exist so far"
+        path = episode_path(self.m.run_dir, "train", int(index))
+        if not path.exists():
+            return f"No training episode {index!r} is stored"
+        return load_trajectory(path)
+
+    def _view_function(self, name: str) -> str:
+        try:
+            meta = self.draft.function(name)
+        except KeyError:
+            return f"No function {name!r} in the draft; functions: {', '.join(f.name for f in self.draft.functions)}"
+        tree = ast.parse(self.draft.source)
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        s = meta.stats
+        return (f"```python\n{ast.get_source_segment(self.draft.source, node)}\n```\n"
+                f"{'public' if meta.public else 'private'}; calls {s.calls}, successes {s.successes}, "
+                f"errors {s.errors}; written in generation {meta.revised_generation}")
+
+    def _view_episode(self, index: str) -> str:
+        trajectory = self._load(index)
+        return trajectory if isinstance(trajectory, str) else trajectory.summary(self.m.config.max_trajectory_chars)
+
+
+def _stats(codebook: Codebook) -> str:
+    lines = [f"- {f.name} ({'public' if f.public else 'private'}): {f.stats.calls} / {f.stats.successes} / "
+             f"{f.stats.errors}" for f in codebook.functions]
+    return "\n".join(lines) or "(no functions yet)"
+
+
+def _episode_line(t: Trajectory) -> str:
+    calls = t.skill_calls()
+    failed = sum(1 for c in calls if (c["tree"] or {}).get("error"))
+    names: dict[str, int] = {}
+    for c in calls:
+        name = (c["tree"] or {}).get("name", "?")
+        names[name] = names.get(name, 0) + 1
+    used = ", ".join(f"{n} x{k}" for n, k in sorted(names.items()))
+    return (f"- episode {t.index} ({t.task}): {'SUCCESS' if t.success else 'FAILURE'}, progress {t.progress:.2f}, "
+            f"stopped by {t.stop_reason}, {t.llm_calls} LLM calls, {t.env_actions} env actions, "
+            f"{len(calls)} skill calls ({failed} failed){': ' + used if used else ''}")
+
+
+_EDIT_CALLS = [(re.compile(r"EditFunction\('(\w+)', \.\.\.\)"), r"`Tool: edit_function \1`"),
+               (re.compile(r"RenameFunction\('(\w+)', '(\w+)'\)"), r"`Tool: rename_function \1 \2`")]
+_EDIT_NAMES = {"AddFunction": "add_function", "EditFunction": "edit_function", "DeleteFunction": "delete_function",
+               "RenameFunction": "rename_function", "MakePrivate": "make_private", "MakePublic": "make_public"}
+
+
+def _in_tool_words(message: str) -> str:
+    """The validator's fixes name the codebook's edit classes; the inducer knows them as tools."""
+    for pattern, replacement in _EDIT_CALLS:
+        message = pattern.sub(replacement, message)
+    return re.sub("|".join(_EDIT_NAMES), lambda m: _EDIT_NAMES[m.group(0)], message)
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[output truncated: showing the first {limit} of {len(text)} characters]"
