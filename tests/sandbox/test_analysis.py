@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,8 +37,6 @@ def world_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
     path.chmod(0o755)
     yield path
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -290,18 +289,19 @@ def test_a_busy_child_dies_with_a_killed_run(tier) -> None:
         import os, time
         from speedrunner.core.sandbox import open_analysis_session
         session = open_analysis_session(tier={tier!r})
-        print(session._process._host_pid, flush=True)
+        print(session._process._host_pid, session._process.scratch, flush=True)
         session._process.request({{"op": "run", "code": "while True: pass"}}, time.monotonic() + 5)
         time.sleep(0.3)
         os._exit(0)  # the run dies without closing anything
     """)
     env = {**os.environ, "PYTHONPATH": str(package_root())}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
-    pid = int(done.stdout.split()[0])
+    pid, scratch = done.stdout.split()
     deadline = time.monotonic() + 5
-    while _running(pid) and time.monotonic() < deadline:
+    while _running(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(pid)
+    assert not _running(int(pid))
+    shutil.rmtree(scratch)  # a killed run cannot remove its sandbox's (empty) scratch directory
 
 
 def _running(pid: int) -> bool:
