@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,8 +37,6 @@ def world_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
     path.chmod(0o755)
     yield path
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -57,13 +56,24 @@ def still_works(session: AnalysisSession) -> None:
     assert (result.stdout, result.error, result.timed_out) == ("45\n", None, False)
 
 
-def nobody_processes() -> int:
-    count = 0
+def processes_of(scratch: Path) -> set[int]:
+    """Live processes of the sandbox process with this scratch directory (its HOME, which
+    forks inherit); other sandboxes on the machine run as uid 65534 too."""
+    marker = b"HOME=" + str(scratch).encode() + b"\0"
+    found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            with contextlib.suppress(OSError):  # gone since listdir
-                count += os.stat(f"/proc/{entry}").st_uid == NOBODY
-    return count
+            with contextlib.suppress(OSError):  # gone since listdir, or not ours to read
+                if os.stat(f"/proc/{entry}").st_uid == NOBODY and marker in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.add(int(entry))
+    return {pid for pid in found if _running(pid)}
+
+
+def assert_all_gone(scratch: Path) -> None:
+    deadline = time.monotonic() + 5
+    while processes_of(scratch) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not processes_of(scratch)
 
 
 def test_state_persists_between_runs_and_output_is_captured(session) -> None:
@@ -106,14 +116,14 @@ def test_a_fork_bomb_is_capped_by_the_process_limit(session) -> None:
     forked, error = result.stdout.split()
     assert error == "BlockingIOError" and int(forked) < LIMITS.processes
     still_works(session)
+    scratch = session._process.scratch
+    assert len(processes_of(scratch)) > int(forked) // 2  # the sleepers are there, and found
     session.close()
-    deadline = time.monotonic() + 5
-    while nobody_processes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert nobody_processes() == 0  # close() killed the sleepers too
+    assert_all_gone(scratch)  # close() killed them too
 
 
 def test_a_real_fork_bomb_times_out_and_leaves_nothing_behind(session) -> None:
+    scratch = session._process.scratch
     result = run(session, """
         import os
         while True:
@@ -123,12 +133,8 @@ def test_a_real_fork_bomb_times_out_and_leaves_nothing_behind(session) -> None:
                 pass
     """, timeout_s=1.5)
     assert result.timed_out
+    assert_all_gone(scratch)
     still_works(session)
-    session.close()
-    deadline = time.monotonic() + 5
-    while nobody_processes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert nobody_processes() == 0
 
 
 def test_a_memory_bomb_is_a_memory_error(session) -> None:
@@ -283,18 +289,19 @@ def test_a_busy_child_dies_with_a_killed_run(tier) -> None:
         import os, time
         from speedrunner.core.sandbox import open_analysis_session
         session = open_analysis_session(tier={tier!r})
-        print(session._process._host_pid, flush=True)
+        print(session._process._host_pid, session._process.scratch, flush=True)
         session._process.request({{"op": "run", "code": "while True: pass"}}, time.monotonic() + 5)
         time.sleep(0.3)
         os._exit(0)  # the run dies without closing anything
     """)
     env = {**os.environ, "PYTHONPATH": str(package_root())}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
-    pid = int(done.stdout.split()[0])
+    pid, scratch = done.stdout.split()
     deadline = time.monotonic() + 5
-    while _running(pid) and time.monotonic() < deadline:
+    while _running(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(pid)
+    assert not _running(int(pid))
+    shutil.rmtree(scratch)  # a killed run cannot remove its sandbox's (empty) scratch directory
 
 
 def _running(pid: int) -> bool:
