@@ -1,7 +1,7 @@
 """Write the recorded inducer and actor for the offline SpeedRunner demo on BabyAI.
 
 ``configs/babyai/speedrunner-scripted-seq.yaml`` runs SpeedRunner with the *scripted*
-provider and the file this writes (``scripts/recorded/speedrunner-babyai-seq.yaml``). The
+provider and the file this writes (``configs/babyai/recorded/speedrunner-babyai-seq.yaml``). The
 scripted model cannot write code, so the inducer's answers were written here by hand —
 a recorded inducer, not an LLM:
 
@@ -31,7 +31,7 @@ import yaml
 from speedrunner.benchmarks.babyai.levels import make_level
 from speedrunner.core.seeding import episode_seed
 
-OUT = Path(__file__).parent / "recorded" / "speedrunner-babyai-seq.yaml"
+OUT = Path(__file__).resolve().parents[1] / "src" / "speedrunner" / "configs" / "babyai" / "recorded" / "speedrunner-babyai-seq.yaml"
 KIND = "pick_up_seq_go_to"
 RUN_SEED, ROLLOUTS, SLEEP_EVERY, EVAL_POINTS, EVAL_EPISODES = 0, 200, 10, (50, 100, 150, 200), 30
 MISSIONS = [re.compile(r"^pick up (?:the|a) (\w+ \w+), then go to (?:the|a) (\w+ \w+)$"),

@@ -179,3 +179,22 @@ def test_inducer_keys_deep_merge_over_the_actor_model(loader: ConfigLoader, writ
     inducer = loader.load(other).config.inducer_model
     # Another provider inherits no endpoint, but keeps provider-independent settings.
     assert (inducer.provider, inducer.base_url, inducer.max_attempts) == ("openai", None, 3)
+
+
+def test_a_relative_script_in_a_config_file_is_found_next_to_that_file(
+    loader: ConfigLoader, write_config: WriteConfig, tmp_path, monkeypatch
+) -> None:
+    config = write_config("""
+        method: {name: react}
+        benchmark: {name: babyai}
+        model: {provider: scripted, script: answers/actor.yaml}
+    """, name="demo.yaml")
+    (config.parent / "answers").mkdir()
+    (config.parent / "answers" / "actor.yaml").write_text("- 'Action: turn left'\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not where the config file is
+    assert loader.load(config).config.model.script == str(config.parent.resolve() / "answers" / "actor.yaml")
+    # A --set path is a command-line path: relative to the working directory, as given.
+    (elsewhere / "mine.yaml").write_text("- 'Action: turn left'\n")
+    assert loader.load(config, overrides=["model.script=mine.yaml"]).config.model.script == "mine.yaml"

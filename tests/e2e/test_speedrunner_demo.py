@@ -1,5 +1,5 @@
 """The offline SpeedRunner demo: configs/babyai/speedrunner-scripted-seq.yaml with the recorded
-inducer and actor (scripts/recorded/speedrunner-babyai-seq.yaml), here on its first two batches.
+inducer and actor (configs/babyai/recorded/speedrunner-babyai-seq.yaml), here on its first two batches.
 
 The recorded inducer analyses batch 0 in the sandbox, adds a navigation skill and a "pick up,
 then go to" skill, and after batch 1 makes the navigation skill a private helper; the recorded
@@ -19,13 +19,14 @@ import yaml
 from .harness import REPO, clean_env
 
 CONFIG = REPO / "configs" / "babyai" / "speedrunner-scripted-seq.yaml"
-RECORDED = REPO / "scripts" / "recorded" / "speedrunner-babyai-seq.yaml"
+RECORDED = REPO / "configs" / "babyai" / "recorded" / "speedrunner-babyai-seq.yaml"
 
 
 def test_the_checked_in_recording_is_what_its_generator_writes():
     generator = runpy.run_path(str(REPO / "scripts" / "record_speedrunner_babyai.py"))
     assert yaml.safe_load(RECORDED.read_text()) == generator["script"]()
-    assert yaml.safe_load(CONFIG.read_text())["model"]["script"] == str(RECORDED.relative_to(REPO))
+    # Relative to the config file, so the demo runs from any directory.
+    assert (CONFIG.parent / yaml.safe_load(CONFIG.read_text())["model"]["script"]).resolve() == RECORDED.resolve()
 
 
 @pytest.mark.slow

@@ -147,7 +147,7 @@ class ConfigLoader:
             set_layer = deep_merge(set_layer, nested(key, value))
             raw = text.partition("=")[2].strip()
             set_raw[key] = ScalarSource(line=0, raw=raw, plain=not raw.startswith(("'", '"')))
-        merged = deep_merge(source.data, {})
+        merged = _scripts_next_to(Path(path), deep_merge(source.data, {}))
         origins = _Origins(source, set_layer, quick={}, set_raw=set_raw)
         if quick_test:
             quick = self._quick_layer(deep_merge(merged, set_layer))
@@ -441,6 +441,21 @@ def _section_type(annotation: Any) -> type[BaseModel] | None:
 def _fields_at(model: type[BaseModel], loc: Sequence[str]) -> list[str]:
     target = _model_at(model, loc)
     return list(target.model_fields) if target is not None else []
+
+
+def _scripts_next_to(config_file: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """A relative ``model.script`` / ``inducer.script`` written in a config file names a file
+    next to that config file (so a shipped demo runs from any directory); ``--set`` values
+    stay relative to the working directory, as any command-line path."""
+    data = copy.deepcopy(data)
+    for role in ("model", "inducer"):
+        section = data.get(role)
+        script = section.get("script") if isinstance(section, dict) else None
+        if isinstance(script, str) and script and not Path(script).is_absolute():
+            beside = config_file.resolve().parent / script
+            if beside.is_file():
+                section["script"] = str(beside)
+    return data
 
 
 def _description_at(model: type[BaseModel], loc: Sequence[str]) -> str | None:
