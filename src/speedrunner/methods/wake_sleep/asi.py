@@ -24,41 +24,38 @@ from speedrunner.core.codebook import (
     Author,
     Codebook,
     EditRejected,
-    Rules,
     apply_edits,
 )
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.trajectory import Trajectory
-from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.asi_parse import Induction, parse_induction
+from speedrunner.methods.wake_sleep.codebook_knowledge import (
+    codebook_knowledge,
+    codebook_rules,
+    load_generation,
+    skill_support,
+)
 from speedrunner.methods.wake_sleep.configs import ASIConfig
 
 PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "asi_prompts.yaml")
-TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
 
 
 class ASIMethod:
     name = "asi"
 
     def __init__(self, config: ASIConfig, ctx: MethodContext) -> None:
-        if ctx.skills is None:
-            raise ConfigError("method 'asi' needs the run's skill support (sandbox and skill API); "
-                              "start it through a train entry point")
         self.config = config
         self.model = ctx.inducer
         self.run_dir = Path(ctx.run_dir)
-        self.support: SkillSupport = ctx.skills
-        self.rules = Rules.for_api(self.support.api_module, self.support.primitives, self.support.smoke_test)
+        self.support: SkillSupport = skill_support(self.name, ctx)
+        self.rules = codebook_rules(self.support)
         self.codebook = Codebook.empty()
 
     # ----------------------------------------------------------- ALGO LOGIC
     def knowledge(self) -> Knowledge:
-        if not self.codebook.signatures():
-            return Knowledge(self.codebook.generation)
-        return Knowledge(self.codebook.generation, TITLE, self.codebook.render_api(),
-                         skills=self.codebook.to_skills(self.support.api_module))
+        return codebook_knowledge(self.codebook, self.support)
 
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         base = self.codebook.record_usage(batch)
@@ -137,7 +134,7 @@ class ASIMethod:
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:
-        self.codebook = Codebook.start(self.run_dir) if version == 0 else Codebook.load(self.run_dir, version)
+        self.codebook = load_generation(self.run_dir, version)
 
 
 @dataclass(frozen=True)

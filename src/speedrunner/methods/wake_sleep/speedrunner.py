@@ -33,7 +33,6 @@ from speedrunner.core.codebook import (
     MakePrivate,
     MakePublic,
     RenameFunction,
-    Rules,
     apply_edits,
 )
 from speedrunner.core.llm.types import Completion, Message
@@ -41,14 +40,18 @@ from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, Slee
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.trajectory import Trajectory, episode_path, load_trajectory
 from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
-from speedrunner.errors import ConfigError
+from speedrunner.methods.wake_sleep.codebook_knowledge import (
+    codebook_knowledge,
+    codebook_rules,
+    load_generation,
+    skill_support,
+)
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
 from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, ToolCall, parse_tool_call
 
 PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "speedrunner_prompts.yaml")
 CODE_TOOLS = ("run_python", "test_skill")
 """The tools that run code (analysis code, or a skill in a replayed episode): ``speedrunner`` only."""
-TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
 SETUP = ("from speedrunner.core import experience as _experience\n"
          "_experience.configure({episodes!r}, {codebook!r}, {upto!r})\n"
          "from speedrunner.core.experience import episodes, generations, codebook_source\n")
@@ -60,23 +63,17 @@ class SpeedRunnerMethod:
     """Whether the inducer has ``run_python`` and ``test_skill``; the method name alone decides it."""
 
     def __init__(self, config: SpeedRunnerConfig | SpeedRunnerNoCLConfig, ctx: MethodContext) -> None:
-        if ctx.skills is None:
-            raise ConfigError(f"method {self.name!r} needs the run's skill support (sandbox and skill API); "
-                              "start it through a train entry point")
         self.config = config
         self.model = ctx.inducer
         self.run_dir = Path(ctx.run_dir)
-        self.support: SkillSupport = ctx.skills
-        self.rules = Rules.for_api(self.support.api_module, self.support.primitives, self.support.smoke_test)
+        self.support: SkillSupport = skill_support(self.name, ctx)
+        self.rules = codebook_rules(self.support)
         self.codebook = Codebook.empty()
         self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
 
     # ----------------------------------------------------------- ALGO LOGIC
     def knowledge(self) -> Knowledge:
-        if not self.codebook.signatures():
-            return Knowledge(self.codebook.generation)
-        return Knowledge(self.codebook.generation, TITLE, self.codebook.render_api(),
-                         skills=self.codebook.to_skills(self.support.api_module))
+        return codebook_knowledge(self.codebook, self.support)
 
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         phase = _Phase(self, self.codebook.record_usage(batch), sorted(batch, key=lambda t: t.index), batch_index)
@@ -92,7 +89,7 @@ class SpeedRunnerMethod:
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:
-        self.codebook = Codebook.start(self.run_dir) if version == 0 else Codebook.load(self.run_dir, version)
+        self.codebook = load_generation(self.run_dir, version)
 
 
 class SpeedRunnerNoCLMethod(SpeedRunnerMethod):
