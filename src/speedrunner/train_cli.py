@@ -313,7 +313,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         raise
     final = result.summary.get("final_eval") or {}
     tag = " [SCRIPTED MODEL]" if scripted else ""
-    shown = dict.fromkeys([config.speedrun.metric, "success"])  # the run's metric first
+    shown = dict.fromkeys([config.speedrun.episode_metric, "success"])  # the run's metric first
     values = ", ".join(f"{m} {final.get(f'{m}_mean', float('nan')):.3f}" for m in shown)
     evaluated = f"final eval {values}" if final else "no evaluation (run.eval_episodes is 0)"
     print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "

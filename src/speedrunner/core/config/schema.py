@@ -185,12 +185,24 @@ class BenchmarkConfig(Section):
 
 
 class SpeedrunSection(Section):
-    """The speedrun target: the first rollout at which the method reaches it is recorded."""
+    """The speedrun target: the first rollout at which the method reaches it is recorded
+    (``speedrun.json``, written by ``core/runtime/speedrun.py``; see SPEEDRUN.md)."""
 
-    metric: Literal["success", "progress"] = "success"
-    """Which evaluation mean is compared with the target."""
+    OPERATIONAL = frozenset({"results_dir"})
+
+    metric: Literal["success", "progress", "train_success_rolling"] = "success"
+    """What is compared with the target: the evaluation's mean success or progress (checked at each evaluation), or train_success_rolling, the success rate of the last ``window`` training episodes (checked after every batch)."""
     target: float = Field(0.9, ge=0, le=1)
-    """Threshold on the evaluation mean."""
+    """Threshold on the metric: reached when the metric is at least this."""
+    window: int = Field(20, ge=1)
+    """Training episodes in the rolling window of train_success_rolling (ignored by the other metrics)."""
+    results_dir: str | None = None
+    """Folder that collects a copy of every run's speedrun.json as <result_id>.json (what ``speedrunner leaderboard append`` reads); null means <run.output_root>/speedrun."""
+
+    @property
+    def episode_metric(self) -> Literal["success", "progress"]:
+        """The per-episode field the metric is built from (progress displays and final evaluations)."""
+        return "progress" if self.metric == "progress" else "success"
 
 
 class RunConfig(Section):
@@ -208,6 +220,15 @@ class RunConfig(Section):
     """Benchmark name, task set, budgets, environment parameters."""
     speedrun: SpeedrunSection = Field(default_factory=SpeedrunSection)
     """Speedrun target."""
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> RunConfig:
+        if self.speedrun.metric == "train_success_rolling" and self.speedrun.window > self.run.rollouts:
+            raise ValueError(
+                f"speedrun.window ({self.speedrun.window}) exceeds run.rollouts ({self.run.rollouts}): "
+                "the rolling training success could never be measured; lower speedrun.window"
+            )
+        return self
 
     @property
     def inducer_model(self) -> ModelConfig:

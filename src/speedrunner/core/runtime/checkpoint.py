@@ -37,6 +37,21 @@ class Totals(BaseModel):
     at once, so this exceeds the real elapsed time (``Checkpoint.elapsed_s``)."""
 
 
+class SpeedrunPoint(BaseModel):
+    """Where the speedrun target was first reached, with the training totals at that moment.
+
+    Kept in the checkpoint (not only in speedrun.json) so a resumed run rewrites the same
+    record: the totals of an earlier process cannot be recomputed from metrics.jsonl.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    rollout: int
+    value: float
+    totals: Totals
+    elapsed_s: float
+
+
 class Checkpoint(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -53,6 +68,8 @@ class Checkpoint(BaseModel):
     eval_points_done: list[int] = []
     totals: Totals = Totals()
     speedrun_reached_at: int | None = None
+    speedrun_reached: SpeedrunPoint | None = None
+    """Owned by ``SpeedrunTracker``; ``speedrun_reached_at`` is its rollout, kept for readers of old files."""
     started_at: str | None = None
     """When the first process started the run (ISO 8601, UTC)."""
     elapsed_s: float = 0.0

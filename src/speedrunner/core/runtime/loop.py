@@ -41,6 +41,7 @@ from speedrunner.core.runtime.checkpoint import (
 )
 from speedrunner.core.runtime.episode import EpisodeContext, call_prefix, run_episode
 from speedrunner.core.runtime.progress import ProgressReporter
+from speedrunner.core.runtime.speedrun import SpeedrunTracker
 from speedrunner.core.runtime.trajectory import (
     Trajectory,
     episode_path,
@@ -52,7 +53,6 @@ from speedrunner.errors import EnvError
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
 SUMMARY_FILE = "summary.json"
-SPEEDRUN_FILE = "speedrun.json"
 CALLS_FILE = "llm_calls.jsonl"
 CACHE_FILE = "llm_cache.sqlite"
 ENV_RESTARTS_FILE = "env_restarts.jsonl"
@@ -123,6 +123,7 @@ class Runner:
         b = config.benchmark
         self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
         self.skill_support = skill_support
+        self.speedrun = SpeedrunTracker(config, run_dir, run_id=run_id, scripted=scripted)
         self._stop = threading.Event()
         self._process_started = time.monotonic()
         self._elapsed_before = 0.0  # real time of earlier processes on this run (from the checkpoint)
@@ -136,7 +137,7 @@ class Runner:
         if start_run is not None:
             start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}")
         batches = run.rollouts // run.sleep_every
-        metric = self.config.speedrun.metric
+        metric = self.config.speedrun.episode_metric
         progress = ProgressReporter(
             run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
             version=checkpoint.knowledge_version, metric=metric,
@@ -269,6 +270,7 @@ class Runner:
         checkpoint.metrics_rows += len(trajectories)
         checkpoint.completed_batches = batch + 1
         checkpoint.knowledge_version = result.knowledge.version
+        self.speedrun.record_batch(checkpoint, elapsed_s=self._elapsed())
         self._save(checkpoint)
 
     # ------------------------------------------------------------------ eval
@@ -307,25 +309,10 @@ class Runner:
         append_jsonl(self.run_dir / EVAL_FILE, row)
         checkpoint.eval_rows += 1
         checkpoint.eval_points_done.append(rollout)
-        self._record_speedrun(checkpoint, row)
+        self.speedrun.record_eval(checkpoint, row, elapsed_s=self._elapsed())
         self._save(checkpoint)
-        metric = f"{self.config.speedrun.metric}_mean"
+        metric = f"{self.config.speedrun.episode_metric}_mean"
         progress.phase(f"eval at rollout {rollout}: {metric} {row[metric]:.3f} over {n} episodes")
-
-    def _record_speedrun(self, checkpoint: Checkpoint, row: dict[str, Any]) -> None:
-        target = self.config.speedrun
-        if checkpoint.speedrun_reached_at is not None or row[f"{target.metric}_mean"] < target.target:
-            return
-        checkpoint.speedrun_reached_at = row["rollout"]
-        totals = checkpoint.totals
-        atomic_write_json(self.run_dir / SPEEDRUN_FILE, {
-            "metric": target.metric, "target": target.target, "reached": True,
-            "rollout": row["rollout"], "value": row[f"{target.metric}_mean"],
-            "train_cost_usd": totals.cost_usd, "train_output_tokens": totals.output_tokens,
-            "train_llm_calls": totals.llm_calls, "elapsed_s": round(self._elapsed(), 3),
-            "train_episode_and_sleep_time_s": round(totals.episode_and_sleep_time_s, 3),
-            "scripted": row["scripted"],
-        })
 
     # ---------------------------------------------------------------- records
     def _elapsed(self) -> float:
@@ -339,11 +326,8 @@ class Runner:
     def _write_summary(self, checkpoint: Checkpoint, *, status: RunStatus) -> dict[str, Any]:
         """summary.json: written when the run starts (``running``) and when it finishes."""
         evals = read_jsonl(self.run_dir / EVAL_FILE)
-        if status == "finished" and checkpoint.speedrun_reached_at is None:
-            atomic_write_json(self.run_dir / SPEEDRUN_FILE, {
-                "metric": self.config.speedrun.metric, "target": self.config.speedrun.target,
-                "reached": False, "scripted": self.scripted,
-            })
+        if status == "finished":
+            self.speedrun.finish(checkpoint, evals)
         summary = {
             "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,
             "task_set": self.config.benchmark.task_set, "seed": self.config.run.seed,
