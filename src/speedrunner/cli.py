@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy."""
+"""The ``speedrunner`` command: validate-config, configs list, configs copy, leaderboard."""
 
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     copy.add_argument("name", help="e.g. scienceworld/speedrunner-gpt-t4")
     copy.add_argument("dest", help="destination file or directory")
     copy.add_argument("--overwrite", action="store_true", help="replace an edited copy")
+    from speedrunner.leaderboard import commands as leaderboard
+
+    leaderboard.add_parser(sub)
     return parser
 
 
@@ -50,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_runnable(loaded.config)  # what the train command would refuse, refused here too
             print(json.dumps(loaded.resolved_json(), indent=2))
             print(f"# {args.path}: valid (sha256 {loaded.sha256[:12]})", file=sys.stderr)
+        elif args.command == "leaderboard":
+            from speedrunner.leaderboard import commands as leaderboard
+
+            leaderboard.run(args)
         elif args.configs_command == "list":
             from speedrunner.shipped_configs import list_configs
 

@@ -96,3 +96,8 @@ class RunDirError(SpeedRunnerError):
 
 class InvalidCodebookError(SpeedRunnerError):
     """Raised when code that did not pass codebook validation is about to become a generation."""
+
+
+class LeaderboardError(SpeedRunnerError):
+    """Raised when LEADERBOARD.md cannot be read (a hand edit broke it) or a result cannot be added
+    or removed (duplicate, scripted, still running, not found)."""

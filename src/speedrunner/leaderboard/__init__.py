@@ -1,0 +1,1 @@
+"""The speedrun leaderboard (experimental): LEADERBOARD.md and its three commands (SPEEDRUN.md)."""
