@@ -208,7 +208,11 @@ class ConfigLoader:
                 problems.extend(_format_errors(e, cls, (name,), origins))
         if problems or method is None or benchmark is None:
             raise ConfigError(problems, source=origins.label)
-        config = RunConfig(**sections)
+        try:
+            config = RunConfig(**sections)
+        except ValidationError as e:  # a rule across sections (e.g. speedrun.window vs run.rollouts)
+            raise ImpossibleCombinationError([err["msg"].removeprefix("Value error, ") for err in e.errors()],
+                                             source=origins.label) from None
         self._check_combinations(config, origins, expect_benchmark, entry_point)
         return config
 
