@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from speedrunner.core.runtime.speedrun import WALL_CLOCK_FIELDS
+
 from .harness import REPO, clean_env, rows
 
 CONFIG = str(REPO / "configs" / "babyai" / "opo-scripted-seq.yaml")
@@ -58,6 +60,10 @@ def test_parallelism_and_a_sigkill_change_nothing(tmp_path):
     for name in ("metrics.jsonl", "eval.jsonl"):
         assert rows(serial / name) == rows(parallel / name) == rows(killed / name), name
     assert episodes(serial) == episodes(parallel) == episodes(killed)
+    per_run = WALL_CLOCK_FIELDS | {"run_id", "result_id", "started_at"}   # the ids name each run directory
+    speedrun = [{k: v for k, v in json.loads((d / "speedrun.json").read_text()).items() if k not in per_run}
+                for d in (serial, parallel, killed)]
+    assert speedrun[0] == speedrun[1] == speedrun[2] and speedrun[0]["status"] == "finished"
     assert len(rows(serial / "metrics.jsonl")) == 20
     for run_dir in (serial, parallel, killed):
         assert (run_dir / "guide" / "gen_2.md").read_bytes() == (serial / "guide" / "gen_2.md").read_bytes()
