@@ -318,6 +318,9 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     evaluated = f"final eval {values}" if final else "no evaluation (run.eval_episodes is 0)"
     print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
           f"summary in {run_dir / 'summary.json'}")
+    from speedrunner.core.runtime.speedrun import describe
+
+    print(describe(run_dir, config) + tag)
     return 0
 
 

@@ -38,6 +38,7 @@ def test_a_scripted_run_reaches_its_target_and_is_appended_from_the_default_resu
     assert record["config_file_sha256"] == provenance["config_file_sha256"]
     copy = tmp_path / "runs" / "speedrun" / f"{record['result_id']}.json"
     assert json.loads(copy.read_text()) == record
+    assert f"reached at rollout {reached}" in proc.stdout and str(copy.relative_to(tmp_path)) in proc.stdout
 
     refused = run("speedrunner.cli", "leaderboard", "append")          # scripted: refused by default
     assert refused.returncode == 2 and "--allow-scripted" in refused.stderr

@@ -192,3 +192,17 @@ class SpeedrunTracker:
             return json.loads((self.run_dir / "provenance.json").read_text("utf-8")).get("config_file_sha256")
         except (OSError, ValueError, AttributeError):
             return None
+
+
+def describe(run_dir: Path, config: RunConfig) -> str:
+    """One line for the end of a run: the speedrun outcome and where its result copy is."""
+    record = SpeedrunRecord.model_validate_json((run_dir / SPEEDRUN_FILE).read_text("utf-8"))
+    window = f"({record.window})" if record.window is not None else ""
+    what = f"{record.metric}{window} >= {record.target:g}"
+    if record.reached:
+        cost = "" if record.train_cost_usd is None else f", ${record.train_cost_usd:.4f}"
+        outcome = f"{what} reached at rollout {record.rollout}{cost}"
+    else:
+        outcome = f"{what} not reached"
+    copy = default_results_dir(config) / f"{record.result_id}.json"
+    return f"speedrun: {outcome}; result {copy} (add it to LEADERBOARD.md: speedrunner leaderboard append)"
