@@ -141,3 +141,15 @@ def test_the_default_results_folder_is_under_the_output_root(monkeypatch):
     assert default_results_dir() == Path("/tmp/elsewhere")
     cfg = config(results_dir="/x/results")
     assert default_results_dir(cfg) == Path("/x/results")   # the config key wins
+
+
+def test_a_run_checkpointed_by_an_older_version_keeps_its_reached_rollout(tmp_path):
+    """Checkpoints written before the tracker kept only the rollout: the record says reached there."""
+    run_dir = tmp_path / "run"
+    cfg = config(results_dir=str(tmp_path / "results"))
+    run(run_dir, cfg)
+    checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
+    reached_at = checkpoint.pop("speedrun_reached")["rollout"]
+    (run_dir / "checkpoint.json").write_text(json.dumps(checkpoint))
+    resumed = run(run_dir, cfg)
+    assert (resumed["reached"], resumed["rollout"], resumed["train_cost_usd"]) == (True, reached_at, None)
