@@ -261,3 +261,25 @@ def test_the_committed_board_is_empty_parseable_and_says_it_is_experimental():
     assert text.startswith("# Leaderboard\n\n> **Experimental.**")
     assert parse_board(text, REPO / "LEADERBOARD.md").rows == []
     assert "| " + " | ".join(COLUMNS) + " |" in text.splitlines()
+
+
+def test_an_append_waits_for_another_edit_and_keeps_its_row(tmp_path, board):
+    """Two edits at once: the second reads the board only after the first wrote it."""
+    import threading
+
+    from speedrunner.leaderboard.board import Row, editing, read_board, write_board
+    from speedrunner.leaderboard.commands import load_result
+
+    first, second = result(tmp_path / "results", "first"), result(tmp_path / "results", "second")
+    codes = []
+    with editing(board):
+        waiting = threading.Thread(target=lambda: codes.append(lb("append", str(second), "--board", str(board))))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and not board.exists()      # it waits for the lock
+        edited = read_board(board)                           # meanwhile this edit adds a row
+        edited.rows.append(Row.from_record(load_result(first).record))
+        write_board(edited)
+    waiting.join(10)
+    assert codes == [0]
+    assert [r["run id"] for r in table(board)] == ["first", "second"]

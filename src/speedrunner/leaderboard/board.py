@@ -9,9 +9,12 @@ someone's work, and guessing what it meant could drop rows.
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,6 +287,24 @@ def render_board(board: Board) -> str:
     if before and before[-1].strip():
         before.append("")  # Markdown needs a blank line before a table
     return "\n".join([*before, *render_table(ordered(board.rows)), *board.after]) + "\n"
+
+
+@contextmanager
+def editing(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the board's directory while a command reads and rewrites it.
+
+    Two appends at once would otherwise each write the board without the other's row. The
+    directory is locked, not the file, because every write replaces the file by rename.
+    """
+    directory = path.parent
+    if not directory.is_dir():
+        raise LeaderboardError(f"{directory} is not a directory; create it, or point --board elsewhere")
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
 
 
 def write_board(board: Board) -> None:

@@ -24,6 +24,7 @@ from speedrunner.errors import LeaderboardError
 from speedrunner.leaderboard.board import (
     COLUMNS,
     Row,
+    editing,
     ordered,
     read_board,
     render_row,
@@ -117,8 +118,13 @@ def load_result(path: Path) -> Source:
 
 def append(sources: list[Path], board_path: Path, *, allow_scripted: bool, results_dir: Path) -> list[str]:
     """Add each source's row; refuse all of them if any is refused (the board stays as it was)."""
-    board = read_board(board_path)
     loaded = [load_result(p) for p in sources] if sources else [load_result(newest_result(results_dir))]
+    with editing(board_path):
+        return _append(loaded, board_path, allow_scripted=allow_scripted)
+
+
+def _append(loaded: list[Source], board_path: Path, *, allow_scripted: bool) -> list[str]:
+    board = read_board(board_path)
     problems: list[str] = []
     new: dict[str, Row] = {}
     for source in loaded:
@@ -129,7 +135,7 @@ def append(sources: list[Path], board_path: Path, *, allow_scripted: bool, resul
         elif r.scripted and not allow_scripted:
             problems.append(f"{r.result_id} ({source.path}) comes from the scripted test model, not an LLM; "
                             "pass --allow-scripted to list it anyway (it is marked SCRIPTED)")
-        elif r.result_id in board.row_lines or any(row.run_id == r.result_id for row in board.rows):
+        elif any(row.run_id == r.result_id for row in board.rows):
             line = board.row_lines.get(r.result_id)
             at = f" (line {line})" if line else ""
             problems.append(f"{r.result_id} is already on {board_path}{at}; no duplicate rows. To replace it, "
@@ -151,6 +157,11 @@ def remove(run_ids: list[str], board_path: Path, *, dry_run: bool) -> list[str]:
     """Remove rows by run id; every id must be on the board, or nothing is removed."""
     if not board_path.exists():
         raise LeaderboardError(f"{board_path} does not exist; nothing to remove (is --board right?)")
+    with editing(board_path):
+        return _remove(run_ids, board_path, dry_run=dry_run)
+
+
+def _remove(run_ids: list[str], board_path: Path, *, dry_run: bool) -> list[str]:
     board = read_board(board_path)
     known = [r.run_id for r in board.rows]
     missing = [i for i in dict.fromkeys(run_ids) if i not in known]
