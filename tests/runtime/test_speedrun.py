@@ -153,3 +153,12 @@ def test_a_run_checkpointed_by_an_older_version_keeps_its_reached_rollout(tmp_pa
     (run_dir / "checkpoint.json").write_text(json.dumps(checkpoint))
     resumed = run(run_dir, cfg)
     assert (resumed["reached"], resumed["rollout"], resumed["train_cost_usd"]) == (True, reached_at, None)
+
+
+def test_the_window_decides_results_only_for_the_rolling_metric():
+    """Runs started before ``speedrun.window`` existed keep their results hash, so they resume."""
+    from speedrunner.core.runtime.loop import config_fingerprint
+
+    assert config_fingerprint(config("success", window=3)) == config_fingerprint(config("success", window=5))
+    assert (config_fingerprint(config("train_success_rolling", window=4))
+            != config_fingerprint(config("train_success_rolling", window=5)))

@@ -255,4 +255,8 @@ def results_view(config: RunConfig) -> dict[str, Any]:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(path[-1], None)
+    if data["speedrun"]["metric"] != "train_success_rolling":
+        # ``window`` means nothing to the other metrics; leaving it out keeps the hash of runs
+        # started before the key existed, so they still resume.
+        data["speedrun"].pop("window", None)
     return data
