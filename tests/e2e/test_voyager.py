@@ -26,6 +26,7 @@ from .voyager_fakes import DESCRIPTION, VoyagerFakeLLM
 
 pytestmark = pytest.mark.slow
 ROLLOUTS = 8
+EMBEDDING_KEY = "FAKE_EMBEDDING_KEY"
 
 
 def voyager_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
@@ -37,14 +38,20 @@ def voyager_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
             "--set", "run.eval_episodes=2", "--set", "run.parallel_episodes=2",
             "--set", "benchmark.max_env_actions=40", "--set", "benchmark.max_llm_calls=4",
             "--set", "benchmark.area=[24, 24]",  # a small world: generating one takes 0.3 s, not 2 s
-            "--set", "method.max_task_attempts=2", "--set", "method.max_skill_actions=40", *extra]
+            "--set", "method.max_task_attempts=2", "--set", "method.max_skill_actions=40",
+            "--set", f"method.embedding={{name: fake-embedding, base_url: '{url}', api_key_env: {EMBEDDING_KEY}, "
+                     "prices: {input: 500.0, cached_input: 0.0, output: 0.0}}", *extra]
+
+
+def env() -> dict[str, str]:
+    return {**clean_env(), EMBEDDING_KEY: "x"}
 
 
 def play(run_dir: Path, fake, *extra: str) -> tuple[Path, FakeLLMServer]:
     server = start_server(fake)
     try:
         proc = subprocess.run(voyager_cmd(run_dir, server.base_url, *extra), capture_output=True, text=True,
-                              timeout=600, env=clean_env(), cwd=REPO)
+                              timeout=600, env=env(), cwd=REPO)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -110,6 +117,11 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     assert "def collect_wood(env)" in actions[6]["messages"][1]["content"]
     assert "collect_woodV2" not in actions[6]["messages"][1]["content"]
 
+    # Retrieval ranked by the embedding endpoint; each vector paid once, charged to its rollout.
+    embedded = rows(run_dir / "voyager" / "embeddings.jsonl")
+    assert len({e["key"] for e in embedded}) == len(embedded) > 0
+    assert any(r.path.endswith("/embeddings") for r in server.requests if r.method == "POST")
+
     # The run's usual files: one metrics row per iteration with the usual fields.
     metrics = rows(run_dir / "metrics.jsonl")
     assert [m["rollout"] for m in metrics] == list(range(1, ROLLOUTS + 1))
@@ -119,6 +131,11 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     assert [m["llm_calls"] for m in metrics] == [per_iteration[f"{i:04d}"] for i in range(ROLLOUTS)]
     assert metrics[0]["llm_calls"] == 1 and metrics[2]["llm_calls"] == 5  # action | 2 curriculum, action, 2 critic
     assert all(m["cost_usd"] > 0 and m["tokens"]["output"] > 0 for m in metrics)
+    for i, m in enumerate(metrics):  # LLM calls plus the embeddings this rollout paid for
+        llm = sum(c["cost_usd"] for c in calls if c["call_id"].startswith(f"train/{i:04d}/"))
+        vectors = sum(e["cost_usd"] for e in embedded if e["charged_to"] == f"train/{i:04d}")
+        assert m["cost_episode_usd"] == pytest.approx(llm + vectors)
+    assert sum(e["cost_usd"] for e in embedded if e["charged_to"] == "train/0002") > 0
     assert {c["purpose"] for c in calls} == {"curriculum", "inducer", "critic", "description", "actor"}
     train1 = json.loads((run_dir / "episodes" / "train" / "0001.json").read_text())
     assert train1["steps"][0]["skill_call"]["name"] == "collect_wood" and "collect_wood" in train1["final_info"]["achievements"]
@@ -165,13 +182,13 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     run_dir = tmp_path / "killed" / "run"
     try:
         proc = subprocess.Popen(voyager_cmd(run_dir, server.base_url), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=REPO)
+                                stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL
         resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager",
                                   "--resume", str(run_dir)], capture_output=True, text=True, timeout=600,
-                                 env=clean_env(), cwd=REPO)
+                                 env=env(), cwd=REPO)
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -187,3 +204,5 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
     paid = collections.Counter(c["call_id"] for c in calls if not c["cache_hit"] and c["error"] is None)
     assert all(n == 1 for n in paid.values())
+    embedded = rows(run_dir / "voyager" / "embeddings.jsonl")
+    assert len({e["key"] for e in embedded}) == len(embedded)  # no vector paid twice

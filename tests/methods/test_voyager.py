@@ -99,13 +99,17 @@ def test_embeddings_return_the_relevant_skill_and_are_paid_once(tmp_path, monkey
                                    timeout_s=10, price_per_million=0.02, store_dir=tmp_path)
 
         first = ranker()
-        assert top_k(first, "drink water", SKILLS, 5)[0] == "drink_water"
-        assert top_k(first, "strike a zombie", SKILLS, 1) == ["defeat_zombie"]
+        assert top_k(first, "drink water", SKILLS, 5, charge_to="train/0003")[0] == "drink_water"
+        assert top_k(first, "strike a zombie", SKILLS, 1, charge_to="train/0004") == ["defeat_zombie"]
+        paid = first.cost_for("train/0003")
+        assert paid > 0 and first.cost_for("train/0004") < paid  # only the new query was paid for
         posts = [r for r in server.requests if r.method == "POST"]
         assert all(r.path.endswith("/embeddings") for r in posts)
         # The descriptions were embedded once; a resumed run reads every vector back.
-        assert top_k(ranker(), "drink water", SKILLS, 5)[0] == "drink_water"
+        again = ranker()
+        assert top_k(again, "drink water", SKILLS, 5, charge_to="train/0005")[0] == "drink_water"
         assert [r for r in server.requests if r.method == "POST"] == posts
+        assert again.cost_for("train/0003") == paid and again.cost_for("train/0005") == 0
     rows = (tmp_path / "embeddings.jsonl").read_text().splitlines()
     assert len(rows) == len(SKILLS) + 2  # six descriptions and two queries
 

@@ -4,8 +4,9 @@ Voyager ranks its skills by the similarity of their descriptions to the task. Tw
 
 - ``EmbeddingRanker``: an OpenAI-compatible ``/embeddings`` endpoint (OpenAI, a vLLM
   embedding model, or Gemini's OpenAI-compatible URL), cosine similarity. Every vector is
-  stored in ``voyager/embeddings.jsonl`` (model, text hash, tokens, cost) the moment it is
-  paid for, so a resumed run reads it back instead of paying again.
+  stored in ``voyager/embeddings.jsonl`` (model, text hash, tokens, cost, the rollout it
+  was paid for) the moment it is paid for, so a resumed run reads it back instead of paying
+  again, and the rollout's cost includes it (also after a resume).
 - ``BM25Ranker``: local and lexical, ``rank_bm25.BM25Okapi``. Chosen over ``bm25s``: one
   small pure-Python module whose only dependency (numpy) the project already has, stable
   for years, and our corpora are a few hundred descriptions at most, where bm25s's sparse
@@ -37,8 +38,13 @@ EMBEDDINGS_FILE = "embeddings.jsonl"
 class Ranker(Protocol):
     kind: str
 
-    def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        """One similarity per document (higher is more relevant)."""
+    def scores(self, query: str, documents: Sequence[str], charge_to: str) -> list[float]:
+        """One similarity per document (higher is more relevant); anything paid for is
+        charged to ``charge_to`` (a rollout's call-id prefix, e.g. ``train/0003``)."""
+        ...
+
+    def cost_for(self, charge_to: str) -> float | None:
+        """USD paid for ``charge_to`` (0 when nothing was; ``None`` when a price is unknown)."""
         ...
 
 
@@ -48,13 +54,14 @@ def tokenize(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower().replace("_", " "))
 
 
-def top_k(ranker: Ranker, query: str, descriptions: Mapping[str, str], k: int) -> list[str]:
+def top_k(ranker: Ranker, query: str, descriptions: Mapping[str, str], k: int, charge_to: str = "knowledge"
+          ) -> list[str]:
     """The names of the ``min(k, len(descriptions))`` best descriptions for ``query``."""
     names = sorted(descriptions)
     k = min(k, len(names))
     if k <= 0:
         return []
-    scores = ranker.scores(query, [descriptions[n] for n in names])
+    scores = ranker.scores(query, [descriptions[n] for n in names], charge_to)
     order = sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))
     return [names[i] for i in order[:k]]
 
@@ -62,7 +69,10 @@ def top_k(ranker: Ranker, query: str, descriptions: Mapping[str, str], k: int) -
 class BM25Ranker:
     kind = "bm25"
 
-    def scores(self, query: str, documents: Sequence[str]) -> list[float]:
+    def cost_for(self, charge_to: str) -> float | None:
+        return 0.0
+
+    def scores(self, query: str, documents: Sequence[str], charge_to: str = "") -> list[float]:
         from rank_bm25 import BM25Okapi
 
         corpus = [tokenize(d) or ["_"] for d in documents]
@@ -88,13 +98,20 @@ class EmbeddingRanker:
         self._client = OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=3)
         self._lock = threading.Lock()
         repair_jsonl(self.path)  # a kill may have torn the last line; that vector is asked again
-        self._vectors: dict[str, np.ndarray] = {
-            row["key"]: np.asarray(row["vector"], dtype=float) for row in read_jsonl(self.path)}
+        rows = read_jsonl(self.path)
+        self._vectors: dict[str, np.ndarray] = {row["key"]: np.asarray(row["vector"], dtype=float) for row in rows}
+        self._costs: dict[str, list[float | None]] = {}
+        for row in rows:
+            self._costs.setdefault(row["charged_to"], []).append(row["cost_usd"])
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model}\0{text}".encode()).hexdigest()
 
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def cost_for(self, charge_to: str) -> float | None:
+        costs = self._costs.get(charge_to, [])
+        return None if any(c is None for c in costs) else float(sum(costs))  # type: ignore[arg-type]
+
+    def embed(self, texts: Sequence[str], charge_to: str = "knowledge") -> list[np.ndarray]:
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if self._key(t) not in self._vectors))
             if missing:
@@ -107,23 +124,17 @@ class EmbeddingRanker:
                 for i, (text, item) in enumerate(zip(missing, sorted(response.data, key=lambda d: d.index),
                                                      strict=True)):
                     key = self._key(text)
-                    append_jsonl(self.path, {
-                        "key": key, "model": self.model, "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
-                        "tokens": tokens if i == 0 else 0, "cost_usd": (cost if i == 0 else 0.0),
-                        "vector": list(item.embedding)})
+                    row = {"key": key, "model": self.model, "charged_to": charge_to,
+                           "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                           "tokens": tokens if i == 0 else 0, "cost_usd": cost if i == 0 else 0.0,
+                           "vector": list(item.embedding)}
+                    append_jsonl(self.path, row)
+                    self._costs.setdefault(charge_to, []).append(row["cost_usd"])
                     self._vectors[key] = np.asarray(item.embedding, dtype=float)
             return [self._vectors[self._key(t)] for t in texts]
 
-    def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        vectors = self.embed([query, *documents])
+    def scores(self, query: str, documents: Sequence[str], charge_to: str = "knowledge") -> list[float]:
+        vectors = self.embed([query, *documents], charge_to)
         q = vectors[0] / (np.linalg.norm(vectors[0]) or 1.0)
         return [float(q @ (d / (np.linalg.norm(d) or 1.0))) for d in vectors[1:]]
 
-
-def spent(store_dir: Path) -> dict[str, float | int | None]:
-    """What the run's embedding calls used: calls, tokens, and cost (None if a price is unknown)."""
-    rows = read_jsonl(Path(store_dir) / EMBEDDINGS_FILE)
-    paid = [r for r in rows if r["tokens"]]
-    costs = [r["cost_usd"] for r in paid]
-    return {"calls": len(paid), "tokens": sum(r["tokens"] for r in paid),
-            "cost_usd": None if any(c is None for c in costs) else sum(costs)}

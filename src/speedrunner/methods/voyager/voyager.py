@@ -202,7 +202,7 @@ class VoyagerMethod:
         if work.task is None:
             work.task, record["curriculum"] = self._propose(prefix, start, calls)
         task, attempt_no = work.task, work.attempts + 1
-        retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k)
+        retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k, charge_to=prefix)
         record.update(task=task, attempt=attempt_no, retrieved=retrieved)
 
         messages = [Message("system", self._action_system()),
@@ -418,7 +418,7 @@ class VoyagerMethod:
             executed=list(attempt.executed), error=attempt.error if attempt.tree is None else None,
             usage=answer.usage, cost_usd=answer.cost_usd, latency_s=answer.latency_s, cached=answer.cached,
             finish_reason=answer.finish_reason, skill_call=attempt.tree)
-        usage, cost = Usage(), 0.0
+        usage, cost = Usage(), self.ranker.cost_for(f"train/{spec.index:04d}")  # embeddings, if any
         for c in calls:
             usage = usage + c.usage
             cost = None if cost is None or c.cost_usd is None else cost + c.cost_usd
