@@ -150,6 +150,19 @@ def test_re_adding_a_name_keeps_the_old_versions_as_v2_v3(tmp_path):
     assert load_state(tmp_path, 3) == s
 
 
+def test_a_missing_embedding_key_stops_the_run_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    from speedrunner.train_cli import main
+
+    monkeypatch.delenv("NO_SUCH_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    config = tmp_path / "v.yaml"
+    config.write_text("method: {name: voyager, embedding: {name: e, api_key_env: NO_SUCH_KEY}}\n"
+                      "benchmark: {name: crafter}\nrun: {output_root: " + str(tmp_path / "runs") + "}\n")
+    code = main("crafter", "speedrunner.benchmarks.crafter.train_voyager", ["--config_file", str(config), "--skip_preflight"])
+    assert code == 2 and "$NO_SUCH_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_config_refuses_unknown_warmup_parts():
     assert VoyagerConfig().curriculum_warmup["status"] == 2
     with pytest.raises(ValidationError, match="unknown curriculum_warmup parts"):

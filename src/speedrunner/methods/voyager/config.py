@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
 from pydantic import Field, field_validator
 
 from speedrunner.core.config.schema import MethodConfig, Prices, Section
+from speedrunner.errors import ConfigError
 
 WARMUP_FIELDS = ("nearby", "facing", "status", "achievements")
 """What the curriculum may be shown beyond the inventory and the task lists, in Voyager's
@@ -67,6 +69,12 @@ class VoyagerConfig(MethodConfig):
     """Rank skill descriptions by embeddings from this endpoint; null: BM25 (local, no download)."""
     max_observation_chars: int = Field(3000, ge=200)
     """Cap on the observation and skill output shown to the critic and the action agent."""
+
+    def check_runnable(self) -> None:
+        """Before any run directory is made: the embedding endpoint's key is set."""
+        if self.embedding is not None and not os.environ.get(self.embedding.api_key_env):
+            raise ConfigError(f"method.embedding needs an API key in ${self.embedding.api_key_env} (for a local "
+                              "vLLM server any value, e.g. EMPTY); or remove method.embedding to rank with BM25")
 
     @field_validator("curriculum_warmup")
     @classmethod
