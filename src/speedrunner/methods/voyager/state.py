@@ -55,6 +55,8 @@ class VoyagerState(BaseModel):
     last_end: dict = Field(default_factory=dict)
     """Inventory and achievements when the previous attempt's skill stopped."""
     skills: dict[str, SkillEntry] = Field(default_factory=dict)
+    scripted: bool = False
+    """True once any answer came from the scripted stand-in rather than an LLM."""
 
     def active(self) -> dict[str, str]:
         """Name -> description of the skills retrieval may return (newest versions only)."""

@@ -33,18 +33,17 @@ import importlib
 import inspect
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from speedrunner.core.atomic import atomic_write_json
+from speedrunner.core.benchmark import EpisodeSpec
 from speedrunner.core.codebook import (
-    AddFunction,
     Author,
     Codebook,
     Edit,
     EditRejected,
-    RenameFunction,
     apply_edits,
 )
 from speedrunner.core.codebook.parse import split_module
@@ -55,9 +54,9 @@ from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.actor import ActorStep
-from speedrunner.core.runtime.skill_call import SkillCall, Skills
+from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
-from speedrunner.errors import InvalidActionError
+from speedrunner.methods.voyager.attempt import FENCE, Attempt, write_and_run
 from speedrunner.methods.voyager.config import VoyagerConfig
 from speedrunner.methods.voyager.critic import (
     Verdict,
@@ -72,11 +71,9 @@ from speedrunner.methods.voyager.state import (
     SkillEntry,
     VoyagerState,
     load_state,
-    retired_name,
     save_state,
     state_path,
 )
-from speedrunner.methods.wake_sleep.asi_parse import parse_induction
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     TITLE,
     codebook_rules,
@@ -86,7 +83,6 @@ from speedrunner.methods.wake_sleep.codebook_knowledge import (
 
 PROMPTS = load_prompts("speedrunner.methods.voyager", "voyager_prompts.yaml")
 _TASK_LINE = re.compile(r"^\s*\**task\**\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-_FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -99,27 +95,6 @@ class VoyagerWorld:
     """The task of the very first iteration (Voyager: fixed)."""
     eval_query: str
     """What retrieval ranks skills against for evaluation (the benchmark's instruction)."""
-
-
-@dataclass
-class _Attempt:
-    """One action-agent answer, validated and run."""
-
-    code: str = ""
-    plan: str = ""
-    main: str | None = None
-    edits: list[Edit] = field(default_factory=list)
-    retired_as: str | None = None
-    codebook: Codebook | None = None
-    error: str | None = None
-    tree: dict[str, Any] | None = None
-    returned: Any = None
-    executed: list[str] = field(default_factory=list)
-    end: dict[str, Any] = field(default_factory=dict)
-    end_text: str = ""
-    done: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
-    tier: str | None = None
 
 
 class VoyagerMethod:
@@ -162,7 +137,7 @@ class VoyagerMethod:
         skills = Skills(self.base.generation, self.base.source, signatures, self.support.api_module)
         return Knowledge(self.base.generation, TITLE, render_api(shown), skills=skills)
 
-    def train_batch(self, specs: list, ctx: TrainingContext) -> list[Trajectory]:
+    def train_batch(self, specs: list[EpisodeSpec], ctx: TrainingContext) -> list[Trajectory]:
         """Voyager's iterations, one per rollout of the batch, in order (each needs the last)."""
         self._reset_batch()
         trajectories = []
@@ -191,7 +166,7 @@ class VoyagerMethod:
         return SleepResult(self.knowledge())
 
     # ------------------------------------------------------------ one iteration
-    def _iteration(self, env: TextEnv, spec: Any, ctx: TrainingContext) -> tuple[Trajectory, dict[str, Any]]:
+    def _iteration(self, env: TextEnv, spec: EpisodeSpec, ctx: TrainingContext) -> tuple[Trajectory, dict[str, Any]]:
         started = time.monotonic()
         prefix = f"train/{spec.index:04d}"
         observation = env.reset(spec.task, spec.seed)
@@ -209,7 +184,12 @@ class VoyagerMethod:
                     Message("user", self._action_prompt(task, attempt_no, retrieved, observation.text))]
         answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000")
         calls.append(answer)
-        attempt = self._write_and_run(answer.text, env, observation.text, start, ctx)
+        cap = self.config.max_skill_actions
+        if ctx.budget.max_env_actions is not None:
+            cap = min(cap, ctx.budget.max_env_actions)
+        attempt = write_and_run(answer.text, env, observation.text, start, base=self.base, draft=self.draft,
+                                earlier=self.batch_edits, rules=self.rules, support=self.support,
+                                max_actions=cap, timeout_s=self.config.skill_timeout_s)
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:
@@ -232,77 +212,10 @@ class VoyagerMethod:
             if attempt_no >= self.config.max_task_attempts:
                 work.fail(task)
         work.last_end = {"inventory": attempt.end.get("inventory", {}), "achievements": attempt.end.get("achievements", [])}
+        work.scripted = work.scripted or any(c.scripted for c in calls)
         record.update(completed=list(work.completed), failed=list(work.failed), env_actions=len(attempt.executed),
                       scripted=any(c.scripted for c in calls))
         return self._trajectory(spec, env, task, observation.text, answer, attempt, calls, ctx, started), record
-
-    def _write_and_run(self, text: str, env: TextEnv, first_text: str, start: dict[str, Any],
-                       ctx: TrainingContext) -> _Attempt:
-        attempt = _Attempt(end=start, end_text=first_text)
-        head, _, tail = text.partition("Code:")
-        attempt.plan = head.strip()
-        blocks = _FENCE.findall(tail or text) or _FENCE.findall(text)
-        if not blocks:
-            attempt.error = "the answer has no ```python code block"
-            return attempt
-        attempt.code = "\n\n".join(b.strip() for b in blocks) + "\n"
-        parsed = parse_induction(f"<functions>\n{attempt.code}\n</functions>")
-        public = [f for f in parsed.functions if not f.name.startswith("_")]
-        if parsed.problem or not public:
-            attempt.error = parsed.problem or "the code defines no public function (the skill)"
-            return attempt
-        main = public[-1]
-        attempt.main = main.name
-        existing = {f.name: f.text.strip() for f in split_module(self.draft.source).functions}
-        edits: list[Edit] = []
-        if main.name in existing:
-            attempt.retired_as = retired_name(main.name, set(existing))
-            edits.append(RenameFunction(main.name, attempt.retired_as))
-        for function in parsed.functions:
-            if function is not main and existing.get(function.name) == function.source.strip():
-                continue  # a helper restated unchanged
-            edits.append(AddFunction("\n".join([*parsed.imports, function.source])))
-        author = Author(method=self.name, scripted=False)
-        candidate = apply_edits(self.base, self.batch_edits + edits, author, rules=self.rules)
-        if isinstance(candidate, EditRejected):
-            attempt.error = candidate.message
-            return attempt
-        attempt.edits = edits
-        attempt.codebook = Codebook(candidate.source, candidate.meta)
-        self._run(attempt, env, start, first_text, ctx)
-        return attempt
-
-    def _run(self, attempt: _Attempt, env: TextEnv, start: dict[str, Any], first_text: str,
-             ctx: TrainingContext) -> None:
-        """Run the skill in the sandbox from the world's start; its actions come back here."""
-        state: dict[str, Any] = {"text": first_text, "structured": start, "done": False}
-
-        def act(action: str) -> dict[str, Any]:
-            if state["done"]:
-                return {"error": f"the episode is over; {action!r} was not taken"}
-            try:
-                result = env.step(action)
-            except InvalidActionError as e:
-                return {"error": str(e)}
-            attempt.executed.append(action)
-            attempt.info = result.info
-            state.update(text=result.observation.text, structured=result.observation.structured, done=result.done)
-            return dict(state)
-
-        cap = self.config.max_skill_actions
-        if ctx.budget.max_env_actions is not None:
-            cap = min(cap, ctx.budget.max_env_actions)
-        if attempt.codebook is None or attempt.main is None:
-            raise RuntimeError("a skill ran before it was validated")  # our bug, not the model's
-        runner = self.support.open_skills(attempt.codebook.to_skills(self.support.api_module))
-        attempt.tier = runner.tier
-        try:
-            outcome = runner.call(SkillCall(attempt.main), step=act, observation=dict(state), max_actions=cap,
-                                  timeout_s=self.config.skill_timeout_s)
-        finally:
-            runner.close()
-        attempt.tree, attempt.returned, attempt.error = outcome.tree, outcome.returned, outcome.error
-        attempt.end, attempt.end_text, attempt.done = state["structured"], state["text"], state["done"]
 
     # ------------------------------------------------------------ the agents
     def _propose(self, prefix: str, start: dict[str, Any], calls: list[Completion]) -> tuple[str, dict[str, Any]]:
@@ -377,7 +290,7 @@ class VoyagerMethod:
                               retrieved=shown or "(none yet)", previous=previous,
                               observation=observation[: self.config.max_observation_chars])
 
-    def _llm_critic(self, prefix: str, task: str, attempt_no: int, start: dict[str, Any], attempt: _Attempt,
+    def _llm_critic(self, prefix: str, task: str, attempt_no: int, start: dict[str, Any], attempt: Attempt,
                     calls: list[Completion]) -> Verdict:
         messages = [Message("system", PROMPTS.render("critic_system")),
                     Message("user", PROMPTS.render(
@@ -395,7 +308,7 @@ class VoyagerMethod:
                          Message("user", PROMPTS.render("critic_reask", problem=verdict))]
         return Verdict(False, "The critic gave no usable judgement; try a more direct skill.", "llm_unparseable")
 
-    def _describe(self, prefix: str, attempt: _Attempt, calls: list[Completion]) -> str:
+    def _describe(self, prefix: str, attempt: Attempt, calls: list[Completion]) -> str:
         if attempt.main is None or attempt.codebook is None:
             raise RuntimeError("a skill was described before it was validated")  # our bug
         source = next(f.text for f in split_module(attempt.codebook.source).functions if f.name == attempt.main)
@@ -404,12 +317,12 @@ class VoyagerMethod:
              Message("user", PROMPTS.render("description", code=source.strip()))],
             purpose="description", call_id=f"{prefix}/description/0000")
         calls.append(completion)
-        text = _FENCE.sub("", completion.text).strip()
+        text = FENCE.sub("", completion.text).strip()
         text = re.sub(rf"`?\b{re.escape(attempt.main)}\b`?", "this skill", text)  # no function name in it
         return " ".join(text.split())[:1200] or f"A skill that completes the task: {self.work.task}."
 
     # ------------------------------------------------------------ records
-    def _trajectory(self, spec: Any, env: TextEnv, task: str, first_text: str, answer: Completion, attempt: _Attempt,
+    def _trajectory(self, spec: EpisodeSpec, env: TextEnv, task: str, first_text: str, answer: Completion, attempt: Attempt,
                     calls: list[Completion], ctx: TrainingContext, started: float) -> Trajectory:
         step = ActorStep(
             index=0, call_id=f"train/{spec.index:04d}/action/0000", observation=first_text, raw_text=answer.text,
