@@ -237,8 +237,7 @@ class VoyagerMethod:
             if task:
                 return task, {"answers": answers, "fallback": False}
             messages += [Message("assistant", completion.text),
-                         Message("user", "Your answer has no line 'Task: <the next task>'. Answer again in the "
-                                         "format asked, with exactly one task.")]
+                         Message("user", PROMPTS.render("curriculum_reask"))]
         phrased = [a.replace("_", " ") for a in self.world.achievements]
         fresh = [t for t in phrased if t not in work.completed and t not in work.failed] or phrased
         return fresh[0], {"answers": answers, "fallback": True}
