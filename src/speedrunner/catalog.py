@@ -55,6 +55,7 @@ METHODS.register("asi", MethodSpec(
 ))
 METHODS.register("voyager", MethodSpec(
     name="voyager", config="speedrunner.methods.voyager.config:VoyagerConfig",
+    factory="speedrunner.benchmarks.crafter.voyager:make_voyager",
     benchmarks=frozenset({"crafter"}),
     entry_point="speedrunner.benchmarks.crafter.train_voyager",
     meaning_keys=MEANING_CHANGING_KEYS, quick_test={"max_task_attempts": 2},

@@ -170,6 +170,9 @@ def check_runnable(config: RunConfig) -> None:
     make_provider(config.model)
     if config.inducer is not None:
         make_provider(config.inducer)
+    method_check = getattr(config.method, "check_runnable", None)  # e.g. Voyager's embedding key
+    if method_check is not None:
+        method_check()
 
 
 def preflight(config: RunConfig) -> None:

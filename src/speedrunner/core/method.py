@@ -6,7 +6,9 @@ and changes its prompt context (``knowledge``) and ``sleep``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -15,7 +17,9 @@ from speedrunner.core.llm.types import Completion, Model
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
 
 if TYPE_CHECKING:
+    from speedrunner.core.benchmark import Budget
     from speedrunner.core.config.schema import MethodConfig
+    from speedrunner.core.env import TextEnv
     from speedrunner.core.runtime.replay import ReplayResult
     from speedrunner.core.runtime.trajectory import Trajectory
 
@@ -76,6 +80,27 @@ class MethodContext:
     inducer: Model
     benchmark: str
     skills: SkillSupport | None = None
+
+
+@dataclass(frozen=True)
+class TrainingContext:
+    """What a method with its own training phase gets instead of the actor's episodes.
+
+    A method may define ``train_batch(specs, ctx) -> list[Trajectory]`` (Voyager: one
+    iteration per rollout); the runner then calls it for each batch instead of playing the
+    actor, and writes the metrics rows, sleep, checkpoint and evaluation as for any method.
+    It must save each trajectory (``save_trajectory``) and be deterministic given the stored
+    knowledge and the model's answers: a batch killed midway is re-run from its start.
+    """
+
+    env: Callable[[], AbstractContextManager[TextEnv]]
+    """Borrow an env from the run's pool for one rollout."""
+    budget: Budget
+    """The benchmark's per-rollout budget."""
+    stop: threading.Event
+    """Set when the run stops; check it before each paid call."""
+    on_episode: Callable[[Trajectory], None]
+    """Report a finished rollout (the progress line)."""
 
 
 class Method(Protocol):

@@ -17,7 +17,9 @@ number of concurrent requests.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeLLMServer", "RecordedRequest", "Reply"]
+__all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "fake_embedding"]
 
 
 @dataclass
@@ -232,6 +234,29 @@ def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
 _GEMINI_FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 
 
+EMBEDDING_DIMS = 64
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A deterministic bag-of-words vector: each lower-case word adds 1 to a dimension chosen
+    by its hash, so texts sharing words have a high cosine similarity (what retrieval tests need)."""
+    vector = [0.0] * EMBEDDING_DIMS
+    for word in re.findall(r"[a-z0-9]+", text.lower().replace("_", " ")):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % EMBEDDING_DIMS] += 1.0
+    return vector
+
+
+def _embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /v1/embeddings`` (OpenAI's format): one ``fake_embedding`` per input text."""
+    texts = body.get("input", [])
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    tokens = sum(len(str(t).split()) for t in texts)
+    return {"object": "list", "model": body.get("model", "fake-embedding"),
+            "data": [{"object": "embedding", "index": i, "embedding": fake_embedding(str(t))}
+                     for i, t in enumerate(texts)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
 def _gemini_body(reply: Reply) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if reply.reasoning is not None:
@@ -320,6 +345,10 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = {"_unparseable": raw.decode("utf-8", "replace")}
             path = self.path.split("?", 1)[0]
+            if path.endswith("/embeddings"):
+                server._record(RecordedRequest("POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}))
+                self._send(200, json.dumps(_embeddings_body(body)).encode())
+                return
             gemini = ":generateContent" in path
             if not gemini and not path.endswith("/chat/completions"):
                 server._record(

@@ -32,7 +32,7 @@ from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
 from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
-from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult
+from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
 from speedrunner.core.runtime.checkpoint import (
     Checkpoint,
     load_checkpoint,
@@ -150,7 +150,10 @@ class Runner:
                 progress.phase(f"wake: batch {batch + 1}/{batches}")
                 knowledge = self.method.knowledge()
                 specs = [self.benchmark.train_episode(run.seed, i) for i in range(start, start + run.sleep_every)]
-                trajectories = self._play(specs, knowledge, None, progress)
+                train_batch = getattr(self.method, "train_batch", None)  # its own training phase (Voyager)
+                trajectories = self._play(specs, knowledge, None, progress) if train_batch is None else train_batch(
+                    specs, TrainingContext(self.pool.env, self.budget, self._stop, lambda t: progress.training_episode(
+                        t.success, t.progress, t.cost_usd)))
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 result = self.method.sleep(trajectories, batch_index=batch)

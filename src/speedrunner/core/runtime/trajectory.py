@@ -17,7 +17,8 @@ from speedrunner.core.llm.types import Usage
 from speedrunner.core.runtime.actor import ActorStep
 
 StopReason = Literal[
-    "success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock", "context_length"
+    "success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock", "context_length",
+    "iteration_end",  # a Voyager iteration: its one skill run returned or stopped
 ]
 
 

@@ -1,0 +1,114 @@
+"""Voyager's critic: did the skill complete its task?
+
+The state change decides when it can: the task names an achievement (unlocked or not), or
+asks for an item whose inventory count rose enough or did not rise at all. Only what the
+state cannot settle goes to the LLM critic, whose answer is JSON (``reasoning``,
+``success``, ``critique``) with bounded re-asks. A skill that raised, or code that did not
+validate, is a failure without any call.
+
+The states are the env's ``structured`` dicts (``inventory``: item -> count,
+``achievements``: names unlocked this episode) — what the observation text shows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Verdict", "achievement_for", "decide_from_state", "inventory_delta", "normalise_task",
+           "parse_critic_answer", "state_summary", "clean_task"]
+
+DecidedBy = Literal["execution_error", "achievement", "inventory", "llm", "llm_unparseable"]
+_COUNT_TASK = re.compile(r"^(?:collect|get|gather|obtain|mine|make|craft|place)\s+(?:(\d+)\s+)?([a-z ]+?)s?$")
+_ARTICLES = {"a", "an", "the", "some"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    success: bool
+    critique: str
+    decided_by: DecidedBy
+    reasoning: str = ""
+
+
+def normalise_task(text: str) -> str:
+    """``"Collect Wood."`` -> ``"collect wood"``: lower case, words only, no articles."""
+    words = re.sub(r"[^a-z0-9 ]+", " ", text.lower().replace("_", " ")).split()
+    return " ".join(w for w in words if w not in _ARTICLES)
+
+
+def clean_task(text: str) -> str:
+    """How a proposed task is kept: ``"Collect Wood."`` -> ``"collect wood"`` (words only)."""
+    return " ".join(re.sub(r"[^a-z0-9 ]+", " ", text.lower().replace("_", " ")).split())
+
+
+def achievement_for(task: str, achievements: Sequence[str]) -> str | None:
+    """The achievement a task names (``"make wood pickaxe"`` -> ``make_wood_pickaxe``), if any."""
+    key = normalise_task(task).replace(" ", "_")
+    return key if key in achievements else None
+
+
+def inventory_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+    """Item -> change in count (only items that changed)."""
+    b, a = before.get("inventory", {}), after.get("inventory", {})
+    delta = {k: int(a.get(k, 0)) - int(b.get(k, 0)) for k in sorted(set(a) | set(b))}
+    return {k: v for k, v in delta.items() if v}
+
+
+def state_summary(state: dict[str, Any]) -> str:
+    inventory = ", ".join(f"{k}: {v}" for k, v in sorted(state.get("inventory", {}).items())) or "nothing"
+    unlocked = ", ".join(state.get("achievements", [])) or "none"
+    return f"inventory {{{inventory}}}; achievements unlocked: {unlocked}"
+
+
+def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
+                      achievements: Sequence[str]) -> Verdict | None:
+    """The verdict when the state change settles it, else ``None`` (ask the LLM critic)."""
+    delta = inventory_delta(before, after)
+    changed = ", ".join(f"{k} {v:+d}" for k, v in delta.items()) or "no change"
+    unlocked = sorted(set(after.get("achievements", [])) - set(before.get("achievements", [])))
+    target = achievement_for(task, achievements)
+    if target is not None:
+        if target in unlocked:
+            return Verdict(True, "", "achievement", f"the achievement {target} was unlocked")
+        return Verdict(False, f"The achievement {target} was not unlocked (inventory: {changed}; newly "
+                              f"unlocked: {', '.join(unlocked) or 'nothing'}). Check what it needs and "
+                              "that the skill reaches it before its action cap.", "achievement",
+                       f"the achievement {target} was not unlocked")
+    match = _COUNT_TASK.match(normalise_task(task))
+    if match is None:
+        return None
+    wanted = int(match.group(1) or 1)
+    item = match.group(2).strip().replace(" ", "_")
+    known = set(before.get("inventory", {})) | set(after.get("inventory", {})) | set(delta)
+    if item not in known and item.rstrip("s") in known:
+        item = item.rstrip("s")
+    gained = delta.get(item, 0)
+    if gained >= wanted:
+        return Verdict(True, "", "inventory", f"{item} rose by {gained} (asked {wanted})")
+    if gained <= 0:
+        return Verdict(False, f"No {item} was gained (inventory: {changed}).", "inventory",
+                       f"{item} did not rise")
+    return None  # some but not enough: let the critic weigh it
+
+
+def parse_critic_answer(text: str) -> Verdict | str:
+    """The LLM critic's JSON as a verdict, or what is wrong with it (for the re-ask)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return "no JSON object in the answer"
+    try:
+        data = json.loads(text[start:end + 1])
+    except json.JSONDecodeError as e:
+        return f"the JSON does not parse ({e.msg})"
+    if not isinstance(data, dict):
+        return "the JSON is not an object"
+    if not isinstance(data.get("success"), bool):
+        return '"success" must be true or false'
+    reasoning, critique = data.get("reasoning", ""), data.get("critique", "")
+    if not isinstance(reasoning, str) or not isinstance(critique, str):
+        return '"reasoning" and "critique" must be strings'
+    return Verdict(data["success"], critique, "llm", reasoning)

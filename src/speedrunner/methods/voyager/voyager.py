@@ -1,0 +1,362 @@
+"""Voyager (Wang et al., 2023) on Crafter: curriculum, action agent, critic, skill manager.
+
+One Voyager *iteration* is one training rollout of the run's schedule (200 by default):
+a fresh training world (seeded from the run seed and the rollout index, like every other
+method's rollout) in which
+
+1. the curriculum agent proposes a task, unless one is in progress (the first task is
+   fixed: "collect wood"; it sees the state, the completed and the failed tasks, and more
+   of the state as more tasks are completed);
+2. the action agent writes one skill for it (seeing the primitives, the skill API, the
+   top-k retrieved skills' code, the previous attempt's code, error and critique);
+3. the skill runs in the sandbox from the world's start (the env stays here);
+4. the critic decides from the state change when it can, else asks the LLM;
+5. a success joins the library with an LLM-written description (skill manager); a task
+   failed ``max_task_attempts`` times joins the failed list.
+
+The runner's batches, metrics rows, evaluation and checkpoints stay as for every method:
+the batch's iterations replace the actor's episodes (``train_batch``), and each sleep
+phase stores the batch's library as the next codebook generation with Voyager's state
+(``voyager/state_<g>.json``). In evaluation the actor plays as usual, with the top-k
+skills retrieved for the benchmark's instruction shown as callable actions.
+
+Call ids (stable, so a resumed run replays them from the cache):
+``train/<i>/curriculum/<ask>``, ``train/<i>/action/0000``, ``train/<i>/critic/<ask>``,
+``train/<i>/description/0000``. A batch killed midway is re-run from its first iteration
+after ``restore``: every answer comes from the cache and every skill replays
+deterministically, so it reaches the same library without paying twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.atomic import atomic_write_json
+from speedrunner.core.benchmark import EpisodeSpec
+from speedrunner.core.codebook import (
+    Author,
+    Codebook,
+    Edit,
+    EditRejected,
+    apply_edits,
+)
+from speedrunner.core.codebook.parse import split_module
+from speedrunner.core.codebook.render import render_api
+from speedrunner.core.env import TextEnv
+from speedrunner.core.interrupt import STOP, RunInterrupted
+from speedrunner.core.llm.types import Completion, Message, Usage
+from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
+from speedrunner.core.prompts import load_prompts
+from speedrunner.core.runtime.actor import ActorStep
+from speedrunner.core.runtime.skill_call import Skills
+from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
+from speedrunner.methods.voyager.attempt import FENCE, Attempt, write_and_run
+from speedrunner.methods.voyager.config import VoyagerConfig
+from speedrunner.methods.voyager.critic import (
+    Verdict,
+    clean_task,
+    decide_from_state,
+    parse_critic_answer,
+    state_summary,
+)
+from speedrunner.methods.voyager.retrieval import BM25Ranker, EmbeddingRanker, Ranker, top_k
+from speedrunner.methods.voyager.state import (
+    STATE_DIR,
+    SkillEntry,
+    VoyagerState,
+    load_state,
+    save_state,
+    state_path,
+)
+from speedrunner.methods.wake_sleep.codebook_knowledge import (
+    TITLE,
+    codebook_rules,
+    load_generation,
+    skill_support,
+)
+
+PROMPTS = load_prompts("speedrunner.methods.voyager", "voyager_prompts.yaml")
+_TASK_LINE = re.compile(r"^\s*\**task\**\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class VoyagerWorld:
+    """What Voyager needs to know about its benchmark (given by the benchmark's factory)."""
+
+    achievements: tuple[str, ...]
+    """Achievement names in curriculum order (``collect_wood``, ...): tasks phrase them."""
+    first_task: str
+    """The task of the very first iteration (Voyager: fixed)."""
+    eval_query: str
+    """What retrieval ranks skills against for evaluation (the benchmark's instruction)."""
+
+
+class VoyagerMethod:
+    name = "voyager"
+
+    def __init__(self, config: VoyagerConfig, ctx: MethodContext, world: VoyagerWorld) -> None:
+        self.config = config
+        self.model = ctx.inducer
+        self.run_dir = Path(ctx.run_dir)
+        self.support = skill_support(self.name, ctx)
+        self.rules = codebook_rules(self.support)
+        self.world = world
+        self.ranker = self._ranker()
+        self.base = Codebook.empty()
+        self.state = VoyagerState()
+        self._reset_batch()
+
+    def _ranker(self) -> Ranker:
+        e = self.config.embedding
+        if e is None:
+            return BM25Ranker()
+        return EmbeddingRanker(model=e.name, base_url=e.base_url, api_key_env=e.api_key_env, timeout_s=e.timeout_s,
+                               price_per_million=None if e.prices is None else e.prices.input,
+                               store_dir=self.run_dir / STATE_DIR)
+
+    def _reset_batch(self) -> None:
+        """The batch starts from the stored generation and state (also after a kill)."""
+        self.draft = self.base
+        self.batch_edits: list[Edit] = []
+        self.work = self.state.model_copy(deep=True)
+
+    # ----------------------------------------------------------- ALGO LOGIC
+    def knowledge(self) -> Knowledge:
+        """The top-k skills retrieved for the benchmark's instruction, callable by the actor."""
+        names = set(top_k(self.ranker, self.world.eval_query, self.state.active(), self.config.retrieval_top_k))
+        if not names:
+            return Knowledge(self.base.generation)
+        shown = [f for f in self.base.functions if f.name in names]
+        signatures = {n: s for n, s in self.base.signatures().items() if n in names}
+        skills = Skills(self.base.generation, self.base.source, signatures, self.support.api_module)
+        return Knowledge(self.base.generation, TITLE, render_api(shown), skills=skills)
+
+    def train_batch(self, specs: list[EpisodeSpec], ctx: TrainingContext) -> list[Trajectory]:
+        """Voyager's iterations, one per rollout of the batch, in order (each needs the last)."""
+        self._reset_batch()
+        trajectories = []
+        for spec in specs:
+            if STOP.is_set() or ctx.stop.is_set():
+                raise RunInterrupted(f"train/{spec.index:04d} stopped before its first call")
+            with ctx.env() as env:
+                trajectory, record = self._iteration(env, spec, ctx)
+            atomic_write_json(self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}.json", record)
+            save_trajectory(self.run_dir, trajectory)
+            ctx.on_episode(trajectory)
+            trajectories.append(trajectory)
+        return trajectories
+
+    def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
+        """Store the batch's library as the next generation, with Voyager's state. No LLM call:
+        the iterations' calls are already in their own rollouts' costs."""
+        author = Author(method=self.name, batch_index=batch_index, scripted=any(t.scripted for t in batch))
+        final = apply_edits(self.base.record_usage(batch), self.batch_edits, author, rules=self.rules)
+        if isinstance(final, EditRejected):  # each addition was validated with every earlier one
+            raise RuntimeError(f"Voyager's accepted skills no longer validate together:\n{final.message}")
+        self.base = final.commit(self.run_dir)
+        save_state(self.run_dir, self.base.generation, self.work)
+        self.state = self.work
+        self._reset_batch()
+        return SleepResult(self.knowledge())
+
+    # ------------------------------------------------------------ one iteration
+    def _iteration(self, env: TextEnv, spec: EpisodeSpec, ctx: TrainingContext) -> tuple[Trajectory, dict[str, Any]]:
+        started = time.monotonic()
+        prefix = f"train/{spec.index:04d}"
+        observation = env.reset(spec.task, spec.seed)
+        start = observation.structured
+        calls: list[Completion] = []
+        work = self.work
+        record: dict[str, Any] = {"iteration": spec.index, "generation": self.base.generation}
+        if work.task is None:
+            work.task, record["curriculum"] = self._propose(prefix, start, calls)
+        task, attempt_no = work.task, work.attempts + 1
+        retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k, charge_to=prefix)
+        record.update(task=task, attempt=attempt_no, retrieved=retrieved)
+
+        messages = [Message("system", self._action_system()),
+                    Message("user", self._action_prompt(task, attempt_no, retrieved, observation.text))]
+        answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000")
+        calls.append(answer)
+        cap = self.config.max_skill_actions
+        if ctx.budget.max_env_actions is not None:
+            cap = min(cap, ctx.budget.max_env_actions)
+        attempt = write_and_run(answer.text, env, observation.text, start, base=self.base, draft=self.draft,
+                                earlier=self.batch_edits, rules=self.rules, support=self.support,
+                                max_actions=cap, timeout_s=self.config.skill_timeout_s)
+        if attempt.error is not None:
+            verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
+        else:
+            verdict = (decide_from_state(task, start, attempt.end, self.world.achievements)
+                       or self._llm_critic(prefix, task, attempt_no, start, attempt, calls))
+        record.update(code=attempt.code, main=attempt.main, error=attempt.error,
+                      verdict={"success": verdict.success, "decided_by": verdict.decided_by,
+                               "reasoning": verdict.reasoning, "critique": verdict.critique})
+        if verdict.success and attempt.main is not None and attempt.codebook is not None:
+            description = self._describe(prefix, attempt, calls)
+            self.batch_edits += attempt.edits
+            self.draft = attempt.codebook
+            work.add_skill(attempt.main, SkillEntry(description=description, task=task, iteration=spec.index),
+                           attempt.retired_as if attempt.main in work.skills else None)
+            work.complete(task)
+            record.update(skill_added=attempt.main, retired_as=attempt.retired_as, description=description)
+        else:
+            work.attempts, work.last_code = attempt_no, attempt.code
+            work.last_error, work.last_critique = attempt.error, verdict.critique
+            if attempt_no >= self.config.max_task_attempts:
+                work.fail(task)
+        work.last_end = {"inventory": attempt.end.get("inventory", {}), "achievements": attempt.end.get("achievements", [])}
+        work.scripted = work.scripted or any(c.scripted for c in calls)
+        record.update(completed=list(work.completed), failed=list(work.failed), env_actions=len(attempt.executed),
+                      scripted=any(c.scripted for c in calls))
+        return self._trajectory(spec, env, task, observation.text, answer, attempt, calls, ctx, started), record
+
+    # ------------------------------------------------------------ the agents
+    def _propose(self, prefix: str, start: dict[str, Any], calls: list[Completion]) -> tuple[str, dict[str, Any]]:
+        work = self.work
+        if not work.completed and not work.failed:
+            return self.world.first_task, {"fixed": True}
+        messages = [Message("system", PROMPTS.render("curriculum_system", achievements="\n".join(
+                        f"{i}. {a.replace('_', ' ')}" for i, a in enumerate(self.world.achievements, 1)))),
+                    Message("user", PROMPTS.render("curriculum", state=self._curriculum_state(start),
+                                                   completed=", ".join(work.completed) or "none",
+                                                   failed=", ".join(work.failed) or "none"))]
+        answers = []
+        for ask in range(self.config.max_curriculum_asks):
+            completion = self.model.complete(messages, purpose="curriculum", call_id=f"{prefix}/curriculum/{ask:04d}")
+            calls.append(completion)
+            answers.append(completion.text)
+            found = _TASK_LINE.findall(completion.text)
+            task = clean_task(found[-1]) if found else ""
+            if task:
+                return task, {"answers": answers, "fallback": False}
+            messages += [Message("assistant", completion.text),
+                         Message("user", PROMPTS.render("curriculum_reask"))]
+        phrased = [a.replace("_", " ") for a in self.world.achievements]
+        fresh = [t for t in phrased if t not in work.completed and t not in work.failed] or phrased
+        return fresh[0], {"answers": answers, "fallback": True}
+
+    def _curriculum_state(self, start: dict[str, Any]) -> str:
+        """The state, warming up: each part appears once enough tasks are completed."""
+        done, warm = len(self.work.completed), self.config.curriculum_warmup
+        show = {part for part, after in warm.items() if done >= after}
+        lines = ["Where my next skill starts (a fresh world):"]
+        if "nearby" in show:
+            seen = ", ".join(f"{o['name']} {o['distance']} steps {o['direction']}"
+                             for o in sorted(start.get("nearby", []), key=lambda o: o["distance"]))
+            lines.append(f"- nearby: {seen or 'nothing'}")
+        if "facing" in show:
+            lines.append(f"- facing: {start.get('facing', {}).get('name', 'nothing')}")
+        if "status" in show:
+            lines.append("- status: " + ", ".join(f"{k} {v}/9" for k, v in start.get("status", {}).items()))
+        inventory = ", ".join(f"{k}: {v}" for k, v in sorted(start.get("inventory", {}).items()))
+        lines.append(f"- inventory: {inventory or 'nothing'}")
+        last = self.work.last_end
+        if last:
+            held = ", ".join(f"{k}: {v}" for k, v in sorted(last.get("inventory", {}).items()))
+            lines.append(f"When my last skill stopped: inventory {held or 'nothing'}")
+            if "achievements" in show:
+                lines.append(f"Achievements my last skill unlocked: {', '.join(last.get('achievements', [])) or 'none'}")
+        return "\n".join(lines)
+
+    def _action_system(self) -> str:
+        api = importlib.import_module(self.support.api_module)
+        lines = []
+        for name in sorted(self.rules.api_names):
+            obj = getattr(api, name, None)
+            if inspect.isfunction(obj) and not name.startswith("local_"):
+                doc = (inspect.getdoc(obj) or "").splitlines()
+                lines.append(f"    - `{name}{inspect.signature(obj)}`: {doc[0] if doc else ''}")
+        return PROMPTS.render("action_system", primitives=", ".join(self.support.primitives),
+                              skill_api="\n".join(lines), api_module=self.support.api_module)
+
+    def _action_prompt(self, task: str, attempt: int, retrieved: list[str], observation: str) -> str:
+        sources = {f.name: f.text.strip() for f in split_module(self.draft.source).functions}
+        shown = "\n\n".join(f"```python\n{sources[n]}\n```" for n in retrieved if n in sources)
+        work = self.work
+        if work.last_code is None and work.last_error is None:
+            previous = "This is the first attempt at this task."
+        else:
+            previous = (f"Code from the last attempt:\n```python\n{(work.last_code or '').strip()}\n```\n"
+                        f"Execution error: {work.last_error or 'none'}\nCritique: {work.last_critique or 'none'}")
+        return PROMPTS.render("action", task=task, context=f"attempt {attempt} of {self.config.max_task_attempts}",
+                              retrieved=shown or "(none yet)", previous=previous,
+                              observation=observation[: self.config.max_observation_chars])
+
+    def _llm_critic(self, prefix: str, task: str, attempt_no: int, start: dict[str, Any], attempt: Attempt,
+                    calls: list[Completion]) -> Verdict:
+        messages = [Message("system", PROMPTS.render("critic_system")),
+                    Message("user", PROMPTS.render(
+                        "critic", task=task, context=f"attempt {attempt_no} of {self.config.max_task_attempts}",
+                        before=state_summary(start), after=state_summary(attempt.end),
+                        returned=repr(attempt.returned)[:500],
+                        observation=attempt.end_text[: self.config.max_observation_chars]))]
+        for ask in range(self.config.max_critic_asks):
+            completion = self.model.complete(messages, purpose="critic", call_id=f"{prefix}/critic/{ask:04d}")
+            calls.append(completion)
+            verdict = parse_critic_answer(completion.text)
+            if isinstance(verdict, Verdict):
+                return verdict
+            messages += [Message("assistant", completion.text),
+                         Message("user", PROMPTS.render("critic_reask", problem=verdict))]
+        return Verdict(False, "The critic gave no usable judgement; try a more direct skill.", "llm_unparseable")
+
+    def _describe(self, prefix: str, attempt: Attempt, calls: list[Completion]) -> str:
+        if attempt.main is None or attempt.codebook is None:
+            raise RuntimeError("a skill was described before it was validated")  # our bug
+        source = next(f.text for f in split_module(attempt.codebook.source).functions if f.name == attempt.main)
+        completion = self.model.complete(
+            [Message("system", PROMPTS.render("description_system")),
+             Message("user", PROMPTS.render("description", code=source.strip()))],
+            purpose="description", call_id=f"{prefix}/description/0000")
+        calls.append(completion)
+        text = FENCE.sub("", completion.text).strip()
+        text = re.sub(rf"`?\b{re.escape(attempt.main)}\b`?", "this skill", text)  # no function name in it
+        return " ".join(text.split())[:1200] or f"A skill that completes the task: {self.work.task}."
+
+    # ------------------------------------------------------------ records
+    def _trajectory(self, spec: EpisodeSpec, env: TextEnv, task: str, first_text: str, answer: Completion, attempt: Attempt,
+                    calls: list[Completion], ctx: TrainingContext, started: float) -> Trajectory:
+        step = ActorStep(
+            index=0, call_id=f"train/{spec.index:04d}/action/0000", observation=first_text, raw_text=answer.text,
+            reasoning=answer.reasoning, thought=attempt.plan, raw_action=attempt.code,
+            parsed_action=f"{attempt.main}()" if attempt.tree is not None else None,
+            executed=list(attempt.executed), error=attempt.error if attempt.tree is None else None,
+            usage=answer.usage, cost_usd=answer.cost_usd, latency_s=answer.latency_s, cached=answer.cached,
+            finish_reason=answer.finish_reason, skill_call=attempt.tree)
+        usage, cost = Usage(), self.ranker.cost_for(f"train/{spec.index:04d}")  # embeddings, if any
+        for c in calls:
+            usage = usage + c.usage
+            cost = None if cost is None or c.cost_usd is None else cost + c.cost_usd
+        stop: StopReason
+        if env.success:
+            stop = "success"
+        elif attempt.done:
+            stop = "env_done"
+        elif ctx.budget.max_env_actions is not None and len(attempt.executed) >= ctx.budget.max_env_actions:
+            stop = "max_env_actions"
+        else:
+            stop = "iteration_end"
+        return Trajectory(
+            split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
+            knowledge_version=self.base.generation,
+            instruction=f"Voyager task: {task}",
+            steps=[step], final_observation=attempt.end_text, stop_reason=stop, success=bool(env.success),
+            progress=float(env.progress()), llm_calls=len(calls), env_actions=len(attempt.executed), usage=usage,
+            cost_usd=cost, wall_time_s=time.monotonic() - started, scripted=any(c.scripted for c in calls),
+            final_info=attempt.info or {"achievements": list(attempt.end.get("achievements", []))},
+            sandbox_tier=attempt.tier)
+
+    # ------------------------------------------------- TRY NOT TO MODIFY
+    def restore(self, version: int) -> None:
+        self.base = load_generation(self.run_dir, version)
+        self.state = load_state(self.run_dir, version)
+        if version == 0 and not state_path(self.run_dir, 0).exists():
+            save_state(self.run_dir, 0, self.state)
+        self._reset_batch()

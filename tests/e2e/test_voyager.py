@@ -1,0 +1,208 @@
+"""Voyager on Crafter end to end, through its own entry point and the fake LLM server.
+
+The fake (``voyager_fakes.py``) drives curriculum -> action agent -> sandboxed skill ->
+critic -> library -> retrieval over 8 iterations in 2 batches; the run directory must hold
+the same files as every method's (metrics, eval, summary, speedrun, calls, codebook
+generations, episodes) plus Voyager's state and per-iteration records.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
+
+from .harness import REPO, body_key, clean_env, rows, start_server
+from .voyager_fakes import DESCRIPTION, VoyagerFakeLLM
+
+pytestmark = pytest.mark.slow
+ROLLOUTS = 8
+EMBEDDING_KEY = "FAKE_EMBEDDING_KEY"
+
+
+def voyager_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager",
+            "--config_file", str(REPO / "configs" / "crafter" / "voyager_crafter.yaml"), "--run_dir", str(run_dir),
+            "--set", "model.provider=vllm", "--set", f"model.base_url={url}", "--set", "model.name=fake-model",
+            "--set", "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}",
+            "--set", f"run.rollouts={ROLLOUTS}", "--set", "run.sleep_every=4", "--set", "run.eval_every=4",
+            "--set", "run.eval_episodes=2", "--set", "run.parallel_episodes=2",
+            "--set", "benchmark.max_env_actions=40", "--set", "benchmark.max_llm_calls=4",
+            "--set", "benchmark.area=[24, 24]",  # a small world: generating one takes 0.3 s, not 2 s
+            "--set", "method.max_task_attempts=2", "--set", "method.max_skill_actions=40",
+            "--set", f"method.embedding={{name: fake-embedding, base_url: '{url}', api_key_env: {EMBEDDING_KEY}, "
+                     "prices: {input: 500.0, cached_input: 0.0, output: 0.0}}", *extra]
+
+
+def env() -> dict[str, str]:
+    return {**clean_env(), EMBEDDING_KEY: "x"}
+
+
+def play(run_dir: Path, fake, *extra: str) -> tuple[Path, FakeLLMServer]:
+    server = start_server(fake)
+    try:
+        proc = subprocess.run(voyager_cmd(run_dir, server.base_url, *extra), capture_output=True, text=True,
+                              timeout=600, env=env(), cwd=REPO)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir, server
+
+
+def iteration(run_dir: Path, i: int) -> dict:
+    return json.loads((run_dir / "voyager" / "iterations" / f"{i:04d}.json").read_text())
+
+
+def asked(server: FakeLLMServer, marker: str) -> list[dict]:
+    return [b for b in server.chat_requests() if "messages" in b and marker in b["messages"][0]["content"]]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[Path, FakeLLMServer]:
+    """One uninterrupted run, shared: the behaviour test reads it, the kill test compares with it."""
+    return play(tmp_path_factory.mktemp("voyager") / "run", VoyagerFakeLLM())
+
+
+def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference):
+    run_dir, server = reference
+    its = [iteration(run_dir, i) for i in range(ROLLOUTS)]
+
+    # Curriculum: the first task is fixed; a malformed proposal is asked again; task lists.
+    assert its[0]["curriculum"] == {"fixed": True} and its[0]["task"] == "collect wood"
+    assert len(its[2]["curriculum"]["answers"]) == 2 and its[2]["task"] == "explore the area"
+    assert [(i["task"], i["attempt"]) for i in its] == [
+        ("collect wood", 1), ("collect wood", 2), ("explore the area", 1), ("explore the area", 2),
+        ("collect wood", 1), ("explore the area", 1), ("make iron sword", 1), ("make iron sword", 2)]
+    assert its[3]["failed"] == ["explore the area"]
+    assert its[5]["completed"] == ["collect wood", "explore the area"] and its[5]["failed"] == []  # left failed
+    assert its[7]["completed"] == ["collect wood", "explore the area"] and its[7]["failed"] == ["make iron sword"]
+    curricula = asked(server, "next immediate task")
+    assert "- status:" not in curricula[0]["messages"][1]["content"]  # warm-up: 1 task completed
+    assert "- status:" in curricula[-1]["messages"][1]["content"]      # 2 completed: status shown
+
+    # Critic: an error fails without a call; achievements decide without a call; otherwise JSON.
+    verdicts = [(i["verdict"]["success"], i["verdict"]["decided_by"]) for i in its]
+    assert verdicts == [(False, "execution_error"), (True, "achievement"), (False, "llm"), (False, "llm"),
+                        (True, "achievement"), (True, "llm"), (False, "achievement"), (False, "achievement")]
+    assert "no tree in reach" in its[0]["error"]
+    critics = asked(server, "assesses my progress")
+    assert len(critics) == 4  # iteration 2 asked twice (bad JSON), 3 and 5 once, none elsewhere
+    # The next attempt sees the previous code, its error and the critique.
+    actions = asked(server, "writes Python skills for Crafter")
+    assert "no tree in reach" in actions[1]["messages"][1]["content"]
+    assert "Collect wood first, then walk further." in actions[3]["messages"][1]["content"]
+
+    # Skill manager: versions, descriptions, and the codebook generations.
+    state = json.loads((run_dir / "voyager" / "state_2.json").read_text())
+    assert set(state["skills"]) == {"collect_wood", "collect_woodV2", "explore_the_area"}
+    assert state["skills"]["collect_woodV2"]["superseded_by"] == "collect_wood"
+    assert state["skills"]["collect_wood"]["iteration"] == 4
+    assert state["skills"]["explore_the_area"]["description"] == DESCRIPTION
+    gen1, gen2 = (run_dir / "codebook" / "gen_1.py").read_text(), (run_dir / "codebook" / "gen_2.py").read_text()
+    assert "def collect_wood(env)" in gen1 and "def _step_towards" in gen1 and "V2" not in gen1
+    assert "def collect_woodV2(env)" in gen2 and "(Version 2)" in gen2 and "def explore_the_area(env)" in gen2
+    assert (run_dir / "codebook" / "gen_2.json").is_file()
+
+    # Retrieval: the action agent saw the library's newest skills (code), never a retired one.
+    assert its[6]["retrieved"] == ["collect_wood", "explore_the_area"]
+    assert "def collect_wood(env)" in actions[6]["messages"][1]["content"]
+    assert "collect_woodV2" not in actions[6]["messages"][1]["content"]
+
+    # Retrieval ranked by the embedding endpoint; each vector paid once, charged to its rollout.
+    embedded = rows(run_dir / "voyager" / "embeddings.jsonl")
+    assert len({e["key"] for e in embedded}) == len(embedded) > 0
+    assert any(r.path.endswith("/embeddings") for r in server.requests if r.method == "POST")
+
+    # The run's usual files: one metrics row per iteration with the usual fields.
+    metrics = rows(run_dir / "metrics.jsonl")
+    assert [m["rollout"] for m in metrics] == list(range(1, ROLLOUTS + 1))
+    assert [m["knowledge_version"] for m in metrics] == [0] * 4 + [1] * 4
+    calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
+    per_iteration = collections.Counter(c["call_id"].split("/")[1] for c in calls if c["call_id"].startswith("train/"))
+    assert [m["llm_calls"] for m in metrics] == [per_iteration[f"{i:04d}"] for i in range(ROLLOUTS)]
+    assert metrics[0]["llm_calls"] == 1 and metrics[2]["llm_calls"] == 5  # action | 2 curriculum, action, 2 critic
+    assert all(m["cost_usd"] > 0 and m["tokens"]["output"] > 0 for m in metrics)
+    for i, m in enumerate(metrics):  # LLM calls plus the embeddings this rollout paid for
+        llm = sum(c["cost_usd"] for c in calls if c["call_id"].startswith(f"train/{i:04d}/"))
+        vectors = sum(e["cost_usd"] for e in embedded if e["charged_to"] == f"train/{i:04d}")
+        assert m["cost_episode_usd"] == pytest.approx(llm + vectors)
+    assert sum(e["cost_usd"] for e in embedded if e["charged_to"] == "train/0002") > 0
+    assert {c["purpose"] for c in calls} == {"curriculum", "inducer", "critic", "description", "actor"}
+    train1 = json.loads((run_dir / "episodes" / "train" / "0001.json").read_text())
+    assert train1["steps"][0]["skill_call"]["name"] == "collect_wood" and "collect_wood" in train1["final_info"]["achievements"]
+    assert metrics[1]["progress"] == pytest.approx(1 / 22) and metrics[1]["stop_reason"] == "iteration_end"
+
+    # Evaluation on the fixed held-out worlds, with the retrieved skills callable by the actor.
+    evals = rows(run_dir / "eval.jsonl")
+    assert [e["rollout"] for e in evals] == [0, 4, 8] and all(e["episodes"] == 2 for e in evals)
+    assert evals[0]["progress_mean"] == 0.0 and evals[1]["progress_mean"] > 0
+    eval_ep = json.loads((run_dir / "episodes" / "eval" / "at0004" / "0000.json").read_text())
+    assert eval_ep["steps"][0]["skill_call"]["name"] == "collect_wood"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["method"] == "voyager" and summary["knowledge_version"] == 2
+    assert summary["training"]["episodes"] == ROLLOUTS
+    assert json.loads((run_dir / "speedrun.json").read_text())["metric"] == "progress"
+
+
+class Killer:
+    """Wraps the fake; SIGKILLs the run once, when the chosen request arrives (unanswered),
+    so the kill lands mid-iteration."""
+
+    def __init__(self, fake: VoyagerFakeLLM, marker: str) -> None:
+        self.fake, self.marker, self.pid, self.killed = fake, marker, None, False
+        self.answered: list[str] = []
+        self.after: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict) -> Reply:
+        with self._lock:
+            if not self.killed and self.pid is not None and self.marker in body["messages"][1]["content"]:
+                self.killed = True
+                os.kill(self.pid, signal.SIGKILL)
+                return Reply.error(500)
+            (self.after if self.killed else self.answered).append(body_key(body))
+            return self.fake(body)
+
+
+def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path, reference):
+    reference, _ = reference
+    # Killed at iteration 5's critic call: after its skill ran, mid-batch, with a skill added
+    # earlier in the same batch (iteration 4) that the resumed run must rebuild.
+    killer = Killer(VoyagerFakeLLM(), "explored after collecting wood")
+    server = start_server(killer)
+    run_dir = tmp_path / "killed" / "run"
+    try:
+        proc = subprocess.Popen(voyager_cmd(run_dir, server.base_url), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+        killer.pid = proc.pid
+        proc.communicate(timeout=600)
+        assert killer.killed and proc.returncode == -signal.SIGKILL
+        resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager",
+                                  "--resume", str(run_dir)], capture_output=True, text=True, timeout=600,
+                                 env=env(), cwd=REPO)
+    finally:
+        server.stop()
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert rows(run_dir / "metrics.jsonl") == rows(reference / "metrics.jsonl")
+    assert rows(run_dir / "eval.jsonl") == rows(reference / "eval.jsonl")
+    for g in (1, 2):
+        assert (run_dir / "codebook" / f"gen_{g}.py").read_bytes() == (reference / "codebook" / f"gen_{g}.py").read_bytes()
+        assert (run_dir / "voyager" / f"state_{g}.json").read_bytes() == (reference / "voyager" / f"state_{g}.json").read_bytes()
+    for i in range(ROLLOUTS):
+        assert iteration(run_dir, i) == iteration(reference, i)
+    # No answered call was asked again, and every call id was paid once.
+    assert not set(killer.after) & set(killer.answered)
+    calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
+    paid = collections.Counter(c["call_id"] for c in calls if not c["cache_hit"] and c["error"] is None)
+    assert all(n == 1 for n in paid.values())
+    embedded = rows(run_dir / "voyager" / "embeddings.jsonl")
+    assert len({e["key"] for e in embedded}) == len(embedded)  # no vector paid twice
