@@ -87,7 +87,8 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
                                    init_kwargs=ray_init)
             else:
                 pool = LocalPool(workers or os.cpu_count() or 1)
-                with shared_babyai_server(runs) as operational:
+                to_run = [r for r in runs if plan(r)[0] in ("start", "resume")]
+                with shared_babyai_server(to_run) as operational:
                     outcomes = pool.run(runs, operational, slots_env(), report)
     except SweepInterrupted as e:
         outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130

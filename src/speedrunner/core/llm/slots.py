@@ -82,13 +82,18 @@ class SharedSlots:
             self._local.release()
 
     def _take(self) -> int:
-        start = threading.get_ident() % self.limit  # spread first tries over the slots
-        while True:
-            for i in range(self.limit):
-                fd = os.open(self.dir / f"slot{(start + i) % self.limit}", os.O_RDWR | os.O_CREAT, 0o666)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
-                except BlockingIOError:
-                    os.close(fd)
+        while (fd := self._try_once()) is None:
             sleep_unless_stopped(self.poll_s)  # a stopping run gives up its wait at once
+        return fd
+
+    def _try_once(self) -> int | None:
+        """A locked slot file's descriptor, or None when every slot is held."""
+        start = threading.get_ident() % self.limit  # spread first tries over the slots
+        for i in range(self.limit):
+            fd = os.open(self.dir / f"slot{(start + i) % self.limit}", os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                os.close(fd)
+        return None
