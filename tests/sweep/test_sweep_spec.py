@@ -149,7 +149,7 @@ def test_the_sbatch_script_runs_one_shard_per_array_task(tmp_path):
     sweep = load_sweep(small(tmp_path))
     script = sbatch_script(sweep, 3)
     assert "#SBATCH --array=0-2" in script
-    assert f'--backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/3"' in script
+    assert '--backend slurm --shard "${SLURM_ARRAY_TASK_ID}/3"' in script
     assert str(sweep.path) in script
     checked = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
     assert checked.returncode == 0, checked.stderr

@@ -1,0 +1,193 @@
+"""A small sweep (2 configs x 2 seeds, scripted model, tiny schedule) on the local pool and on
+Ray: it finishes; SIGKILLed mid-way and rerun, it finishes with the same results and pays
+no call twice; a rerun of a finished sweep skips everything; a failing run is reported."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from speedrunner.sweep.cli import run_sweep
+from speedrunner.sweep.spec import load_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+BABYAI = REPO / "configs" / "babyai"
+WALL_CLOCK = {"wall_time_s", "latency_s", "cached", "elapsed_s"}
+RESULT_FILES = ("metrics.jsonl", "eval.jsonl")
+
+
+def sweep_file(where: Path, output_root: Path, *, name: str = "tiny", extra: str = "") -> Path:
+    path = where / f"{output_root.name}.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: {name}
+        configs: [{BABYAI}/opo-scripted-seq.yaml, {BABYAI}/react-gpt-seq.yaml]
+        output_root: {output_root}
+        set:
+          model.provider: scripted
+          run.rollouts: 4
+          run.sleep_every: 2
+          run.eval_every: 4
+          run.eval_episodes: 2
+          run.parallel_episodes: 1
+          benchmark.max_llm_calls: 8
+        grid:
+          run.seed: [0, 1]
+        {extra}
+    """))
+    return path
+
+
+def env() -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    src = str(REPO / "src")
+    out["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
+    return out
+
+
+def sweep_cmd(path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "speedrunner.cli", "sweep", str(path), "--workers", "2", *extra]
+
+
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in WALL_CLOCK}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def results(output_root: Path) -> dict[str, object]:
+    """Every run's result files, keyed by path relative to the output root (wall clock removed)."""
+    out: dict[str, object] = {}
+    for run in load_sweep(output_root.parent / f"{output_root.name}.yaml").runs:
+        rel = run.run_dir.relative_to(output_root)
+        for name in RESULT_FILES:
+            out[f"{rel}/{name}"] = [strip(json.loads(line)) for line in (run.run_dir / name).read_text().splitlines()]
+        for episode in sorted((run.run_dir / "episodes").rglob("*.json")):
+            out[f"{rel}/{episode.relative_to(run.run_dir)}"] = strip(json.loads(episode.read_text()))
+    return out
+
+
+def real_calls(run_dir: Path) -> list[str]:
+    """call_ids answered by the model itself (not replayed from the run's cache)."""
+    rows = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
+    return [r["call_id"] for r in rows if not r["cache_hit"]]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The same sweep, uninterrupted."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    path = sweep_file(tmp, tmp / "reference")
+    proc = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return tmp, path, proc.stdout
+
+
+@pytest.mark.slow
+def test_a_local_sweep_runs_every_run_to_the_end(reference):
+    tmp, path, stdout = reference
+    runs = load_sweep(path).runs
+    assert len(runs) == 4
+    assert "one BabyAI server for this machine's runs" in stdout  # one server for the sweep
+    for r in runs:
+        summary = json.loads((r.run_dir / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["training"]["episodes"] == 4
+        assert summary["seed"] == int(r.label[-1]) and summary["scripted"]
+        assert r.log_file.is_file() and "run directory: " in r.log_file.read_text()
+        # One line per run: status, progress, cost, run dir.
+        line = next(ln for ln in stdout.splitlines() if ln.endswith(str(r.run_dir)))
+        assert line.startswith("finished") and " 4/4 " in line and "$0.0000 scripted" in line
+    assert "speedrunner report " + " ".join(str(r.run_dir) for r in runs) in stdout
+
+    # A rerun finds every run finished and starts nothing.
+    before = {r.run_id: (r.run_dir / "llm_calls.jsonl").read_bytes() for r in runs}
+    again = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.count("] finished*") == 4 and "BabyAI server" not in again.stdout
+    assert {r.run_id: (r.run_dir / "llm_calls.jsonl").read_bytes() for r in runs} == before
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_mid_way_finishes_on_the_rerun_with_identical_results(reference):
+    tmp, ref_path, _ = reference
+    root = tmp / "killed"
+    path = sweep_file(tmp, root)
+    runs = load_sweep(path).runs
+    proc = subprocess.Popen(sweep_cmd(path), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=tmp, start_new_session=True)  # its own process group: kill it whole
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if any(len(list((r.run_dir / "episodes" / "train").glob("*.json"))) >= 2 for r in runs if r.run_dir.exists()):
+            break
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+    statuses = [json.loads((r.run_dir / "summary.json").read_text())["status"]
+                if (r.run_dir / "summary.json").exists() else "missing" for r in runs]
+    assert statuses.count("finished") < 4, statuses  # really killed mid-way
+    calls_before = {r.run_id: real_calls(r.run_dir) if (r.run_dir / "llm_calls.jsonl").exists() else []
+                    for r in runs}
+
+    rerun = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert results(root) == results(tmp / "reference")
+    # No call was paid twice: each call_id was answered by the model once over both attempts,
+    # and together they are exactly the uninterrupted sweep's calls.
+    for r, ref in zip(runs, load_sweep(ref_path).runs, strict=True):
+        assert r.run_id == ref.run_id
+        answered = collections.Counter(real_calls(r.run_dir))
+        assert max(answered.values()) == 1
+        assert answered == collections.Counter(real_calls(ref.run_dir))
+        assert collections.Counter(calls_before[r.run_id]) <= answered
+    resumed = [ln for ln in rerun.stdout.splitlines() if ln.startswith(("finished ", "finished*"))]
+    assert len(resumed) == 4
+
+
+@pytest.mark.slow
+def test_a_failing_run_is_reported_with_its_exit_code_and_log(tmp_path):
+    path = tmp_path / "failing.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: failing
+        configs: [{BABYAI}/react-gpt-seq.yaml]
+        output_root: {tmp_path / "out"}
+        set: {{model.api_key_env: SWEEP_TEST_MISSING_KEY}}
+    """))
+    proc = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 1
+    run = load_sweep(path).runs[0]
+    assert f"react-gpt-seq: missing (exit code 2); log {run.log_file}" in proc.stderr
+    assert "SWEEP_TEST_MISSING_KEY" in proc.stderr  # the run's own error, from the last lines of its log
+
+
+@pytest.mark.slow
+def test_a_sweep_on_ray_in_local_mode(tmp_path, capsys):
+    ray = pytest.importorskip("ray", reason='Ray is an optional extra: pip install -e ".[ray]"')
+    path = sweep_file(tmp_path, tmp_path / "ray", extra="resources: {num_cpus: 1}")
+    sweep = load_sweep(path)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = env()["PYTHONPATH"]  # Ray's workers start from this environment
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        code = run_sweep(sweep, sweep.runs, backend="ray")
+    finally:
+        ray.shutdown()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+    out = capsys.readouterr().out
+    assert code == 0, out
+    for r in sweep.runs:
+        summary = json.loads((r.run_dir / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["training"]["episodes"] == 4
+    assert out.count("\nfinished ") == 4
