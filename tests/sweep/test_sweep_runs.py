@@ -165,7 +165,7 @@ def test_a_failing_run_is_reported_with_its_exit_code_and_log(tmp_path):
     proc = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 1
     run = load_sweep(path).runs[0]
-    assert f"react-gpt-seq: missing (exit code 2); log {run.log_file}" in proc.stderr
+    assert f"react-gpt-seq: not started (exit code 2); log {run.log_file}" in proc.stderr
     assert "SWEEP_TEST_MISSING_KEY" in proc.stderr  # the run's own error, from the last lines of its log
 
 

@@ -92,6 +92,9 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
                     outcomes = pool.run(runs, operational, slots_env(), report)
     except SweepInterrupted as e:
         outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
+    except KeyboardInterrupt:  # before any run started (e.g. while the BabyAI server started)
+        print("sweep stopped before any run started", file=sys.stderr)
+        return 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
     print_outcomes(outcomes)
     if code:
         print(f"sweep stopped; rerun `speedrunner sweep {sweep.path}` to continue", file=sys.stderr)
@@ -122,7 +125,7 @@ def _status(o: Outcome) -> str:
         return "finished*"  # finished by an earlier attempt
     if o.action in ("busy", "broken"):
         return o.action
-    return o.status
+    return "not started" if o.status == "missing" else o.status
 
 
 def print_outcomes(outcomes: list[Outcome]) -> None:
@@ -142,7 +145,8 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         if o.ok and o.exit_code in (None, 0):
             continue
         why = f"exit code {o.exit_code}" if o.exit_code is not None else o.note
-        print(f"\n{o.label}: {_status(o)} ({why}); log {o.log_file}", file=sys.stderr)
+        log = f"; log {o.log_file}" if Path(o.log_file).is_file() else ""
+        print(f"\n{o.label}: {_status(o)} ({why}){log}", file=sys.stderr)
         for line in o.log_tail:
             print(f"  | {line}", file=sys.stderr)
     done = [o.run_dir for o in outcomes if Path(o.run_dir).is_dir()]

@@ -129,7 +129,7 @@ def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: 
     outcome = Outcome(
         run_id=run.run_id, label=run.label, run_dir=str(d), action=action, exit_code=exit_code,
         status=summary.get("status", "missing"),
-        episodes=int((summary.get("training") or {}).get("episodes") or 0),
+        episodes=len(list((d / "episodes" / "train").glob("*.json"))),  # kept on disk; a resume reuses them
         rollouts=(resolved.get("run") or {}).get("rollouts"),
         metric=metric, metric_value=value, cost_usd=_spent(d / "llm_calls.jsonl"),
         scripted=bool(summary.get("scripted")), log_file=str(run.log_file), note=note,
