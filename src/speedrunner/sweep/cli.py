@@ -158,10 +158,10 @@ def sbatch_script(sweep: Sweep, tasks: int) -> str:
     """An example ``sbatch`` script: array task I runs shard I of ``tasks``."""
     tasks = max(1, min(tasks, len(sweep.runs)))
     per_task = -(-len(sweep.runs) // tasks)
-    cpus = max(1, int(sweep.spec.resources.num_cpus))
+    cpus = max(1, round(sweep.spec.resources.num_cpus * per_task))  # a task's runs run side by side
     path = shlex.quote(str(sweep.path))
     return f"""#!/bin/bash
-# {len(sweep.runs)} runs of sweep {sweep.spec.name} as {tasks} array tasks (up to {per_task} runs each).
+# {len(sweep.runs)} runs of sweep {sweep.spec.name} as {tasks} array tasks (up to {per_task} runs each, side by side).
 # Submit: sbatch this_file.sh   Rerun the same script after a crash: finished runs are skipped,
 # killed ones resumed. The runs' directory ({sweep.runs[0].run_dir.parents[3] if sweep.runs else 'runs'})
 # must be on a filesystem every node sees.
@@ -173,5 +173,5 @@ def sbatch_script(sweep: Sweep, tasks: int) -> str:
 #SBATCH --signal=B:TERM@120
 
 cd {shlex.quote(os.getcwd())}
-exec speedrunner sweep {path} --backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers 1
+exec speedrunner sweep {path} --backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers {per_task}
 """
