@@ -191,3 +191,40 @@ def test_a_sweep_on_ray_in_local_mode(tmp_path, capsys):
         summary = json.loads((r.run_dir / "summary.json").read_text())
         assert summary["status"] == "finished" and summary["training"]["episodes"] == 4
     assert out.count("\nfinished ") == 4
+
+
+@pytest.mark.slow
+def test_runs_of_a_sweep_share_each_endpoints_concurrency_limit(tmp_path):
+    from speedrunner.testing.fake_llm_server import FakeLLMServer
+
+    from ..e2e.harness import policy_reply
+
+    path = tmp_path / "limited.yaml"
+    server = FakeLLMServer(callback=policy_reply, model_name="fake-model", latency_s=0.05).start()
+    try:
+        path.write_text(textwrap.dedent(f"""
+            name: limited
+            configs: [{BABYAI}/react-gpt-seq.yaml]
+            output_root: {tmp_path / "out"}
+            set:
+              model.provider: vllm
+              model.base_url: {server.base_url}
+              model.name: fake-model
+              model.max_concurrency: 2       # per endpoint, across both runs
+              run.parallel_episodes: 2
+              run.rollouts: 10
+              run.eval_episodes: 0
+              benchmark.max_llm_calls: 4
+            grid:
+              run.seed: [0, 1]
+        """))
+        environment = {**env(), "SPEEDRUNNER_LLM_SLOTS_DIR": str(tmp_path / "slots")}
+        proc = subprocess.run(sweep_cmd(path), env=environment, capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(server.chat_requests()) == 2 * 10 * 4
+    # Two runs x two parallel episodes could put 4 calls in flight; the shared limit keeps 2.
+    assert server.max_in_flight == 2
+
