@@ -103,12 +103,14 @@ def import_ray() -> Any:
 
 
 def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, str],
-            report: Report, init_kwargs: dict[str, Any] | None = None) -> list[Outcome]:
+            report: Report, operational: Callable[[SweepRun], list[str]] = lambda r: [],
+            init_kwargs: dict[str, Any] | None = None) -> list[Outcome]:
     """Each run one Ray task with its CPUs (and memory, e.g. ScienceWorld's JVMs).
 
     Connects to the cluster at ``address`` (or ``RAY_ADDRESS``), else starts a local one,
-    unless Ray is already initialised in this process. BabyAI runs autostart a server each,
-    on their node (a server per node would need a placement the sweep cannot know).
+    unless Ray is already initialised in this process. ``operational`` adds resume-safe
+    ``--set`` overrides per run (a local Ray's runs share this machine's BabyAI server; on a
+    cluster each BabyAI run autostarts one on its node).
     """
     ray = import_ray()
     if not ray.is_initialized():
@@ -124,7 +126,7 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
         options: dict[str, Any] = {"num_cpus": r.num_cpus, "name": f"sweep:{r.run_id}"}
         if r.memory_bytes is not None:
             options["memory"] = r.memory_bytes
-        refs[task.options(**options).remote(r, [], extra_env)] = r
+        refs[task.options(**options).remote(r, operational(r), extra_env)] = r
     results: dict[str, Outcome] = {}
     pending = list(refs)
     try:

@@ -82,18 +82,20 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
     code = 0
     try:
         with _sigterm_as_interrupt():
-            if backend == "ray":
-                outcomes = run_ray(runs, address=address, extra_env=slots_env(), report=report,
-                                   init_kwargs=ray_init)
-            else:
-                pool = LocalPool(workers or os.cpu_count() or 1)
-                to_run = [r for r in runs if plan(r)[0] in ("start", "resume")]
-                with shared_babyai_server(to_run) as operational:
-                    outcomes = pool.run(runs, operational, slots_env(), report)
+            to_run = [r for r in runs if plan(r)[0] in ("start", "resume")]
+            # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
+            on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
+            with shared_babyai_server(to_run if on_this_machine else []) as operational:
+                if backend == "ray":
+                    outcomes = run_ray(runs, address=address, operational=operational,
+                                       extra_env=slots_env(), report=report, init_kwargs=ray_init)
+                else:
+                    outcomes = LocalPool(workers or os.cpu_count() or 1).run(
+                        runs, operational, slots_env(), report)
     except SweepInterrupted as e:
         outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
     except KeyboardInterrupt:  # before any run started (e.g. while the BabyAI server started)
-        print("sweep stopped before any run started", file=sys.stderr)
+        print(f"sweep stopped before any run started; rerun `speedrunner sweep {sweep.path}`", file=sys.stderr)
         return 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
     print_outcomes(outcomes)
     if code:
@@ -109,6 +111,8 @@ _SIGNAL: dict[str, int] = {}
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (SLURM's scancel, a time limit, ``kill``) stops the sweep like Ctrl-C does."""
     def handler(signum: int, frame: object) -> None:
+        if "sig" in _SIGNAL:
+            return  # already stopping: let the runs finish stopping and the table print
         _SIGNAL["sig"] = signum
         raise KeyboardInterrupt
 
