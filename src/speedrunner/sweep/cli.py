@@ -24,7 +24,7 @@ HELP = "run a sweep file's grid of runs (local pool, Ray, or a SLURM array shard
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sweep_file", help="sweep YAML, e.g. configs/sweeps/babyai-scripted-demo.yaml")
+    parser.add_argument("sweep_file", help="sweep YAML, e.g. configs/sweeps/babyai-scripted.yaml")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the expanded runs (what would be started, resumed, skipped) and exit")
     parser.add_argument("--backend", choices=("local", "ray", "slurm"), default="local",
