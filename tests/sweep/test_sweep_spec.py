@@ -13,6 +13,7 @@ import pytest
 from speedrunner.cli import main as cli_main
 from speedrunner.errors import ConfigError
 from speedrunner.sweep.cli import sbatch_script
+from speedrunner.sweep.execute import plan
 from speedrunner.sweep.spec import load_sweep, parse_shard, shard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,3 +162,39 @@ def test_ray_missing_gives_the_install_command(tmp_path, monkeypatch, capsys):
     assert cli_main(["sweep", str(small(tmp_path)), "--backend", "ray"]) == 2
     err = capsys.readouterr().err
     assert '--backend ray needs Ray' in err and 'pip install -e ".[ray]"' in err
+
+
+def test_ray_resources_reserve_scienceworld_jvm_memory(tmp_path):
+    sw = REPO / "configs" / "scienceworld" / "react-gpt-t4.yaml"
+    path = write(tmp_path, f"""
+        name: res
+        configs: [{sw}, {BABYAI}/react-gpt-seq.yaml]
+        set: {{run.parallel_episodes: 4}}
+        output_root: {tmp_path}
+        resources: {{num_cpus: 2}}
+    """)
+    scienceworld, babyai = load_sweep(path).runs
+    assert scienceworld.memory_bytes == 6 * 2**30 and scienceworld.num_cpus == 2  # 1.5 GB per JVM
+    assert babyai.memory_bytes is None
+    pinned = write(tmp_path, path.read_text().replace("{num_cpus: 2}", "{num_cpus: 2, memory_gb: 2}"))
+    assert {r.memory_bytes for r in load_sweep(pinned).runs} == {2 * 2**30}
+
+
+def test_plan_reads_the_run_directory_and_warns_when_the_config_file_changed(tmp_path):
+    config = tmp_path / "react.yaml"
+    config.write_bytes((BABYAI / "react-gpt-seq.yaml").read_bytes())
+    path = write(tmp_path, f"name: p\nconfigs: [react.yaml]\noutput_root: {tmp_path / 'out'}\n")
+    run = load_sweep(path).runs[0]
+    assert plan(run) == ("start", "new")
+    run.run_dir.mkdir(parents=True)
+    (run.run_dir / "stray").write_text("x")
+    assert plan(run)[0] == "broken"  # not a run directory: never overwritten
+    (run.run_dir / "provenance.json").write_text("{}")
+    (run.run_dir / "config.yaml").write_bytes(config.read_bytes())
+    (run.run_dir / "summary.json").write_text('{"status": "interrupted"}')
+    assert plan(run) == ("resume", "continuing (interrupted)")
+    (run.run_dir / "summary.json").write_text('{"status": "finished"}')
+    assert plan(run) == ("skip", "finished earlier")
+    config.write_text(config.read_text().replace("seed: 0", "seed: 5"))
+    action, why = plan(run)
+    assert action == "skip" and "WARNING: react.yaml changed since this run started" in why

@@ -71,7 +71,10 @@ class LocalPool:
     def _one(self, run: SweepRun, operational: list[str], env: dict[str, str]) -> Outcome:
         if self._stop.is_set():
             return read_outcome(run, "skip", None, note="not started: the sweep was stopped")
-        return execute(run, operational=operational, env=env, on_start=self._track)
+        try:
+            return execute(run, operational=operational, env=env, on_start=self._track)
+        except OSError as e:  # e.g. the log directory cannot be written: the other runs go on
+            return read_outcome(run, "broken", None, note=f"could not start: {e}")
 
     def _track(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:

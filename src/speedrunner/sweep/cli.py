@@ -82,7 +82,11 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
     code = 0
     try:
         with _sigterm_as_interrupt():
-            to_run = [r for r in runs if plan(r)[0] in ("start", "resume")]
+            plans = {r.run_id: plan(r) for r in runs}
+            for r in runs:
+                if "WARNING" in plans[r.run_id][1]:
+                    print(f"{r.label}: {plans[r.run_id][1].split('WARNING: ', 1)[1]}", file=sys.stderr)
+            to_run = [r for r in runs if plans[r.run_id][0] in ("start", "resume")]
             # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
             on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
             with shared_babyai_server(to_run if on_this_machine else []) as operational:

@@ -74,9 +74,22 @@ def plan(run: SweepRun) -> tuple[Action, str]:
     if holder is not None:
         return "busy", f"in use by PID {holder} (another sweep or run is working in it)"
     status = _summary(d).get("status")
+    changed = config_changed(run)
     if status == "finished":
-        return "skip", "finished earlier"
-    return "resume", f"continuing ({status or 'killed before its first summary'})"
+        return "skip", "finished earlier" + changed
+    return "resume", f"continuing ({status or 'killed before its first summary'})" + changed
+
+
+def config_changed(run: SweepRun) -> str:
+    """A warning when the config file differs from the copy the run started with, else ""."""
+    from speedrunner.core.rundir import CONFIG_FILE
+
+    try:
+        same = (run.run_dir / CONFIG_FILE).read_bytes() == run.config_file.read_bytes()
+    except OSError:
+        return ""
+    return "" if same else (f"; WARNING: {run.config_file.name} changed since this run started; the run "
+                            "keeps the config it started with (move its directory away to start afresh)")
 
 
 def command(run: SweepRun, action: Action, operational: Sequence[str] = ()) -> list[str]:
