@@ -125,9 +125,17 @@ def execute(
         log.flush()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=dict(env) if env is not None else None)
-        if on_start is not None:
-            on_start(proc)
-        code = proc.wait()
+        try:
+            if on_start is not None:
+                on_start(proc)
+            code = proc.wait()
+        except BaseException:  # e.g. a cancelled Ray task: stop the run the resumable way, not orphan it
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
     return read_outcome(run, action, code, note=why)
 
 
