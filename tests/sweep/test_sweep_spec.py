@@ -92,6 +92,7 @@ def test_named_override_sets_and_globs(tmp_path):
     ("name: x\nconfigs: [nowhere.yaml]\n", "'nowhere.yaml' matches no config file"),
     (f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\ngrid: {{seed: [0]}}\n",
      "'seed' is not a dotted config key"),
+    ("name: x\nconfigs: [a.yaml]\ngrid: {run.seed: 3}\n", "grid axis 'run.seed': expected a list of values"),
     (f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\ngrid: {{run.seeed: [0, 1]}}\n",
      "opo-scripted-seq run.seeed=0: "),
 ])

@@ -64,7 +64,7 @@ class SweepFile(BaseModel):
     """Run config files or globs, relative to the sweep file."""
     set: dict[str, OverrideValue] = Field(default_factory=dict)
     """Dotted overrides applied to every run (like ``--set``)."""
-    grid: dict[str, list[OverrideValue] | dict[str, dict[str, OverrideValue]]] = Field(default_factory=dict)
+    grid: dict[str, Any] = Field(default_factory=dict)
     """Axes of the grid: ``dotted.key: [values]``, or ``axis: {label: {dotted.key: value}}``
     for named override sets. Runs are the product of the configs and every axis."""
     output_root: str | None = None
@@ -94,6 +94,10 @@ class SweepFile(BaseModel):
                 _check_dotted(axis)
                 if not values:
                     raise ValueError(f"grid axis {axis!r} has no values")
+            elif not isinstance(values, dict) or not all(isinstance(o, dict) for o in values.values()):
+                raise ValueError(f"grid axis {axis!r}: expected a list of values (e.g. run.seed: [0, 1]) "
+                                 "or named override sets (e.g. model: {gpt: {model.name: gpt-5.4-mini}}), "
+                                 f"got {values!r}")
             else:
                 if not values:
                     raise ValueError(f"grid axis {axis!r} has no named override sets")
@@ -201,6 +205,7 @@ def _problems(error: ValidationError) -> list[str]:
         if err["type"] == "missing":
             message = "required key is missing"
         doc = SweepFile.model_fields[loc[0]].description if loc and loc[0] in fields else None
+        doc = " ".join(doc.split()) if doc else None
         lines.append(f"{dotted}: {message}" + (f"\n      {loc[0]}: {doc}" if doc else ""))
     return lines
 
