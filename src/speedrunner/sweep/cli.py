@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,19 +114,24 @@ _SIGNAL: dict[str, int] = {}
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (SLURM's scancel, a time limit, ``kill``) stops the sweep like Ctrl-C does."""
+    """Ctrl-C and SIGTERM (SLURM's scancel or time limit, ``kill``) stop the sweep; a second
+    signal while it stops is ignored, so the runs finish stopping and the table prints."""
     def handler(signum: int, frame: object) -> None:
         if "sig" in _SIGNAL:
-            return  # already stopping: let the runs finish stopping and the table print
+            return
         _SIGNAL["sig"] = signum
         raise KeyboardInterrupt
 
     _SIGNAL.clear()
-    previous = signal.signal(signal.SIGTERM, handler)
+    if threading.current_thread() is not threading.main_thread():  # only there can Python handle signals
+        yield
+        return
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def _status(o: Outcome) -> str:
