@@ -234,3 +234,24 @@ def test_runs_of_a_sweep_share_each_endpoints_concurrency_limit(tmp_path):
     # Two runs x two parallel episodes could put 4 calls in flight; the shared limit keeps 2.
     assert server.max_in_flight == 2
 
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_sweep_and_its_runs_resumably(tmp_path):
+    path = sweep_file(tmp_path, tmp_path / "stopped")
+    runs = load_sweep(path).runs
+    cmd = [*sweep_cmd(path)[:-2], "--workers", "1"]
+    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    first = runs[0].run_dir / "episodes" / "train"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (first.is_dir() and any(first.glob("*.json"))):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)  # to the sweep only, as SLURM's time limit would
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr[-2000:]
+    assert json.loads((runs[0].run_dir / "summary.json").read_text())["status"] == "interrupted"
+    table = {ln.split()[-1]: ln for ln in stdout.splitlines()
+             if ln.split() and not ln.startswith(" ") and ln.split()[-1].startswith(str(tmp_path))}
+    assert table[str(runs[0].run_dir)].startswith("interrupted")
+    assert all(table[str(r.run_dir)].startswith("not started") for r in runs[1:])
+    assert "rerun `speedrunner sweep" in stderr
