@@ -255,3 +255,66 @@ def test_sigterm_stops_the_sweep_and_its_runs_resumably(tmp_path):
     assert table[str(runs[0].run_dir)].startswith("interrupted")
     assert all(table[str(r.run_dir)].startswith("not started") for r in runs[1:])
     assert "rerun `speedrunner sweep" in stderr
+
+
+@pytest.mark.slow
+def test_a_rerun_after_a_crash_pays_no_call_twice_on_a_real_endpoint(tmp_path):
+    """Against the fake OpenAI-compatible server: the sweep is SIGKILLed (process group) at a
+    request; over both attempts the server answers each call of each run exactly once."""
+    from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
+
+    from ..e2e.harness import policy_reply
+
+    state = {"seen": 0, "answered": 0, "pgid": None, "kill_at": 30}
+
+    def policy(body: dict) -> Reply:
+        state["seen"] += 1
+        if state["pgid"] is not None and state["seen"] == state["kill_at"]:
+            os.killpg(state["pgid"], signal.SIGKILL)
+            return Reply.error(500)  # never answered: the kill came first
+        state["answered"] += 1
+        return policy_reply(body)
+
+    server = FakeLLMServer(callback=policy, model_name="fake-model").start()
+    path = tmp_path / "paid.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: paid
+        configs: [{BABYAI}/react-gpt-seq.yaml]
+        output_root: {tmp_path / "out"}
+        set:
+          model.provider: vllm
+          model.base_url: {server.base_url}
+          model.name: fake-model
+          model.prices: {{input: 1.0, cached_input: 0.1, output: 2.0}}
+          run.rollouts: 4
+          run.sleep_every: 4
+          run.eval_every: 4
+          run.eval_episodes: 1
+          run.parallel_episodes: 1
+          benchmark.max_llm_calls: 4
+        grid:
+          run.seed: [0, 1]
+    """))
+    cmd = [*sweep_cmd(path)[:-2], "--workers", "1"]  # one call in flight at a time: the kill is exact
+    try:
+        proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=tmp_path, start_new_session=True)
+        state["pgid"] = proc.pid
+        assert proc.wait(timeout=120) == -signal.SIGKILL
+        rerun = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    finally:
+        server.stop()
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    runs = load_sweep(path).runs
+    first, second = (ln for ln in rerun.stdout.splitlines() if ln.startswith("["))
+    assert "finished*" in first and "finished " in second  # run 0 had finished, run 1 was resumed
+    paid: collections.Counter = collections.Counter()
+    for r in runs:
+        for line in (r.run_dir / "llm_calls.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if not row["cache_hit"] and row["response"] is not None:
+                paid[(row["namespace"], row["call_id"])] += 1
+    assert max(paid.values()) == 1
+    assert state["answered"] == sum(paid.values()) == 2 * (4 + 2) * 4
+    cost = [ln for ln in rerun.stdout.splitlines() if ln.startswith("finished")]
+    assert all("$0.0" in ln and "scripted" not in ln for ln in cost)
