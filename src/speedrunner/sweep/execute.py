@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from speedrunner.core.redact import scrub
 from speedrunner.sweep.spec import SweepRun
 
 Action = Literal["skip", "start", "resume", "busy", "broken"]
@@ -121,7 +122,7 @@ def execute(
     cmd = command(run, action, operational)
     with open(run.log_file, "ab") as log:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        log.write(f"\n=== sweep {action} at {stamp}: {' '.join(cmd)}\n".encode())
+        log.write(f"\n=== sweep {action} at {stamp}: {scrub(' '.join(cmd))}\n".encode())  # no key in a log
         log.flush()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=dict(env) if env is not None else None)
