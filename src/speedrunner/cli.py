@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy, leaderboard."""
+"""The ``speedrunner`` command: validate-config, configs list, configs copy, leaderboard, sweep."""
 
 from __future__ import annotations
 
@@ -37,14 +37,20 @@ def _parser() -> argparse.ArgumentParser:
     copy.add_argument("dest", help="destination file or directory")
     copy.add_argument("--overwrite", action="store_true", help="replace an edited copy")
     from speedrunner.leaderboard import commands as leaderboard
+    from speedrunner.sweep import cli as sweep_cli
 
     leaderboard.add_parser(sub)
+    sweep_cli.add_arguments(sub.add_parser("sweep", help=sweep_cli.HELP, description=sweep_cli.__doc__))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "sweep":
+            from speedrunner.sweep.cli import main as sweep_main
+
+            return sweep_main(args)
         if args.command == "validate-config":
             from speedrunner.catalog import config_loader
             from speedrunner.train_cli import check_runnable

@@ -17,9 +17,10 @@ def configs_root() -> Path:
 def list_configs() -> list[str]:
     """Names like ``scienceworld/speedrunner-gpt-t4`` (relative path without .yaml). Only
     ``<benchmark>/<name>.yaml`` are configs; deeper folders hold data they name (a recorded
-    script next to its demo config)."""
+    script next to its demo config); ``sweeps/`` holds sweep files, not run configs."""
     root = configs_root()
-    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.glob("*/*.yaml"))
+    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.glob("*/*.yaml")
+                  if p.parent.name != "sweeps")
 
 
 def shipped_config_path(name: str) -> Path:

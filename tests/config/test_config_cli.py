@@ -96,7 +96,9 @@ def test_configs_list_shows_every_shipped_config(capsys: pytest.CaptureFixture[s
     assert rc == 0
     names = out.split()
     assert names == list_configs()
-    assert len(names) == len(list(configs_root().glob("*/*.yaml")))  # recorded data below is not a config
+    run_configs = [p for p in configs_root().glob("*/*.yaml") if p.parent.name != "sweeps"]
+    assert len(names) == len(run_configs)  # recorded data below is not a config
+    assert not any(n.startswith("sweeps/") for n in names)  # sweep files are not run configs
     assert {"babyai/react-gpt-seq", "crafter/voyager-gpt-crafter", "scienceworld/speedrunner-gpt-t4"} <= set(names)
 
 

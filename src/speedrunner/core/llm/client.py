@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from speedrunner.core.llm.conversation import Conversation, as_conversation
 from speedrunner.core.llm.prices import cost_usd
 from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
 from speedrunner.core.llm.retry import Backoff, call_with_retries
+from speedrunner.core.llm.slots import endpoint_limit
 from speedrunner.core.llm.types import Completion, Message, Purpose
 
 __all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated"]
@@ -74,8 +74,8 @@ class ManagedModel:
         self.calls_log = calls_log
         self.backoff = backoff or Backoff()
         self.log_full_messages = log_full_messages
-        self._semaphores = {
-            e: threading.BoundedSemaphore(config.max_concurrency) for e in provider.endpoints
+        self._semaphores = {  # machine-wide under a sweep (SPEEDRUNNER_LLM_SLOTS_DIR)
+            e: endpoint_limit(provider.name, e, config.max_concurrency) for e in provider.endpoints
         }
         self._tally = Tally()
 

@@ -1,0 +1,99 @@
+"""Per-endpoint concurrency limits shared by every process on one machine.
+
+``model.max_concurrency`` caps the calls in flight to one endpoint. Inside one process a
+semaphore does that; a sweep runs many runs as separate processes (local pool, SLURM
+shards, Ray tasks on a node), and each would otherwise get the whole limit to itself.
+When ``SPEEDRUNNER_LLM_SLOTS_DIR`` is set (``speedrunner sweep`` sets it for its runs),
+a call also takes one of ``max_concurrency`` slot files for its endpoint under that
+directory with ``flock``.
+
+Why lock files rather than a limiter service (e.g. a Ray actor): the kernel releases a
+``flock`` the moment its process dies, so a SIGKILLed run can never leak a slot; there is
+nothing to start, to find or to keep alive; it works the same for processes, SLURM tasks
+and Ray workers on a node; and a slot costs an ``open`` + ``flock`` (microseconds), not a
+round trip. The limit is per machine: runs on N nodes may have N x max_concurrency calls
+in flight (cap a shared server with its own limit, e.g. vLLM ``--max-num-seqs``). Runs
+with different limits for one endpoint share slots ``0..limit-1``: the largest limit
+bounds the total, and each run never exceeds its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from speedrunner.core.interrupt import sleep_unless_stopped
+
+__all__ = ["SLOTS_DIR_ENV", "EndpointLimit", "SharedSlots", "endpoint_limit"]
+
+SLOTS_DIR_ENV = "SPEEDRUNNER_LLM_SLOTS_DIR"
+
+
+class EndpointLimit(Protocol):
+    def __enter__(self) -> object: ...
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> bool | None: ...
+
+
+def endpoint_limit(provider: str, endpoint: str, limit: int) -> EndpointLimit:
+    """The limiter for one endpoint: machine-wide when ``SPEEDRUNNER_LLM_SLOTS_DIR`` is set."""
+    directory = os.environ.get(SLOTS_DIR_ENV)
+    if not directory or provider == "scripted":  # the scripted model has no endpoint to protect
+        return threading.BoundedSemaphore(limit)
+    return SharedSlots(Path(directory), f"{provider} {endpoint}", limit)
+
+
+class SharedSlots:
+    """At most ``limit`` holders at once among all threads of all processes using ``directory``."""
+
+    def __init__(self, directory: Path, key: str, limit: int, *, poll_s: float = 0.01) -> None:
+        self.limit, self.poll_s = limit, poll_s
+        self.dir = directory / hashlib.sha256(key.encode()).hexdigest()[:16]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        label = self.dir / "endpoint.txt"
+        if not label.exists():
+            label.write_text(key + "\n")  # for a human looking at the directory
+        self._local = threading.BoundedSemaphore(limit)  # this process's threads queue here, not by polling
+        self._held = threading.local()
+
+    def __enter__(self) -> SharedSlots:
+        self._local.acquire()
+        try:
+            fd = self._take()
+        except BaseException:
+            self._local.release()
+            raise
+        self._held.fds = [*getattr(self._held, "fds", []), fd]
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        fd = self._held.fds.pop()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+            self._local.release()
+
+    def _take(self) -> int:
+        while (fd := self._try_once()) is None:
+            sleep_unless_stopped(self.poll_s)  # a stopping run gives up its wait at once
+        return fd
+
+    def _try_once(self) -> int | None:
+        """A locked slot file's descriptor, or None when every slot is held."""
+        start = threading.get_ident() % self.limit  # spread first tries over the slots
+        for i in range(self.limit):
+            fd = os.open(self.dir / f"slot{(start + i) % self.limit}", os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                os.close(fd)
+        return None

@@ -1,0 +1,147 @@
+"""Where a sweep's runs execute: a process pool on this machine, or Ray tasks.
+
+SLURM needs no backend of its own: each array task runs its shard (``--shard I/N``) on the
+local pool of its node.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from typing import Any
+
+from speedrunner.errors import SpeedRunnerError
+from speedrunner.sweep.execute import Outcome, execute, read_outcome
+from speedrunner.sweep.spec import SweepRun
+
+Report = Callable[[Outcome, int, int], None]
+RAY_HINT = 'pip install -e ".[ray]"'
+
+
+class SweepBackendError(SpeedRunnerError):
+    """Raised when a sweep backend cannot be used (Ray missing, no cluster at --address)."""
+
+
+class LocalPool:
+    """Up to ``workers`` runs at once, each a child process of this one.
+
+    On Ctrl-C or SIGTERM no further run starts; running ones get SIGTERM (they stop before
+    their next paid call and mark themselves interrupted) and are waited for.
+    """
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise SweepBackendError(f"--workers {workers}: must be at least 1")
+        self.workers = workers
+        self._stop = threading.Event()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
+    def run(self, runs: list[SweepRun], operational: Callable[[SweepRun], list[str]],
+            extra_env: dict[str, str], report: Report) -> list[Outcome]:
+        env = {**os.environ, **extra_env}
+        results: dict[str, Outcome] = {}
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="sweep-run") as pool:
+            futures: dict[Future[Outcome], SweepRun] = {
+                pool.submit(self._one, r, operational(r), env): r for r in runs}
+            try:
+                for n, future in enumerate(as_completed(futures), 1):
+                    outcome = future.result()
+                    results[outcome.run_id] = outcome
+                    report(outcome, n, len(runs))
+            except KeyboardInterrupt:
+                self.stop(signal.SIGTERM)
+                for future, run in futures.items():
+                    results[run.run_id] = future.result()
+                raise SweepInterrupted([results[r.run_id] for r in runs]) from None
+        return [results[r.run_id] for r in runs]
+
+    def stop(self, signum: int) -> None:
+        self._stop.set()
+        with self._lock:
+            for proc in self._procs:
+                if proc.poll() is None:
+                    proc.send_signal(signum)
+
+    def _one(self, run: SweepRun, operational: list[str], env: dict[str, str]) -> Outcome:
+        if self._stop.is_set():
+            return read_outcome(run, "skip", None, note="not started: the sweep was stopped")
+        try:
+            return execute(run, operational=operational, env=env, on_start=self._track)
+        except OSError as e:  # e.g. the log directory cannot be written: the other runs go on
+            return read_outcome(run, "broken", None, note=f"could not start: {e}")
+
+    def _track(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs = {p for p in self._procs if p.poll() is None} | {proc}
+            if self._stop.is_set():
+                proc.send_signal(signal.SIGTERM)  # started as the sweep stopped
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """The sweep was stopped; ``outcomes`` says how every run stands."""
+
+    def __init__(self, outcomes: list[Outcome]) -> None:
+        super().__init__("sweep interrupted")
+        self.outcomes = outcomes
+
+
+def _ray_execute(run: SweepRun, operational: list[str], extra_env: dict[str, str]) -> dict[str, Any]:
+    """The Ray task: the same subprocess a local worker starts, on whichever node Ray picked."""
+    return execute(run, operational=operational, env={**os.environ, **extra_env}).to_dict()
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise SweepBackendError(f"--backend ray needs Ray, which is an optional extra: {RAY_HINT} "
+                                f"(import failed: {e})") from None
+    return ray
+
+
+def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, str],
+            report: Report, operational: Callable[[SweepRun], list[str]] = lambda r: [],
+            init_kwargs: dict[str, Any] | None = None) -> list[Outcome]:
+    """Each run one Ray task with its CPUs (and memory, e.g. ScienceWorld's JVMs).
+
+    Connects to the cluster at ``address`` (or ``RAY_ADDRESS``), else starts a local one,
+    unless Ray is already initialised in this process. ``operational`` adds resume-safe
+    ``--set`` overrides per run (a local Ray's runs share this machine's BabyAI server; on a
+    cluster each BabyAI run autostarts one on its node).
+    """
+    ray = import_ray()
+    if not ray.is_initialized():
+        kwargs = dict(init_kwargs or {})
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise SweepBackendError(f"cannot connect to Ray at {address or 'a new local cluster'}: {e}; "
+                                    "start one with `ray start --head` or drop --address") from None
+    task = ray.remote(max_retries=0)(_ray_execute)
+    refs = {}
+    for r in runs:
+        options: dict[str, Any] = {"num_cpus": r.num_cpus, "name": f"sweep:{r.run_id}"}
+        if r.memory_bytes is not None:
+            options["memory"] = r.memory_bytes
+        refs[task.options(**options).remote(r, operational(r), extra_env)] = r
+    results: dict[str, Outcome] = {}
+    pending = list(refs)
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            outcome = Outcome(**ray.get(done[0]))
+            results[outcome.run_id] = outcome
+            report(outcome, len(results), len(runs))
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=False)  # KeyboardInterrupt in the task: its run gets SIGINT too
+        print("sweep: stopping the Ray tasks; rerun the sweep to continue", file=sys.stderr)
+        raise SweepInterrupted([results.get(r.run_id) or read_outcome(r, "skip", None, note="stopped")
+                                for r in runs]) from None
+    return [results[r.run_id] for r in runs]

@@ -1,0 +1,191 @@
+"""``speedrunner sweep SWEEP.yaml``: run a grid of runs; rerun it to finish what a crash left.
+
+Exit codes: 0 every run finished; 1 some run failed or did not finish (the table says
+which; rerun the sweep to continue them); 2 a problem with the sweep file or the flags;
+130 / 143 stopped by Ctrl-C / SIGTERM (rerun to continue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from speedrunner.sweep.execute import Outcome, plan
+from speedrunner.sweep.spec import Sweep, SweepRun, load_sweep, parse_shard
+
+HELP = "run a sweep file's grid of runs (local pool, Ray, or a SLURM array shard)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweep_file", help="sweep YAML, e.g. configs/sweeps/babyai-scripted.yaml")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the expanded runs (what would be started, resumed, skipped) and exit")
+    parser.add_argument("--backend", choices=("local", "ray", "slurm"), default="local",
+                        help="local: a process pool here (default); ray: one Ray task per run; "
+                             "slurm: this array task's shard (--shard I/N) on a local pool")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="runs at once on the local pool (default: this machine's CPU count)")
+    parser.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
+    parser.add_argument("--shard", default=None, metavar="I/N",
+                        help="only runs I, I+N, I+2N, ... of the expansion (0 <= I < N); slurm requires it")
+    parser.add_argument("--print-sbatch", type=int, nargs="?", const=0, default=None, metavar="N",
+                        help="print an sbatch script running this sweep as an array of N tasks "
+                             "(default: one task per run) and exit")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Raises ``SpeedRunnerError`` for user mistakes (the caller prints it and exits 2)."""
+    from speedrunner.errors import ConfigError
+
+    sweep = load_sweep(args.sweep_file)
+    if args.print_sbatch is not None:
+        print(sbatch_script(sweep, args.print_sbatch or len(sweep.runs)))
+        return 0
+    if args.backend == "slurm" and args.shard is None:
+        raise ConfigError("--backend slurm needs --shard I/N (e.g. --shard $SLURM_ARRAY_TASK_ID/8); "
+                          "see --print-sbatch")
+    runs = sweep.runs
+    if args.shard is not None:
+        index, count = parse_shard(args.shard)
+        runs = sweep.shard(index, count)
+    if args.dry_run:
+        print_plan(sweep, runs)
+        return 0
+    return run_sweep(sweep, runs, backend=args.backend, workers=args.workers, address=args.address)
+
+
+def print_plan(sweep: Sweep, runs: list[SweepRun]) -> None:
+    print(f"sweep {sweep.spec.name}: {len(runs)} of {len(sweep.runs)} runs ({sweep.path})")
+    for r in runs:
+        action, why = plan(r)
+        print(f"  {r.index:>4}  {action:<7} {r.label}\n        {r.run_dir}  [{why}]")
+
+
+def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", workers: int | None = None,
+              address: str | None = None, ray_init: dict | None = None) -> int:
+    from speedrunner.sweep.backends import LocalPool, SweepInterrupted, run_ray
+    from speedrunner.sweep.services import shared_babyai_server, slots_env
+
+    started = time.monotonic()
+    print(f"sweep {sweep.spec.name}: {len(runs)} runs on the {backend} backend", flush=True)
+
+    def report(o: Outcome, n: int, total: int) -> None:
+        print(f"[{n}/{total}] {_status(o):<11} {o.label}  ({time.monotonic() - started:.0f} s)", flush=True)
+
+    code = 0
+    try:
+        with _sigterm_as_interrupt():
+            plans = {r.run_id: plan(r) for r in runs}
+            for r in runs:
+                if "WARNING" in plans[r.run_id][1]:
+                    print(f"{r.label}: {plans[r.run_id][1].split('WARNING: ', 1)[1]}", file=sys.stderr)
+            to_run = [r for r in runs if plans[r.run_id][0] in ("start", "resume")]
+            # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
+            on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
+            with shared_babyai_server(to_run if on_this_machine else []) as operational:
+                if backend == "ray":
+                    outcomes = run_ray(runs, address=address, operational=operational,
+                                       extra_env=slots_env(), report=report, init_kwargs=ray_init)
+                else:
+                    outcomes = LocalPool(workers or os.cpu_count() or 1).run(
+                        runs, operational, slots_env(), report)
+    except SweepInterrupted as e:
+        outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
+    except KeyboardInterrupt:  # before any run started (e.g. while the BabyAI server started)
+        print(f"sweep stopped before any run started; rerun `speedrunner sweep {sweep.path}`", file=sys.stderr)
+        return 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
+    print_outcomes(outcomes)
+    if code:
+        print(f"sweep stopped; rerun `speedrunner sweep {sweep.path}` to continue", file=sys.stderr)
+        return code
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+_SIGNAL: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Ctrl-C and SIGTERM (SLURM's scancel or time limit, ``kill``) stop the sweep; a second
+    signal while it stops is ignored, so the runs finish stopping and the table prints."""
+    def handler(signum: int, frame: object) -> None:
+        if "sig" in _SIGNAL:
+            return
+        _SIGNAL["sig"] = signum
+        raise KeyboardInterrupt
+
+    _SIGNAL.clear()
+    if threading.current_thread() is not threading.main_thread():  # only there can Python handle signals
+        yield
+        return
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _status(o: Outcome) -> str:
+    if o.action == "skip" and o.ok:
+        return "finished*"  # finished by an earlier attempt
+    if o.action in ("busy", "broken"):
+        return o.action
+    return "not started" if o.status == "missing" else o.status
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    """One line per run: status, final progress, cost, run dir; then failures' log tails."""
+    print("\nstatus      episodes  metric           cost        run")
+    for o in outcomes:
+        progress = f"{o.episodes}/{o.rollouts if o.rollouts is not None else '?'}"
+        metric = f"{o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
+        if o.cost_usd is None:
+            cost = "-"
+        else:
+            cost = f"${o.cost_usd:.4f}" + (" scripted" if o.scripted else "")
+        print(f"{_status(o):<11} {progress:>8}  {metric:<16} {cost:<11} {o.run_dir}")
+    if any(o.action == "skip" and o.ok for o in outcomes):
+        print("(finished*: finished by an earlier attempt of the sweep; skipped)")
+    for o in outcomes:
+        if o.ok and o.exit_code in (None, 0):
+            continue
+        why = f"exit code {o.exit_code}" if o.exit_code is not None else o.note
+        log = f"; log {o.log_file}" if Path(o.log_file).is_file() else ""
+        print(f"\n{o.label}: {_status(o)} ({why}){log}", file=sys.stderr)
+        for line in o.log_tail:
+            print(f"  | {line}", file=sys.stderr)
+    done = [o.run_dir for o in outcomes if Path(o.run_dir).is_dir()]
+    if done:
+        print("\nreport over these runs:\n  speedrunner report " + " ".join(shlex.quote(d) for d in done))
+
+
+def sbatch_script(sweep: Sweep, tasks: int) -> str:
+    """An example ``sbatch`` script: array task I runs shard I of ``tasks``."""
+    tasks = max(1, min(tasks, len(sweep.runs)))
+    per_task = -(-len(sweep.runs) // tasks)
+    cpus = max(1, round(sweep.spec.resources.num_cpus * per_task))  # a task's runs run side by side
+    path = shlex.quote(str(sweep.path))
+    return f"""#!/bin/bash
+# {len(sweep.runs)} runs of sweep {sweep.spec.name} as {tasks} array tasks (up to {per_task} runs each, side by side).
+# Submit: sbatch this_file.sh   Rerun the same script after a crash: finished runs are skipped,
+# killed ones resumed. The runs' directory ({sweep.runs[0].run_dir.parents[3] if sweep.runs else 'runs'})
+# must be on a filesystem every node sees.
+#SBATCH --job-name=sweep-{sweep.spec.name}
+#SBATCH --array=0-{tasks - 1}
+#SBATCH --cpus-per-task={cpus}
+#SBATCH --time=24:00:00
+#SBATCH --output=slurm-%A_%a.out
+#SBATCH --signal=B:TERM@120
+
+cd {shlex.quote(os.getcwd())}
+exec speedrunner sweep {path} --backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers {per_task}
+"""

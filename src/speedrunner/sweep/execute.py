@@ -1,0 +1,197 @@
+"""One sweep run: decide what to do with its directory, run the train entry point, read the result.
+
+Each run is a subprocess of its ordinary train entry point (``python -m
+speedrunner.benchmarks.<b>.train``): runs cannot corrupt each other, and a kill and a rerun
+take the same ``--resume`` path a user would, so the run's response cache replays every
+LLM answer already paid for. What to do is read from the run directory alone:
+
+- no directory (or an empty one): start it with ``--run_dir``;
+- ``summary.json`` says ``finished``: skip it;
+- a run directory in any other state (killed, interrupted, failed): ``--resume`` it;
+- a directory another process holds (its lock): leave it alone and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from speedrunner.core.redact import scrub
+from speedrunner.sweep.spec import SweepRun
+
+Action = Literal["skip", "start", "resume", "busy", "broken"]
+LOG_TAIL_LINES = 15
+
+
+@dataclass
+class Outcome:
+    """How one run stands after the sweep touched it (plain data: it crosses Ray too)."""
+
+    run_id: str
+    label: str
+    run_dir: str
+    action: Action
+    exit_code: int | None = None
+    status: str = "missing"
+    """summary.json's status (finished, running, interrupted, failed), or ``missing``."""
+    episodes: int = 0
+    rollouts: int | None = None
+    metric: str | None = None
+    metric_value: float | None = None
+    """The last evaluation's mean of the run's speedrun metric (final eval once finished)."""
+    cost_usd: float | None = None
+    """Money actually spent (llm_calls.jsonl ``spent_usd``; replays cost nothing)."""
+    scripted: bool = False
+    log_file: str = ""
+    log_tail: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "finished"
+
+
+def plan(run: SweepRun) -> tuple[Action, str]:
+    """What to do with ``run``'s directory, and why (one line)."""
+    from speedrunner.core.rundir import PROVENANCE_FILE, lock_holder
+
+    d = run.run_dir
+    if not d.exists() or (d.is_dir() and not any(d.iterdir())):
+        return "start", "new"
+    if not (d / PROVENANCE_FILE).is_file():
+        return "broken", (f"{d} exists but is not a run directory (no {PROVENANCE_FILE}); "
+                          "move it away and rerun the sweep")
+    holder = lock_holder(d)
+    if holder is not None:
+        return "busy", f"in use by PID {holder} (another sweep or run is working in it)"
+    status = _summary(d).get("status")
+    changed = config_changed(run)
+    if status == "finished":
+        return "skip", "finished earlier" + changed
+    return "resume", f"continuing ({status or 'killed before its first summary'})" + changed
+
+
+def config_changed(run: SweepRun) -> str:
+    """A warning when the config file differs from the copy the run started with, else ""."""
+    from speedrunner.core.rundir import CONFIG_FILE
+
+    try:
+        same = (run.run_dir / CONFIG_FILE).read_bytes() == run.config_file.read_bytes()
+    except OSError:
+        return ""
+    return "" if same else (f"; WARNING: {run.config_file.name} changed since this run started; the run "
+                            "keeps the config it started with (move its directory away to start afresh)")
+
+
+def command(run: SweepRun, action: Action, operational: Sequence[str] = ()) -> list[str]:
+    """The train command for ``run``; ``operational`` are ``--set`` keys a resume may change too."""
+    cmd = [sys.executable, "-m", run.entry_point]
+    if action == "resume":
+        cmd += ["--resume", str(run.run_dir)]
+        overrides: list[str] = list(operational)
+    else:
+        cmd += ["--config_file", str(run.config_file), "--run_dir", str(run.run_dir)]
+        overrides = [*run.overrides, *operational]
+    for o in overrides:
+        cmd += ["--set", o]
+    return cmd
+
+
+def execute(
+    run: SweepRun,
+    *,
+    operational: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Outcome:
+    """Run (or skip) one sweep run to its end and report how it stands."""
+    action, why = plan(run)
+    if action in ("skip", "busy", "broken"):
+        return read_outcome(run, action, None, note=why)
+    run.log_file.parent.mkdir(parents=True, exist_ok=True)
+    cmd = command(run, action, operational)
+    with open(run.log_file, "ab") as log:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        log.write(f"\n=== sweep {action} at {stamp}: {scrub(' '.join(cmd))}\n".encode())  # no key in a log
+        log.flush()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(env) if env is not None else None)
+        try:
+            if on_start is not None:
+                on_start(proc)
+            code = proc.wait()
+        except BaseException:  # e.g. a cancelled Ray task: stop the run the resumable way, not orphan it
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+    return read_outcome(run, action, code, note=why)
+
+
+def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: str = "") -> Outcome:
+    """What the run directory (and the log, for a failure) says now."""
+    d = run.run_dir
+    summary = _summary(d)
+    resolved = _json(d / "config.resolved.json")
+    metric = (resolved.get("speedrun") or {}).get("metric")
+    evals = summary.get("final_eval") or ((summary.get("eval") or [None])[-1]) or {}
+    value = evals.get(f"{metric}_mean") if metric else None
+    outcome = Outcome(
+        run_id=run.run_id, label=run.label, run_dir=str(d), action=action, exit_code=exit_code,
+        status=summary.get("status", "missing"),
+        episodes=len(list((d / "episodes" / "train").glob("*.json"))),  # kept on disk; a resume reuses them
+        rollouts=(resolved.get("run") or {}).get("rollouts"),
+        metric=metric, metric_value=value, cost_usd=_spent(d / "llm_calls.jsonl"),
+        scripted=bool(summary.get("scripted")), log_file=str(run.log_file), note=note,
+    )
+    if exit_code not in (None, 0) or (action != "skip" and outcome.status != "finished"):
+        outcome.log_tail = _tail(run.log_file, LOG_TAIL_LINES)
+    return outcome
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    return _json(run_dir / "summary.json")
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _spent(calls: Path) -> float | None:
+    if not calls.is_file():
+        return None
+    total = 0.0
+    with open(calls, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                total += float(json.loads(line).get("spent_usd") or 0.0)
+            except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+                continue  # a torn last line of a killed run
+    return total
+
+
+def _tail(path: Path, n: int) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if line.strip()][-n:]
