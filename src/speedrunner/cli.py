@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy."""
+"""The ``speedrunner`` command: validate-config, configs list, configs copy, report."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from speedrunner.errors import SpeedRunnerError
 
@@ -36,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     copy.add_argument("name", help="e.g. scienceworld/speedrunner-gpt-t4")
     copy.add_argument("dest", help="destination file or directory")
     copy.add_argument("--overwrite", action="store_true", help="replace an edited copy")
+    report = sub.add_parser("report", help="plots, tables and one HTML file from run directories")
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
+    report.add_argument("--out", help="output directory (default: RUN_DIR/report for one run, else ./report)")
     return parser
 
 
@@ -50,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_runnable(loaded.config)  # what the train command would refuse, refused here too
             print(json.dumps(loaded.resolved_json(), indent=2))
             print(f"# {args.path}: valid (sha256 {loaded.sha256[:12]})", file=sys.stderr)
+        elif args.command == "report":
+            from speedrunner.core.reporting import build_report, report_line
+
+            print(report_line(build_report([Path(p) for p in args.run_dirs], Path(args.out) if args.out else None)))
         elif args.configs_command == "list":
             from speedrunner.shipped_configs import list_configs
 

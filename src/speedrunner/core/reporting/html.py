@@ -1,0 +1,135 @@
+"""One self-contained HTML file: plots (PNG inlined as base64), tables, trajectory viewer, knowledge diffs.
+
+Nothing is fetched at view time: the CSS and the viewer's JavaScript are inlined from
+``assets/``, the episodes travel as JSON in a ``<script type="application/json">`` block
+(every ``<`` escaped, so run text can never close it), and all run text reaches the page
+through ``html.escape`` or the viewer's ``textContent``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from html import escape
+from importlib import resources
+from typing import Any
+
+from speedrunner.core.reporting.aggregate import Group
+from speedrunner.core.reporting.knowledge import diffs
+from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
+from speedrunner.core.reporting.tables import Table
+
+MAX_EPISODES_PER_RUN = 400
+"""Embedded per run (training first, then evaluation); the rest stay in the run directory."""
+
+_STEP_KEYS = ("index", "observation", "thought", "parsed_action", "raw_action", "executed", "error",
+              "usage", "cost_usd", "cached", "skill_call")
+_EPISODE_KEYS = ("split", "index", "eval_point", "task", "seed", "instruction", "knowledge_version", "success",
+                 "progress", "stop_reason", "llm_calls", "env_actions", "cost_usd", "final_observation")
+
+
+def _asset(name: str) -> str:
+    return resources.files("speedrunner.core.reporting").joinpath("assets", name).read_text("utf-8")
+
+
+def _episodes(run_numbers) -> tuple[list[dict[str, Any]], int]:
+    trajectories = run_numbers.run.trajectories
+    every = trajectories["train"] + trajectories["eval"]
+    kept = every[:MAX_EPISODES_PER_RUN]
+    out = []
+    for t in kept:
+        ep = {k: t.get(k) for k in _EPISODE_KEYS}
+        ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
+        out.append(ep)
+    return out, len(every) - len(kept)
+
+
+def _run_label(r) -> str:
+    run = r.run
+    marks = [run.status] + (["SCRIPTED"] if run.scripted else []) + ([f"resumed {run.resumes}x"] if run.resumes else [])
+    return f"{run.key.label} seed {run.seed} {run.run_id} [{', '.join(marks)}]"
+
+
+def _data_json(groups: list[Group]) -> str:
+    runs = []
+    for g in groups:
+        for r in g.runs:
+            episodes, omitted = _episodes(r)
+            runs.append({"label": _run_label(r), "scripted": r.run.scripted, "status": r.run.status,
+                         "episodes": episodes, "omitted": omitted})
+    return json.dumps({"runs": runs}, ensure_ascii=False).replace("<", "\\u003c")
+
+
+def _table_html(table: Table) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table.cells())
+    return (f'<h3>{escape(table.title)}</h3><p class="csv">CSV: tables/{escape(table.name)}.csv</p>'
+            f'<table id="table-{escape(table.name)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
+def _diff_html(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        cls = ("hunk" if line.startswith("@@") else "add" if line.startswith("+") and not line.startswith("+++")
+               else "del" if line.startswith("-") and not line.startswith("---") else "")
+        lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
+    return '<pre class="diff">' + "\n".join(lines) + "</pre>"
+
+
+def _knowledge_html(groups: list[Group]) -> str:
+    parts = []
+    for g in groups:
+        for r in g.runs:
+            if not r.knowledge:
+                continue
+            kind = r.knowledge[0].kind
+            parts.append(f"<h3>{escape(_run_label(r))}: {kind} generations 0–{r.knowledge[-1].generation}</h3>")
+            for before, after, text in diffs(r.knowledge):
+                summary = f"gen_{before} → gen_{after}" + ("" if text else " (unchanged)")
+                parts.append(f'<details class="knowledge-diff"><summary>{escape(summary)}</summary>'
+                             f"{_diff_html(text) if text else ''}</details>")
+            last = r.knowledge[-1]
+            parts.append(f'<details class="knowledge-latest"><summary>gen_{last.generation} in full</summary>'
+                         f'<pre class="obs">{escape(last.text)}</pre></details>')
+    return "".join(parts) or "<p>No run in this report stores a guide or a codebook.</p>"
+
+
+def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: str) -> str:
+    scripted = any(g.scripted for g in groups)
+    partial = [r for g in groups for r in g.in_progress]
+    banners = []
+    if scripted:
+        banners.append(f'<div class="banner scripted" id="scripted-banner">{escape(SCRIPTED_BANNER)}. '
+                       "Scripted runs are marked SCRIPTED in every legend, table and episode.</div>")
+    if partial:
+        names = ", ".join(f"{r.run.run_id} ({r.run.status}, {len(r.run.metrics)}/{r.run.rollouts_planned} rollouts)"
+                          for r in partial)
+        banners.append(f'<div class="banner progress" id="progress-banner">Runs not finished: {escape(names)}. '
+                       "Their curves are partial (dashed lines).</div>")
+    figures = "".join(
+        f'<figure id="plot-{escape(p.name)}"><img alt="{escape(p.title)}" '
+        f'src="data:image/png;base64,{base64.b64encode(p.png_bytes).decode()}">'
+        f"<figcaption>{escape(p.title)} — plots/{escape(p.name)}.png, .svg</figcaption></figure>" for p in plots)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>{escape(title)}</title>
+<style>{_asset("report.css")}</style></head>
+<body>
+<h1>{escape(title)}</h1>
+{"".join(banners)}
+<nav><a href="#plots">Plots</a><a href="#tables">Tables</a><a href="#viewer">Trajectories</a><a href="#knowledge">Knowledge</a></nav>
+<section id="plots"><h2>Plots</h2><p>Mean over seeds, band ±1 s.d. (sample), n seeds in each legend.</p>{figures}</section>
+<section id="tables"><h2>Tables</h2>{"".join(_table_html(t) for t in tables)}</section>
+<section id="viewer"><h2>Trajectories</h2>
+<div class="controls"><label>Run <select id="run-select"></select></label>
+<label>Episode <select id="episode-select"></select></label>
+<button type="button" id="prev-episode">◀ previous</button><button type="button" id="next-episode">next ▶</button>
+<span id="episode-note"></span></div>
+<div id="episode-view"></div></section>
+<section id="knowledge"><h2>Knowledge: how it evolved</h2>{_knowledge_html(groups)}</section>
+<script type="application/json" id="report-data">{_data_json(groups)}</script>
+<script>{_asset("viewer.js")}</script>
+</body></html>
+"""

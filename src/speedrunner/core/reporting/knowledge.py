@@ -1,0 +1,115 @@
+"""The knowledge a run learned, generation by generation: sizes, call graphs and diffs.
+
+Guides are ``guide/gen_<g>.md``; codebooks are ``codebook/gen_<g>.py`` with
+``gen_<g>.json`` (a generation exists only when both files do). Codebook source is parsed
+with ``ast`` and never executed: the call graph is static — an edge f -> h when f's body
+calls the codebook function h by name.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from speedrunner.core.codebook import store
+
+_GUIDE_FILE = re.compile(r"^gen_(\d+)\.md$")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One knowledge version: its text and the numbers the report plots."""
+
+    generation: int
+    kind: str
+    """``guide`` or ``codebook``."""
+    text: str
+    guide_chars: int | None = None
+    public_functions: int | None = None
+    private_functions: int | None = None
+    lines: int | None = None
+    call_graph_density: float | None = None
+    """|E| / (|V| (|V| - 1)) over the generation's functions (0 with fewer than two)."""
+    max_call_depth: int | None = None
+    """Functions on the longest static call chain (1: no function calls another; 0: none)."""
+
+
+def generations(run_dir: Path) -> list[Generation]:
+    """The run's guide or codebook generations in order (empty for methods without knowledge)."""
+    codebook = store.generations(run_dir)
+    if codebook:
+        return [_codebook_generation(run_dir, g) for g in codebook]
+    folder = run_dir / "guide"
+    if not folder.is_dir():
+        return []
+    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _GUIDE_FILE.match(p.name)))
+    out = []
+    for g, path in found:
+        text = path.read_text("utf-8")
+        out.append(Generation(g, "guide", text, guide_chars=len(text)))
+    return out
+
+
+def _codebook_generation(run_dir: Path, g: int) -> Generation:
+    source = store.source_path(run_dir, g).read_bytes().decode("utf-8")
+    try:
+        meta = json.loads(store.meta_path(run_dir, g).read_text("utf-8"))
+        public = {f["name"]: bool(f["public"]) for f in meta.get("functions", [])}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        public = {}
+    graph = call_graph(source)
+    flags = [public.get(name, not name.startswith("_")) for name in graph]
+    return Generation(g, "codebook", source, public_functions=sum(flags),
+                      private_functions=len(flags) - sum(flags), lines=len(source.splitlines()),
+                      call_graph_density=density(graph), max_call_depth=max_depth(graph))
+
+
+def call_graph(source: str) -> dict[str, set[str]]:
+    """Top-level functions -> the other top-level functions each one calls by name."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    graph: dict[str, set[str]] = {}
+    for name, node in functions.items():
+        called = {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+        graph[name] = {h for h in called if h in functions and h != name}
+    return graph
+
+
+def density(graph: dict[str, set[str]]) -> float:
+    """|E| / (|V| (|V| - 1)): the share of possible caller -> callee pairs that exist."""
+    v = len(graph)
+    return 0.0 if v < 2 else sum(len(e) for e in graph.values()) / (v * (v - 1))
+
+
+def max_depth(graph: dict[str, set[str]]) -> int:
+    """Functions on the longest call chain; a cycle is followed once around, not forever."""
+    memo: dict[str, int] = {}
+
+    def depth(name: str, path: frozenset[str]) -> int:
+        if name in memo:
+            return memo[name]
+        below = [depth(h, path | {name}) for h in graph[name] if h not in path and h != name]
+        result = 1 + max(below, default=0)
+        if not path:
+            memo[name] = result
+        return result
+
+    return max((depth(n, frozenset()) for n in graph), default=0)
+
+
+def diffs(gens: list[Generation]) -> list[tuple[int, int, str]]:
+    """(previous, current, unified diff) for each pair of consecutive generations."""
+    out = []
+    for before, after in zip(gens, gens[1:], strict=False):
+        suffix = ".md" if after.kind == "guide" else ".py"
+        text = "".join(difflib.unified_diff(before.text.splitlines(keepends=True), after.text.splitlines(keepends=True),
+                                            f"gen_{before.generation}{suffix}", f"gen_{after.generation}{suffix}"))
+        out.append((before.generation, after.generation, text))
+    return out
