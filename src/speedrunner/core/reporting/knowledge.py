@@ -35,7 +35,8 @@ class Generation:
     call_graph_density: float | None = None
     """|E| / (|V| (|V| - 1)) over the generation's functions (0 with fewer than two)."""
     max_call_depth: int | None = None
-    """Functions on the longest static call chain (1: no function calls another; 0: none)."""
+    """Functions on the longest static call chain (1: no function calls another; 0: none;
+    mutually recursive functions count once each)."""
 
 
 def generations(run_dir: Path) -> list[Generation]:
@@ -89,19 +90,53 @@ def density(graph: dict[str, set[str]]) -> float:
 
 
 def max_depth(graph: dict[str, set[str]]) -> int:
-    """Functions on the longest call chain; a cycle is followed once around, not forever."""
-    memo: dict[str, int] = {}
+    """Functions on the longest call chain. Mutually recursive functions (a strongly connected
+    component) count once each, as a chain that goes once around the cycle."""
+    components = _components(graph)
+    component_of = {name: i for i, comp in enumerate(components) for name in comp}
+    memo: dict[int, int] = {}
 
-    def depth(name: str, path: frozenset[str]) -> int:
-        if name in memo:
-            return memo[name]
-        below = [depth(h, path | {name}) for h in graph[name] if h not in path and h != name]
-        result = 1 + max(below, default=0)
-        if not path:
-            memo[name] = result
-        return result
+    def depth(i: int) -> int:
+        if i not in memo:
+            below = {component_of[h] for name in components[i] for h in graph[name]} - {i}
+            memo[i] = len(components[i]) + max((depth(j) for j in below), default=0)
+        return memo[i]
 
-    return max((depth(n, frozenset()) for n in graph), default=0)
+    return max((depth(i) for i in range(len(components))), default=0)
+
+
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components (Tarjan); a codebook is small, so recursion is fine."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
 
 
 def diffs(gens: list[Generation]) -> list[tuple[int, int, str]]:

@@ -1,4 +1,7 @@
-"""The report's figures, PNG and SVG, drawn with matplotlib's object API (no pyplot, no display).
+"""The report's figures, PNG and SVG, drawn with matplotlib's object API.
+
+``Figure`` without pyplot renders through Agg (PNG) and the SVG backend directly: no
+display, no global backend switch, safe on headless machines and in threads.
 
 Each experiment is one line: the mean over seeds with a ±1 s.d. band, ``n`` seeds in the
 legend. A group with a run still in progress is dashed and says so in the legend; any
@@ -12,17 +15,16 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")  # before any backend is touched: reports are written on headless machines
-from matplotlib import rcParams  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from speedrunner.core.atomic import atomic_write_bytes  # noqa: E402
-from speedrunner.core.reporting.aggregate import CURVES, Group, Stat  # noqa: E402
+from speedrunner.core.atomic import atomic_write_bytes
+from speedrunner.core.reporting.aggregate import CURVES, Group, Stat
 
 SCRIPTED_BANNER = "SCRIPTED MODEL — not an LLM: these numbers say nothing about any LLM"
-rcParams["svg.hashsalt"] = "speedrunner-report"  # stable ids: the same runs give the same SVG
+SVG_PARAMS = {"svg.hashsalt": "speedrunner-report",  # stable ids: the same runs give the same SVG
+              "svg.fonttype": "none"}  # text stays text: searchable, and the SCRIPTED banner checkable
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def _band(ax, group: Group, points: list[tuple[int, Stat]]) -> str | None:
 
 
 def _figure(title: str, groups: list[Group], ncols: int = 1) -> tuple[Figure, list]:
-    fig = Figure(figsize=(7.5 * ncols if ncols > 1 else 8, 4.8), layout="constrained")
+    fig = Figure(figsize=(5 * ncols if ncols > 1 else 8, 4.8), layout="constrained")
     axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
     partial = any(g.in_progress for g in groups)
     heading = title + ("  (partial: runs in progress, dashed)" if partial else "")
@@ -79,7 +81,8 @@ def _save(fig: Figure, out: Path, name: str, title: str) -> Plot:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
-    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    with rc_context(SVG_PARAMS):
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
     atomic_write_bytes(out / f"{name}.png", png.getvalue())
     atomic_write_bytes(out / f"{name}.svg", svg.getvalue())
     return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue())
@@ -139,6 +142,7 @@ def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
                     xs, ys = [x for x, _ in private], [s.mean for _, s in private]
                     ax.plot(xs, ys, linestyle=":", marker="s", markersize=3, color=color)
         ax.set_xlabel("generation")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     _legend(fig, axes)
@@ -158,6 +162,7 @@ def _skills_plot(groups: list[Group], out: Path) -> Plot:
     axes[2].set_ylabel("max call depth (functions)")
     for ax in axes[1:]:
         ax.set_xlabel("generation")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(fig, axes)

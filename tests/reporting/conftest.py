@@ -1,0 +1,81 @@
+"""Runs made once per session by the scripted train entry point, for the report tests.
+
+- ``opo`` seeds 0, 1, 2 on BabyAI (the README's main job, with a tiny schedule): seed 0 runs
+  to the end; seed 1 is SIGKILLed after its first batch and finished with ``--resume``;
+  seed 2 is SIGKILLed after its first batch and left so (``summary.json`` still says
+  ``running``: to a reader it is a run in progress, with partial curves).
+- ``speedrunner`` seed 0: the offline SpeedRunner demo (recorded inducer and actor) on its
+  first two batches, so codebook generations, skill calls and call trees exist.
+
+All four start at once; about 15 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ..e2e.harness import REPO, clean_env
+
+BABYAI = REPO / "configs" / "babyai"
+OPO = ("--config_file", str(BABYAI / "opo-scripted-seq.yaml"), "--set", "run.rollouts=10", "--set",
+       "run.sleep_every=2", "--set", "run.eval_every=4", "--set", "run.eval_episodes=2")
+SPEEDRUNNER = ("--config_file", str(BABYAI / "speedrunner-scripted-seq.yaml"), "--set", "run.rollouts=20",
+               "--set", "run.eval_every=10", "--set", "run.eval_episodes=2")
+SLOW = ("--set", "run.parallel_episodes=1")  # operational only: more time to kill after batch 0
+
+
+@dataclass(frozen=True)
+class FixtureRuns:
+    root: Path
+    opo: dict[int, Path]
+    speedrunner: Path
+    resumed_seed: int = 1
+    in_progress_seed: int = 2
+
+
+def _train(run_dir: Path, *args: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", *args, "--run_dir", str(run_dir)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                            cwd=REPO)
+
+
+def _kill_after_first_batch(proc: subprocess.Popen, run_dir: Path) -> None:
+    metrics = run_dir / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if metrics.exists() and len(metrics.read_bytes().splitlines()) >= 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, f"the run was not killed mid-way ({proc.returncode}): {stderr[-2000:]}"
+
+
+def _finish(proc: subprocess.Popen) -> None:
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def fixture_runs(tmp_path_factory) -> FixtureRuns:
+    root = tmp_path_factory.mktemp("report-runs")
+    opo = {seed: root / f"opo-seed{seed}" for seed in (0, 1, 2)}
+    speedrunner = root / "speedrunner-seed0"
+    done = _train(opo[0], *OPO)
+    demo = _train(speedrunner, *SPEEDRUNNER)
+    killed = {seed: _train(opo[seed], *OPO, "--set", f"run.seed={seed}", *SLOW) for seed in (1, 2)}
+    for seed, proc in killed.items():
+        _kill_after_first_batch(proc, opo[seed])
+    resume = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(opo[1])],
+                            capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=300)
+    assert resume.returncode == 0, resume.stderr[-3000:]
+    _finish(done)
+    _finish(demo)
+    return FixtureRuns(root, opo, speedrunner)
