@@ -78,6 +78,8 @@ class Group:
 
     key: GroupKey
     runs: list[RunNumbers]
+    index: int = 0
+    """Position among the report's experiments (a stable colour and order in every figure)."""
     curves: dict[str, list[tuple[int, Stat]]] = field(default_factory=dict)
     finals: dict[str, Stat | None] = field(default_factory=dict)
     knowledge: list[tuple[int, dict[str, Stat | None]]] = field(default_factory=list)
@@ -150,7 +152,7 @@ def group_runs(runs: list[RunData]) -> list[Group]:
         by_key.setdefault(run.key, []).append(run_numbers(run))
     groups = []
     for key in sorted(by_key, key=lambda k: k.label):
-        group = Group(key, by_key[key])
+        group = Group(key, by_key[key], index=len(groups))
         for name in CURVES:
             xs = sorted({x for r in group.runs for x in r.curves[name]})
             points = []

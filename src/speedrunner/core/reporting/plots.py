@@ -36,6 +36,11 @@ class Plot:
     png_bytes: bytes
 
 
+def group_color(group: Group) -> str:
+    """One colour per experiment, the same in every figure (matplotlib's C0..C9 cycle)."""
+    return f"C{group.index % 10}"
+
+
 def _style(group: Group) -> dict:
     return {"linestyle": "--" if group.in_progress else "-", "marker": "o", "markersize": 3}
 
@@ -46,7 +51,7 @@ def _band(ax, group: Group, points: list[tuple[int, Stat]]) -> str | None:
         return None
     xs = [x for x, _ in points]
     means = [s.mean for _, s in points]
-    (line,) = ax.plot(xs, means, label=group.label, **_style(group))
+    (line,) = ax.plot(xs, means, label=group.label, color=group_color(group), **_style(group))
     if any(s.sd is not None for _, s in points):
         lo = [s.mean - (s.sd or 0.0) for _, s in points]
         hi = [s.mean + (s.sd or 0.0) for _, s in points]
@@ -108,7 +113,7 @@ def _frontier_plot(groups: list[Group], out: Path) -> Plot:
         if cost is None or prog is None:
             continue
         ax.errorbar([cost.mean], [prog.mean], xerr=[cost.sd or 0.0], yerr=[prog.sd or 0.0], fmt="o",
-                    capsize=3, label=g.label, mfc="none" if g.in_progress else None)
+                    capsize=3, label=g.label, color=group_color(g), mfc="none" if g.in_progress else None)
         points.append((cost.mean, prog.mean))
     frontier, best = [], float("-inf")
     for c, p in sorted(points, key=lambda cp: (cp[0], -cp[1])):
