@@ -5,9 +5,12 @@
   seed 2 is SIGKILLed after its first batch and left so (``summary.json`` still says
   ``running``: to a reader it is a run in progress, with partial curves).
 - ``speedrunner`` seed 0: the offline SpeedRunner demo (recorded inducer and actor) on its
-  first two batches, so codebook generations, skill calls and call trees exist.
+  first five batches, so codebook generations, skill calls and call trees exist, and
+  training episode 46's skill call stops at the per-call action cap.
+- ``react`` seed 0: two episodes whose scripted answer at turn 1 is an invalid action, and
+  no evaluation at all (``run.eval_episodes=0``).
 
-All four start at once; about 15 s on 2 cores.
+All five start at once; about 25 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -20,14 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ..e2e.harness import REPO, clean_env
 
 BABYAI = REPO / "configs" / "babyai"
 OPO = ("--config_file", str(BABYAI / "opo-scripted-seq.yaml"), "--set", "run.rollouts=10", "--set",
        "run.sleep_every=2", "--set", "run.eval_every=4", "--set", "run.eval_episodes=2")
-SPEEDRUNNER = ("--config_file", str(BABYAI / "speedrunner-scripted-seq.yaml"), "--set", "run.rollouts=20",
-               "--set", "run.eval_every=10", "--set", "run.eval_episodes=2")
+SPEEDRUNNER = ("--config_file", str(BABYAI / "speedrunner-scripted-seq.yaml"), "--set", "run.rollouts=50",
+               "--set", "run.eval_every=20", "--set", "run.eval_episodes=2")
+REACT = ("--config_file", str(BABYAI / "react-gpt-seq.yaml"), "--set", "model.provider=scripted", "--set",
+         "run.rollouts=2", "--set", "run.sleep_every=2", "--set", "run.eval_episodes=0")
+INVALID = "Thought: (scripted test answer) an action that does not exist.\nAction: fly away"
 SLOW = ("--set", "run.parallel_episodes=1")  # operational only: more time to kill after batch 0
 
 
@@ -36,6 +43,7 @@ class FixtureRuns:
     root: Path
     opo: dict[int, Path]
     speedrunner: Path
+    react: Path
     resumed_seed: int = 1
     in_progress_seed: int = 2
 
@@ -67,15 +75,19 @@ def _finish(proc: subprocess.Popen) -> None:
 def fixture_runs(tmp_path_factory) -> FixtureRuns:
     root = tmp_path_factory.mktemp("report-runs")
     opo = {seed: root / f"opo-seed{seed}" for seed in (0, 1, 2)}
-    speedrunner = root / "speedrunner-seed0"
+    speedrunner, react = root / "speedrunner-seed0", root / "react-seed0"
+    script = root / "react-script.yaml"
+    script.write_text(yaml.safe_dump(["Thought: (scripted test answer) turn.\nAction: turn left",
+                                      INVALID] + ["Action: turn left"] * 28))
     done = _train(opo[0], *OPO)
     demo = _train(speedrunner, *SPEEDRUNNER)
+    invalid = _train(react, *REACT, "--set", f"model.script={script}")
     killed = {seed: _train(opo[seed], *OPO, "--set", f"run.seed={seed}", *SLOW) for seed in (1, 2)}
     for seed, proc in killed.items():
         _kill_after_first_batch(proc, opo[seed])
     resume = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(opo[1])],
                             capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=300)
     assert resume.returncode == 0, resume.stderr[-3000:]
-    _finish(done)
-    _finish(demo)
-    return FixtureRuns(root, opo, speedrunner)
+    for proc in (done, demo, invalid):
+        _finish(proc)
+    return FixtureRuns(root, opo, speedrunner, react)

@@ -18,6 +18,8 @@ from speedrunner.cli import main
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+pytestmark = pytest.mark.slow   # uses the session's fixture runs
+
 FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1280,2000")
@@ -94,8 +96,23 @@ def test_the_report_renders_and_the_viewer_expands_a_skill_call_and_switches_epi
     browser.find_element(By.ID, "prev-episode").click()
     assert browser.find_element(By.CLASS_NAME, "episode-title").text.startswith("train #11 ")
 
-    runs.select_by_index(0)   # another run: the episode list is rebuilt
+    # A skill call cut off by the per-call action cap shows why, down to the nested call.
+    episodes.select_by_visible_text(next(o.text for o in episodes.options if o.text.startswith("train #46 ")))
+    call = browser.find_element(By.CSS_SELECTOR, "#episode-view details.skill-call")
+    call.find_element(By.TAG_NAME, "summary").click()
+    assert "stopped: max_actions" in call.find_element(By.TAG_NAME, "summary").text
+    nested = call.find_element(By.CSS_SELECTOR, "details.skill-call")
+    nested.find_element(By.TAG_NAME, "summary").click()
+    assert "stopped (max_actions)" in nested.find_element(By.CSS_SELECTOR, ":scope > pre.error").text
+
+    # Another run: the episode list is rebuilt, and an invalid answer shows its feedback.
+    (react,) = [o.text for o in runs.options if " react " in o.text]
+    runs.select_by_visible_text(react)
     assert Select(browser.find_element(By.ID, "episode-select")).first_selected_option.text.startswith("train #0 ")
+    turns = browser.find_elements(By.CSS_SELECTOR, "#episode-view .turn")
+    assert len(turns) == 30
+    assert turns[1].find_element(By.CLASS_NAME, "feedback").text == "Invalid action: 'fly away' is not a valid action"
+    assert turns[1].find_element(By.CSS_SELECTOR, ".action code").text == "fly away"
 
     problems = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert problems == []

@@ -114,6 +114,14 @@ def load_run(path: Path) -> RunData:
     except (OSError, json.JSONDecodeError) as e:
         raise ReportInputError(f"{path} is not a readable run directory: {config_path.name} could not be "
                                f"read ({e}); pass a directory made by a train entry point") from e
+    try:
+        for section, key in (("run", "seed"), ("run", "rollouts"), ("run", "sleep_every"), ("benchmark", "name"),
+                             ("benchmark", "task_set"), ("method", "name"), ("model", "name")):
+            config[section][key]  # noqa: B018  (every key the report groups and scales by)
+    except (KeyError, TypeError) as e:
+        raise ReportInputError(f"{config_path} lacks {section}.{key}: it was not written by a train entry point "
+                               "of this version, or was edited; restore it from config.yaml with "
+                               "`speedrunner validate-config`") from e
     summary = _json(path / "summary.json") or {}
     return RunData(path=path, config=config, summary=summary,
                    metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),

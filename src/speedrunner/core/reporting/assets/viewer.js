@@ -30,9 +30,14 @@
     var box = el("details", "skill-call");
     box.dataset.depth = String(depth);
     var outcome;
-    if (call.error) outcome = "raised an error";
-    else if (call.stopped_by && call.stopped_by !== "returned") outcome = "stopped: " + call.stopped_by;
-    else outcome = "returned " + JSON.stringify(call.returned);
+    if (call.stopped_by && call.stopped_by !== "returned" && call.stopped_by !== "error") {
+      outcome = "stopped: " + call.stopped_by;
+    } else if (call.error) {
+      var lines = String(call.error).trim().split("\n");
+      outcome = "error: " + lines[lines.length - 1];
+    } else {
+      outcome = "returned " + JSON.stringify(call.returned);
+    }
     var nActions = (call.actions || []).length;
     box.appendChild(el("summary", call.error ? "skill-summary failed" : "skill-summary",
       callText(call) + " \u2192 " + outcome + " (" + nActions + " own action" + (nActions === 1 ? "" : "s") +
