@@ -176,3 +176,18 @@ def test_one_run_directory_gets_its_report_inside_it(fixture_runs, capsys):
     assert main(["report", str(run)]) == 0
     assert (run / "report" / "report.html").is_file()
     assert "SCRIPTED" in capsys.readouterr().out
+
+
+def test_a_run_over_its_share_of_the_html_embeds_an_evenly_spaced_sample(fixture_runs, tmp_path, monkeypatch):
+    from speedrunner.core.reporting import html
+
+    monkeypatch.setattr(html, "MAX_EMBEDDED_BYTES", 150_000)
+    assert main(["report", str(fixture_runs.speedrunner), "--out", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    data = json.loads(page.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0])
+    (run,) = data["runs"]
+    stored = 50 + len(list((fixture_runs.speedrunner / "episodes" / "eval").rglob("*.json")))
+    labels = [(e["split"], e["index"]) for e in run["episodes"]]
+    assert 1 < len(labels) < stored and run["omitted"] == stored - len(labels)
+    assert labels[0] == ("train", 0) and labels[-1][0] == "eval"          # spread over the whole run
+    assert len(json.dumps(run["episodes"])) <= 150_000

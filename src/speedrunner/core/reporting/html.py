@@ -19,8 +19,10 @@ from speedrunner.core.reporting.knowledge import diffs
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
 from speedrunner.core.reporting.tables import Table
 
-MAX_EPISODES_PER_RUN = 400
-"""Embedded per run (training first, then evaluation); the rest stay in the run directory."""
+MAX_EMBEDDED_BYTES = 40_000_000
+"""Episode JSON embedded in one report, shared evenly by its runs (a Crafter episode of 2,000
+actions is ~1 MB). A run over its share embeds an evenly spaced sample of its episodes,
+always at least one, and the viewer says how many stayed in the run directory."""
 
 _STEP_KEYS = ("index", "observation", "thought", "parsed_action", "raw_action", "executed", "error",
               "usage", "cost_usd", "cached", "skill_call")
@@ -32,16 +34,22 @@ def _asset(name: str) -> str:
     return resources.files("speedrunner.core.reporting").joinpath("assets", name).read_text("utf-8")
 
 
-def _episodes(run_numbers) -> tuple[list[dict[str, Any]], int]:
+def _episodes(run_numbers, budget: int) -> tuple[list[dict[str, Any]], int]:
     trajectories = run_numbers.run.trajectories
-    every = trajectories["train"] + trajectories["eval"]
-    kept = every[:MAX_EPISODES_PER_RUN]
-    out = []
-    for t in kept:
+    every = []
+    for t in trajectories["train"] + trajectories["eval"]:
         ep = {k: t.get(k) for k in _EPISODE_KEYS}
         ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
-        out.append(ep)
-    return out, len(every) - len(kept)
+        every.append(ep)
+    sizes = [len(json.dumps(ep, ensure_ascii=False)) for ep in every]
+    if sum(sizes) <= budget:
+        return every, 0
+    keep = max(1, len(every) * budget // sum(sizes))
+    while True:
+        picked = sorted({round(i * (len(every) - 1) / max(1, keep - 1)) for i in range(keep)})
+        if keep == 1 or sum(sizes[i] + 2 for i in picked) <= budget:
+            return [every[i] for i in picked], len(every) - len(picked)
+        keep -= 1
 
 
 def _run_label(r) -> str:
@@ -52,9 +60,10 @@ def _run_label(r) -> str:
 
 def _data_json(groups: list[Group]) -> str:
     runs = []
+    budget = MAX_EMBEDDED_BYTES // max(1, sum(len(g.runs) for g in groups))
     for g in groups:
         for r in g.runs:
-            episodes, omitted = _episodes(r)
+            episodes, omitted = _episodes(r, budget)
             runs.append({"label": _run_label(r), "scripted": r.run.scripted, "status": r.run.status,
                          "episodes": episodes, "omitted": omitted})
     return json.dumps({"runs": runs}, ensure_ascii=False).replace("<", "\\u003c")
