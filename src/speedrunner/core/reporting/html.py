@@ -93,10 +93,20 @@ def _knowledge_html(groups: list[Group]) -> str:
                 continue
             kind = r.knowledge[0].kind
             parts.append(f"<h3>{escape(_run_label(r))}: {kind} generations 0–{r.knowledge[-1].generation}</h3>")
-            for before, after, text in diffs(r.knowledge):
-                summary = f"gen_{before} → gen_{after}" + ("" if text else " (unchanged)")
-                parts.append(f'<details class="knowledge-diff"><summary>{escape(summary)}</summary>'
-                             f"{_diff_html(text) if text else ''}</details>")
+            unchanged: list[int] = []
+            for before, after, text in [*diffs(r.knowledge), (-1, -1, "end")]:
+                if not text:
+                    unchanged += [before, after]
+                    continue
+                if unchanged:  # a run of identical generations is one line
+                    parts.append(f'<p class="knowledge-same">gen_{unchanged[0]} → gen_{unchanged[-1]}: unchanged</p>')
+                    unchanged = []
+                if before < 0:
+                    break
+                added = sum(1 for line in text.splitlines() if line.startswith("+") and not line.startswith("+++"))
+                removed = sum(1 for line in text.splitlines() if line.startswith("-") and not line.startswith("---"))
+                parts.append(f'<details class="knowledge-diff"><summary>gen_{before} → gen_{after} '
+                             f"(+{added} −{removed} lines)</summary>{_diff_html(text)}</details>")
             last = r.knowledge[-1]
             parts.append(f'<details class="knowledge-latest"><summary>gen_{last.generation} in full</summary>'
                          f'<pre class="obs">{escape(last.text)}</pre></details>')
@@ -116,7 +126,7 @@ def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: s
         banners.append(f'<div class="banner progress" id="progress-banner">Runs not finished: {escape(names)}. '
                        "Their curves are partial (dashed lines).</div>")
     figures = "".join(
-        f'<figure id="plot-{escape(p.name)}"><img alt="{escape(p.title)}" '
+        f'<figure id="plot-{escape(p.name)}"{" class=wide" if p.wide else ""}><img alt="{escape(p.title)}" '
         f'src="data:image/png;base64,{base64.b64encode(p.png_bytes).decode()}">'
         f"<figcaption>{escape(p.title)} — plots/{escape(p.name)}.png, .svg</figcaption></figure>" for p in plots)
     return f"""<!DOCTYPE html>

@@ -34,6 +34,8 @@ class Plot:
     png: Path
     svg: Path
     png_bytes: bytes
+    wide: bool = False
+    """Several panels side by side: shown full width."""
 
 
 def group_color(group: Group) -> str:
@@ -82,7 +84,7 @@ def _legend(fig: Figure, axes: list) -> None:
         fig.legend(handles, labels, loc="outside lower center", fontsize=7, ncols=1)
 
 
-def _save(fig: Figure, out: Path, name: str, title: str) -> Plot:
+def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False) -> Plot:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
@@ -90,7 +92,7 @@ def _save(fig: Figure, out: Path, name: str, title: str) -> Plot:
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
     atomic_write_bytes(out / f"{name}.png", png.getvalue())
     atomic_write_bytes(out / f"{name}.svg", svg.getvalue())
-    return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue())
+    return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue(), wide)
 
 
 def _curve_plot(groups: list[Group], out: Path, curve: str, title: str) -> Plot:
@@ -151,7 +153,7 @@ def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    return _save(fig, out, "knowledge_size", title)
+    return _save(fig, out, "knowledge_size", title, wide=True)
 
 
 def _skills_plot(groups: list[Group], out: Path) -> Plot:
@@ -171,7 +173,7 @@ def _skills_plot(groups: list[Group], out: Path) -> Plot:
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    return _save(fig, out, "skills", title)
+    return _save(fig, out, "skills", title, wide=True)
 
 
 def draw_all(groups: list[Group], out: Path) -> list[Plot]:

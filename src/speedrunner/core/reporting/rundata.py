@@ -135,8 +135,7 @@ def find_runs(paths: list[Path]) -> list[RunData]:
         if not given.exists():
             raise ReportInputError(f"{given} does not exist; pass a run directory (the one with {RUN_MARKER}) "
                                    "or a folder that contains run directories, such as runs/")
-        candidates = [given] if (given / RUN_MARKER).is_file() else \
-            sorted(p.parent for p in given.rglob(RUN_MARKER) if "report" not in p.parent.parts[len(given.parts):])
+        candidates = [given] if (given / RUN_MARKER).is_file() else sorted(p.parent for p in given.rglob(RUN_MARKER))
         if not candidates:
             raise ReportInputError(f"{given} holds no run directory (no {RUN_MARKER} at or below it); pass the "
                                    "directory a train entry point wrote, e.g. runs/babyai/<name>/seed0/r0001")
