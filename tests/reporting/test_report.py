@@ -191,3 +191,17 @@ def test_a_run_over_its_share_of_the_html_embeds_an_evenly_spaced_sample(fixture
     assert 1 < len(labels) < stored and run["omitted"] == stored - len(labels)
     assert labels[0] == ("train", 0) and labels[-1][0] == "eval"          # spread over the whole run
     assert len(json.dumps(run["episodes"])) <= 150_000
+
+
+def test_a_rerun_of_a_seed_counts_as_a_run_not_as_another_seed(fixture_runs, tmp_path):
+    import shutil
+
+    copy = tmp_path / "runs" / "opo-seed0-again"
+    shutil.copytree(fixture_runs.opo[0], copy)
+    out = tmp_path / "report"
+    assert main(["report", str(fixture_runs.opo[0]), str(copy), "--out", str(out)]) == 0
+    (row,) = table(out, "summary")
+    assert (row["seeds"], row["runs"]) == ("1", "2")
+    assert "n=2 runs of 1 seed" in (out / "plots" / "eval_progress.svg").read_text()
+    assert main(["report", str(fixture_runs.opo[0]), str(fixture_runs.opo[0]) + "/", "--out", str(out)]) == 0
+    assert table(out, "summary")[0]["runs"] == "1"          # the same directory twice is one run

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from speedrunner.cli import main
@@ -35,3 +38,12 @@ def test_a_broken_config_resolved_json_is_named(tmp_path, capsys, text, says):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "config.resolved.json" in err and says in err
+
+
+def test_the_readme_shows_a_committed_report_plot():
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    section = readme.split("## Reports: `speedrunner report`", 1)[1].split("\n## ", 1)[0]
+    images = re.findall(r"!\[[^\]]*\]\((docs/[^)]+\.png)\)", section)
+    assert images and all((repo / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    assert "configs/babyai/opo-scripted-seq.yaml" in section and "speedrunner report" in section

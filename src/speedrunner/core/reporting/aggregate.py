@@ -99,7 +99,10 @@ class Group:
     @property
     def label(self) -> str:
         """Legend label: the experiment, its seed count, and what the reader must know."""
-        marks = [f"n={len(self.runs)} seed{'s' if len(self.runs) != 1 else ''}"]
+        seeds = len({r.run.seed for r in self.runs})
+        marks = [f"n={seeds} seed{'s' if seeds != 1 else ''}"]
+        if seeds != len(self.runs):  # a rerun of a seed counts as one more value: say so
+            marks[0] = f"n={len(self.runs)} runs of {seeds} seed{'s' if seeds != 1 else ''}"
         if self.in_progress:
             marks.append(f"{len(self.in_progress)} in progress")
         if self.scripted:

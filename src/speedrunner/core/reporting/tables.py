@@ -87,13 +87,15 @@ def summary_table(groups: list[Group]) -> Table:
     for g in groups:
         reached = sum(1 for r in g.runs if (r.run.speedrun or {}).get("reached"))
         targets = sorted({_target(r.run.speedrun, r.run.config) for r in g.runs})
-        row = {**_key_cells(g), "seeds": str(len(g.runs)), "in_progress": str(len(g.in_progress)),
+        row = {**_key_cells(g), "seeds": str(len({r.run.seed for r in g.runs})), "runs": str(len(g.runs)),
+               "in_progress": str(len(g.in_progress)),
                "scripted": fmt(g.scripted), "speedrun_target": "; ".join(targets),
                "speedrun_reached": f"{reached}/{len(g.runs)}"}
         for name in FINALS:
             row.update(_stat_cells(name, g.finals.get(name)))
         rows.append(row)
-    columns = [*KEY_COLUMNS, "seeds", "in_progress", "scripted", *FINALS, "speedrun_target", "speedrun_reached"]
+    columns = [*KEY_COLUMNS, "seeds", "runs", "in_progress", "scripted", *FINALS, "speedrun_target",
+               "speedrun_reached"]
     return Table("summary", "Experiments (mean ± 1 s.d. over seeds)", columns, rows, list(FINALS))
 
 
