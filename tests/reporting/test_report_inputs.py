@@ -47,3 +47,13 @@ def test_the_readme_shows_a_committed_report_plot():
     images = re.findall(r"!\[[^\]]*\]\((docs/[^)]+\.png)\)", section)
     assert images and all((repo / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
     assert "configs/babyai/opo-scripted-seq.yaml" in section and "speedrunner report" in section
+
+
+def test_a_benchmarks_own_evaluation_numbers_become_curves():
+    from speedrunner.core.reporting.aggregate import _benchmark_metrics
+
+    crafter = {"rollout": 4, "benchmark_metrics": {"crafter_score": 0.43, "achievements_mean": 1, "note": "x"}}
+    assert _benchmark_metrics(crafter) == {"eval_crafter_score": 0.43, "eval_achievements_mean": 1.0}
+    mixed = {"rollout": 0, "success_by_task": {"rates": {"goto": 1.0}, "mean_over_tasks": 0.6}}
+    assert _benchmark_metrics(mixed) == {"eval_success_mean_over_tasks": 0.6}
+    assert _benchmark_metrics({"rollout": 0, "benchmark_metrics": None}) == {}

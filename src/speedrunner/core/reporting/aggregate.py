@@ -127,8 +127,11 @@ def run_numbers(run: RunData) -> RunNumbers:
         if skill_method:
             curves["skill_calls_per_episode"][x] = _mean([skill_calls.get(int(r["index"]), 0) for r in rows])
     for e in run.evals:
-        curves["eval_progress"][int(e["rollout"])] = e.get("progress_mean")
-        curves["eval_success"][int(e["rollout"])] = e.get("success_mean")
+        x = int(e["rollout"])
+        curves["eval_progress"][x] = e.get("progress_mean")
+        curves["eval_success"][x] = e.get("success_mean")
+        for name, value in _benchmark_metrics(e).items():  # e.g. Crafter's score: in the curves table
+            curves.setdefault(name, {})[x] = value
     last = run.evals[-1] if run.evals else {}
     rows = run.metrics
     speedrun = run.speedrun or {}
@@ -156,11 +159,11 @@ def group_runs(runs: list[RunData]) -> list[Group]:
     groups = []
     for key in sorted(by_key, key=lambda k: k.label):
         group = Group(key, by_key[key], index=len(groups))
-        for name in CURVES:
-            xs = sorted({x for r in group.runs for x in r.curves[name]})
+        for name in list(CURVES) + sorted({n for r in group.runs for n in r.curves} - set(CURVES)):
+            xs = sorted({x for r in group.runs for x in r.curves.get(name, {})})
             points = []
             for x in xs:
-                s = stat([r.curves[name][x] for r in group.runs if x in r.curves[name]])
+                s = stat([r.curves[name][x] for r in group.runs if x in r.curves.get(name, {})])
                 if s is not None:
                     points.append((x, s))
             group.curves[name] = points
@@ -175,6 +178,17 @@ def group_runs(runs: list[RunData]) -> list[Group]:
             group.knowledge.append((g, {m: stat([getattr(k, m) for k in at]) for m in KNOWLEDGE}))
         groups.append(group)
     return groups
+
+
+def _benchmark_metrics(row: dict[str, Any]) -> dict[str, float]:
+    """A benchmark's own numbers of one evaluation: ``benchmark_metrics`` (Crafter: ``crafter_score``)
+    and BALROG's BabyAI headline ``success_by_task.mean_over_tasks`` (task set ``mixed``)."""
+    out = {f"eval_{k}": float(v) for k, v in (row.get("benchmark_metrics") or {}).items()
+           if isinstance(v, int | float) and not isinstance(v, bool)}
+    mean_over_tasks = (row.get("success_by_task") or {}).get("mean_over_tasks")
+    if isinstance(mean_over_tasks, int | float):
+        out["eval_success_mean_over_tasks"] = float(mean_over_tasks)
+    return out
 
 
 def _output_tokens(row: dict[str, Any]) -> float:

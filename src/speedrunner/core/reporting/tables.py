@@ -11,7 +11,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from speedrunner.core.reporting.aggregate import CURVES, FINALS, KNOWLEDGE, Group, Stat
+from speedrunner.core.reporting.aggregate import FINALS, KNOWLEDGE, Group, Stat
 
 KEY_COLUMNS = ["benchmark", "task_set", "method", "model"]
 
@@ -118,8 +118,8 @@ def runs_table(groups: list[Group]) -> Table:
 def curves_table(groups: list[Group]) -> Table:
     rows = []
     for g in groups:
-        for name in CURVES:
-            for x, s in g.curves.get(name, []):
+        for name, points in g.curves.items():
+            for x, s in points:
                 rows.append({**_key_cells(g), "curve": name, "rollout": str(x), **_stat_cells("value", s),
                              "n": str(s.n)})
     return Table("curves", "Curves (one point per batch or evaluation; n = seeds with that point)",
