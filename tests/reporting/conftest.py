@@ -7,8 +7,8 @@
 - ``speedrunner`` seed 0: the offline SpeedRunner demo (recorded inducer and actor) on its
   first five batches, so codebook generations, skill calls and call trees exist, and
   training episode 46's skill call stops at the per-call action cap.
-- ``react`` seed 0: two episodes whose scripted answer at turn 1 is an invalid action, and
-  no evaluation at all (``run.eval_episodes=0``).
+- ``react`` seed 0: two episodes whose scripted answer at turn 1 is an invalid action (and
+  whose first thought carries HTML markup), and no evaluation at all (``run.eval_episodes=0``).
 
 All five start at once; about 25 s on 2 cores.
 """
@@ -34,6 +34,8 @@ SPEEDRUNNER = ("--config_file", str(BABYAI / "speedrunner-scripted-seq.yaml"), "
                "--set", "run.eval_every=20", "--set", "run.eval_episodes=2")
 REACT = ("--config_file", str(BABYAI / "react-gpt-seq.yaml"), "--set", "model.provider=scripted", "--set",
          "run.rollouts=2", "--set", "run.sleep_every=2", "--set", "run.eval_episodes=0")
+MARKUP = '</script><b id="injected">run text is shown as text</b>'
+"""Run files are untrusted text: the report must show this literally, never as markup."""
 INVALID = "Thought: (scripted test answer) an action that does not exist.\nAction: fly away"
 SLOW = ("--set", "run.parallel_episodes=1")  # operational only: more time to kill after batch 0
 
@@ -77,7 +79,7 @@ def fixture_runs(tmp_path_factory) -> FixtureRuns:
     opo = {seed: root / f"opo-seed{seed}" for seed in (0, 1, 2)}
     speedrunner, react = root / "speedrunner-seed0", root / "react-seed0"
     script = root / "react-script.yaml"
-    script.write_text(yaml.safe_dump(["Thought: (scripted test answer) turn.\nAction: turn left",
+    script.write_text(yaml.safe_dump([f"Thought: (scripted test answer) {MARKUP}\nAction: turn left",
                                       INVALID] + ["Action: turn left"] * 28))
     done = _train(opo[0], *OPO)
     demo = _train(speedrunner, *SPEEDRUNNER)

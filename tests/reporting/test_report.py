@@ -169,6 +169,7 @@ def test_html_is_one_file_that_needs_no_network(report):
         assert fetch not in html, fetch
     assert "gen_1 → gen_2 (+" in html                                        # a diff per generation step
     assert "+def _go_to(env, name: str)" in html.replace("&gt;", ">")          # the rename, as a diff line
+    assert '<b id="injected">' not in html and html.count("</script>") == 2  # run text never becomes markup
 
 
 def test_one_run_directory_gets_its_report_inside_it(fixture_runs, capsys):

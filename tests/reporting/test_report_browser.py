@@ -16,6 +16,8 @@ import pytest
 
 from speedrunner.cli import main
 
+from .conftest import MARKUP
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 pytestmark = pytest.mark.slow   # uses the session's fixture runs
@@ -113,6 +115,8 @@ def test_the_report_renders_and_the_viewer_expands_a_skill_call_and_switches_epi
     assert len(turns) == 30
     assert turns[1].find_element(By.CLASS_NAME, "feedback").text == "Invalid action: 'fly away' is not a valid action"
     assert turns[1].find_element(By.CSS_SELECTOR, ".action code").text == "fly away"
+    assert MARKUP in turns[0].find_element(By.CLASS_NAME, "thought").text
+    assert browser.find_elements(By.ID, "injected") == []
 
     problems = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert problems == []

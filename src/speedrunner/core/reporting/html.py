@@ -14,7 +14,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from speedrunner.core.reporting.aggregate import Group
+from speedrunner.core.reporting.aggregate import Group, RunNumbers
 from speedrunner.core.reporting.knowledge import diffs
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
 from speedrunner.core.reporting.tables import Table
@@ -34,7 +34,7 @@ def _asset(name: str) -> str:
     return resources.files("speedrunner.core.reporting").joinpath("assets", name).read_text("utf-8")
 
 
-def _episodes(run_numbers, budget: int) -> tuple[list[dict[str, Any]], int]:
+def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]], int]:
     trajectories = run_numbers.run.trajectories
     every = []
     for t in trajectories["train"] + trajectories["eval"]:
@@ -52,7 +52,7 @@ def _episodes(run_numbers, budget: int) -> tuple[list[dict[str, Any]], int]:
         keep -= 1
 
 
-def _run_label(r) -> str:
+def _run_label(r: RunNumbers) -> str:
     run = r.run
     marks = [run.status] + (["SCRIPTED"] if run.scripted else []) + ([f"resumed {run.resumes}x"] if run.resumes else [])
     return f"{run.key.label} seed {run.seed} {run.run_id} [{', '.join(marks)}]"
