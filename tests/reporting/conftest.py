@@ -2,8 +2,9 @@
 
 - ``opo`` seeds 0, 1, 2 on BabyAI (the README's main job, with a tiny schedule): seed 0 runs
   to the end; seed 1 is SIGKILLed after its first batch and finished with ``--resume``;
-  seed 2 is SIGKILLed after its first batch and left so (``summary.json`` still says
-  ``running``: to a reader it is a run in progress, with partial curves).
+  seed 2 is paused (SIGSTOP) after its first batch and stays a live run in progress for the
+  whole session — its process holds the run's lock and ``summary.json`` says ``running`` —
+  until the session ends and it is killed.
 - ``speedrunner`` seed 0: the offline SpeedRunner demo (recorded inducer and actor) on its
   first five batches, so codebook generations, skill calls and call trees exist, and
   training episode 46's skill call stops at the per-call action cap.
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,16 +58,19 @@ def _train(run_dir: Path, *args: str) -> subprocess.Popen:
                             cwd=REPO)
 
 
-def _kill_after_first_batch(proc: subprocess.Popen, run_dir: Path) -> None:
+def _signal_after_first_batch(proc: subprocess.Popen, run_dir: Path, sig: signal.Signals) -> None:
     metrics = run_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if metrics.exists() and len(metrics.read_bytes().splitlines()) >= 2:
-            proc.send_signal(signal.SIGKILL)
+            proc.send_signal(sig)
             break
         time.sleep(0.01)
+    if sig == signal.SIGSTOP:
+        assert proc.poll() is None, f"the run ended before it could be paused mid-way ({proc.returncode})"
+        return
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, f"the run was not killed mid-way ({proc.returncode}): {stderr[-2000:]}"
+    assert proc.returncode == -sig, f"the run was not killed mid-way ({proc.returncode}): {stderr[-2000:]}"
 
 
 def _finish(proc: subprocess.Popen) -> None:
@@ -74,7 +79,7 @@ def _finish(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="session")
-def fixture_runs(tmp_path_factory) -> FixtureRuns:
+def fixture_runs(tmp_path_factory) -> Iterator[FixtureRuns]:
     root = tmp_path_factory.mktemp("report-runs")
     opo = {seed: root / f"opo-seed{seed}" for seed in (0, 1, 2)}
     speedrunner, react = root / "speedrunner-seed0", root / "react-seed0"
@@ -84,12 +89,17 @@ def fixture_runs(tmp_path_factory) -> FixtureRuns:
     done = _train(opo[0], *OPO)
     demo = _train(speedrunner, *SPEEDRUNNER)
     invalid = _train(react, *REACT, "--set", f"model.script={script}")
-    killed = {seed: _train(opo[seed], *OPO, "--set", f"run.seed={seed}", *SLOW) for seed in (1, 2)}
-    for seed, proc in killed.items():
-        _kill_after_first_batch(proc, opo[seed])
-    resume = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(opo[1])],
-                            capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=300)
-    assert resume.returncode == 0, resume.stderr[-3000:]
-    for proc in (done, demo, invalid):
-        _finish(proc)
-    return FixtureRuns(root, opo, speedrunner, react)
+    killed = _train(opo[1], *OPO, "--set", "run.seed=1", *SLOW)
+    paused = _train(opo[2], *OPO, "--set", "run.seed=2", *SLOW)
+    try:
+        _signal_after_first_batch(killed, opo[1], signal.SIGKILL)
+        _signal_after_first_batch(paused, opo[2], signal.SIGSTOP)
+        resume = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume",
+                                 str(opo[1])], capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=300)
+        assert resume.returncode == 0, resume.stderr[-3000:]
+        for proc in (done, demo, invalid):
+            _finish(proc)
+        yield FixtureRuns(root, opo, speedrunner, react)
+    finally:
+        paused.kill()            # SIGKILL works on a stopped process; its BabyAI server follows it
+        paused.communicate(timeout=60)
