@@ -73,7 +73,9 @@ def _table_html(table: Table) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table.cells())
     return (f'<h3>{escape(table.title)}</h3><p class="csv">CSV: tables/{escape(table.name)}.csv</p>'
-            f'<table id="table-{escape(table.name)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+            f'<table id="table-{escape(table.name)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+            + ("<ul class=\"notes\">" + "".join(f"<li><code>{escape(k)}</code>: {escape(v)}</li>"
+                                              for k, v in table.notes.items()) + "</ul>" if table.notes else ""))
 
 
 def _diff_html(text: str) -> str:

@@ -25,6 +25,8 @@ class Table:
     columns: list[str]
     rows: list[dict[str, str]]
     stats: list[str]
+    notes: dict[str, str] | None = None
+    """Column -> what it means, listed under the table."""
 
     def csv(self) -> str:
         header = []
@@ -53,8 +55,9 @@ class Table:
 
     def markdown(self) -> str:
         head = "| " + " | ".join(self.columns) + " |\n|" + "---|" * len(self.columns) + "\n"
-        return head + "".join("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n"
-                              for line in self.cells())
+        body = "".join("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n" for line in self.cells())
+        notes = "".join(f"- `{k}`: {v}\n" for k, v in (self.notes or {}).items())
+        return head + body + ("\n" + notes if notes else "")
 
 
 def fmt(value: float | int | None) -> str:
@@ -96,7 +99,10 @@ def summary_table(groups: list[Group]) -> Table:
         rows.append(row)
     columns = [*KEY_COLUMNS, "seeds", "runs", "in_progress", "scripted", *FINALS, "speedrun_target",
                "speedrun_reached"]
-    return Table("summary", "Experiments (mean ± 1 s.d. over seeds)", columns, rows, list(FINALS))
+    notes = {"seeds": "distinct seeds; runs: run directories (a rerun of a seed is one more value)",
+             "in_progress": "runs not finished (running, interrupted or failed): their numbers are partial",
+             **FINALS}
+    return Table("summary", "Experiments (mean ± 1 s.d. over seeds)", columns, rows, list(FINALS), notes)
 
 
 def runs_table(groups: list[Group]) -> Table:
