@@ -65,7 +65,7 @@ def _figure(title: str, groups: list[Group], ncols: int = 1) -> tuple[Figure, li
     fig = Figure(figsize=(5 * ncols if ncols > 1 else 8, 4.8), layout="constrained")
     axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
     partial = any(g.in_progress for g in groups)
-    heading = title + ("  (partial: runs in progress, dashed)" if partial else "")
+    heading = title + ("  (partial: runs in progress are dashed or hollow)" if partial else "")
     if any(g.scripted for g in groups):
         fig.suptitle(f"{heading}\n{SCRIPTED_BANNER}", color="#b00020", fontsize=10, fontweight="bold")
     else:
