@@ -167,7 +167,7 @@ def test_html_is_one_file_that_needs_no_network(report):
     assert html.count('src="data:image/png;base64,') == len(PLOTS)
     for fetch in ('src="http', "src='http", 'href="http', "<link rel=\"stylesheet\"", "<script src", "@import", "url("):
         assert fetch not in html, fetch
-    assert "gen_1 → gen_2 (+" in html                                        # a diff per generation step
+    assert "gen_1 → gen_2 (+3 −3 lines): make_private go_to — go_to is now the private helper _go_to" in html
     assert "+def _go_to(env, name: str)" in html.replace("&gt;", ">")          # the rename, as a diff line
     assert '<b id="injected">' not in html and html.count("</script>") == 2  # run text never becomes markup
 

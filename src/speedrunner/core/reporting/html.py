@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from speedrunner.core.reporting.aggregate import Group, RunNumbers
-from speedrunner.core.reporting.knowledge import diffs
+from speedrunner.core.reporting.knowledge import diffs, sleep_notes
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
 from speedrunner.core.reporting.tables import Table
 
@@ -95,6 +95,7 @@ def _knowledge_html(groups: list[Group]) -> str:
                 continue
             kind = r.knowledge[0].kind
             parts.append(f"<h3>{escape(_run_label(r))}: {kind} generations 0–{r.knowledge[-1].generation}</h3>")
+            notes = sleep_notes(r.run.path)
             unchanged: list[int] = []
             for before, after, text in [*diffs(r.knowledge), (-1, -1, "end")]:
                 if not text:
@@ -107,8 +108,9 @@ def _knowledge_html(groups: list[Group]) -> str:
                     break
                 added = sum(1 for line in text.splitlines() if line.startswith("+") and not line.startswith("+++"))
                 removed = sum(1 for line in text.splitlines() if line.startswith("-") and not line.startswith("---"))
+                said = f": {notes[after]}" if after in notes else ""
                 parts.append(f'<details class="knowledge-diff"><summary>gen_{before} → gen_{after} '
-                             f"(+{added} −{removed} lines)</summary>{_diff_html(text)}</details>")
+                             f"(+{added} −{removed} lines){escape(said)}</summary>{_diff_html(text)}</details>")
             last = r.knowledge[-1]
             parts.append(f'<details class="knowledge-latest"><summary>gen_{last.generation} in full</summary>'
                          f'<pre class="obs">{escape(last.text)}</pre></details>')

@@ -139,6 +139,22 @@ def _components(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def sleep_notes(run_dir: Path) -> dict[int, str]:
+    """Generation -> what the sleep phase that wrote it said (SpeedRunner's ``sleep/batch_<b>/sleep.json``:
+    its edits and its note), for the diff headings; other methods' sleep records are not read."""
+    notes = {}
+    for path in sorted((run_dir / "sleep").glob("batch_*/sleep.json")):
+        try:
+            record = json.loads(path.read_text("utf-8"))
+            generation = int(record["generation"])
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        edits = ", ".join(str(e) for e in record.get("edits") or []) or "no edits"
+        note = str(record.get("note") or "").strip()
+        notes[generation] = f"{edits}{f' — {note}' if note else ''}"
+    return notes
+
+
 def diffs(gens: list[Generation]) -> list[tuple[int, int, str]]:
     """(previous, current, unified diff) for each pair of consecutive generations."""
     out = []
