@@ -16,7 +16,7 @@ import pytest
 
 from speedrunner.cli import main
 
-from .conftest import MARKUP
+from .conftest import INVALID, MARKUP
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -115,6 +115,9 @@ def test_the_report_renders_and_the_viewer_expands_a_skill_call_and_switches_epi
     assert len(turns) == 30
     assert turns[1].find_element(By.CLASS_NAME, "feedback").text == "Invalid action: 'fly away' is not a valid action"
     assert turns[1].find_element(By.CSS_SELECTOR, ".action code").text == "fly away"
+    turns[1].find_element(By.CSS_SELECTOR, "details.raw-answer > summary").click()
+    assert turns[1].find_element(By.CSS_SELECTOR, "details.raw-answer > pre").text == INVALID
+    assert turns[2].find_elements(By.CSS_SELECTOR, "details.raw-answer") == []   # valid answers: no verbatim copy
     assert MARKUP in turns[0].find_element(By.CLASS_NAME, "thought").text
     assert browser.find_elements(By.ID, "injected") == []
 

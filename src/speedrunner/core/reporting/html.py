@@ -40,6 +40,9 @@ def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]
     for t in trajectories["train"] + trajectories["eval"]:
         ep = {k: t.get(k) for k in _EPISODE_KEYS}
         ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
+        for step, raw in zip(ep["steps"], t.get("steps", []), strict=True):
+            if raw.get("parsed_action") is None:  # an invalid answer: what the model said verbatim
+                step["raw_text"] = raw.get("raw_text")
         every.append(ep)
     sizes = [len(json.dumps(ep, ensure_ascii=False)) for ep in every]
     if sum(sizes) <= budget:

@@ -74,6 +74,12 @@
     action.appendChild(el("code", null, step.parsed_action === null ? step.raw_action || "(none)" : step.parsed_action));
     box.appendChild(action);
     if (step.error) box.appendChild(el("div", "feedback", (step.parsed_action === null ? "Invalid action: " : "Error: ") + step.error));
+    if (step.raw_text) {
+      var raw = el("details", "raw-answer");
+      raw.appendChild(el("summary", null, "the answer verbatim"));
+      raw.appendChild(el("pre", "obs", step.raw_text));
+      box.appendChild(raw);
+    }
     if (step.skill_call) {
       box.appendChild(el("div", "label", "Skill call (" + step.executed.length + " primitive actions in all)"));
       box.appendChild(skillTree(step.skill_call, 0));
