@@ -57,3 +57,24 @@ def test_a_benchmarks_own_evaluation_numbers_become_curves():
     mixed = {"rollout": 0, "success_by_task": {"rates": {"goto": 1.0}, "mean_over_tasks": 0.6}}
     assert _benchmark_metrics(mixed) == {"eval_success_mean_over_tasks": 0.6}
     assert _benchmark_metrics({"rollout": 0, "benchmark_metrics": None}) == {}
+
+
+def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
+    from speedrunner.core.reporting.aggregate import group_runs
+    from speedrunner.core.reporting.rundata import RunData
+    from speedrunner.core.reporting.tables import summary_table
+
+    def run(seed: int, cost: float | None) -> RunData:
+        config = {"run": {"seed": seed, "rollouts": 2, "sleep_every": 2}, "benchmark": {"name": "babyai", "task_set": "seq"},
+                  "method": {"name": "react"}, "model": {"name": "qwen", "provider": "vllm"}}
+        rows = [{"batch": 0, "rollout": i + 1, "index": i, "llm_calls": 3, "cost_usd": cost,
+                 "tokens": {"output": 10}, "sleep_output_tokens_share": 0.0} for i in range(2)]
+        evals = [{"rollout": 2, "progress_mean": 0.5, "success_mean": 0.5, "cost_mean_usd": cost}]
+        return RunData(tmp_path / f"s{seed}", config, {"status": "finished"}, rows, evals, None)
+
+    (group,) = group_runs([run(0, 0.25), run(1, None)])   # a vLLM server without a price: cost null
+    assert group.finals["cost_per_episode"] is None and group.finals["final_eval_cost_per_episode"] is None
+    assert group.curves["cost_per_episode"] == []
+    assert group.finals["llm_calls_per_episode"].mean == 3 and not group.scripted
+    table = summary_table([group])
+    assert table.rows[0]["cost_per_episode_mean"] == "" and "| – |" in table.markdown()
