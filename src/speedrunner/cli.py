@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy, leaderboard, sweep."""
+"""The ``speedrunner`` command: validate-config, configs list, configs copy, report, leaderboard, sweep."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from speedrunner.errors import SpeedRunnerError
 
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
 
     leaderboard.add_parser(sub)
     sweep_cli.add_arguments(sub.add_parser("sweep", help=sweep_cli.HELP, description=sweep_cli.__doc__))
+    report = sub.add_parser("report", help="plots, tables and one HTML file from run directories")
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
+    report.add_argument("--out", help="output directory (default: RUN_DIR/report for one run, else ./report)")
     return parser
 
 
@@ -63,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from speedrunner.leaderboard import commands as leaderboard
 
             leaderboard.run(args)
+        elif args.command == "report":
+            from speedrunner.core.reporting import build_report, report_line
+
+            print(report_line(build_report([Path(p) for p in args.run_dirs], Path(args.out) if args.out else None)))
         elif args.configs_command == "list":
             from speedrunner.shipped_configs import list_configs
 

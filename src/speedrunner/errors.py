@@ -94,6 +94,10 @@ class RunDirError(SpeedRunnerError):
     """Raised when a run directory cannot be created or written (read-only, full, in use)."""
 
 
+class ReportInputError(SpeedRunnerError):
+    """Raised when ``speedrunner report`` is given a path that holds no run directory it can read."""
+
+
 class InvalidCodebookError(SpeedRunnerError):
     """Raised when code that did not pass codebook validation is about to become a generation."""
 

@@ -1,0 +1,207 @@
+"""Numbers per run, then mean ± 1 s.d. over seeds per experiment (benchmark, task set, method, model).
+
+Every value is first computed per run (a *seed-level value*): a curve point is the mean
+over one training batch's episodes or one evaluation point; a final value is the run's own
+mean. Groups then take the mean and the sample standard deviation (n - 1) over their runs;
+with one seed the s.d. is ``None`` (shown as "–"), never a made-up 0. A run still in
+progress contributes the points it has, so late points of a curve may have fewer seeds (n
+is kept with every point).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from speedrunner.core.reporting.knowledge import Generation, generations
+from speedrunner.core.reporting.rundata import GroupKey, RunData
+
+CURVES = {
+    "eval_progress": "evaluation progress (mean over held-out episodes)",
+    "eval_success": "evaluation success rate",
+    "cost_per_episode": "cost per training episode, USD (actor + amortised sleep)",
+    "output_tokens_per_episode": "output tokens per training episode (actor + amortised sleep)",
+    "llm_calls_per_episode": "actor LLM calls per training episode",
+    "skill_calls_per_episode": "skill calls per training episode",
+}
+"""Curve name -> axis label. Training curves have one point per batch (x = rollouts at its end)."""
+
+FINALS = {
+    "rollouts_done": "training rollouts done",
+    "final_eval_rollout": "rollout of the last evaluation",
+    "final_eval_progress": "progress at the last evaluation",
+    "final_eval_success": "success at the last evaluation",
+    "final_eval_cost_per_episode": "cost per episode at the last evaluation (USD)",
+    "cost_per_episode": "training cost per episode (USD, actor + amortised sleep)",
+    "output_tokens_per_episode": "training output tokens per episode",
+    "llm_calls_per_episode": "training actor LLM calls per episode",
+    "skill_calls_per_episode": "training skill calls per episode",
+    "speedrun_rollout": "rollouts to the speedrun target (runs that reached it)",
+}
+
+KNOWLEDGE = ("guide_chars", "public_functions", "private_functions", "lines", "call_graph_density",
+             "max_call_depth")
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean ± sample s.d. over ``n`` seed-level values (``sd`` is None when n < 2)."""
+
+    mean: float
+    sd: float | None
+    n: int
+
+
+def stat(values: list[float | None]) -> Stat | None:
+    """Aggregate seed-level values; unknown ones (a cost without a price) make the whole unknown."""
+    if not values or any(v is None for v in values):
+        return None
+    vals = [float(v) for v in values if v is not None]
+    return Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else None, len(vals))
+
+
+@dataclass
+class RunNumbers:
+    """Seed-level numbers of one run."""
+
+    run: RunData
+    curves: dict[str, dict[int, float | None]]
+    finals: dict[str, float | None]
+    knowledge: list[Generation]
+    skill_method: bool
+
+
+@dataclass
+class Group:
+    """One experiment: its runs (one per seed) and their aggregates."""
+
+    key: GroupKey
+    runs: list[RunNumbers]
+    index: int = 0
+    """Position among the report's experiments (a stable colour and order in every figure)."""
+    curves: dict[str, list[tuple[int, Stat]]] = field(default_factory=dict)
+    finals: dict[str, Stat | None] = field(default_factory=dict)
+    knowledge: list[tuple[int, dict[str, Stat | None]]] = field(default_factory=list)
+
+    @property
+    def scripted(self) -> bool:
+        return any(r.run.scripted for r in self.runs)
+
+    @property
+    def in_progress(self) -> list[RunNumbers]:
+        return [r for r in self.runs if r.run.in_progress]
+
+    @property
+    def skill_method(self) -> bool:
+        return any(r.skill_method for r in self.runs)
+
+    @property
+    def label(self) -> str:
+        """Legend label: the experiment, its seed count, and what the reader must know."""
+        seeds = len({r.run.seed for r in self.runs})
+        marks = [f"n={seeds} seed{'s' if seeds != 1 else ''}"]
+        if seeds != len(self.runs):  # a rerun of a seed counts as one more value: say so
+            marks[0] = f"n={len(self.runs)} runs of {seeds} seed{'s' if seeds != 1 else ''}"
+        if self.in_progress:
+            marks.append(f"{len(self.in_progress)} in progress")
+        if self.scripted:
+            marks.append("SCRIPTED")
+        return f"{self.key.label} [{', '.join(marks)}]"
+
+
+def run_numbers(run: RunData) -> RunNumbers:
+    """The seed-level curves and final values of one run."""
+    by_batch: dict[int, list[dict[str, Any]]] = {}
+    for row in run.metrics:
+        by_batch.setdefault(int(row["batch"]), []).append(row)
+    knowledge = generations(run.path)
+    skill_method = bool(knowledge) and knowledge[0].kind == "codebook"
+    skill_calls = _skill_calls_by_index(run) if skill_method else {}
+    curves: dict[str, dict[int, float | None]] = {name: {} for name in CURVES}
+    for _batch, rows in sorted(by_batch.items()):
+        x = max(int(r["rollout"]) for r in rows)
+        curves["cost_per_episode"][x] = _mean([r.get("cost_usd") for r in rows])
+        curves["output_tokens_per_episode"][x] = _mean([_output_tokens(r) for r in rows])
+        curves["llm_calls_per_episode"][x] = _mean([r["llm_calls"] for r in rows])
+        if skill_method:
+            curves["skill_calls_per_episode"][x] = _mean([skill_calls.get(int(r["index"]), 0) for r in rows])
+    for e in run.evals:
+        x = int(e["rollout"])
+        curves["eval_progress"][x] = e.get("progress_mean")
+        curves["eval_success"][x] = e.get("success_mean")
+        for name, value in _benchmark_metrics(e).items():  # e.g. Crafter's score: in the curves table
+            curves.setdefault(name, {})[x] = value
+    last = run.evals[-1] if run.evals else {}
+    rows = run.metrics
+    speedrun = run.speedrun or {}
+    finals: dict[str, float | None] = {
+        "rollouts_done": float(len(rows)),
+        "final_eval_rollout": last.get("rollout"),
+        "final_eval_progress": last.get("progress_mean"),
+        "final_eval_success": last.get("success_mean"),
+        "final_eval_cost_per_episode": last.get("cost_mean_usd"),
+        "cost_per_episode": _mean([r.get("cost_usd") for r in rows]) if rows else None,
+        "output_tokens_per_episode": _mean([_output_tokens(r) for r in rows]) if rows else None,
+        "llm_calls_per_episode": _mean([r["llm_calls"] for r in rows]) if rows else None,
+        "skill_calls_per_episode": (_mean([skill_calls.get(int(r["index"]), 0) for r in rows])
+                                    if rows and skill_method else None),
+        "speedrun_rollout": speedrun.get("rollout") if speedrun.get("reached") else None,
+    }
+    return RunNumbers(run, curves, finals, knowledge, skill_method)
+
+
+def group_runs(runs: list[RunData]) -> list[Group]:
+    """Runs grouped by (benchmark, task set, method, model), aggregated over seeds."""
+    by_key: dict[GroupKey, list[RunNumbers]] = {}
+    for run in runs:
+        by_key.setdefault(run.key, []).append(run_numbers(run))
+    groups = []
+    for key in sorted(by_key, key=lambda k: k.label):
+        group = Group(key, by_key[key], index=len(groups))
+        for name in list(CURVES) + sorted({n for r in group.runs for n in r.curves} - set(CURVES)):
+            xs = sorted({x for r in group.runs for x in r.curves.get(name, {})})
+            points = []
+            for x in xs:
+                s = stat([r.curves[name][x] for r in group.runs if x in r.curves.get(name, {})])
+                if s is not None:
+                    points.append((x, s))
+            group.curves[name] = points
+        for name in FINALS:
+            values = [r.finals[name] for r in group.runs]
+            if name == "speedrun_rollout":  # over the runs that reached the target
+                values = [v for v in values if v is not None]
+            group.finals[name] = stat(values)
+        gens = sorted({g.generation for r in group.runs for g in r.knowledge})
+        for g in gens:
+            at = [k for r in group.runs for k in r.knowledge if k.generation == g]
+            group.knowledge.append((g, {m: stat([getattr(k, m) for k in at]) for m in KNOWLEDGE}))
+        groups.append(group)
+    return groups
+
+
+def _benchmark_metrics(row: dict[str, Any]) -> dict[str, float]:
+    """A benchmark's own numbers of one evaluation: ``benchmark_metrics`` (Crafter: ``crafter_score``)
+    and BALROG's BabyAI headline ``success_by_task.mean_over_tasks`` (task set ``mixed``)."""
+    out = {f"eval_{k}": float(v) for k, v in (row.get("benchmark_metrics") or {}).items()
+           if isinstance(v, int | float) and not isinstance(v, bool)}
+    mean_over_tasks = (row.get("success_by_task") or {}).get("mean_over_tasks")
+    if isinstance(mean_over_tasks, int | float):
+        out["eval_success_mean_over_tasks"] = float(mean_over_tasks)
+    return out
+
+
+def _output_tokens(row: dict[str, Any]) -> float:
+    return float(row["tokens"]["output"]) + float(row.get("sleep_output_tokens_share") or 0.0)
+
+
+def _mean(values: list[Any]) -> float | None:
+    if not values or any(v is None for v in values):
+        return None
+    return statistics.fmean(float(v) for v in values)
+
+
+def _skill_calls_by_index(run: RunData) -> dict[int, int]:
+    """Top-level skill calls (actor actions that called a skill) per training episode."""
+    return {int(t["index"]): sum(1 for s in t.get("steps", []) if s.get("skill_call"))
+            for t in run.trajectories["train"]}

@@ -1,0 +1,192 @@
+"""The report's figures, PNG and SVG, drawn with matplotlib's object API.
+
+``Figure`` without pyplot renders through Agg (PNG) and the SVG backend directly: no
+display, no global backend switch, safe on headless machines and in threads.
+
+Each experiment is one line: the mean over seeds with a ±1 s.d. band, ``n`` seeds in the
+legend. A group with a run still in progress is dashed and says so in the legend; any
+scripted run puts a red "SCRIPTED" banner on the figure, so a plot cut out of the report
+still cannot be mistaken for an LLM result.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from speedrunner.core.atomic import atomic_write_bytes
+from speedrunner.core.reporting.aggregate import CURVES, Group, Stat
+
+SCRIPTED_BANNER = "SCRIPTED MODEL — not an LLM: these numbers say nothing about any LLM"
+SVG_PARAMS = {"svg.hashsalt": "speedrunner-report",  # stable ids: the same runs give the same SVG
+              "svg.fonttype": "none"}  # text stays text: searchable, and the SCRIPTED banner checkable
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str
+    title: str
+    png: Path
+    svg: Path
+    png_bytes: bytes
+    wide: bool = False
+    """Several panels side by side: shown full width."""
+
+
+def group_color(group: Group) -> str:
+    """One colour per experiment, the same in every figure (matplotlib's C0..C9 cycle)."""
+    return f"C{group.index % 10}"
+
+
+def _style(group: Group) -> dict:
+    return {"linestyle": "--" if group.in_progress else "-", "marker": "o", "markersize": 3}
+
+
+def _band(ax, group: Group, points: list[tuple[int, Stat]]) -> str | None:
+    """Draw the mean line and its ±1 s.d. band; the line's colour (None: nothing to draw)."""
+    if not points:
+        return None
+    xs = [x for x, _ in points]
+    means = [s.mean for _, s in points]
+    (line,) = ax.plot(xs, means, label=group.label, color=group_color(group), **_style(group))
+    if any(s.sd is not None for _, s in points):
+        lo = [s.mean - (s.sd or 0.0) for _, s in points]
+        hi = [s.mean + (s.sd or 0.0) for _, s in points]
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    return line.get_color()
+
+
+def _figure(title: str, groups: list[Group], ncols: int = 1) -> tuple[Figure, list]:
+    fig = Figure(figsize=(5 * ncols if ncols > 1 else 8, 4.8), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
+    partial = any(g.in_progress for g in groups)
+    heading = title + ("  (partial: runs in progress are dashed or hollow)" if partial else "")
+    if any(g.scripted for g in groups):
+        fig.suptitle(f"{heading}\n{SCRIPTED_BANNER}", color="#b00020", fontsize=10, fontweight="bold")
+    else:
+        fig.suptitle(heading, fontsize=11)
+    return fig, axes
+
+
+def _legend(fig: Figure, axes: list) -> None:
+    handles, labels = [], []
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", fontsize=7, ncols=1)
+
+
+def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False) -> Plot:
+    out.mkdir(parents=True, exist_ok=True)
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
+    with rc_context(SVG_PARAMS):
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    atomic_write_bytes(out / f"{name}.png", png.getvalue())
+    atomic_write_bytes(out / f"{name}.svg", svg.getvalue())
+    return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue(), wide)
+
+
+def _curve_plot(groups: list[Group], out: Path, curve: str, title: str) -> Plot:
+    fig, (ax,) = _figure(title, groups)
+    for g in groups:
+        _band(ax, g, g.curves.get(curve, []))
+    ax.set_xlabel("training rollouts")
+    ax.set_ylabel(CURVES[curve])
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax])
+    return _save(fig, out, curve, title)
+
+
+def _frontier_plot(groups: list[Group], out: Path) -> Plot:
+    title = "Cost vs progress at the final evaluation"
+    fig, (ax,) = _figure(title, groups)
+    points = []
+    for g in groups:
+        cost, prog = g.finals.get("final_eval_cost_per_episode"), g.finals.get("final_eval_progress")
+        if cost is None or prog is None:
+            continue
+        ax.errorbar([cost.mean], [prog.mean], xerr=[cost.sd or 0.0], yerr=[prog.sd or 0.0], fmt="o",
+                    capsize=3, label=g.label, color=group_color(g), mfc="none" if g.in_progress else None)
+        points.append((cost.mean, prog.mean))
+    frontier, best = [], float("-inf")
+    for c, p in sorted(points, key=lambda cp: (cp[0], -cp[1])):
+        if p > best:  # cheaper-or-equal and better than everything cheaper: on the frontier
+            frontier.append((c, p))
+            best = p
+    if len(frontier) > 1:
+        ax.plot(*zip(*frontier, strict=True), color="grey", linewidth=1, linestyle=":", label="frontier")
+    if not points:
+        ax.text(0.5, 0.5, "no run with a known cost at an evaluation", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("cost per evaluation episode, USD (final evaluation)")
+    ax.set_ylabel("evaluation progress (final evaluation)")
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax])
+    return _save(fig, out, "frontier", title)
+
+
+def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
+    title = "Knowledge size per generation"
+    fig, axes = _figure(title, groups, ncols=3)
+    panels = [("guide_chars", "guide characters"), ("public_functions", "codebook functions (— public, ·· private)"),
+              ("lines", "codebook lines")]
+    for ax, (metric, label) in zip(axes, panels, strict=True):
+        for g in groups:
+            points = [(gen, stats[metric]) for gen, stats in g.knowledge if stats[metric] is not None]
+            color = _band(ax, g, points)
+            if metric == "public_functions" and color is not None:
+                private = [(gen, stats["private_functions"]) for gen, stats in g.knowledge
+                           if stats["private_functions"] is not None]
+                if private:
+                    xs, ys = [x for x, _ in private], [s.mean for _, s in private]
+                    ax.plot(xs, ys, linestyle=":", marker="s", markersize=3, color=color)
+        ax.set_xlabel("generation")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    _legend(fig, axes)
+    return _save(fig, out, "knowledge_size", title, wide=True)
+
+
+def _skills_plot(groups: list[Group], out: Path) -> Plot:
+    title = "Skills: calls per episode, call-graph density and depth"
+    fig, axes = _figure(title, groups, ncols=3)
+    for g in groups:
+        _band(axes[0], g, g.curves.get("skill_calls_per_episode", []))
+        for ax, metric in ((axes[1], "call_graph_density"), (axes[2], "max_call_depth")):
+            _band(ax, g, [(gen, s[metric]) for gen, s in g.knowledge if s[metric] is not None])
+    axes[0].set_xlabel("training rollouts")
+    axes[0].set_ylabel(CURVES["skill_calls_per_episode"])
+    axes[1].set_ylabel("call-graph density |E|/(|V|(|V|-1))")
+    axes[2].set_ylabel("max call depth (functions)")
+    for ax in axes[1:]:
+        ax.set_xlabel("generation")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    _legend(fig, axes)
+    return _save(fig, out, "skills", title, wide=True)
+
+
+def draw_all(groups: list[Group], out: Path) -> list[Plot]:
+    """Every figure the issue lists; the skill figure only when a skill method is present."""
+    plots = [
+        _curve_plot(groups, out, "eval_progress", "Evaluation progress vs training rollouts"),
+        _curve_plot(groups, out, "cost_per_episode", "Cost per episode vs rollouts (actor + amortised sleep)"),
+        _curve_plot(groups, out, "output_tokens_per_episode", "Output tokens per episode vs rollouts"),
+        _curve_plot(groups, out, "llm_calls_per_episode", "Actor LLM calls per episode vs rollouts"),
+        _frontier_plot(groups, out),
+        _knowledge_plot(groups, out),
+    ]
+    skill_groups = [g for g in groups if g.skill_method]
+    if skill_groups:
+        plots.append(_skills_plot(skill_groups, out))
+    return plots

@@ -1,0 +1,154 @@
+"""One run directory, read back from its stable files only (README "Run directory").
+
+Reporting never imports a method or a benchmark: everything it shows comes from
+``config.resolved.json``, ``summary.json``, ``metrics.jsonl``, ``eval.jsonl``,
+``speedrun.json``, the trajectories and the knowledge files. A run still in progress (or
+killed) has fewer rows and a ``summary.json`` whose status is not ``finished``; it is read
+the same way and marked, never refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.atomic import read_jsonl
+from speedrunner.errors import ReportInputError
+
+RUN_MARKER = "config.resolved.json"
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """What a curve or a table row aggregates over seeds: one experiment."""
+
+    benchmark: str
+    task_set: str
+    method: str
+    model: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark}/{self.task_set} {self.method} ({self.model})"
+
+    @property
+    def slug(self) -> str:
+        return "-".join(s.replace("/", "_") for s in (self.benchmark, self.task_set, self.method, self.model))
+
+
+@dataclass
+class RunData:
+    """The files of one run, parsed; missing files read as empty (a run that just started)."""
+
+    path: Path
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    metrics: list[dict[str, Any]]
+    evals: list[dict[str, Any]]
+    speedrun: dict[str, Any] | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary.get("run_id") or self.path.name)
+
+    @property
+    def seed(self) -> int:
+        return int(self.config["run"]["seed"])
+
+    @property
+    def key(self) -> GroupKey:
+        c = self.config
+        return GroupKey(c["benchmark"]["name"], str(c["benchmark"]["task_set"]), c["method"]["name"],
+                        str(self.summary.get("model") or c["model"]["name"]))
+
+    @property
+    def status(self) -> str:
+        """``finished``, ``running``, ``interrupted`` or ``failed`` (``running`` when unknown)."""
+        return str(self.summary.get("status") or "running")
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status != "finished"
+
+    @property
+    def scripted(self) -> bool:
+        """True when no LLM played: the summary, the config's provider or any row says so."""
+        return bool(self.summary.get("scripted") or self.config["model"].get("provider") == "scripted"
+                    or any(r.get("scripted") for r in self.metrics) or any(e.get("scripted") for e in self.evals))
+
+    @property
+    def sleep_every(self) -> int:
+        return int(self.config["run"]["sleep_every"])
+
+    @property
+    def rollouts_planned(self) -> int:
+        return int(self.config["run"]["rollouts"])
+
+    @property
+    def resumes(self) -> int:
+        return len(self.extra.get("provenance", {}).get("resumes") or [])
+
+    @cached_property
+    def trajectories(self) -> dict[str, list[dict[str, Any]]]:
+        """Raw trajectory JSON by split: ``train`` in index order, ``eval`` by (point, index)."""
+        root = self.path / "episodes"
+        out: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
+        for split in out:
+            for p in sorted((root / split).rglob("*.json")):
+                try:
+                    out[split].append(json.loads(p.read_text("utf-8")))
+                except (OSError, json.JSONDecodeError):
+                    continue  # written atomically; a reader racing a live run just skips it
+        return out
+
+
+def load_run(path: Path) -> RunData:
+    """Read one run directory (the one holding ``config.resolved.json``)."""
+    config_path = path / RUN_MARKER
+    try:
+        config = json.loads(config_path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ReportInputError(f"{path} is not a readable run directory: {config_path.name} could not be "
+                               f"read ({e}); pass a directory made by a train entry point") from e
+    try:
+        for section, key in (("run", "seed"), ("run", "rollouts"), ("run", "sleep_every"), ("benchmark", "name"),
+                             ("benchmark", "task_set"), ("method", "name"), ("model", "name")):
+            config[section][key]  # noqa: B018  (every key the report groups and scales by)
+    except (KeyError, TypeError) as e:
+        raise ReportInputError(f"{config_path} lacks {section}.{key}: it was not written by a train entry point "
+                               "of this version, or was edited; restore it from config.yaml with "
+                               "`speedrunner validate-config`") from e
+    summary = _json(path / "summary.json") or {}
+    return RunData(path=path, config=config, summary=summary,
+                   metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
+                   speedrun=_json(path / "speedrun.json"), extra={"provenance": _json(path / "provenance.json") or {}})
+
+
+def find_runs(paths: list[Path]) -> list[RunData]:
+    """Every run directory at or below the given paths (a run dir, or e.g. ``runs/``), once each."""
+    found: dict[Path, RunData] = {}
+    for given in paths:
+        if not given.exists():
+            raise ReportInputError(f"{given} does not exist; pass a run directory (the one with {RUN_MARKER}) "
+                                   "or a folder that contains run directories, such as runs/")
+        candidates = [given] if (given / RUN_MARKER).is_file() else sorted(p.parent for p in given.rglob(RUN_MARKER))
+        if not candidates:
+            raise ReportInputError(f"{given} holds no run directory (no {RUN_MARKER} at or below it); pass the "
+                                   "directory a train entry point wrote, e.g. runs/babyai/<name>/seed0/r0001")
+        for run_dir in candidates:
+            resolved = run_dir.resolve()
+            if resolved not in found:
+                found[resolved] = load_run(run_dir)
+    return sorted(found.values(), key=lambda r: (r.key.label, r.seed, r.run_id, str(r.path)))
+
+
+def _json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None

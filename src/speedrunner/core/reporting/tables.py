@@ -1,0 +1,149 @@
+"""The report's tables, as CSV (one file per table) and Markdown (``report.md``), same numbers.
+
+Both are written from the same rows of already formatted strings (``fmt``: six
+significant digits), so a value in ``report.md`` is character for character the one in the
+CSV. A mean and its s.d. are separate CSV columns and one ``mean ± sd`` Markdown cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from speedrunner.core.reporting.aggregate import FINALS, KNOWLEDGE, Group, Stat
+
+KEY_COLUMNS = ["benchmark", "task_set", "method", "model"]
+
+
+@dataclass
+class Table:
+    """Rows of formatted cells; ``stats`` names the columns that hold a mean with an s.d."""
+
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[dict[str, str]]
+    stats: list[str]
+    notes: dict[str, str] | None = None
+    """Column -> what it means, listed under the table."""
+
+    def csv(self) -> str:
+        header = []
+        for c in self.columns:
+            header += [f"{c}_mean", f"{c}_sd"] if c in self.stats else [c]
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow({k: row.get(k, "") for k in header})
+        return out.getvalue()
+
+    def cells(self) -> list[list[str]]:
+        """The displayed cells, row by row (Markdown and HTML show the same)."""
+        cells = []
+        for row in self.rows:
+            line = []
+            for c in self.columns:
+                if c in self.stats:
+                    mean, sd = row.get(f"{c}_mean", ""), row.get(f"{c}_sd", "")
+                    line.append("–" if mean == "" else mean if sd == "" else f"{mean} ± {sd}")
+                else:
+                    line.append(row.get(c, "") or "–")
+            cells.append(line)
+        return cells
+
+    def markdown(self) -> str:
+        head = "| " + " | ".join(self.columns) + " |\n|" + "---|" * len(self.columns) + "\n"
+        body = "".join("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n" for line in self.cells())
+        notes = "".join(f"- `{k}`: {v}\n" for k, v in (self.notes or {}).items())
+        return head + body + ("\n" + notes if notes else "")
+
+
+def fmt(value: float | int | None) -> str:
+    """Six significant digits ("30", "0.5", "0.816497"); empty when unknown."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{float(value):.6g}"
+
+
+def _stat_cells(name: str, s: Stat | None) -> dict[str, str]:
+    if s is None:
+        return {f"{name}_mean": "", f"{name}_sd": ""}
+    return {f"{name}_mean": fmt(s.mean), f"{name}_sd": fmt(s.sd)}
+
+
+def _key_cells(group: Group) -> dict[str, str]:
+    k = group.key
+    return {"benchmark": k.benchmark, "task_set": k.task_set, "method": k.method, "model": k.model}
+
+
+def _target(speedrun: dict | None, config: dict) -> str:
+    target = speedrun if speedrun and "target" in speedrun else config.get("speedrun", {})
+    return f"{target.get('metric', '?')} >= {fmt(target.get('target'))}"
+
+
+def summary_table(groups: list[Group]) -> Table:
+    rows = []
+    for g in groups:
+        reached = sum(1 for r in g.runs if (r.run.speedrun or {}).get("reached"))
+        targets = sorted({_target(r.run.speedrun, r.run.config) for r in g.runs})
+        row = {**_key_cells(g), "seeds": str(len({r.run.seed for r in g.runs})), "runs": str(len(g.runs)),
+               "in_progress": str(len(g.in_progress)),
+               "scripted": fmt(g.scripted), "speedrun_target": "; ".join(targets),
+               "speedrun_reached": f"{reached}/{len(g.runs)}"}
+        for name in FINALS:
+            row.update(_stat_cells(name, g.finals.get(name)))
+        rows.append(row)
+    columns = [*KEY_COLUMNS, "seeds", "runs", "in_progress", "scripted", *FINALS, "speedrun_target",
+               "speedrun_reached"]
+    notes = {"seeds": "distinct seeds; runs: run directories (a rerun of a seed is one more value)",
+             "in_progress": "runs not finished (running, interrupted or failed): their numbers are partial",
+             **FINALS}
+    return Table("summary", "Experiments (mean ± 1 s.d. over seeds)", columns, rows, list(FINALS), notes)
+
+
+def runs_table(groups: list[Group]) -> Table:
+    rows = []
+    for g in groups:
+        for r in g.runs:
+            run = r.run
+            rows.append({**_key_cells(g), "seed": str(run.seed), "run_id": run.run_id, "status": run.status,
+                         "resumes": str(run.resumes), "scripted": fmt(run.scripted),
+                         "rollouts": f"{len(run.metrics)}/{run.rollouts_planned}",
+                         "final_eval_progress": fmt(r.finals["final_eval_progress"]),
+                         "final_eval_success": fmt(r.finals["final_eval_success"]),
+                         "path": str(run.path)})
+    columns = [*KEY_COLUMNS, "seed", "run_id", "status", "resumes", "scripted", "rollouts",
+               "final_eval_progress", "final_eval_success", "path"]
+    return Table("runs", "Runs", columns, rows, [])
+
+
+def curves_table(groups: list[Group]) -> Table:
+    rows = []
+    for g in groups:
+        for name, points in g.curves.items():
+            for x, s in points:
+                rows.append({**_key_cells(g), "curve": name, "rollout": str(x), **_stat_cells("value", s),
+                             "n": str(s.n)})
+    return Table("curves", "Curves (one point per batch or evaluation; n = seeds with that point)",
+                 [*KEY_COLUMNS, "curve", "rollout", "value", "n"], rows, ["value"])
+
+
+def knowledge_table(groups: list[Group]) -> Table:
+    rows = []
+    for g in groups:
+        for gen, stats in g.knowledge:
+            n = max((s.n for s in stats.values() if s is not None), default=0)
+            row = {**_key_cells(g), "generation": str(gen), "n": str(n)}
+            for name in KNOWLEDGE:
+                row.update(_stat_cells(name, stats[name]))
+            rows.append(row)
+    return Table("knowledge", "Knowledge per generation", [*KEY_COLUMNS, "generation", "n", *KNOWLEDGE],
+                 rows, list(KNOWLEDGE))
+
+
+def all_tables(groups: list[Group]) -> list[Table]:
+    return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups)]

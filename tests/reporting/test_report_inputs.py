@@ -1,0 +1,80 @@
+"""``speedrunner report`` without runs to read, and the call-graph numbers on small codebooks (fast)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from speedrunner.cli import main
+from speedrunner.core.reporting.knowledge import call_graph, density, max_depth
+
+
+@pytest.mark.parametrize("what", ["missing", "empty"])
+def test_a_path_without_runs_is_a_clear_error(tmp_path, capsys, what):
+    path = tmp_path / "nothing"
+    if what == "empty":
+        path.mkdir()
+    assert main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and ("does not exist" if what == "missing" else "holds no run directory") in err
+
+
+def test_call_graph_density_and_depth_count_a_cycle_once():
+    source = "def a(env):\n    b(env)\n\ndef b(env):\n    c(env)\n\ndef c(env):\n    a(env)\n    c(env)\n\ndef d(env):\n    pass\n"
+    graph = call_graph(source)
+    assert graph == {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}   # self-calls are not edges
+    assert density(graph) == 3 / (4 * 3) and max_depth(graph) == 3
+    assert density({}) == 0.0 and max_depth({}) == 0
+    chain = call_graph("def a(env):\n    b(env)\n    c(env)\n\ndef b(env):\n    c(env)\n\ndef c(env):\n    pass\n")
+    assert density(chain) == 3 / 6 and max_depth(chain) == 3
+
+
+@pytest.mark.parametrize("text, says", [("{", "is not a readable run directory"),
+                                         ('{"run": {"seed": 0}}', "lacks run.rollouts")])
+def test_a_broken_config_resolved_json_is_named(tmp_path, capsys, text, says):
+    (tmp_path / "config.resolved.json").write_text(text)
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "config.resolved.json" in err and says in err
+
+
+def test_the_readme_shows_a_committed_report_plot():
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    section = readme.split("## Reports: `speedrunner report`", 1)[1].split("\n## ", 1)[0]
+    images = re.findall(r"!\[[^\]]*\]\((docs/[^)]+\.png)\)", section)
+    assert images and all((repo / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    assert "configs/babyai/opo-scripted-seq.yaml" in section and "speedrunner report" in section
+
+
+def test_a_benchmarks_own_evaluation_numbers_become_curves():
+    from speedrunner.core.reporting.aggregate import _benchmark_metrics
+
+    crafter = {"rollout": 4, "benchmark_metrics": {"crafter_score": 0.43, "achievements_mean": 1, "note": "x"}}
+    assert _benchmark_metrics(crafter) == {"eval_crafter_score": 0.43, "eval_achievements_mean": 1.0}
+    mixed = {"rollout": 0, "success_by_task": {"rates": {"goto": 1.0}, "mean_over_tasks": 0.6}}
+    assert _benchmark_metrics(mixed) == {"eval_success_mean_over_tasks": 0.6}
+    assert _benchmark_metrics({"rollout": 0, "benchmark_metrics": None}) == {}
+
+
+def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
+    from speedrunner.core.reporting.aggregate import group_runs
+    from speedrunner.core.reporting.rundata import RunData
+    from speedrunner.core.reporting.tables import summary_table
+
+    def run(seed: int, cost: float | None) -> RunData:
+        config = {"run": {"seed": seed, "rollouts": 2, "sleep_every": 2}, "benchmark": {"name": "babyai", "task_set": "seq"},
+                  "method": {"name": "react"}, "model": {"name": "qwen", "provider": "vllm"}}
+        rows = [{"batch": 0, "rollout": i + 1, "index": i, "llm_calls": 3, "cost_usd": cost,
+                 "tokens": {"output": 10}, "sleep_output_tokens_share": 0.0} for i in range(2)]
+        evals = [{"rollout": 2, "progress_mean": 0.5, "success_mean": 0.5, "cost_mean_usd": cost}]
+        return RunData(tmp_path / f"s{seed}", config, {"status": "finished"}, rows, evals, None)
+
+    (group,) = group_runs([run(0, 0.25), run(1, None)])   # a vLLM server without a price: cost null
+    assert group.finals["cost_per_episode"] is None and group.finals["final_eval_cost_per_episode"] is None
+    assert group.curves["cost_per_episode"] == []
+    assert group.finals["llm_calls_per_episode"].mean == 3 and not group.scripted
+    table = summary_table([group])
+    assert table.rows[0]["cost_per_episode_mean"] == "" and "| – |" in table.markdown()
