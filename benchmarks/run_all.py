@@ -41,7 +41,7 @@ from perf_common import Row, table
 def figure_1(smoke: bool) -> list[Row]:
     import harness_step_overhead
 
-    return harness_step_overhead.rows(list(harness_step_overhead.TARGETS_MS), 12 if smoke else 300)
+    return harness_step_overhead.rows(list(harness_step_overhead.TARGETS_MS), 12 if smoke else 100)
 
 
 def figure_2(smoke: bool) -> list[Row]:
@@ -61,7 +61,7 @@ def figure_3(smoke: bool) -> list[Row]:
 def figure_4(smoke: bool) -> list[Row]:
     import scienceworld_batch_rss
 
-    return scienceworld_batch_rss.rows(episodes=2 if smoke else 10, calls=2 if smoke else 20)
+    return scienceworld_batch_rss.rows(episodes=2 if smoke else 10, calls=2 if smoke else 5)
 
 
 def env_wrappers(smoke: bool) -> list[Row]:
@@ -76,7 +76,7 @@ def env_wrappers(smoke: bool) -> list[Row]:
     ratio = statistics.fmean(our_t) / statistics.fmean(raw_t)
     out.append(Row("5. env: CrafterTextEnv.step / crafter.Env.step", ratio, "x", 1.1, "<",
                    f"{len(raw_t)} steps over {worlds} worlds; raw renders the frame"))
-    raw_s, our_s, tasks = scienceworld_step_overhead.measure(repeats=1, tasks=1 if smoke else 3)
+    raw_s, our_s, tasks = scienceworld_step_overhead.measure(repeats=1, tasks=1 if smoke else 2)
     ratio = statistics.fmean(our_s) / statistics.fmean(raw_s)
     out.append(Row("5. env: ScienceWorldTextEnv.step / ScienceWorldEnv.step", ratio, "x", 1.1, "<",
                    f"{len(raw_s)} gold-path steps of {tasks} subtask(s); raw {statistics.fmean(raw_s) * 1e3:.1f} ms"))

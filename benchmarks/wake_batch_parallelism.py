@@ -3,8 +3,8 @@ multiple of one episode's, against a fake LLM server that answers after 200 ms.
 
     python benchmarks/wake_batch_parallelism.py [--calls 10] [--latency 0.2]
 
-Side by side in one process, each on a fresh run directory (so no answer comes from the
-response cache), through the runtime's own ``Runner`` (thread pool, env pool, per-endpoint
+Side by side in one process (the fake server runs in its own, as a real endpoint would),
+each on a fresh run directory (so no answer comes from the response cache), through the runtime's own ``Runner`` (thread pool, env pool, per-endpoint
 concurrency limit, trajectories written to disk) with ReAct and one BabyAI server that is
 already up: one episode alone, then the batch and the evaluation with the shipped
 settings (``run.parallel_episodes`` 4, ``model.max_concurrency`` 8) and with both set to
@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from perf_common import CONFIGS, Row, fake_actor, fake_model_overrides, fmt, table
+from fake_llm_process import FakeLLMProcess
+from perf_common import CONFIGS, Row, fake_model_overrides, fmt, table
 
 from speedrunner.benchmarks.babyai.benchmark import ServerProcess, free_port
 from speedrunner.catalog import config_loader
@@ -29,7 +30,6 @@ from speedrunner.core.method import MethodContext
 from speedrunner.core.registry import load_entry_point
 from speedrunner.core.runtime.loop import Runner
 from speedrunner.core.specs import BENCHMARKS, METHODS
-from speedrunner.testing.fake_llm_server import FakeLLMServer
 
 CONFIG = CONFIGS / "babyai" / "react-gpt-seq.yaml"
 TARGETS = {10: 1.3, 30: 2.0}
@@ -70,7 +70,7 @@ def rows(calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: i
     server = ServerProcess("127.0.0.1", port)
     server.start(timeout_s=60)
     try:
-        with FakeLLMServer(callback=fake_actor("babyai"), latency_s=latency_s) as llm, \
+        with FakeLLMProcess("babyai", latency_s) as llm, \
                 tempfile.TemporaryDirectory(prefix="perf-wake-") as tmp:
             base = [*fake_model_overrides(llm.base_url), f"benchmark.server_url={server.url}",
                     f"benchmark.max_llm_calls={calls}", "run.eval_every=10", "run.sleep_every=10",
