@@ -20,11 +20,13 @@ Side by side in one run, against the same local fake server (no network, no mode
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from openai.types.chat import ChatCompletion
@@ -66,18 +68,24 @@ def raw_body(provider: str, messages: list[Message]) -> tuple[str, bytes]:
     return "/v1/chat/completions", json.dumps(body).encode()
 
 
-def time_raw(url: str, provider: str, messages: list[Message], reps: int) -> float:
+def raw_caller(url: str, provider: str, messages: list[Message]) -> Callable[[], float]:
+    """One timed raw call per invocation, on one kept-alive connection."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port)
-    times = []
-    for _ in range(reps):
+
+    def call() -> float:
         started = time.perf_counter()
         path, data = raw_body(provider, messages)  # building the JSON is part of the cost
         conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
         json.loads(conn.getresponse().read())
-        times.append(time.perf_counter() - started)
-    conn.close()
-    return statistics.median(times)
+        return time.perf_counter() - started
+
+    return call
+
+
+def time_raw(url: str, provider: str, messages: list[Message], reps: int) -> float:
+    call = raw_caller(url, provider, messages)
+    return statistics.median(call() for _ in range(reps))
 
 
 def model_for(provider: str, url: str):
@@ -86,17 +94,24 @@ def model_for(provider: str, url: str):
                        namespace="bench")
 
 
-def time_ours(url: str, provider: str, messages: list[Message], reps: int) -> float:
+def ours_caller(url: str, provider: str, messages: list[Message]) -> Callable[[], float]:
     """As the actor calls: a ``Conversation`` grown by one turn (two messages) per call."""
     model = model_for(provider, url)
     conversation = Conversation(messages[:-2])
-    times = []
-    for i in range(reps):
+    count = itertools.count()
+
+    def call() -> float:
         started = time.perf_counter()
         conversation.extend(messages[-2:])  # this turn's answer and observation
-        model.complete(conversation, purpose="actor", call_id=f"c/{i}")
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        model.complete(conversation, purpose="actor", call_id=f"c/{next(count)}")
+        return time.perf_counter() - started
+
+    return call
+
+
+def time_ours(url: str, provider: str, messages: list[Message], reps: int) -> float:
+    call = ours_caller(url, provider, messages)
+    return statistics.median(call() for _ in range(reps))
 
 
 def time_sdk_floor(url: str, provider: str, messages: list[Message], reps: int) -> float:
@@ -158,8 +173,11 @@ def measure_sizes(providers=PROVIDERS, sizes=SIZES, reps: int = 60, reps_large: 
                 messages = history(n)
                 r = reps if n < 3000 else reps_large
                 time_ours(server.base_url, provider, messages, 3)  # warm up connections and imports
-                ours = time_ours(server.base_url, provider, messages, r)
-                raw = time_raw(server.base_url, provider, messages, r)
+                ours_call, raw_call = ours_caller(server.base_url, provider, messages), raw_caller(
+                    server.base_url, provider, messages)
+                pairs = [(ours_call(), raw_call()) for _ in range(r)]  # alternating: noise hits both alike
+                ours = statistics.median(o for o, _ in pairs)
+                raw = statistics.median(w for _, w in pairs)
                 floor = time_sdk_floor(server.base_url, provider, messages, r)
                 out[(provider, n)] = (ours, raw, floor)
     return out
