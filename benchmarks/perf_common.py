@@ -63,7 +63,10 @@ class Row:
         return "-" if self.target is None else f"{self.direction} {fmt(self.target)} {self.unit}"
 
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "met": self.met, "verdict": self.verdict()}
+        row = {**asdict(self), "met": self.met, "verdict": self.verdict()}
+        if math.isnan(self.value):
+            row["value"] = None  # JSON has no NaN
+        return row
 
 
 def fmt(x: float) -> str:

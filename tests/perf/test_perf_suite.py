@@ -103,3 +103,24 @@ def test_run_all_smoke_prints_every_figure_with_a_number(tmp_path: Path) -> None
         assert row["figure"] in done.stdout
     assert "SMOKE" in done.stdout
     assert time.monotonic() - started < 240
+
+
+def test_a_failing_figure_is_a_row_with_its_error_and_the_suite_exits_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import run_all
+    from perf_common import Row
+
+    def broken(smoke: bool) -> list[Row]:
+        raise RuntimeError("the JVM did not start")
+
+    monkeypatch.setattr(run_all, "SECTIONS", {
+        "1": ("works", lambda smoke: [Row("1. works", 0.2, "ms", 0.5)]),
+        "4": ("broken", broken)})
+    assert run_all.main(["--json", str(tmp_path / "t.json")]) == 1
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert [r["figure"] for r in rows] == ["1. works", "4. broken"]
+    assert rows[0]["verdict"] == "met"
+    assert "FAILED: RuntimeError: the JVM did not start" in rows[1]["detail"]
+    assert rows[1]["value"] is None and rows[1]["met"] is None
+    out = capsys.readouterr().out
+    assert "1 of 1 targets met" in out and "the JVM did not start" in out
