@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from perf_common import ACTIONS, CONFIGS, Row, fmt, quantile
+from perf_common import ACTIONS, CONFIGS, Row, fmt, quantile, table
 
 from speedrunner.catalog import config_loader
 from speedrunner.core.benchmark import Budget
@@ -127,8 +127,6 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=300, help="actor turns per benchmark")
     parser.add_argument("--benchmarks", nargs="+", default=list(TARGETS_MS), choices=list(TARGETS_MS))
     args = parser.parse_args()
-    from perf_common import table
-
     print(table(rows(args.benchmarks, args.turns)))
 
 
