@@ -59,14 +59,9 @@ def best_of(runs: int, fn: Callable[[], float]) -> float:
     return min(fn() for _ in range(runs))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3000)
-    parser.add_argument("--task", default="pick_up_seq_go_to")
-    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
-    args = parser.parse_args()
-    actions = action_stream(args.steps)
-
+def measure(steps: int = 3000, task: str = "pick_up_seq_go_to", repeats: int = 3) -> tuple[float, float, float]:
+    """Seconds per step, best of ``repeats``: raw minigrid, raw + our text, our env over HTTP."""
+    actions = action_stream(steps)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -74,14 +69,23 @@ def main() -> None:
     server.start(timeout_s=60)
     env = BabyAITextEnv(server.url)
     try:
-        time_http(env, args.task, actions[:200])  # warm-up: connection, imports, caches
-        raw = best_of(args.repeats, lambda: time_raw(args.task, actions, with_text=False))
-        text = best_of(args.repeats, lambda: time_raw(args.task, actions, with_text=True))
-        http = best_of(args.repeats, lambda: time_http(env, args.task, actions))
+        time_http(env, task, actions[:200])  # warm-up: connection, imports, caches
+        raw = best_of(repeats, lambda: time_raw(task, actions, with_text=False))
+        text = best_of(repeats, lambda: time_raw(task, actions, with_text=True))
+        http = best_of(repeats, lambda: time_http(env, task, actions))
     finally:
         env.close()
         server.stop()
+    return raw, text, http
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--task", default="pick_up_seq_go_to")
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    args = parser.parse_args()
+    raw, text, http = measure(args.steps, args.task, args.repeats)
     print(f"task={args.task} steps={args.steps} best of {args.repeats}")
     print(f"raw minigrid step         {raw * 1e3:8.3f} ms")
     print(f"raw step + our text       {text * 1e3:8.3f} ms   ({text / raw:5.1f}x raw)")

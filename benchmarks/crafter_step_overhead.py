@@ -22,20 +22,18 @@ from speedrunner.benchmarks.crafter.env import CrafterTextEnv, resolve_action
 from speedrunner.benchmarks.crafter.text import ACTION_NAMES
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3000)
-    args = parser.parse_args()
+def measure(steps: int = 3000) -> tuple[list[float], list[float], int]:
+    """Per-step seconds of the raw env and of ours (alternating), and the worlds played."""
     rng = random.Random(0)
     weights = [1, 4, 4, 4, 4, 3, 1] + [1] * 10
-    ours, raw_times, our_times, seed, steps = CrafterTextEnv(), [], [], 0, 0
-    while steps < args.steps:
+    ours, raw_times, our_times, seed, taken = CrafterTextEnv(), [], [], 0, 0
+    while taken < steps:
         raw = crafter.Env(seed=seed)
         raw.reset()
         raw.step(resolve_action("Noop"))  # what our reset plays (BALROG's hidden Noop)
         ours.reset("crafter", seed)
         done_raw = done_ours = False
-        while not (done_raw or done_ours) and steps < args.steps:
+        while not (done_raw or done_ours) and taken < steps:
             action = rng.choices(ACTION_NAMES, weights)[0]
             t0 = time.perf_counter()
             _, _, done_raw, _ = raw.step(resolve_action(action))
@@ -44,11 +42,19 @@ def main() -> None:
             t2 = time.perf_counter()
             raw_times.append(t1 - t0)
             our_times.append(t2 - t1)
-            steps += 1
+            taken += 1
         seed += 1
+    return raw_times, our_times, seed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3000)
+    args = parser.parse_args()
+    raw_times, our_times, worlds = measure(args.steps)
     raw_ms = 1000 * statistics.fmean(raw_times)
     our_ms = 1000 * statistics.fmean(our_times)
-    print(f"steps: {steps} over {seed} worlds")
+    print(f"steps: {len(raw_times)} over {worlds} worlds")
     print(f"raw crafter.Env.step (renders frame): {raw_ms:.3f} ms/step "
           f"(median {1000 * statistics.median(raw_times):.3f})")
     print(f"CrafterTextEnv.step (text, no frame): {our_ms:.3f} ms/step "

@@ -20,11 +20,13 @@ Side by side in one run, against the same local fake server (no network, no mode
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from openai.types.chat import ChatCompletion
@@ -66,18 +68,24 @@ def raw_body(provider: str, messages: list[Message]) -> tuple[str, bytes]:
     return "/v1/chat/completions", json.dumps(body).encode()
 
 
-def time_raw(url: str, provider: str, messages: list[Message], reps: int) -> float:
+def raw_caller(url: str, provider: str, messages: list[Message]) -> Callable[[], float]:
+    """One timed raw call per invocation, on one kept-alive connection."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port)
-    times = []
-    for _ in range(reps):
+
+    def call() -> float:
         started = time.perf_counter()
         path, data = raw_body(provider, messages)  # building the JSON is part of the cost
         conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
         json.loads(conn.getresponse().read())
-        times.append(time.perf_counter() - started)
-    conn.close()
-    return statistics.median(times)
+        return time.perf_counter() - started
+
+    return call
+
+
+def time_raw(url: str, provider: str, messages: list[Message], reps: int) -> float:
+    call = raw_caller(url, provider, messages)
+    return statistics.median(call() for _ in range(reps))
 
 
 def model_for(provider: str, url: str):
@@ -86,17 +94,24 @@ def model_for(provider: str, url: str):
                        namespace="bench")
 
 
-def time_ours(url: str, provider: str, messages: list[Message], reps: int) -> float:
+def ours_caller(url: str, provider: str, messages: list[Message]) -> Callable[[], float]:
     """As the actor calls: a ``Conversation`` grown by one turn (two messages) per call."""
     model = model_for(provider, url)
     conversation = Conversation(messages[:-2])
-    times = []
-    for i in range(reps):
+    count = itertools.count()
+
+    def call() -> float:
         started = time.perf_counter()
         conversation.extend(messages[-2:])  # this turn's answer and observation
-        model.complete(conversation, purpose="actor", call_id=f"c/{i}")
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        model.complete(conversation, purpose="actor", call_id=f"c/{next(count)}")
+        return time.perf_counter() - started
+
+    return call
+
+
+def time_ours(url: str, provider: str, messages: list[Message], reps: int) -> float:
+    call = ours_caller(url, provider, messages)
+    return statistics.median(call() for _ in range(reps))
 
 
 def time_sdk_floor(url: str, provider: str, messages: list[Message], reps: int) -> float:
@@ -148,36 +163,52 @@ def throughput(url: str, provider: str, threads: int, calls_each: int) -> float:
     return threads * calls_each / (time.perf_counter() - started)
 
 
+def measure_sizes(providers=PROVIDERS, sizes=SIZES, reps: int = 60, reps_large: int = 12
+                  ) -> dict[tuple[str, int], tuple[float, float, float]]:
+    """Per (provider, messages): median seconds of ours, raw and the SDK floor."""
+    out = {}
+    with FakeLLMServer(model_name="fake-model") as server:
+        for provider in providers:
+            for n in sizes:
+                messages = history(n)
+                r = reps if n < 3000 else reps_large
+                time_ours(server.base_url, provider, messages, 3)  # warm up connections and imports
+                ours_call, raw_call = ours_caller(server.base_url, provider, messages), raw_caller(
+                    server.base_url, provider, messages)
+                pairs = [(ours_call(), raw_call()) for _ in range(r)]  # alternating: noise hits both alike
+                ours = statistics.median(o for o, _ in pairs)
+                raw = statistics.median(w for _, w in pairs)
+                floor = time_sdk_floor(server.base_url, provider, messages, r)
+                out[(provider, n)] = (ours, raw, floor)
+    return out
+
+
+def measure_threads(providers=PROVIDERS, calls_each: int = 8, threads: int = 8) -> dict[str, tuple[float, float]]:
+    """Per provider: calls/s of one thread and of ``threads`` threads (1,000 messages, 200 ms server)."""
+    with FakeLLMServer(model_name="fake-model", latency_s=0.2) as slow:
+        return {p: (throughput(slow.base_url, p, 1, calls_each), throughput(slow.base_url, p, threads, calls_each))
+                for p in providers}
+
+
 def main() -> None:
     print(f"{'provider':8} {'messages':>8} {'ours ms':>9} {'raw ms':>8} {'ratio':>6}  {'SDK floor ms':>12}"
           "  (target <= 1.5x at 300 and 3,000)")
+    times = measure_sizes()
+    for (provider, n), (ours, raw, floor) in times.items():
+        met = "" if n == 30 else ("met" if ours / raw <= 1.5 else "MISSED")
+        print(f"{provider:8} {n:8d} {ours * 1e3:9.2f} {raw * 1e3:8.2f} {ours / raw:6.2f}  {floor * 1e3:12.2f}  {met}")
     growth = {}
-    with FakeLLMServer(model_name="fake-model") as server:
-        for provider in PROVIDERS:
-            times = {}
-            for n in SIZES:
-                messages = history(n)
-                reps = 60 if n < 3000 else 12
-                time_ours(server.base_url, provider, messages, 3)  # warm up connections and imports
-                ours = time_ours(server.base_url, provider, messages, reps)
-                raw = time_raw(server.base_url, provider, messages, reps)
-                floor = time_sdk_floor(server.base_url, provider, messages, reps)
-                times[n] = (ours, raw)
-                met = "" if n == 30 else ("met" if ours / raw <= 1.5 else "MISSED")
-                print(f"{provider:8} {n:8d} {ours * 1e3:9.2f} {raw * 1e3:8.2f} {ours / raw:6.2f}  {floor * 1e3:12.2f}  {met}")
-            (o1, r1), (o2, r2) = times[300], times[3000]
-            growth[provider] = (o2 - o1) / (r2 - r1)
+    for provider in PROVIDERS:
+        (o1, r1, _), (o2, r2, _) = times[(provider, 300)], times[(provider, 3000)]
+        growth[provider] = (o2 - o1) / (r2 - r1)
     print()
     print("cost of the history itself (300 -> 3,000 messages), ours as a multiple of raw: "
           + ", ".join(f"{p} {g:.2f}x" for p, g in growth.items()))
     print()
     print(f"{'provider':8} {'1 thread':>10} {'8 threads':>10} {'multiple':>9}  (1,000 messages, 200 ms server; target >= 6x)")
-    with FakeLLMServer(model_name="fake-model", latency_s=0.2) as slow:
-        for provider in PROVIDERS:
-            one = throughput(slow.base_url, provider, 1, 8)
-            eight = throughput(slow.base_url, provider, 8, 8)
-            met = "met" if eight / one >= 6 else "MISSED"
-            print(f"{provider:8} {one:8.2f}/s {eight:8.2f}/s {eight / one:8.2f}x  {met}")
+    for provider, (one, eight) in measure_threads().items():
+        met = "met" if eight / one >= 6 else "MISSED"
+        print(f"{provider:8} {one:8.2f}/s {eight:8.2f}/s {eight / one:8.2f}x  {met}")
 
 
 if __name__ == "__main__":

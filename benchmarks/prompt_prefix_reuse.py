@@ -39,19 +39,25 @@ def reuse(prompts: list[str]) -> float:
     return sum(shared_prefix(a, b) / len(a) for a, b in pairs) / len(pairs)
 
 
-def main() -> None:
+def measure(max_env_actions: int = 40) -> tuple[float, float, int, float]:
+    """Prefix reuse of our prompts and of headed prompts, the number of calls, mean prompt chars."""
     benchmark = CrafterBenchmark(CrafterConfig(), rollouts=1, eval_episodes=1)
     env = benchmark.make_env()
     model = Recording(build_model(ModelConfig(provider="scripted", name="uniform"), namespace="bench"))
     knowledge = Knowledge(1, "Strategy guide", "Collect wood first, then place a table. " * 20)
-    run_episode(env, benchmark.train_episode(0, 0), EpisodeContext(model, knowledge, Budget(None, 40, 600)))
+    run_episode(env, benchmark.train_episode(0, 0), EpisodeContext(model, knowledge, Budget(None, max_env_actions, 600)))
     env.close()
     ours = model.prompts
     headed = [p.replace("<user>", f"<user>Turn {i}.\n", 1) for i, p in enumerate(ours)]
-    print(f"actor calls: {len(ours)}; mean prompt chars: {sum(map(len, ours)) / len(ours):.0f}")
-    print(f"prefix reused, append-only rendering (ours): {reuse(ours):.3f}")
-    print(f"prefix reused, with a per-turn header line:  {reuse(headed):.3f}")
-    print(f"ratio: {reuse(ours) / reuse(headed):.1f}x")
+    return reuse(ours), reuse(headed), len(ours), sum(map(len, ours)) / len(ours)
+
+
+def main() -> None:
+    ours, headed, calls, chars = measure()
+    print(f"actor calls: {calls}; mean prompt chars: {chars:.0f}")
+    print(f"prefix reused, append-only rendering (ours): {ours:.3f}")
+    print(f"prefix reused, with a per-turn header line:  {headed:.3f}")
+    print(f"ratio: {ours / headed:.1f}x")
 
 
 if __name__ == "__main__":

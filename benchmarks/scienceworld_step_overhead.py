@@ -24,11 +24,11 @@ from speedrunner.benchmarks.scienceworld.env import (
 from speedrunner.benchmarks.scienceworld.tasks import parse_task
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
+def measure(repeats: int = 2, tasks: int | None = None) -> tuple[list[float], list[float], int]:
+    """Per-step seconds of the raw env and of ours (alternating) on the gold paths of the
+    first ``tasks`` t3/t4 subtasks (all by default), and the number of subtasks played."""
     config = ScienceWorldConfig()
+    task_ids = [*TASK_SETS["t3"], *TASK_SETS["t4"]][:tasks]
     raw = launch_simulator(config.env_step_limit, config.jvm_options)
     ours = ScienceWorldTextEnv(simplification=config.simplification,
                                env_step_limit=config.env_step_limit,
@@ -36,8 +36,8 @@ def main() -> None:
     raw_times: list[float] = []
     our_times: list[float] = []
     try:
-        for _ in range(args.repeats):
-            for task_id in (*TASK_SETS["t3"], *TASK_SETS["t4"]):
+        for _ in range(repeats):
+            for task_id in task_ids:
                 ref = parse_task(f"{task_id}/test", 0)
                 raw.load(ref.task_name, ref.variation, config.simplification,
                          generateGoldPath=True)
@@ -57,10 +57,17 @@ def main() -> None:
     finally:
         ours.close()
         stop_simulator(raw)
+    return raw_times, our_times, len(task_ids)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    raw_times, our_times, tasks = measure(args.repeats)
     raw_ms = 1000 * statistics.fmean(raw_times)
     our_ms = 1000 * statistics.fmean(our_times)
-    print(f"steps: {len(raw_times)} (gold paths of {len(TASK_SETS['t3t4'])} subtasks "
-          f"x {args.repeats})")
+    print(f"steps: {len(raw_times)} (gold paths of {tasks} subtasks x {args.repeats})")
     print(f"raw ScienceWorldEnv.step:   {raw_ms:.2f} ms/step "
           f"(median {1000 * statistics.median(raw_times):.2f})")
     print(f"ScienceWorldTextEnv.step:   {our_ms:.2f} ms/step "

@@ -107,6 +107,12 @@ class RecordedRequest:
 Responder = Callable[[dict[str, Any]], Reply]
 
 
+class _Server(ThreadingHTTPServer):
+    # The default backlog of 5 drops connections when 30 episodes call at once; the clients
+    # then see "connection failed" and back off, which no real endpoint would cause.
+    request_queue_size = 256
+
+
 class FakeLLMServer:
     """OpenAI-compatible + Gemini ``generateContent`` HTTP server on an ephemeral port."""
 
@@ -139,7 +145,7 @@ class FakeLLMServer:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True  # a sleeping "timeout" reply must not block close
         self._httpd.block_on_close = False
         self._thread = threading.Thread(

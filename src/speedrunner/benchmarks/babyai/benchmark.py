@@ -1,7 +1,7 @@
 """``BabyAIBenchmark``: episode specs for BabyAI-Text and the server they are played on.
 
 Training and evaluation episodes are pure functions of (run seed, split, index): the seed
-comes from ``core.seeding.episode_seed`` and the task kind from the seed (``levels.
+comes from ``core.seeding.episode_seed`` and the task kind from the seed (``kinds.
 kind_for_seed`` over the configured task set), so ``env.reset(spec.task, spec.seed)``
 replays the same episode anywhere. When the configured server URL is local and nothing
 answers, a private server subprocess is started on a free local port and stopped on
@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit
 
 from speedrunner.benchmarks.babyai.config import BabyAIConfig
 from speedrunner.benchmarks.babyai.env import START_HINT, BabyAITextEnv, ServerConnection
-from speedrunner.benchmarks.babyai.levels import kind_for_seed
+from speedrunner.benchmarks.babyai.kinds import kind_for_seed
 from speedrunner.core.benchmark import EpisodeSpec, Split
 from speedrunner.core.seeding import episode_seed
 from speedrunner.errors import ServerUnavailableError

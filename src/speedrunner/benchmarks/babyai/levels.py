@@ -30,7 +30,6 @@ which cannot be replayed; here the ``mixed`` task draws it from the seed (``kind
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from minigrid.core.roomgrid import RoomGrid
@@ -48,6 +47,7 @@ from minigrid.envs.babyai.core.verifier import (
 )
 
 from speedrunner.benchmarks.babyai.config import TASK_KINDS
+from speedrunner.benchmarks.babyai.kinds import kind_for_seed
 from speedrunner.core.names import unknown
 from speedrunner.errors import UnknownNameError
 
@@ -78,16 +78,6 @@ def resolve_task(task: str, seed: int) -> str:
     if kind not in TASK_KINDS:
         raise UnknownNameError(unknown("BabyAI task", task, valid_tasks()))
     return kind
-
-
-def kind_for_seed(seed: int, kinds: tuple[str, ...] = TASK_KINDS) -> str:
-    """The task kind for ``seed`` among ``kinds``, via a stable hash (same in every process).
-
-    A hash rather than ``seed % n`` so that kind and layout (which uses ``seed`` directly
-    as the numpy seed) are not correlated through the low bits.
-    """
-    digest = hashlib.sha256(f"babyai-kind/{seed}".encode()).digest()
-    return kinds[int.from_bytes(digest[:4], "big") % len(kinds)]
 
 
 class MixedTrainLocalLevel(LevelGen):
