@@ -7,8 +7,7 @@ Side by side in one process (the fake server runs in its own, as a real endpoint
 each on a fresh run directory (so no answer comes from the response cache), through the runtime's own ``Runner`` (thread pool, env pool, per-endpoint
 concurrency limit, trajectories written to disk) with ReAct and one BabyAI server that is
 already up: one episode alone, then the batch and the evaluation with the shipped
-settings (``run.parallel_episodes`` 4, ``model.max_concurrency`` 8) and with both set to
-the number of episodes. Every episode plays its whole LLM-call budget (the fake actor never
+settings (``run.parallel_episodes: all``, ``model.max_concurrency`` 32). Every episode plays its whole LLM-call budget (the fake actor never
 wins), so 1.0x is perfect overlap. Targets: batch <= 1.3x, evaluation <= 2x.
 """
 
@@ -89,17 +88,14 @@ def rows(calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: i
             out = []
             for n, is_eval, what in ((batch, False, "wake batch"), (evaluation, True, "evaluation")):
                 target = TARGETS[10 if not is_eval else 30]
-                settings = [([], f"shipped parallel_episodes {shipped.run.parallel_episodes}, "
-                                 f"max_concurrency {shipped.model.max_concurrency}"),
-                            ([f"run.parallel_episodes={n}", f"model.max_concurrency={n}"],
-                             f"parallel_episodes {n}, max_concurrency {n}")]
-                for extra, label in settings:
-                    wall = play(n, is_eval, extra)
-                    parallel = load_config([*base, *extra]).run.parallel_episodes
-                    out.append(Row(f"2. {what} of {n} / one episode ({label})", wall / one, "x", target,
-                                   detail=f"{fmt(wall)} s vs one episode {fmt(one)} s; {calls} calls of "
-                                          f"{fmt(latency_s * 1e3)} ms per episode; "
-                                          f"{-(-n // parallel)} round(s) of <= {parallel} episodes"))
+                label = (f"shipped parallel_episodes {shipped.run.parallel_episodes}, "
+                         f"max_concurrency {shipped.model.max_concurrency}")
+                wall = play(n, is_eval, [])
+                parallel = shipped.run.workers(n)
+                out.append(Row(f"2. {what} of {n} / one episode ({label})", wall / one, "x", target,
+                               detail=f"{fmt(wall)} s vs one episode {fmt(one)} s; {calls} calls of "
+                                      f"{fmt(latency_s * 1e3)} ms per episode; "
+                                      f"{-(-n // parallel)} round(s) of <= {parallel} episodes"))
             return out
     finally:
         server.stop()

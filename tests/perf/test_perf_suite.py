@@ -94,8 +94,8 @@ def test_run_all_smoke_prints_every_figure_with_a_number(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(out_json.read_text())["rows"]
     figures = [r["figure"] for r in rows]
-    assert sum(f.startswith("2. wake batch of 10") for f in figures) == 2
-    assert sum(f.startswith("2. evaluation of 30") for f in figures) == 2
+    assert sum(f.startswith("2. wake batch of 10") for f in figures) == 1
+    assert sum(f.startswith("2. evaluation of 30") for f in figures) == 1
     assert sum(f.startswith("3. start-up") for f in figures) == 1
     for row in rows:
         assert math.isfinite(row["value"]) and row["value"] > 0

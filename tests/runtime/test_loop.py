@@ -89,6 +89,38 @@ def test_parallel_results_are_ordered_and_identical_to_serial(tmp_path):
     assert {m["success"] for m in rows[4][0]} == {True, False}  # the policy is noisy enough to matter
 
 
+def test_parallel_all_plays_every_episode_of_a_batch_and_of_an_evaluation_at_once(tmp_path):
+    """The default: a batch (and an evaluation) takes one episode's wall time, not several."""
+    import threading
+    import time
+
+    in_flight, peak, lock = [0], [0], threading.Lock()
+
+    def counting(messages, purpose, call_id):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        try:
+            time.sleep(0.05)  # a model's latency: episodes that run together overlap here
+            return noisy_policy(messages, purpose, call_id)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    config = make_config(parallel_episodes="all", rollouts=6, sleep_every=6, eval_every=6, eval_episodes=3)
+    runner, benchmark = make_runner(tmp_path, PolicyModel(counting), config)
+    runner.run()
+    assert peak[0] == 6                      # the batch's 6 episodes were all in flight together
+    assert len(benchmark.envs) == 6          # and no more envs than that were ever made
+    assert config.run.peak_parallel_episodes == 6 and config.run.workers(3) == 3
+
+
+@pytest.mark.parametrize("value", [0, -1, "some"])
+def test_parallel_episodes_is_a_positive_number_or_all(value):
+    with pytest.raises(ValueError, match="parallel_episodes"):
+        RunSection(parallel_episodes=value)
+
+
 class Crash(Exception):
     pass
 

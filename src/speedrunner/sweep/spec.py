@@ -274,14 +274,14 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             bench = config.benchmark
             memory = spec.resources.memory_gb
             if memory is None and bench.name == "scienceworld":
-                memory = 1.5 * config.run.parallel_episodes
+                memory = 1.5 * config.run.peak_parallel_episodes
             runs.append(SweepRun(
                 index=len(runs), run_id=run_id, label=label, config_file=config_file.resolve(),
                 overrides=tuple(_as_override(k, v) for k, v in merged.items()), run_dir=run_dir,
                 benchmark=bench.name, method=config.method.name,
                 entry_point=METHODS.get(config.method.name).entry_point
                 or f"speedrunner.benchmarks.{bench.name}.train",
-                parallel_episodes=config.run.parallel_episodes, num_cpus=spec.resources.num_cpus,
+                parallel_episodes=config.run.peak_parallel_episodes, num_cpus=spec.resources.num_cpus,
                 memory_bytes=None if memory is None else int(memory * 2**30),
                 server_url=getattr(bench, "server_url", None),
                 autostart_server=bool(getattr(bench, "autostart_server", False)),

@@ -52,8 +52,27 @@ class RunSection(Section):
     """Size of the fixed held-out evaluation set (0 disables evaluation)."""
     eval_seed: int = 0
     """Seed of the held-out set. Independent of ``seed``, so every method, checkpoint and run seed is evaluated on the same episodes."""
-    parallel_episodes: int = Field(4, ge=1)
-    """Episodes of one batch (or one evaluation) that run concurrently."""
+    parallel_episodes: int | Literal["all"] = "all"
+    """Episodes of one batch (or one evaluation) that run concurrently: a number, or ``all``
+    (every episode of the batch or evaluation at once; calls still obey ``model.max_concurrency``).
+    Lower it when envs are heavy (ScienceWorld: one JVM per parallel episode)."""
+    @field_validator("parallel_episodes")
+    @classmethod
+    def _at_least_one(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("parallel_episodes must be at least 1, or 'all'")
+        return value
+
+    def workers(self, episodes: int) -> int:
+        """Threads for ``episodes`` episodes played together (a batch or an evaluation)."""
+        limit = episodes if self.parallel_episodes == "all" else self.parallel_episodes
+        return max(1, min(limit, episodes))
+
+    @property
+    def peak_parallel_episodes(self) -> int:
+        """The most episodes (envs) this run ever plays at once."""
+        return self.workers(max(self.sleep_every, self.eval_episodes))
+
     episode_wall_clock_s: float = Field(1800.0, gt=0)
     """Wall-clock cap per episode, in seconds (the paper: 30 minutes)."""
     output_root: str = "runs"
@@ -126,8 +145,9 @@ class ModelConfig(Section):
     """Per-call timeout in seconds."""
     max_attempts: int = Field(6, ge=1)
     """Attempts per call for retryable failures (429, 5xx, timeouts, connection errors)."""
-    max_concurrency: int = Field(8, ge=1)
-    """Concurrent in-flight calls per endpoint."""
+    max_concurrency: int = Field(32, ge=1)
+    """Concurrent in-flight calls per endpoint (enough for a whole evaluation at once; lower it for a
+    strict rate limit — 429 answers are retried with backoff either way)."""
     replay: bool = True
     """Replay responses already paid for (resume); false always calls the provider."""
     script: str | None = None

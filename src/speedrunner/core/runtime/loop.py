@@ -65,7 +65,7 @@ def config_fingerprint(config: RunConfig) -> str:
 
 class EnvPool:
     """Envs reused across episodes (a ScienceWorld env owns a JVM). One is made only when none
-    is free, so at most ``run.parallel_episodes`` exist."""
+    is free, so at most ``run.peak_parallel_episodes`` exist."""
 
     def __init__(self, make_env: Callable[[], TextEnv]) -> None:
         self._make_env = make_env
@@ -206,7 +206,7 @@ class Runner:
                 progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd)
             return trajectory
 
-        executor = ThreadPoolExecutor(max_workers=self.config.run.parallel_episodes,
+        executor = ThreadPoolExecutor(max_workers=self.config.run.workers(len(todo)),
                                       thread_name_prefix="speedrunner-episode")
         futures = {spec.index: executor.submit(play, spec) for spec in todo}
         try:
