@@ -136,7 +136,13 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
         vectors = sum(e["cost_usd"] for e in embedded if e["charged_to"] == f"train/{i:04d}")
         assert m["cost_episode_usd"] == pytest.approx(llm + vectors)
     assert sum(e["cost_usd"] for e in embedded if e["charged_to"] == "train/0002") > 0
-    assert {c["purpose"] for c in calls} == {"curriculum", "inducer", "critic", "description", "actor"}
+    assert {c["purpose"] for c in calls} == {"curriculum", "inducer", "critic", "description", "actor", "embedding"}
+    # Every paid embedding request is in llm_calls.jsonl too: money spent sums over that one file.
+    logged = [c for c in calls if c["purpose"] == "embedding"]
+    assert sum(c["spent_usd"] for c in logged) == pytest.approx(sum(e["cost_usd"] for e in embedded))
+    assert len(logged) == sum(1 for e in embedded if e["tokens"] > 0) > 0   # one row per request
+    assert len({c["call_id"] for c in logged}) == len(logged)
+    assert {c["call_id"].split("/")[1] for c in logged} <= {"train", "eval", "knowledge"}
     train1 = json.loads((run_dir / "episodes" / "train" / "0001.json").read_text())
     assert train1["steps"][0]["skill_call"]["name"] == "collect_wood" and "collect_wood" in train1["final_info"]["achievements"]
     assert metrics[1]["progress"] == pytest.approx(1 / 22) and metrics[1]["stop_reason"] == "iteration_end"
@@ -206,3 +212,5 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     assert all(n == 1 for n in paid.values())
     embedded = rows(run_dir / "voyager" / "embeddings.jsonl")
     assert len({e["key"] for e in embedded}) == len(embedded)  # no vector paid twice
+    logged = [c for c in calls if c["purpose"] == "embedding"]
+    assert sum(c["spent_usd"] for c in logged) == pytest.approx(sum(e["cost_usd"] for e in embedded))

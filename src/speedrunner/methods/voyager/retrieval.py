@@ -6,7 +6,9 @@ Voyager ranks its skills by the similarity of their descriptions to the task. Tw
   embedding model, or Gemini's OpenAI-compatible URL), cosine similarity. Every vector is
   stored in ``voyager/embeddings.jsonl`` (model, text hash, tokens, cost, the rollout it
   was paid for) the moment it is paid for, so a resumed run reads it back instead of paying
-  again, and the rollout's cost includes it (also after a resume).
+  again, and the rollout's cost includes it (also after a resume). Each paid request is also
+  a row of the run's ``llm_calls.jsonl`` (purpose ``embedding``, call id
+  ``embedding/<rollout>/<request hash>``), so money spent sums over that file as for every other call.
 - ``BM25Ranker``: local and lexical, ``rank_bm25.BM25Okapi``. Chosen over ``bm25s``: one
   small pure-Python module whose only dependency (numpy) the project already has, stable
   for years, and our corpora are a few hundred descriptions at most, where bm25s's sparse
@@ -21,6 +23,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -28,6 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from speedrunner.core.atomic import append_jsonl, read_jsonl, repair_jsonl
+from speedrunner.core.llm.accounting import CallLog, CallRecord
 from speedrunner.errors import ConfigError, LLMError
 
 __all__ = ["BM25Ranker", "EmbeddingRanker", "Ranker", "tokenize", "top_k"]
@@ -85,7 +89,8 @@ class EmbeddingRanker:
     kind = "embeddings"
 
     def __init__(self, *, model: str, base_url: str | None, api_key_env: str, timeout_s: float,
-                 price_per_million: float | None, store_dir: Path) -> None:
+                 price_per_million: float | None, store_dir: Path, calls_log: CallLog | None = None,
+                 namespace: str = "") -> None:
         key = os.environ.get(api_key_env)
         if not key:
             raise ConfigError(f"method.embedding needs an API key in ${api_key_env} (for a local vLLM "
@@ -95,6 +100,8 @@ class EmbeddingRanker:
         self.model = model
         self.price = price_per_million
         self.path = Path(store_dir) / EMBEDDINGS_FILE
+        self.base_url = base_url
+        self.calls_log, self.namespace = calls_log, namespace
         self._client = OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=3)
         self._lock = threading.Lock()
         repair_jsonl(self.path)  # a kill may have torn the last line; that vector is asked again
@@ -115,12 +122,14 @@ class EmbeddingRanker:
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if self._key(t) not in self._vectors))
             if missing:
+                started = time.monotonic()
                 try:
                     response = self._client.embeddings.create(model=self.model, input=missing)
                 except Exception as e:  # the SDK's errors: the run stops, resumable, nothing lost
                     raise LLMError(f"embedding endpoint failed for model {self.model!r}: {e}") from e
                 tokens = int(getattr(response.usage, "prompt_tokens", 0) or 0)
                 cost = None if self.price is None else tokens * self.price / 1e6
+                self._log_call(missing, charge_to, tokens, cost, time.monotonic() - started)
                 for i, (text, item) in enumerate(zip(missing, sorted(response.data, key=lambda d: d.index),
                                                      strict=True)):
                     key = self._key(text)
@@ -132,6 +141,22 @@ class EmbeddingRanker:
                     self._costs.setdefault(charge_to, []).append(row["cost_usd"])
                     self._vectors[key] = np.asarray(item.embedding, dtype=float)
             return [self._vectors[self._key(t)] for t in texts]
+
+    def _log_call(self, texts: Sequence[str], charge_to: str, tokens: int, cost: float | None,
+                  latency_s: float) -> None:
+        """The request's row in ``llm_calls.jsonl``, written before its vectors are stored (a kill
+        in between re-pays the request and logs it again: the file never under-counts)."""
+        if self.calls_log is None:
+            return
+        digest = hashlib.sha256("\0".join([self.model, *texts]).encode()).hexdigest()
+        self.calls_log.append(CallRecord(
+            ts=time.time(), namespace=self.namespace, purpose="embedding",
+            call_id=f"embedding/{charge_to}/{digest[:12]}", provider="openai-embeddings", model=self.model,
+            endpoint=self.base_url, request_hash=digest, messages_sha256=digest, n_messages=len(texts),
+            last_message=None, response=None, reasoning=None,
+            usage={"input_uncached": tokens, "input_cached": 0, "output": 0, "reasoning": 0},
+            cost_usd=cost, spent_usd=cost, latency_s=round(latency_s, 4), cache_hit=False, scripted=False,
+            finish_reason=None, empty=False, truncated=False, sampling={}, attempts=1))
 
     def scores(self, query: str, documents: Sequence[str], charge_to: str = "knowledge") -> list[float]:
         vectors = self.embed([query, *documents], charge_to)

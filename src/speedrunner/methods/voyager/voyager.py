@@ -50,10 +50,12 @@ from speedrunner.core.codebook.parse import split_module
 from speedrunner.core.codebook.render import render_api
 from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import STOP, RunInterrupted
+from speedrunner.core.llm.accounting import CallLog
 from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.actor import ActorStep
+from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
 from speedrunner.methods.voyager.attempt import FENCE, Attempt, write_and_run
@@ -118,7 +120,8 @@ class VoyagerMethod:
             return BM25Ranker()
         return EmbeddingRanker(model=e.name, base_url=e.base_url, api_key_env=e.api_key_env, timeout_s=e.timeout_s,
                                price_per_million=None if e.prices is None else e.prices.input,
-                               store_dir=self.run_dir / STATE_DIR)
+                               store_dir=self.run_dir / STATE_DIR, calls_log=CallLog(self.run_dir / CALLS_FILE),
+                               namespace=getattr(self.model, "namespace", self.run_dir.name))
 
     def _reset_batch(self) -> None:
         """The batch starts from the stored generation and state (also after a kill)."""
