@@ -107,6 +107,21 @@ def test_model_label_in_the_path(loader: ConfigLoader, write_config: WriteConfig
     assert create_run_dir(scripted).parent.parent.name == "opo-scripted-t3t4"
 
 
+def test_staging_left_by_a_killed_creator_is_removed_and_a_live_ones_is_kept(
+    loader: ConfigLoader, config_file: Path, tmp_path: Path
+) -> None:
+    """A kill during creation leaves ``.<id>.creating-<pid>``; the next creation cleans it up."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".pinned.creating-{dead.pid}"
+    live = tmp_path / f".pinned.creating-{os.getppid()}"  # a process that is certainly running
+    for d in (stale, live):
+        (d / "partial").mkdir(parents=True)
+    run_dir = create_run_dir(loader.load(config_file), run_dir=tmp_path / "pinned")
+    assert (run_dir / "config.yaml").exists()
+    assert not stale.exists() and live.exists()
+
+
 def test_provenance_is_complete_and_byte_exact(
     loader: ConfigLoader, config_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -142,6 +142,24 @@ def claim_run_dir(parent: Path) -> Path:
             n += 1
 
 
+def _remove_dead_staging(path: Path) -> None:
+    """Remove staging directories for ``path`` left by processes killed while creating it."""
+    for stale in path.parent.glob(f".{path.name}.creating-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def create_run_dir(loaded: LoadedConfig, *, run_dir: str | Path | None = None) -> Path:
     """Make a fresh run directory and write the config copies and provenance into it.
 
@@ -159,6 +177,7 @@ def create_run_dir(loaded: LoadedConfig, *, run_dir: str | Path | None = None) -
             path.parent.mkdir(parents=True, exist_ok=True)
         else:
             path = claim_run_dir(experiment_dir(loaded.config))
+        _remove_dead_staging(path)
         staging = path.parent / f".{path.name}.creating-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
