@@ -78,3 +78,20 @@ def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
     assert group.finals["llm_calls_per_episode"].mean == 3 and not group.scripted
     table = summary_table([group])
     assert table.rows[0]["cost_per_episode_mean"] == "" and "| – |" in table.markdown()
+
+
+def test_asi_sleep_records_head_the_codebook_diffs(tmp_path):
+    """The record ASI writes (``sleep/asi_<b>.json``) says what each generation added."""
+    import json
+
+    from speedrunner.core.reporting.knowledge import sleep_notes
+
+    (tmp_path / "sleep").mkdir()
+    (tmp_path / "sleep" / "asi_0000.json").write_text(json.dumps({"batch": 0, "generation": 1, "inductions": [
+        {"episode": 2, "proposed": ["go_to"], "added": ["go_to"], "skipped": [], "rejected": None},
+        {"episode": 5, "proposed": ["go_to", "pick"], "added": ["pick"], "skipped": ["go_to: exists"],
+         "rejected": None},
+        {"episode": 7, "proposed": ["bad"], "added": [], "skipped": [], "rejected": "the replay failed"}]}))
+    (tmp_path / "sleep" / "asi_0001.json").write_text("{torn")
+    assert sleep_notes(tmp_path) == {
+        1: "added go_to (episode 2), pick (episode 5); 3 induction(s); 1 skipped (name exists); 1 rejected"}

@@ -14,6 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from speedrunner.core.codebook import store
 
@@ -140,19 +141,45 @@ def _components(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def sleep_notes(run_dir: Path) -> dict[int, str]:
-    """Generation -> what the sleep phase that wrote it said (SpeedRunner's ``sleep/batch_<b>/sleep.json``:
-    its edits and its note), for the diff headings; other methods' sleep records are not read."""
+    """Generation -> what the sleep phase that wrote it said, for the diff headings: SpeedRunner's
+    ``sleep/batch_<b>/sleep.json`` (its edits and its note) and ASI's ``sleep/asi_<b>.json`` (what
+    each induction added, skipped or had rejected)."""
     notes = {}
     for path in sorted((run_dir / "sleep").glob("batch_*/sleep.json")):
-        try:
-            record = json.loads(path.read_text("utf-8"))
-            generation = int(record["generation"])
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+        record = _read_record(path)
+        if record is None:
             continue
         edits = ", ".join(str(e) for e in record.get("edits") or []) or "no edits"
         note = str(record.get("note") or "").strip()
-        notes[generation] = f"{edits}{f' — {note}' if note else ''}"
+        notes[int(record["generation"])] = f"{edits}{f' — {note}' if note else ''}"
+    for path in sorted((run_dir / "sleep").glob("asi_*.json")):
+        record = _read_record(path)
+        if record is not None:
+            notes[int(record["generation"])] = _asi_note(record.get("inductions") or [])
     return notes
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    """A sleep record with an integer ``generation``, or ``None`` (unreadable records are skipped)."""
+    try:
+        record = json.loads(path.read_text("utf-8"))
+        int(record["generation"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    return record
+
+
+def _asi_note(inductions: list[dict[str, Any]]) -> str:
+    added = [f"{name} (episode {i.get('episode')})" for i in inductions for name in i.get("added") or []]
+    skipped = sum(len(i.get("skipped") or []) for i in inductions)
+    rejected = sum(1 for i in inductions if i.get("rejected"))
+    parts = [f"added {', '.join(added)}" if added else "nothing added",
+             f"{len(inductions)} induction(s)"]
+    if skipped:
+        parts.append(f"{skipped} skipped (name exists)")
+    if rejected:
+        parts.append(f"{rejected} rejected")
+    return "; ".join(parts)
 
 
 def diffs(gens: list[Generation]) -> list[tuple[int, int, str]]:
