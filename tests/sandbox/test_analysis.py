@@ -101,7 +101,8 @@ def test_a_timeout_kills_the_session_and_the_next_run_starts_fresh(session) -> N
 
 def test_a_fork_bomb_is_capped_by_the_process_limit(session) -> None:
     result = run(session, """
-        import os, time
+        import os, resource, time
+        print(resource.getrlimit(resource.RLIMIT_NPROC)[0])
         pids = []
         try:
             while True:
@@ -113,13 +114,53 @@ def test_a_fork_bomb_is_capped_by_the_process_limit(session) -> None:
         except OSError as e:
             print(len(pids), type(e).__name__)
     """, timeout_s=10)
-    forked, error = result.stdout.split()
-    assert error == "BlockingIOError" and int(forked) < LIMITS.processes
+    limit, forked, error = result.stdout.split()
+    # The limit is LIMITS.processes on top of the uid's tasks at the start (other sandboxes on the
+    # machine, e.g. the previous test's, still exiting), so a bomb gets at most that many.
+    assert LIMITS.processes <= int(limit) < LIMITS.processes + 500
+    assert error == "BlockingIOError" and 0 < int(forked) < int(limit)
     still_works(session)
     scratch = session._process.scratch
     assert len(processes_of(scratch)) > int(forked) // 2  # the sleepers are there, and found
     session.close()
     assert_all_gone(scratch)  # close() killed them too
+
+
+def test_other_processes_of_the_sandbox_user_do_not_use_up_its_process_limit(tier: str) -> None:
+    """RLIMIT_NPROC counts the uid's tasks machine-wide: other runs' sandboxes (a sweep) must not
+    leave analysis code unable to start a thread, and a fork bomb is still capped."""
+    if os.geteuid() != 0:
+        pytest.skip("starting processes as uid 65534 needs root (a non-root user's sandboxes count as that user)")
+    others = [subprocess.Popen(["sleep", "60"], user=NOBODY) for _ in range(LIMITS.processes + 5)]
+    try:
+        session = open_analysis_session(tier=tier, limits=LIMITS)
+        try:
+            result = run(session, """
+                import os, resource, threading, time
+                print(resource.getrlimit(resource.RLIMIT_NPROC)[0])
+                t = threading.Thread(target=print, args=("a thread",))
+                t.start(); t.join()
+                pids = []
+                try:
+                    while True:
+                        pid = os.fork()
+                        if pid == 0:
+                            time.sleep(60)
+                            os._exit(0)
+                        pids.append(pid)
+                except OSError as e:
+                    print(len(pids), type(e).__name__)
+            """, timeout_s=10)
+            limit, thread, forks = result.stdout.splitlines()
+            forked, error = forks.split()
+            assert int(limit) >= LIMITS.processes + len(others)   # the others do not count against it
+            assert thread == "a thread" and error == "BlockingIOError" and 0 < int(forked) < int(limit)
+        finally:
+            session.close()
+    finally:
+        for p in others:
+            p.kill()
+            p.wait()
 
 
 def test_a_real_fork_bomb_times_out_and_leaves_nothing_behind(session) -> None:

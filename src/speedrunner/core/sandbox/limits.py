@@ -27,8 +27,10 @@ class Limits:
     open_files: int = 64
     """Open file descriptors (``RLIMIT_NOFILE``)."""
     processes: int = 32
-    """Processes and threads of the sandbox user (``RLIMIT_NPROC``); stops fork bombs. Only
-    enforced for a non-root user, which is why a root parent runs the child as uid 65534."""
+    """Processes and threads a sandbox may add to its user's (``RLIMIT_NPROC``, which the kernel
+    counts machine-wide: the child's limit is this plus the uid's tasks when it starts); stops
+    fork bombs. Only enforced for a non-root user, which is why a root parent runs the child as
+    uid 65534."""
     scratch_mb: int = 64
     """Size of the scratch directory under bwrap (a private tmpfs, so nothing reaches the disk)."""
     max_print_chars: int = 10_000

@@ -61,6 +61,22 @@ def child_env(scratch: Path) -> dict[str, str]:
     return env
 
 
+def tasks_of_uid(uid: int) -> int:
+    """Processes and threads whose real uid is ``uid`` (what the kernel counts for RLIMIT_NPROC)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError, IndexError):  # gone since listdir, or unreadable
+            continue
+    return count
+
+
 class SandboxProcess:
     """A started child, ready for requests; ``kill()`` ends it and everything it started."""
 
@@ -104,8 +120,11 @@ class SandboxProcess:
             os.close(from_child_w)
         self.channel = Channel(from_child_r, to_child_w, nonblocking=True)
         deadline = time.monotonic() + timeout_s
-        config = {"mode": mode, "tier": self.tier, "limits": self.limits.to_json(), "preload": preload,
-                  "drop_to": drop}
+        limits = self.limits.to_json()
+        # RLIMIT_NPROC counts every task of the uid machine-wide (other sandboxes of this run,
+        # of other runs of a sweep): the limit is what this sandbox may add to what exists now.
+        limits["processes"] += tasks_of_uid(os.getuid() if drop is None else drop)
+        config = {"mode": mode, "tier": self.tier, "limits": limits, "preload": preload, "drop_to": drop}
         try:
             self.channel.send(config, deadline)
             hello = self.channel.recv(deadline)
