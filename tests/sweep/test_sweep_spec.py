@@ -199,3 +199,33 @@ def test_plan_reads_the_run_directory_and_warns_when_the_config_file_changed(tmp
     config.write_text(config.read_text().replace("seed: 0", "seed: 5"))
     action, why = plan(run)
     assert action == "skip" and "WARNING: react.yaml changed since this run started" in why
+
+
+def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_zero(tmp_path, capsys):
+    import json
+
+    from speedrunner.sweep.cli import print_outcomes
+    from speedrunner.sweep.execute import read_outcome
+
+    path = write(tmp_path, f"name: p\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n")
+    run = load_sweep(path).runs[0]
+    d = run.run_dir
+    (d / "episodes" / "train").mkdir(parents=True)
+    (d / "episodes" / "train" / "0000.json").write_text("{}")
+    (d / "config.resolved.json").write_text(json.dumps({"run": {"rollouts": 200}, "speedrun": {"metric": "success"}}))
+    (d / "summary.json").write_text(json.dumps({"status": "finished", "final_eval": {
+        "success_mean": 0.5, "progress_mean": 0.625}}))
+    calls = [{"spent_usd": 0.25}, {"spent_usd": 0.0, "cache_hit": True}]
+    (d / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls) + '{"torn')
+    outcome = read_outcome(run, "start", 0)
+    assert (outcome.progress, outcome.metric_value, outcome.cost_usd) == (0.625, 0.5, 0.25)
+    print_outcomes([outcome])
+    line = [x for x in capsys.readouterr().out.splitlines() if str(d) in x][0]
+    assert line.split()[:5] == ["finished", "1/200", "0.625", "success", "0.500"] and "$0.2500" in line
+
+    calls.append({"spent_usd": None})  # a call whose price is unknown
+    (d / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
+    outcome = read_outcome(run, "start", 0)
+    assert outcome.cost_usd is None
+    print_outcomes([outcome])
+    assert " unknown " in [x for x in capsys.readouterr().out.splitlines() if str(d) in x][0]

@@ -144,15 +144,14 @@ def _status(o: Outcome) -> str:
 
 def print_outcomes(outcomes: list[Outcome]) -> None:
     """One line per run: status, final progress, cost, run dir; then failures' log tails."""
-    print("\nstatus      episodes  metric           cost        run")
+    print("\nstatus      episodes  progress  metric           cost             run")
     for o in outcomes:
-        progress = f"{o.episodes}/{o.rollouts if o.rollouts is not None else '?'}"
+        episodes = f"{o.episodes}/{o.rollouts if o.rollouts is not None else '?'}"
+        progress = "-" if o.progress is None else f"{o.progress:.3f}"
         metric = f"{o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
-        if o.cost_usd is None:
-            cost = "-"
-        else:
-            cost = f"${o.cost_usd:.4f}" + (" scripted" if o.scripted else "")
-        print(f"{_status(o):<11} {progress:>8}  {metric:<16} {cost:<11} {o.run_dir}")
+        cost = ("unknown" if o.episodes else "-") if o.cost_usd is None else f"${o.cost_usd:.4f}"
+        cost += " scripted" if o.scripted else ""
+        print(f"{_status(o):<11} {episodes:>8}  {progress:>8}  {metric:<16} {cost:<16} {o.run_dir}")
     if any(o.action == "skip" and o.ok for o in outcomes):
         print("(finished*: finished by an earlier attempt of the sweep; skipped)")
     for o in outcomes:

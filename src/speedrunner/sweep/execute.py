@@ -46,8 +46,11 @@ class Outcome:
     metric: str | None = None
     metric_value: float | None = None
     """The last evaluation's mean of the run's speedrun metric (final eval once finished)."""
+    progress: float | None = None
+    """The last evaluation's mean progress (the final evaluation once finished)."""
     cost_usd: float | None = None
-    """Money actually spent (llm_calls.jsonl ``spent_usd``; replays cost nothing)."""
+    """Money actually spent (llm_calls.jsonl ``spent_usd``; replays cost nothing); ``None`` when
+    a call's price is unknown (a sum would silently count it as 0)."""
     scripted: bool = False
     log_file: str = ""
     log_tail: list[str] = field(default_factory=list)
@@ -153,7 +156,8 @@ def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: 
         status=summary.get("status", "missing"),
         episodes=len(list((d / "episodes" / "train").glob("*.json"))),  # kept on disk; a resume reuses them
         rollouts=(resolved.get("run") or {}).get("rollouts"),
-        metric=metric, metric_value=value, cost_usd=_spent(d / "llm_calls.jsonl"),
+        metric=metric, metric_value=value, progress=evals.get("progress_mean"),
+        cost_usd=_spent(d / "llm_calls.jsonl"),
         scripted=bool(summary.get("scripted")), log_file=str(run.log_file), note=note,
     )
     if exit_code not in (None, 0) or (action != "skip" and outcome.status != "finished"):
@@ -174,15 +178,25 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _spent(calls: Path) -> float | None:
+    """Sum of ``spent_usd``; ``None`` if any paid call's price is unknown."""
     if not calls.is_file():
         return None
     total = 0.0
     with open(calls, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
-                total += float(json.loads(line).get("spent_usd") or 0.0)
-            except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+                row = json.loads(line)
+            except json.JSONDecodeError:
                 continue  # a torn last line of a killed run
+            if not isinstance(row, dict):
+                continue
+            spent = row.get("spent_usd", 0.0)
+            if spent is None:
+                return None
+            try:
+                total += float(spent)
+            except (TypeError, ValueError):
+                continue
     return total
 
 
