@@ -99,21 +99,25 @@ def test_a_timeout_kills_the_session_and_the_next_run_starts_fresh(session) -> N
     still_works(session)
 
 
+CAPPED_FORK_BOMB = """
+import os, resource, time
+print(resource.getrlimit(resource.RLIMIT_NPROC)[0])
+pids = []
+try:
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        pids.append(pid)
+except OSError as e:
+    print(len(pids), type(e).__name__)
+"""
+"""Prints the process limit it runs under, then forks sleepers until the limit says no."""
+
+
 def test_a_fork_bomb_is_capped_by_the_process_limit(session) -> None:
-    result = run(session, """
-        import os, resource, time
-        print(resource.getrlimit(resource.RLIMIT_NPROC)[0])
-        pids = []
-        try:
-            while True:
-                pid = os.fork()
-                if pid == 0:
-                    time.sleep(60)
-                    os._exit(0)
-                pids.append(pid)
-        except OSError as e:
-            print(len(pids), type(e).__name__)
-    """, timeout_s=10)
+    result = run(session, CAPPED_FORK_BOMB, timeout_s=10)
     limit, forked, error = result.stdout.split()
     # The limit is LIMITS.processes on top of the uid's tasks at the start (other sandboxes on the
     # machine, e.g. the previous test's, still exiting), so a bomb gets at most that many.
@@ -135,26 +139,13 @@ def test_other_processes_of_the_sandbox_user_do_not_use_up_its_process_limit(tie
     try:
         session = open_analysis_session(tier=tier, limits=LIMITS)
         try:
-            result = run(session, """
-                import os, resource, threading, time
-                print(resource.getrlimit(resource.RLIMIT_NPROC)[0])
-                t = threading.Thread(target=print, args=("a thread",))
-                t.start(); t.join()
-                pids = []
-                try:
-                    while True:
-                        pid = os.fork()
-                        if pid == 0:
-                            time.sleep(60)
-                            os._exit(0)
-                        pids.append(pid)
-                except OSError as e:
-                    print(len(pids), type(e).__name__)
-            """, timeout_s=10)
-            limit, thread, forks = result.stdout.splitlines()
-            forked, error = forks.split()
+            thread = run(session, "import threading\nt = threading.Thread(target=print, args=('a thread',))\n"
+                                  "t.start(); t.join()")
+            result = run(session, CAPPED_FORK_BOMB, timeout_s=10)
+            limit, forked, error = result.stdout.split()
             assert int(limit) >= LIMITS.processes + len(others)   # the others do not count against it
-            assert thread == "a thread" and error == "BlockingIOError" and 0 < int(forked) < int(limit)
+            assert thread.stdout == "a thread\n" and thread.error is None
+            assert error == "BlockingIOError" and 0 < int(forked) < int(limit)
         finally:
             session.close()
     finally:
