@@ -60,9 +60,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from speedrunner.train_cli import check_runnable
 
             loaded = config_loader().load(args.path, overrides=args.overrides, quick_test=args.quick_test)
-            check_runnable(loaded.config)  # what the train command would refuse, refused here too
+            # What the train command would refuse is refused here too, except a missing key:
+            # checking a file needs no secret, so that is a note for when the run starts.
+            notes = check_runnable(loaded.config, keys_required=False)
             print(json.dumps(loaded.resolved_json(), indent=2))
             print(f"# {args.path}: valid (sha256 {loaded.sha256[:12]})", file=sys.stderr)
+            for note in dict.fromkeys(notes):
+                print(f"# note: the file is valid, but running it needs this first: {note}", file=sys.stderr)
         elif args.command == "leaderboard":
             from speedrunner.leaderboard import commands as leaderboard
 

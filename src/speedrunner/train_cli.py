@@ -154,25 +154,37 @@ def _note_sandbox(run_dir: Path, tier: str) -> None:
               file=sys.stderr)
 
 
-def check_runnable(config: RunConfig) -> None:
+def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str]:
     """What must hold before any run directory is made: the method exists, the API keys are set.
 
-    ``speedrunner validate-config`` calls this too, so it says what the train command would.
+    ``speedrunner validate-config`` calls this too, so it says what the train command would;
+    it passes ``keys_required=False`` because checking a file needs no secret: a missing key
+    is then returned as a note (the run will need it) instead of raised.
     """
     from speedrunner.core.llm.build import make_provider
     from speedrunner.core.specs import METHODS
+    from speedrunner.errors import MissingAPIKeyError
 
     if METHODS.get(config.method.name).factory is None:
         implemented = [name for name in METHODS.names() if METHODS.get(name).factory is not None]
         raise ConfigError(f"method {config.method.name!r} is not implemented in this version yet "
                           f"(implemented: {', '.join(implemented)}); nothing was run and no run "
                           "directory was made")
-    make_provider(config.model)
-    if config.inducer is not None:
-        make_provider(config.inducer)
     method_check = getattr(config.method, "check_runnable", None)  # e.g. Voyager's embedding key
+    checks = [lambda: make_provider(config.model)]
+    if config.inducer is not None:
+        checks.append(lambda: make_provider(config.inducer))
     if method_check is not None:
-        method_check()
+        checks.append(method_check)
+    notes: list[str] = []
+    for check in checks:
+        try:
+            check()
+        except MissingAPIKeyError as e:
+            if keys_required:
+                raise
+            notes.append(str(e))
+    return notes
 
 
 def preflight(config: RunConfig) -> None:

@@ -79,9 +79,30 @@ def test_validate_config_says_what_the_train_command_would_say(
     assert "method 'speedrunner' is not implemented in this version yet" in err
     assert ": valid" not in err
 
+
+
+def test_validate_config_needs_no_api_key_but_says_the_run_will(
+    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checking a file needs no secret (the README's own example runs without a key); the
+    train command still refuses before it makes anything."""
+    from speedrunner.train_cli import main as train
+
+    path = write_config("""
+        method: {name: react}
+        benchmark: {name: babyai}
+    """)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rc, _, err = run_cli(capsys, "validate-config", str(path), "--set", "method.name=react")
-    assert rc == 2 and "OPENAI_API_KEY" in err  # the train command stops on the missing key too
+    rc, out, err = run_cli(capsys, "validate-config", str(path))
+    assert rc == 0, err
+    assert json.loads(out)["method"]["name"] == "react"
+    assert f"{path}: valid" in err
+    assert "note:" in err and "OPENAI_API_KEY" in err
+
+    monkeypatch.chdir(path.parent)
+    assert train("babyai", "speedrunner.benchmarks.babyai.train", ["--config_file", str(path)]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert not (path.parent / "runs").exists()
 
 
 def test_speedrunner_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:

@@ -110,3 +110,30 @@ def test_repo_root_configs_is_the_package_data() -> None:
     if not repo_configs.exists():
         pytest.skip("not running from a checkout")
     assert repo_configs.resolve() == configs_root().resolve()
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_file_a_config_comment_names_exists(name: str) -> None:
+    """A header that points a user at a document must point at one the project ships."""
+    import re
+
+    text = shipped_config_path(name).read_text("utf-8")
+    named = re.findall(r"\(([\w./-]+\.md)\)", text)
+    for doc in named:
+        assert (REPO / doc).is_file(), f"{name} names {doc}, which the project does not have"
+
+
+def test_protocol_doc_states_the_numbers_the_code_uses() -> None:
+    """docs/protocol.md is what the config headers cite: its schedule and budgets must be
+    the defaults the code applies (checked above against the configs themselves)."""
+    doc = (REPO / "docs" / "protocol.md").read_text("utf-8")
+    for needle in ("| 200 |", "every 10", "every 50", "30 fixed episodes", "30 LLM calls",
+                   "100 LLM calls", "2,000 environment actions", "episode_wall_clock_s: 1800"):
+        assert needle in doc, needle
+    from speedrunner.core.llm.prices import load_price_table  # noqa: PLC0415
+
+    for model, price in load_price_table().models.items():
+        assert f"| {model} | {price.input:g} | {price.cached_input:g} | {price.output:g} |" in doc
