@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from speedrunner.errors import SpeedRunnerError
+from speedrunner.errors import EXIT_CODES, SpeedRunnerError
 
 DESCRIPTION = """\
 SpeedRunner: online learning of programmatic agent skills.
@@ -16,13 +16,11 @@ SpeedRunner: online learning of programmatic agent skills.
 Runs are started with the train entry points, e.g.
   python -m speedrunner.benchmarks.babyai.train --config_file configs/babyai/opo-scripted-seq.yaml
 
-Exit codes: 0 success, 2 a problem you can fix (bad config, unknown name, a method that
-cannot run yet, a missing API key), 1 a bug.
 """
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="speedrunner", description=DESCRIPTION,
+    parser = argparse.ArgumentParser(prog="speedrunner", description=DESCRIPTION + "\n" + EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     validate = sub.add_parser("validate-config", help="check a run config and print it resolved")

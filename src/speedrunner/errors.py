@@ -6,6 +6,19 @@ user can fix, and the message says how.
 
 from __future__ import annotations
 
+EXIT_CODES = """\
+Exit codes (the same for every speedrunner command):
+  0  done
+  2  a problem you can fix, found before anything ran or was written (bad config or flags,
+     unknown name, missing API key, an endpoint down, a run directory that is read-only,
+     full or busy); the message says what and how to fix it
+  1  a failure while working, after the input was accepted (a model or env failed for
+     good, the disk filled up, a sweep run did not finish, or a bug in SpeedRunner, shown
+     as a traceback); nothing stored is lost, and a run continues with --resume
+  130/143  stopped by Ctrl-C / SIGTERM; a run continues with --resume
+"""
+"""One meaning per exit code, printed by ``speedrunner --help`` and every train ``--help``."""
+
 
 class SpeedRunnerError(Exception):
     """Root of all SpeedRunner errors; raised only through a subclass."""

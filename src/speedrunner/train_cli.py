@@ -9,10 +9,6 @@
                             parallelism), never what decides results
     --skip_preflight        do not check the model endpoints and the env server first
 
-Exit codes: 0 done; 2 a problem the user can fix before anything ran (config, missing
-key, an endpoint that is down, a bad, read-only or busy run dir); 1 a failure during the
-run (continue it with --resume); 130 interrupted by Ctrl-C, 143 by SIGTERM (running
-episodes stop before their next paid call; continue with --resume).
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from speedrunner.core.interrupt import RunInterrupted, handle_stop_signals
 from speedrunner.core.rundir import ensure_writable, run_lock
-from speedrunner.errors import CheckpointError, ConfigError, SpeedRunnerError
+from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
 
 if TYPE_CHECKING:
     from speedrunner.core.config.loader import ConfigLoader
@@ -49,7 +45,7 @@ EPISODE_THREAD_PREFIX = "speedrunner-episode"
 
 
 def build_parser(prog: str, benchmark: str = "babyai") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config_file", help=f"run config YAML, e.g. {EXAMPLE_CONFIGS.get(benchmark, '')}")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="dotted override, e.g. --set run.seed=3 (repeatable)")

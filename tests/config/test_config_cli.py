@@ -191,3 +191,18 @@ def test_configs_copy_works_outside_the_repo(tmp_path: Path) -> None:
     )
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout)["method"]["name"] == "opo"
+
+
+def test_exit_codes_mean_the_same_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
+    """`speedrunner --help`, a train entry point's --help and the README give exit 1 one meaning."""
+    from speedrunner.errors import EXIT_CODES
+    from speedrunner.train_cli import build_parser
+
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    speedrunner_help = capsys.readouterr().out
+    train_help = build_parser("python -m speedrunner.benchmarks.babyai.train").format_help()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    for text in (speedrunner_help, train_help, readme):
+        assert EXIT_CODES in text
+    assert "1 a bug" not in speedrunner_help
