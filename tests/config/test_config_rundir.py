@@ -107,6 +107,23 @@ def test_model_label_in_the_path(loader: ConfigLoader, write_config: WriteConfig
     assert create_run_dir(scripted).parent.parent.name == "opo-scripted-t3t4"
 
 
+def test_the_provider_is_part_of_the_experiment(loader: ConfigLoader, write_config: WriteConfig,
+                                                 tmp_path: Path) -> None:
+    """The same model name on OpenAI and on a vLLM server are two experiments, never r0001/r0002
+    of one (the report would average them)."""
+    openai = write_config(f"""
+        run: {{output_root: {tmp_path / 'out'}}}
+        method: {{name: react}}
+        model: {{provider: openai, name: gpt-5.4-mini}}
+        benchmark: {{name: babyai}}
+    """)
+    served = loader.load(openai, overrides=["model.provider=vllm", "model.base_url=http://127.0.0.1:5012/v1"])
+    a, b = create_run_dir(loader.load(openai)), create_run_dir(served)
+    assert a.parent.parent.name == "react-gpt-5.4-mini-seq"          # the usual layout is unchanged
+    assert b.parent.parent.name == "react-gpt-5.4-mini_vllm-seq"
+    assert a.name == b.name == "r0001"
+
+
 def test_staging_left_by_a_killed_creator_is_removed_and_a_live_ones_is_kept(
     loader: ConfigLoader, config_file: Path, tmp_path: Path
 ) -> None:

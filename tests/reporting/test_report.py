@@ -209,3 +209,24 @@ def test_a_rerun_of_a_seed_counts_as_a_run_not_as_another_seed(fixture_runs, tmp
     assert "n=2 runs of 1 seed" in (out / "plots" / "eval_progress.svg").read_text()
     assert main(["report", str(fixture_runs.opo[0]), str(fixture_runs.opo[0]) + "/", "--out", str(out)]) == 0
     assert table(out, "summary")[0]["runs"] == "1"          # the same directory twice is one run
+
+
+def test_runs_that_differ_only_in_provider_are_two_experiments(fixture_runs, tmp_path):
+    """A model name served by vLLM and the same name on its own API never average as one."""
+    import shutil
+
+    copy = tmp_path / "runs" / "opo-seed0-on-vllm"
+    shutil.copytree(fixture_runs.opo[0], copy)
+    resolved = json.loads((copy / "config.resolved.json").read_text("utf-8"))
+    name = resolved["model"]["name"]
+    resolved["model"].update(provider="vllm", name="gpt-5.4-mini")
+    (copy / "config.resolved.json").write_text(json.dumps(resolved), "utf-8")
+    summary = json.loads((copy / "summary.json").read_text("utf-8"))
+    summary.update(model="gpt-5.4-mini", scripted=False)
+    (copy / "summary.json").write_text(json.dumps(summary), "utf-8")
+    out = tmp_path / "report"
+    assert main(["report", str(fixture_runs.opo[0]), str(copy), "--out", str(out)]) == 0
+    rows = table(out, "summary")
+    assert len(rows) == 2 and all(r["runs"] == "1" for r in rows)
+    assert any("via vllm" in json.dumps(r) for r in rows), rows
+    assert any(name in json.dumps(r) for r in rows)

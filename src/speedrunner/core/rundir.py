@@ -115,12 +115,34 @@ def _fix_for(e: OSError) -> str:
     return "Pick a writable place with --run_dir or run.output_root (or remount it read-write)."
 
 
+def implied_provider(model_name: str) -> str:
+    """The provider a model's name points at: OpenAI's and Google's own names, else a server."""
+    name = model_name.rsplit("/", 1)[-1].lower()
+    if name.startswith(("gpt-", "o1", "o3", "o4")):
+        return "openai"
+    if name.startswith("gemini"):
+        return "gemini"
+    return "vllm"
+
+
+def model_label(provider: str, model_name: str) -> str:
+    """What names the model in an experiment's identity (its directory, the report's groups).
+
+    The name alone when the provider is the one the name implies (``gpt-5.4-mini`` on OpenAI,
+    a Qwen model on vLLM), so those layouts never change; otherwise the provider is part of
+    it (``gpt-5.4-mini_vllm``): the same name served elsewhere is another experiment, and two
+    such runs must never be averaged as one.
+    """
+    if provider == "scripted":
+        return "scripted"
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", model_name.rsplit("/", 1)[-1])
+    return label if provider == implied_provider(model_name) else f"{label}_{provider}"
+
+
 def experiment_name(config: RunConfig) -> str:
-    """``<method>-<model>-<taskset>``; the model part says ``scripted`` for scripted runs."""
-    model = config.model
-    label = "scripted" if model.provider == "scripted" else model.name
-    label = re.sub(r"[^A-Za-z0-9._-]+", "_", label.rsplit("/", 1)[-1])
-    return f"{config.method.name}-{label}-{config.benchmark.task_set}"
+    """``<method>-<model>-<taskset>``, the model part from ``model_label`` (``scripted`` for
+    scripted runs; the provider added when it is not the one the name implies)."""
+    return f"{config.method.name}-{model_label(config.model.provider, config.model.name)}-{config.benchmark.task_set}"
 
 
 def experiment_dir(config: RunConfig, output_root: str | Path | None = None) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.atomic import read_jsonl
+from speedrunner.core.rundir import implied_provider
 from speedrunner.errors import ReportInputError
 
 RUN_MARKER = "config.resolved.json"
@@ -62,8 +63,10 @@ class RunData:
     @property
     def key(self) -> GroupKey:
         c = self.config
-        return GroupKey(c["benchmark"]["name"], str(c["benchmark"]["task_set"]), c["method"]["name"],
-                        str(self.summary.get("model") or c["model"]["name"]))
+        name = str(self.summary.get("model") or c["model"]["name"])
+        provider = str(c["model"].get("provider") or implied_provider(name))
+        model = name if provider in ("scripted", implied_provider(name)) else f"{name} via {provider}"
+        return GroupKey(c["benchmark"]["name"], str(c["benchmark"]["task_set"]), c["method"]["name"], model)
 
     @property
     def status(self) -> str:
