@@ -2,6 +2,7 @@
 training-success target, and its result goes onto a leaderboard with no path given."""
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -43,7 +44,11 @@ def test_a_scripted_run_reaches_its_target_and_is_appended_from_the_default_resu
     refused = run("speedrunner.cli", "leaderboard", "append")          # scripted: refused by default
     assert refused.returncode == 2 and "--allow-scripted" in refused.stderr
     assert not (tmp_path / "LEADERBOARD.md").exists()
-    added = run("speedrunner.cli", "leaderboard", "append", "--allow-scripted")
+    # The end-of-run line gives the command that works for this run, word for word.
+    hint = next(line for line in proc.stdout.splitlines() if line.startswith("speedrun:"))
+    command = hint.split("add it to LEADERBOARD.md: ", 1)[1].removesuffix(" [SCRIPTED MODEL]").rstrip(")")
+    assert command.startswith("speedrunner leaderboard append ") and command.endswith(" --allow-scripted")
+    added = run("speedrunner.cli", *shlex.split(command)[1:])
     assert added.returncode == 0, added.stderr
     board = (tmp_path / "LEADERBOARD.md").read_text()
     (row,) = [line for line in board.splitlines() if record["result_id"] in line]
@@ -54,3 +59,20 @@ def test_a_scripted_run_reaches_its_target_and_is_appended_from_the_default_resu
     again = run("speedrunner.cli", "leaderboard", "append", "--allow-scripted", str(run_dir))
     assert again.returncode == 2 and "already on" in again.stderr
     assert (tmp_path / "LEADERBOARD.md").read_text() == board
+
+
+def test_a_run_placed_with_run_dir_keeps_its_result_beside_it_wherever_the_shell_is(tmp_path):
+    """--run_dir /somewhere: the result copy goes to /somewhere's speedrun/, not ./runs/speedrun."""
+    env = {k: v for k, v in clean_env().items() if k != "SPEEDRUNNER_RESULTS_DIR"}
+    shell_dir, place = tmp_path / "shell", tmp_path / "store" / "exp1"
+    shell_dir.mkdir()
+    sets = [a for s in [*SETTINGS[:3], "run.rollouts=10", "run.eval_every=10"] for a in ("--set", s)]
+    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file",
+                           str(CONFIG), "--run_dir", str(place), *sets], cwd=shell_dir, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((place / "speedrun.json").read_text())
+    copy = tmp_path / "store" / "speedrun" / f"{record['result_id']}.json"
+    assert json.loads(copy.read_text()) == record
+    assert str(copy) in proc.stdout
+    assert list(shell_dir.iterdir()) == []                  # nothing written where the shell is

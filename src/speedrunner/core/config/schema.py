@@ -217,7 +217,7 @@ class SpeedrunSection(Section):
     window: int = Field(20, ge=1)
     """Training episodes in the rolling window of train_success_rolling (ignored by the other metrics)."""
     results_dir: str | None = None
-    """Folder that collects a copy of every run's speedrun.json as <result_id>.json (what ``speedrunner leaderboard append`` reads); null means <run.output_root>/speedrun."""
+    """Folder that collects a copy of every run's speedrun.json as <result_id>.json (what ``speedrunner leaderboard append`` reads); null means speedrun/ in the run's own output root (beside the run directory for a run placed with --run_dir), never the shell's working directory."""
 
     @property
     def episode_metric(self) -> Literal["success", "progress"]:

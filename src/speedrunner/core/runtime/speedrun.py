@@ -74,19 +74,33 @@ class SpeedrunRecord(BaseModel):
     written_at: str
 
 
-def default_results_dir(config: RunConfig | None = None) -> Path:
+def default_results_dir(config: RunConfig | None = None, run_dir: Path | None = None) -> Path:
     """Where result copies go and where ``leaderboard append`` looks without arguments.
 
     ``speedrun.results_dir`` when the config sets it; else ``$SPEEDRUNNER_RESULTS_DIR``
-    when set (the test suite points it at a temporary folder); else
-    ``<run.output_root>/speedrun`` (``runs/speedrun`` with the default output root).
+    when set (the test suite points it at a temporary folder); else ``speedrun/`` in the
+    run's own output root: for a run in the standard layout
+    (``<root>/<benchmark>/<experiment>/seed<k>/<run_id>``) that is ``<root>/speedrun``, for
+    one placed with ``--run_dir`` it is ``speedrun/`` beside the run directory — never a
+    folder that depends on where the shell happens to be. Without a run directory (the
+    leaderboard's default) it is ``<run.output_root>/speedrun``.
     """
     if config is not None and config.speedrun.results_dir is not None:
         return Path(config.speedrun.results_dir).expanduser()
     if os.environ.get(RESULTS_DIR_ENV):
         return Path(os.environ[RESULTS_DIR_ENV]).expanduser()
+    if run_dir is not None and config is not None:
+        return _output_root_of(Path(run_dir).resolve(), config) / DEFAULT_RESULTS_SUBDIR
     root = config.run.output_root if config is not None else RunSection.model_fields["output_root"].default
     return Path(root).expanduser() / DEFAULT_RESULTS_SUBDIR
+
+
+def _output_root_of(run_dir: Path, config: RunConfig) -> Path:
+    from speedrunner.core.rundir import experiment_dir
+
+    if len(run_dir.parents) > 3 and run_dir.parent == experiment_dir(config, run_dir.parents[3]):
+        return run_dir.parents[3]
+    return run_dir.parent
 
 
 class SpeedrunTracker:
@@ -97,7 +111,7 @@ class SpeedrunTracker:
         self.run_dir = run_dir
         self.run_id = run_id
         self.scripted = scripted
-        self.results_dir = default_results_dir(config)
+        self.results_dir = default_results_dir(config, run_dir)
         self._git: tuple[str | None, bool | None] | None = None
 
     # ------------------------------------------------------------ the loop's calls
@@ -204,5 +218,8 @@ def describe(run_dir: Path, config: RunConfig) -> str:
         outcome = f"{what} reached at rollout {record.rollout}{cost}"
     else:
         outcome = f"{what} not reached"
-    copy = default_results_dir(config) / f"{record.result_id}.json"
-    return f"speedrun: {outcome}; result {copy} (add it to LEADERBOARD.md: speedrunner leaderboard append)"
+    copy = default_results_dir(config, run_dir) / f"{record.result_id}.json"
+    command = f"speedrunner leaderboard append {copy}"
+    if record.scripted:  # the board refuses scripted results unless asked: give the command that works
+        command += " --allow-scripted"
+    return f"speedrun: {outcome}; result {copy} (add it to LEADERBOARD.md: {command})"
