@@ -153,7 +153,7 @@ class Runner:
                 train_batch = getattr(self.method, "train_batch", None)  # its own training phase (Voyager)
                 trajectories = self._play(specs, knowledge, None, progress) if train_batch is None else train_batch(
                     specs, TrainingContext(self.pool.env, self.budget, self._stop, lambda t: progress.training_episode(
-                        t.success, t.progress, t.cost_usd)))
+                        t.success, t.progress, t.cost_usd, index=t.index)))
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 result = self.method.sleep(trajectories, batch_index=batch)
@@ -203,7 +203,8 @@ class Runner:
             trajectory = self._play_one(spec, ctx)
             save_trajectory(self.run_dir, trajectory)
             if progress is not None and eval_point is None:  # display only: completion order is fine
-                progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd)
+                progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd,
+                                          index=trajectory.index)
             return trajectory
 
         executor = ThreadPoolExecutor(max_workers=self.config.run.workers(len(todo)),
@@ -222,7 +223,7 @@ class Runner:
         if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
             for index in sorted(set(results) - set(futures)):
                 t = results[index]
-                progress.training_episode(t.success, t.progress, t.cost_usd)
+                progress.training_episode(t.success, t.progress, t.cost_usd, index=t.index)
         return [results[spec.index] for spec in specs]
 
     def _play_one(self, spec: EpisodeSpec, ctx: EpisodeContext) -> Trajectory:

@@ -69,7 +69,10 @@ class ProgressReporter:
         else:
             print(f"{self.tag}{text}", flush=True)
 
-    def training_episode(self, success: bool, progress: float, cost: float | None) -> None:
+    def training_episode(self, success: bool, progress: float, cost: float | None, *,
+                         index: int | None = None) -> None:
+        """A training episode finished. Episodes of a batch finish in any order, so the line
+        counts episodes *done* and names the finished one by its index, never as "episode n"."""
         with self._lock:  # called from episode threads as they finish
             self.done += 1
             self._done_here += 1
@@ -79,7 +82,8 @@ class ProgressReporter:
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, description=self._describe("training"))
             else:
-                print(f"{self._describe(f'episode {self.done}/{self.total} {outcome}')}{self._eta()}",
+                which = f"episode {index}: {outcome}" if index is not None else outcome
+                print(f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}{self._eta()}",
                       flush=True)
 
     def sleep_cost(self, cost: float | None) -> None:
