@@ -16,3 +16,35 @@ def _speedrun_results_outside_the_repo(tmp_path_factory: pytest.TempPathFactory)
         os.environ.pop(RESULTS_DIR_ENV, None)
     else:
         os.environ[RESULTS_DIR_ENV] = old
+
+
+SYSTEM_PACKAGES = (
+    # (command, Debian package, what runs only when it is present)
+    ("java", "openjdk-17-jre-headless", "ScienceWorld tests (the JVM)"),
+    ("bwrap", "bubblewrap", "tests of the bubblewrap sandbox tier (the tier that contains everything)"),
+    ("chromium", "chromium", "the report's browser test"),
+    ("chromedriver", "chromium-driver", "the report's browser test"),
+)
+
+
+def _missing_system_packages() -> list[tuple[str, str, str]]:
+    import shutil
+
+    return [p for p in SYSTEM_PACKAGES if shutil.which(p[0]) is None]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    missing = _missing_system_packages()
+    if not missing:
+        return ["system packages: java, bwrap, chromium, chromedriver all present (every tier is tested)"]
+    return [f"system package missing: {pkg} ({cmd}) -> not tested: {what}" for cmd, pkg, what in missing]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Say at the end, not only in the header, what a missing system package left untested."""
+    missing = _missing_system_packages()
+    if missing:
+        packages = " ".join(dict.fromkeys(pkg for _, pkg, _ in missing))
+        terminalreporter.write_line(
+            f"NOT TESTED here for lack of system packages: {'; '.join(dict.fromkeys(w for *_, w in missing))} "
+            f"(apt-get install {packages}; see the README's Set-up)", yellow=True)

@@ -30,7 +30,8 @@ FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "-
 @pytest.fixture
 def browser(tmp_path):
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip(f"no browser installed ({CHROMIUM} and {CHROMEDRIVER}: apt-get install chromium chromium-driver)")
+        pytest.skip(f"the report's browser test did not run: no browser installed ({CHROMIUM} and "
+                    f"{CHROMEDRIVER}; apt-get install chromium chromium-driver, see the README's Set-up)")
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the dev extra: pip install -e .[dev]")
     from selenium.webdriver.chrome.service import Service
 

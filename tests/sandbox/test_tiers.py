@@ -52,7 +52,8 @@ def test_the_child_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch)
 
 def test_bwrap_mounts_only_what_the_child_needs(tmp_path: Path) -> None:
     if "bwrap" not in available_tiers():
-        pytest.skip("bwrap does not work on this machine")
+        pytest.skip("the bubblewrap tier is not tested: bwrap does not work on this machine "
+                    "(apt-get install bubblewrap, see the README's Set-up)")
     experience = tmp_path / "experience"
     experience.mkdir()
     argv = wrap("bwrap", ["python"], scratch=tmp_path / "scratch", read_only=[experience])
