@@ -166,6 +166,9 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
         raise ConfigError(f"method {config.method.name!r} is not implemented in this version yet "
                           f"(implemented: {', '.join(implemented)}); nothing was run and no run "
                           "directory was made")
+    from speedrunner.core.tracking import check_tracking
+
+    check_tracking(config)  # a missing wandb package or login: exit 2 before anything runs
     method_check = getattr(config.method, "check_runnable", None)  # e.g. Voyager's embedding key
     checks = [lambda: make_provider(config.model)]
     if config.inducer is not None:
@@ -272,6 +275,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.registry import load_entry_point
     from speedrunner.core.runtime.loop import Runner
     from speedrunner.core.specs import BENCHMARKS, METHODS
+    from speedrunner.core.tracking import open_tracker
 
     scripted = "scripted" in (config.model.provider, config.inducer_model.provider)
     print(f"run directory: {run_dir}", flush=True)
@@ -299,8 +303,20 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
                 _note_sandbox(run_dir, skills.sandbox_tier)
             method = load_entry_point(method_spec.factory)(config.method, MethodContext(
                 run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
-            result = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
-                            run_id=run_id, scripted=scripted, skill_support=skills).run()
+            runner = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
+                            run_id=run_id, scripted=scripted, skill_support=skills)
+            tracker = open_tracker(config, run_dir, run_id=run_id, scripted=scripted)
+            runner.after_save = tracker.after_checkpoint
+            exit_code = 1
+            try:
+                result = runner.run()
+                tracker.after_checkpoint(result.checkpoint)  # rows a resumed, finished run still owes
+                exit_code = 0
+            except RunInterrupted as e:
+                exit_code = e.exit_code
+                raise
+            finally:
+                tracker.finish(result.summary if exit_code == 0 else None, exit_code=exit_code)
         finally:
             benchmark.close()
     except (RunInterrupted, ConfigError, CheckpointError):

@@ -187,7 +187,7 @@ class ConfigLoader:
                     f"{origins.where((key,))}unknown section '{key}'{suggest(str(key), SECTIONS)}; "
                     f"valid sections: {', '.join(SECTIONS)}"
                 )
-        for section in ("method", "benchmark", "run", "model", "inducer", "speedrun"):
+        for section in ("method", "benchmark", "run", "model", "inducer", "speedrun", "logging"):
             value = data.get(section)
             if value is not None and not isinstance(value, Mapping):
                 problems.append(f"{origins.where((section,))}'{section}' must be a mapping, got {type(value).__name__}")
@@ -197,7 +197,7 @@ class ConfigLoader:
         method = self._section(data, "method", self.methods, problems, origins)
         benchmark = self._section(data, "benchmark", self.benchmarks, problems, origins)
         sections: dict[str, Any] = {"method": method, "benchmark": benchmark}
-        for name in ("run", "model", "inducer", "speedrun"):
+        for name in ("run", "model", "inducer", "speedrun", "logging"):
             if data.get(name) is None:
                 continue
             cls = _section_type(RunConfig.model_fields[name].annotation)

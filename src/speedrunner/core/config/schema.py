@@ -225,8 +225,37 @@ class SpeedrunSection(Section):
         return "progress" if self.metric == "progress" else "success"
 
 
+class WandbSection(Section):
+    """Weights & Biases logging (``pip install -e ".[wandb]"``). The run's own files stay the
+    record; W&B gets a copy of what they hold, one W&B run per SpeedRunner run."""
+
+    OPERATIONAL = frozenset({"project", "entity", "group", "tags", "mode"})
+
+    project: str = Field(min_length=1)
+    """W&B project the run is logged to."""
+    entity: str | None = None
+    """W&B entity (user or team); null: your default entity."""
+    group: str | None = None
+    """W&B group; null: the experiment (``<benchmark>/<method>-<model>-<task set>``), so a sweep's seeds group together."""
+    tags: list[str] = Field(default_factory=list)
+    """W&B tags added to the run (the method, benchmark and 'scripted' are always added)."""
+    mode: Literal["online", "offline"] = "online"
+    """online uploads as the run goes (needs ``wandb login`` or WANDB_API_KEY); offline writes W&B's files under the run directory for ``wandb sync`` later. WANDB_MODE=offline in the environment also forces offline."""
+
+
+class LoggingSection(Section):
+    """Experiment tracking beside the run's own files. Absent: nothing is logged anywhere else."""
+
+    OPERATIONAL = frozenset({"wandb"})
+
+    wandb: WandbSection | None = None
+    """Weights & Biases; null: off."""
+
+
 class RunConfig(Section):
     """A whole experiment: one method x model x benchmark task set x seed."""
+
+    OPERATIONAL = frozenset({"logging"})
 
     run: RunSection = Field(default_factory=RunSection)
     """Schedule, seed, parallelism, output location."""
@@ -240,6 +269,8 @@ class RunConfig(Section):
     """Benchmark name, task set, budgets, environment parameters."""
     speedrun: SpeedrunSection = Field(default_factory=SpeedrunSection)
     """Speedrun target."""
+    logging: LoggingSection | None = None
+    """Experiment tracking (Weights & Biases); null: none. Never decides results, so it may be added or changed on --resume."""
 
     @model_validator(mode="after")
     def _window_fits(self) -> RunConfig:

@@ -125,6 +125,8 @@ class Runner:
         self.skill_support = skill_support
         self.speedrun = SpeedrunTracker(config, run_dir, run_id=run_id, scripted=scripted)
         self._stop = threading.Event()
+        self.after_save: Callable[[Checkpoint], None] | None = None
+        """Called after every checkpoint (experiment tracking follows the run's files from there)."""
         self._process_started = time.monotonic()
         self._elapsed_before = 0.0  # real time of earlier processes on this run (from the checkpoint)
 
@@ -326,6 +328,8 @@ class Runner:
     def _save(self, checkpoint: Checkpoint) -> None:
         checkpoint.elapsed_s = round(self._elapsed(), 3)
         save_checkpoint(self.run_dir, checkpoint)
+        if self.after_save is not None:
+            self.after_save(checkpoint)
 
     def _write_summary(self, checkpoint: Checkpoint, *, status: RunStatus) -> dict[str, Any]:
         """summary.json: written when the run starts (``running``) and when it finishes."""
