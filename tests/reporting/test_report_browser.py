@@ -124,3 +124,44 @@ def test_the_report_renders_and_the_viewer_expands_a_skill_call_and_switches_epi
 
     problems = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert problems == []
+
+
+def test_the_page_is_something_a_researcher_scans(fixture_runs, browser, tmp_path):
+    """Wide tables scroll in place (the page never scrolls sideways), long tables start
+    collapsed with their CSV named, and the trajectory viewer is reachable from the top: the
+    navigation stays on screen wherever the reader is, and the viewer is near the top."""
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "report"
+    assert main(["report", str(fixture_runs.root), "--out", str(out)]) == 0
+    browser.get((out / "report.html").resolve().as_uri())
+    js = browser.execute_script
+    assert js("return document.documentElement.scrollWidth") <= js("return document.documentElement.clientWidth")
+    for box in browser.find_elements(By.CSS_SELECTOR, ".table-scroll"):
+        assert box.size["width"] <= browser.find_element(By.TAG_NAME, "body").size["width"]
+
+    long_tables = browser.find_elements(By.CSS_SELECTOR, "details.long-table")
+    assert long_tables, "the curves table (hundreds of rows) should start collapsed"
+    for details in long_tables:
+        assert details.get_attribute("open") is None and ".csv" in details.find_element(By.TAG_NAME, "summary").text
+    viewer_top = js("return document.getElementById('viewer').getBoundingClientRect().top + window.scrollY")
+    assert viewer_top < 4 * js("return window.innerHeight"), viewer_top
+
+    js("window.scrollTo(0, document.body.scrollHeight)")
+    nav = browser.find_element(By.TAG_NAME, "nav")
+    assert nav.is_displayed() and abs(js("return arguments[0].getBoundingClientRect().top", nav)) < 1
+    nav.find_element(By.LINK_TEXT, "Trajectories").click()
+    assert js("return document.getElementById('viewer').getBoundingClientRect().top") < js("return window.innerHeight")
+
+    summary = long_tables[0].find_element(By.TAG_NAME, "summary")
+    js("arguments[0].scrollIntoView({block: 'center'})", summary)
+    summary.click()
+    assert long_tables[0].find_element(By.TAG_NAME, "tbody").find_elements(By.TAG_NAME, "tr")
+    js("window.scrollTo(0, 0)")
+    shot = tmp_path / "report-top.png"
+    browser.save_screenshot(str(shot))
+    assert shot.read_bytes()[:4] == b"\x89PNG"
+    if os.environ.get("SPEEDRUNNER_TEST_ARTIFACTS"):
+        keep = Path(os.environ["SPEEDRUNNER_TEST_ARTIFACTS"])
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, keep / "report-top.png")

@@ -95,3 +95,24 @@ def test_asi_sleep_records_head_the_codebook_diffs(tmp_path):
     (tmp_path / "sleep" / "asi_0001.json").write_text("{torn")
     assert sleep_notes(tmp_path) == {
         1: "added go_to (episode 2), pick (episode 5); 3 induction(s); 1 skipped (name exists); 1 rejected"}
+
+
+def test_an_all_zero_curve_gets_a_zero_based_axis_not_a_symmetric_one():
+    """A scripted run's cost is 0 throughout: the axis reads 0..1 with a note, never -0.04..0.04;
+    a curve with values starts at 0 and keeps its top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from speedrunner.core.reporting.plots import _from_zero
+
+    ax = Figure().subplots()
+    ax.plot([0, 10, 20], [0.0, 0.0, 0.0])
+    _from_zero(ax)
+    assert ax.get_ylim() == (0, 1) and [t.get_text() for t in ax.texts] == ["every value is 0"]
+    ax = Figure().subplots()
+    ax.plot([0, 10, 20], [0.1, 0.3, 0.2])
+    _from_zero(ax)
+    low, high = ax.get_ylim()
+    assert low == 0 and high >= 0.3 and ax.texts == []

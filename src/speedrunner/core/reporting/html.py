@@ -72,13 +72,26 @@ def _data_json(groups: list[Group]) -> str:
     return json.dumps({"runs": runs}, ensure_ascii=False).replace("<", "\\u003c")
 
 
+LONG_TABLE_ROWS = 20
+"""A table longer than this starts collapsed (its CSV is named beside it), so the viewer and
+the knowledge diffs stay a scroll away, not thousands of pixels."""
+
+
 def _table_html(table: Table) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table.cells())
-    return (f'<h3>{escape(table.title)}</h3><p class="csv">CSV: tables/{escape(table.name)}.csv</p>'
-            f'<table id="table-{escape(table.name)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-            + ("<ul class=\"notes\">" + "".join(f"<li><code>{escape(k)}</code>: {escape(v)}</li>"
-                                              for k, v in table.notes.items()) + "</ul>" if table.notes else ""))
+    cells = table.cells()
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in cells)
+    csv = f"tables/{escape(table.name)}.csv"
+    # Wide tables scroll inside their own box; the page never scrolls sideways.
+    grid = (f'<div class="table-scroll"><table id="table-{escape(table.name)}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+    notes = ("<ul class=\"notes\">" + "".join(f"<li><code>{escape(k)}</code>: {escape(v)}</li>"
+                                              for k, v in table.notes.items()) + "</ul>" if table.notes else "")
+    if len(cells) > LONG_TABLE_ROWS:
+        return (f'<h3>{escape(table.title)}</h3><details class="long-table" id="long-{escape(table.name)}">'
+                f"<summary>{len(cells)} rows: show them (or open {csv})</summary>{grid}</details>{notes}")
+    return f'<h3>{escape(table.title)}</h3><p class="csv">CSV: {csv}</p>{grid}{notes}'
+
 
 
 def _diff_html(text: str) -> str:

@@ -95,10 +95,24 @@ def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False) 
     return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue(), wide)
 
 
+def _from_zero(ax, axis: str = "y", note: str = "every value is 0") -> None:
+    """Every quantity the report plots is >= 0: start its axis at 0, and when every value is 0
+    (a scripted run's cost) show 0..1 with a note instead of matplotlib's symmetric -0.04..0.04."""
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    data = [v for line in ax.get_lines() for v in (line.get_ydata() if axis == "y" else line.get_xdata())]
+    top = max([hi, *data]) if data else hi
+    flat = not data or max(abs(float(v)) for v in data) == 0
+    limits = (0, 1) if flat else (0, top)
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(*limits)
+    if flat and data:
+        ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, color="#555")
+
+
 def _curve_plot(groups: list[Group], out: Path, curve: str, title: str) -> Plot:
     fig, (ax,) = _figure(title, groups)
     for g in groups:
         _band(ax, g, g.curves.get(curve, []))
+    _from_zero(ax)
     ax.set_xlabel("training rollouts")
     ax.set_ylabel(CURVES[curve])
     ax.grid(alpha=0.3)
@@ -126,6 +140,8 @@ def _frontier_plot(groups: list[Group], out: Path) -> Plot:
         ax.plot(*zip(*frontier, strict=True), color="grey", linewidth=1, linestyle=":", label="frontier")
     if not points:
         ax.text(0.5, 0.5, "no run with a known cost at an evaluation", ha="center", transform=ax.transAxes)
+    else:
+        _from_zero(ax, "x", "every cost is 0")
     ax.set_xlabel("cost per evaluation episode, USD (final evaluation)")
     ax.set_ylabel("evaluation progress (final evaluation)")
     ax.grid(alpha=0.3)
