@@ -115,4 +115,4 @@ def test_an_all_zero_curve_gets_a_zero_based_axis_not_a_symmetric_one():
     ax.plot([0, 10, 20], [0.1, 0.3, 0.2])
     _from_zero(ax)
     low, high = ax.get_ylim()
-    assert low == 0 and high >= 0.3 and ax.texts == []
+    assert low == 0 and high >= 0.3 and len(ax.texts) == 0
