@@ -55,7 +55,8 @@ class VoyagerConfig(MethodConfig):
     max_iterations_per_world: int = Field(10, ge=1)
     """Iterations (curriculum -> skill -> critic) played in one training world before the next
     world starts, unless the world ends first (its env-action or LLM-call budget is spent, or
-    the game is over). Bounds a world's LLM calls when its skills take few actions."""
+    the game is over). Bounds a world's LLM calls when its skills take few actions; 10 skills
+    of the default 200 actions fill Crafter's 2,000-action world."""
     max_skill_actions: int = Field(200, ge=1)
     """Cap on primitive actions one skill execution may take."""
     skill_timeout_s: float = Field(60.0, gt=0)
