@@ -15,7 +15,8 @@ from .conftest import WriteConfig
 SHIPPED = list_configs()
 # Names kept for compatibility; each must be an exact copy of a conventionally named config.
 ALIASES = {"crafter/voyager_crafter": "crafter/voyager-gpt-crafter"}
-DEMOS = {"babyai/opo-scripted-seq"}   # the offline demo (README main job)
+DEMOS = {"babyai/opo-scripted-seq",     # the offline demo (README main job)
+         "crafter/voyager-scripted-crafter"}  # the recorded Voyager demo: 2 worlds, not 200
 
 TASK_SETS = {"babyai": ["seq"], "crafter": ["crafter"], "scienceworld": ["t3", "t4", "t3t4"]}
 METHODS = ["react", "opo", "speedrunner", "speedrunner_no_cl", "asi"]

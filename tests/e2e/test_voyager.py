@@ -1,7 +1,8 @@
 """Voyager on Crafter end to end, through its own entry point and the fake LLM server.
 
 The fake (``voyager_fakes.py``) drives curriculum -> action agent -> sandboxed skill ->
-critic -> library -> retrieval over 8 iterations in 2 batches; the run directory must hold
+critic -> library -> retrieval over 8 iterations in 2 worlds (one world per rollout, tasks
+continuing in it; a batch of one world each); the run directory must hold
 the same files as every method's (metrics, eval, summary, speedrun, calls, codebook
 generations, episodes) plus Voyager's state and per-iteration records.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +27,9 @@ from .harness import REPO, body_key, clean_env, rows, start_server
 from .voyager_fakes import DESCRIPTION, VoyagerFakeLLM
 
 pytestmark = pytest.mark.slow
-ROLLOUTS = 8
+ROLLOUTS = 2          # worlds
+PER_WORLD = 4         # iterations in each
+ITERATIONS = ROLLOUTS * PER_WORLD
 EMBEDDING_KEY = "FAKE_EMBEDDING_KEY"
 
 
@@ -34,11 +38,12 @@ def voyager_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
             "--config_file", str(REPO / "configs" / "crafter" / "voyager_crafter.yaml"), "--run_dir", str(run_dir),
             "--set", "model.provider=vllm", "--set", f"model.base_url={url}", "--set", "model.name=fake-model",
             "--set", "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}",
-            "--set", f"run.rollouts={ROLLOUTS}", "--set", "run.sleep_every=4", "--set", "run.eval_every=4",
+            "--set", f"run.rollouts={ROLLOUTS}", "--set", "run.sleep_every=1", "--set", "run.eval_every=1",
             "--set", "run.eval_episodes=2", "--set", "run.parallel_episodes=2",
-            "--set", "benchmark.max_env_actions=40", "--set", "benchmark.max_llm_calls=4",
+            "--set", "benchmark.max_env_actions=160", "--set", "benchmark.max_llm_calls=12",
             "--set", "benchmark.area=[24, 24]",  # a small world: generating one takes 0.3 s, not 2 s
             "--set", "method.max_task_attempts=2", "--set", "method.max_skill_actions=40",
+            "--set", f"method.max_iterations_per_world={PER_WORLD}",
             "--set", f"method.embedding={{name: fake-embedding, base_url: '{url}', api_key_env: {EMBEDDING_KEY}, "
                      "prices: {input: 500.0, cached_input: 0.0, output: 0.0}}", *extra]
 
@@ -59,7 +64,9 @@ def play(run_dir: Path, fake, *extra: str) -> tuple[Path, FakeLLMServer]:
 
 
 def iteration(run_dir: Path, i: int) -> dict:
-    return json.loads((run_dir / "voyager" / "iterations" / f"{i:04d}.json").read_text())
+    """The record of run-wide iteration ``i`` (iteration ``i % PER_WORLD`` of world ``i // PER_WORLD``)."""
+    world, k = divmod(i, PER_WORLD)
+    return json.loads((run_dir / "voyager" / "iterations" / f"{world:04d}" / f"{k:04d}.json").read_text())
 
 
 def asked(server: FakeLLMServer, marker: str) -> list[dict]:
@@ -74,7 +81,17 @@ def reference(tmp_path_factory) -> tuple[Path, FakeLLMServer]:
 
 def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference):
     run_dir, server = reference
-    its = [iteration(run_dir, i) for i in range(ROLLOUTS)]
+    its = [iteration(run_dir, i) for i in range(ITERATIONS)]
+
+    # One world per rollout; its iterations continue in it, numbered run-wide and in the world.
+    assert [(i["iteration"], i["world"], i["in_world"]) for i in its] == [
+        (n, n // PER_WORLD, n % PER_WORLD) for n in range(ITERATIONS)]
+    seeds = [json.loads((run_dir / "episodes" / "train" / f"{w:04d}.json").read_text())["seed"] for w in range(2)]
+    assert [i["world_seed"] for i in its] == [seeds[0]] * PER_WORLD + [seeds[1]] * PER_WORLD and seeds[0] != seeds[1]
+    # The world continues: each iteration starts with what the last one left (wood held,
+    # env actions used), and a new world starts with nothing.
+    assert its[2]["actions_left"] == 160 - its[0]["env_actions"] - its[1]["env_actions"] < 160
+    assert its[4]["actions_left"] == 160
 
     # Curriculum: the first task is fixed; a malformed proposal is asked again; task lists.
     assert its[0]["curriculum"] == {"fixed": True} and its[0]["task"] == "collect wood"
@@ -105,7 +122,7 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     state = json.loads((run_dir / "voyager" / "state_2.json").read_text())
     assert set(state["skills"]) == {"collect_wood", "collect_woodV2", "explore_the_area"}
     assert state["skills"]["collect_woodV2"]["superseded_by"] == "collect_wood"
-    assert state["skills"]["collect_wood"]["iteration"] == 4
+    assert state["skills"]["collect_wood"]["iteration"] == 4 and state["skills"]["collect_wood"]["world"] == 1
     assert state["skills"]["explore_the_area"]["description"] == DESCRIPTION
     gen1, gen2 = (run_dir / "codebook" / "gen_1.py").read_text(), (run_dir / "codebook" / "gen_2.py").read_text()
     assert "def collect_wood(env)" in gen1 and "def _step_towards" in gen1 and "V2" not in gen1
@@ -125,17 +142,21 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     # The run's usual files: one metrics row per iteration with the usual fields.
     metrics = rows(run_dir / "metrics.jsonl")
     assert [m["rollout"] for m in metrics] == list(range(1, ROLLOUTS + 1))
-    assert [m["knowledge_version"] for m in metrics] == [0] * 4 + [1] * 4
+    assert [m["knowledge_version"] for m in metrics] == [0, 1]
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
-    per_iteration = collections.Counter(c["call_id"].split("/")[1] for c in calls if c["call_id"].startswith("train/"))
-    assert [m["llm_calls"] for m in metrics] == [per_iteration[f"{i:04d}"] for i in range(ROLLOUTS)]
-    assert metrics[0]["llm_calls"] == 1 and metrics[2]["llm_calls"] == 5  # action | 2 curriculum, action, 2 critic
+    per_world = collections.Counter(c["call_id"].split("/")[1] for c in calls if c["call_id"].startswith("train/"))
+    assert [m["llm_calls"] for m in metrics] == [per_world[f"{w:04d}"] for w in range(ROLLOUTS)]
+    # world 0: action | action, description | 2 curriculum, action, 2 critic | action, critic
+    assert metrics[0]["llm_calls"] == 1 + 2 + 5 + 2
+    assert [m["env_actions"] for m in metrics] == [sum(i["env_actions"] for i in its[w * PER_WORLD:(w + 1) * PER_WORLD])
+                                                   for w in range(ROLLOUTS)]
+    assert all(m["stop_reason"] == "iteration_end" for m in metrics)  # 4 iterations, before 160 actions
     assert all(m["cost_usd"] > 0 and m["tokens"]["output"] > 0 for m in metrics)
     for i, m in enumerate(metrics):  # LLM calls plus the embeddings this rollout paid for
         llm = sum(c["cost_usd"] for c in calls if c["call_id"].startswith(f"train/{i:04d}/"))
         vectors = sum(e["cost_usd"] for e in embedded if e["charged_to"] == f"train/{i:04d}")
         assert m["cost_episode_usd"] == pytest.approx(llm + vectors)
-    assert sum(e["cost_usd"] for e in embedded if e["charged_to"] == "train/0002") > 0
+    assert sum(e["cost_usd"] for e in embedded if e["charged_to"] == "train/0000") > 0
     assert {c["purpose"] for c in calls} == {"curriculum", "inducer", "critic", "description", "actor", "embedding"}
     # Every paid embedding request is in llm_calls.jsonl too: money spent sums over that one file.
     logged = [c for c in calls if c["purpose"] == "embedding"]
@@ -143,15 +164,22 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     assert len(logged) == sum(1 for e in embedded if e["tokens"] > 0) > 0   # one row per request
     assert len({c["call_id"] for c in logged}) == len(logged)
     assert {c["call_id"].split("/")[1] for c in logged} <= {"train", "eval", "knowledge"}
-    train1 = json.loads((run_dir / "episodes" / "train" / "0001.json").read_text())
-    assert train1["steps"][0]["skill_call"]["name"] == "collect_wood" and "collect_wood" in train1["final_info"]["achievements"]
-    assert metrics[1]["progress"] == pytest.approx(1 / 22) and metrics[1]["stop_reason"] == "iteration_end"
+    # The world's trajectory: one step per iteration, and which task each one was.
+    train0 = json.loads((run_dir / "episodes" / "train" / "0000.json").read_text())
+    assert [s["call_id"] for s in train0["steps"]] == [f"train/0000/{k:04d}/action/0000" for k in range(PER_WORLD)]
+    assert train0["steps"][1]["skill_call"]["name"] == "collect_wood" and "collect_wood" in train0["final_info"]["achievements"]
+    assert [(i["iteration"], i["in_world"], i["task"], i["attempt"]) for i in train0["method_info"]["iterations"]] == [
+        (0, 0, "collect wood", 1), (1, 1, "collect wood", 2), (2, 2, "explore the area", 1),
+        (3, 3, "explore the area", 2)]
+    assert train0["method_info"]["iterations"][1]["skill_added"] == "collect_wood"
+    assert train0["instruction"] == "Voyager tasks in this world: collect wood; explore the area"
+    assert metrics[0]["progress"] == pytest.approx(1 / 22)
 
     # Evaluation on the fixed held-out worlds, with the retrieved skills callable by the actor.
     evals = rows(run_dir / "eval.jsonl")
-    assert [e["rollout"] for e in evals] == [0, 4, 8] and all(e["episodes"] == 2 for e in evals)
+    assert [e["rollout"] for e in evals] == [0, 1, 2] and all(e["episodes"] == 2 for e in evals)
     assert evals[0]["progress_mean"] == 0.0 and evals[1]["progress_mean"] > 0
-    eval_ep = json.loads((run_dir / "episodes" / "eval" / "at0004" / "0000.json").read_text())
+    eval_ep = json.loads((run_dir / "episodes" / "eval" / "at0001" / "0000.json").read_text())
     assert eval_ep["steps"][0]["skill_call"]["name"] == "collect_wood"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["method"] == "voyager" and summary["knowledge_version"] == 2
@@ -203,8 +231,16 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     for g in (1, 2):
         assert (run_dir / "codebook" / f"gen_{g}.py").read_bytes() == (reference / "codebook" / f"gen_{g}.py").read_bytes()
         assert (run_dir / "voyager" / f"state_{g}.json").read_bytes() == (reference / "voyager" / f"state_{g}.json").read_bytes()
-    for i in range(ROLLOUTS):
+    for i in range(ITERATIONS):
         assert iteration(run_dir, i) == iteration(reference, i)
+    for w in range(ROLLOUTS):  # the worlds' trajectories too (wall time aside)
+        resumed_w, reference_w = (json.loads((d / "episodes" / "train" / f"{w:04d}.json").read_text())
+                                  for d in (run_dir, reference))
+        for t in (resumed_w, reference_w):
+            t.pop("wall_time_s")
+            for step in t["steps"]:
+                step.pop("latency_s"), step.pop("cached")
+        assert resumed_w == reference_w
     # No answered call was asked again, and every call id was paid once.
     assert not set(killer.after) & set(killer.answered)
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
@@ -214,3 +250,23 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     assert len({e["key"] for e in embedded}) == len(embedded)  # no vector paid twice
     logged = [c for c in calls if c["purpose"] == "embedding"]
     assert sum(c["spent_usd"] for c in logged) == pytest.approx(sum(e["cost_usd"] for e in embedded))
+
+
+def test_a_run_from_when_every_iteration_had_a_fresh_world_is_refused_on_resume(tmp_path, reference):
+    """Such a run stored ``voyager/iterations/<i>.json``; continuing it would mix two protocols."""
+    run_dir = tmp_path / "old"
+    shutil.copytree(reference[0], run_dir)
+    iterations = run_dir / "voyager" / "iterations"
+    shutil.rmtree(iterations)
+    iterations.mkdir()
+    (iterations / "0000.json").write_text(json.dumps({"iteration": 0, "task": "collect wood"}))
+    def stored() -> dict:  # provenance.json logs the attempt; everything the run learned stays
+        return {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "provenance.json"}
+
+    before = stored()
+    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager", "--resume",
+                           str(run_dir), "--skip_preflight"], capture_output=True, text=True, timeout=300, env=env(),
+                          cwd=REPO)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "from before tasks continued in one world" in proc.stderr and "Start a new run" in proc.stderr
+    assert stored() == before

@@ -2,20 +2,22 @@
 
 Nothing depends on call order, so a resumed run that replays some answers from the cache
 and asks the rest gets the same answers as an uninterrupted one. The schedule it drives
-(``max_task_attempts: 2``, 8 iterations):
+(``max_task_attempts: 2``, 2 worlds of 4 iterations each, tasks continuing in each world):
 
-==== =================== ======= =====================================================
-iter task                attempt what happens
-==== =================== ======= =====================================================
-0    collect wood (fixed) 1      the skill raises: failure, no critic call
-1    collect wood         2      a working skill: the achievement decides success
-2    explore the area     1      curriculum re-asked once; LLM critic re-asked once; fails
-3    explore the area     2      LLM critic: fails; the task joins ``failed``
-4    collect wood         1      a new version: the old one is kept as collect_woodV2
-5    explore the area     1      now calls collect_wood; LLM critic: success; leaves ``failed``
-6    make iron sword      1      the achievement is not unlocked: failure, no critic call
-7    make iron sword      2      the same; the task joins ``failed``
-==== =================== ======= =====================================================
+===== ==== =================== ======= ===================================================
+world iter task                attempt what happens
+===== ==== =================== ======= ===================================================
+0     0    collect wood (fixed) 1      the skill raises: failure, no critic call
+0     1    collect wood         2      a working skill: the achievement decides success
+0     2    explore the area     1      curriculum re-asked once; LLM critic re-asked once; fails
+0     3    explore the area     2      LLM critic: fails; the task joins ``failed``
+1     4    collect wood         1      a new world, no wood: a new version, the old one kept
+                                       as collect_woodV2
+1     5    explore the area     1      wood held now; calls collect_wood; LLM critic:
+                                       success; leaves ``failed``
+1     6    make iron sword      1      the achievement is not unlocked: failure, no critic call
+1     7    make iron sword      2      the same; the task joins ``failed``
+===== ==== =================== ======= ===================================================
 """
 
 from __future__ import annotations
@@ -129,10 +131,10 @@ class VoyagerFakeLLM:
     @staticmethod
     def curriculum(user: str, reasked: bool) -> str:
         completed, failed = _line(user, "Completed tasks so far"), _line(user, "Failed tasks that are too hard")
-        last = _line(user, "When my last skill stopped")
+        held = _line(user, "- inventory")
         if completed == "collect wood" and failed == "none":
             return "Reasoning: explore.\nTask: explore the area" if reasked else "I think we should look around."
-        if completed == "collect wood" and "wood:" not in last:
+        if completed == "collect wood" and "wood:" not in held:
             return "Reasoning: wood again, better.\nTask: Collect wood."
         if completed == "collect wood":
             return "Reasoning: try again now.\nTask: explore the area"

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from speedrunner.benchmarks.crafter.text import ACHIEVEMENT_ORDER
-from speedrunner.errors import ConfigError
+from speedrunner.errors import CheckpointError, ConfigError
 from speedrunner.methods.voyager.config import VoyagerConfig
 from speedrunner.methods.voyager.critic import (
     Verdict,
@@ -22,6 +22,7 @@ from speedrunner.methods.voyager.state import (
     SkillEntry,
     VoyagerState,
     load_state,
+    refuse_world_per_iteration_runs,
     retired_name,
     save_state,
 )
@@ -44,6 +45,27 @@ def test_an_achievement_task_is_decided_by_the_achievement_delta():
     # Unlocked before the skill ran does not count.
     before = state({}, ["collect_wood"])
     assert not decide_from_state("collect wood", before, before, ACHIEVEMENT_ORDER).success
+
+
+def test_an_achievement_unlocked_earlier_in_the_same_world_does_not_decide_a_later_task():
+    """Tasks continue in one world: the achievement list already holds earlier tasks' unlocks."""
+    before = state({"wood": 1}, ["collect_wood", "place_table"])
+    again = decide_from_state("collect wood", before, state({"wood": 2}, ["collect_wood", "place_table"]),
+                              ACHIEVEMENT_ORDER)
+    assert again is not None and again.success and again.decided_by == "inventory"
+    assert not decide_from_state("collect wood", before, before, ACHIEVEMENT_ORDER).success
+    # Nothing in the inventory shows a second table: the LLM critic judges.
+    assert decide_from_state("place table", before, before, ACHIEVEMENT_ORDER) is None
+
+
+def test_a_run_dir_from_when_every_iteration_had_a_fresh_world_is_refused(tmp_path):
+    refuse_world_per_iteration_runs(tmp_path)  # a new run: nothing to refuse
+    (tmp_path / "voyager" / "iterations" / "0000").mkdir(parents=True)
+    (tmp_path / "voyager" / "iterations" / "0000" / "0000.json").write_text("{}")
+    refuse_world_per_iteration_runs(tmp_path)  # today's layout: <world>/<k>.json
+    (tmp_path / "voyager" / "iterations" / "0003.json").write_text("{}")
+    with pytest.raises(CheckpointError, match="from before tasks continued in one world.*Start a new run"):
+        refuse_world_per_iteration_runs(tmp_path)
 
 
 def test_an_item_count_task_is_decided_by_the_inventory_delta_and_a_partial_one_goes_to_the_llm():

@@ -86,9 +86,9 @@ class MethodContext:
 class TrainingContext:
     """What a method with its own training phase gets instead of the actor's episodes.
 
-    A method may define ``train_batch(specs, ctx) -> list[Trajectory]`` (Voyager: one
-    iteration per rollout); the runner then calls it for each batch instead of playing the
-    actor, and writes the metrics rows, sleep, checkpoint and evaluation as for any method.
+    A method may define ``train_batch(specs, ctx) -> list[Trajectory]`` (Voyager: one world
+    per rollout, its iterations continuing in it); the runner then calls it for each batch
+    instead of playing the actor, and writes the metrics rows, sleep, checkpoint and evaluation as for any method.
     It must save each trajectory (``save_trajectory``) and be deterministic given the stored
     knowledge and the model's answers: a batch killed midway is re-run from its start.
     """

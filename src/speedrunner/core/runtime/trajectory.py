@@ -18,7 +18,7 @@ from speedrunner.core.runtime.actor import ActorStep
 
 StopReason = Literal[
     "success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock", "context_length",
-    "iteration_end",  # a Voyager iteration: its one skill run returned or stopped
+    "iteration_end",  # a Voyager world: it played method.max_iterations_per_world iterations
 ]
 
 
@@ -50,6 +50,10 @@ class Trajectory:
     """The provider's message when the history outgrew the context window."""
     sandbox_tier: str | None = None
     """The isolation tier that ran this episode's skill calls (None: no skill was called)."""
+    method_info: dict[str, Any] = field(default_factory=dict)
+    """What a method with its own training phase records about the rollout (Voyager: the
+    iterations played in this world, in order: run-wide number, number in the world, task,
+    attempt, skill added). Empty for the actor's episodes."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

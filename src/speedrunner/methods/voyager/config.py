@@ -52,6 +52,11 @@ class VoyagerConfig(MethodConfig):
     retrieval_top_k: int = Field(5, ge=0)
     """Skills retrieved (by description similarity) into the action agent's prompt, and shown
     to the actor as callable actions in evaluation (k = min(#skills, this))."""
+    max_iterations_per_world: int = Field(10, ge=1)
+    """Iterations (curriculum -> skill -> critic) played in one training world before the next
+    world starts, unless the world ends first (its env-action or LLM-call budget is spent, or
+    the game is over). Bounds a world's LLM calls when its skills take few actions; 10 skills
+    of the default 200 actions fill Crafter's 2,000-action world."""
     max_skill_actions: int = Field(200, ge=1)
     """Cap on primitive actions one skill execution may take."""
     skill_timeout_s: float = Field(60.0, gt=0)

@@ -1,7 +1,10 @@
 """Voyager's critic: did the skill complete its task?
 
 The state change decides when it can: the task names an achievement (unlocked or not), or
-asks for an item whose inventory count rose enough or did not rise at all. Only what the
+asks for an item whose inventory count rose enough or did not rise at all. The world
+continues from task to task, so an achievement unlocked by an earlier task in the same
+world cannot decide a later one: then the inventory (``collect``/``make`` tasks) or the LLM
+critic does. Only what the
 state cannot settle goes to the LLM critic, whose answer is JSON (``reasoning``,
 ``success``, ``critique``) with bounded re-asks. A skill that raised, or code that did not
 validate, is a failure without any call.
@@ -71,7 +74,12 @@ def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
     changed = ", ".join(f"{k} {v:+d}" for k, v in delta.items()) or "no change"
     unlocked = sorted(set(after.get("achievements", [])) - set(before.get("achievements", [])))
     target = achievement_for(task, achievements)
-    if target is not None:
+    if target is not None and target in before.get("achievements", []):
+        # Unlocked earlier in this world (tasks follow each other in one world): only an
+        # inventory count can still show the task done again; otherwise the LLM judges.
+        if not target.startswith(("collect_", "make_")):
+            return None
+    elif target is not None:
         if target in unlocked:
             return Verdict(True, "", "achievement", f"the achievement {target} was unlocked")
         return Verdict(False, f"The achievement {target} was not unlocked (inventory: {changed}; newly "

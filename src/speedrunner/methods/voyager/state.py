@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.errors import CheckpointError
 
-__all__ = ["SkillEntry", "VoyagerState", "load_state", "retired_name", "save_state", "state_path"]
+__all__ = ["SkillEntry", "VoyagerState", "load_state", "refuse_world_per_iteration_runs", "retired_name",
+           "save_state", "state_path"]
 
 STATE_DIR = "voyager"
 
@@ -35,7 +36,9 @@ class SkillEntry(BaseModel):
     task: str
     """The task the skill was written for."""
     iteration: int
-    """The training rollout (Voyager iteration) whose attempt succeeded."""
+    """The Voyager iteration (run-wide number) whose attempt succeeded."""
+    world: int | None = None
+    """The training world (rollout index) it succeeded in."""
     superseded_by: str | None = None
     """For a kept old version (``nameV2``): the name that now holds the newer skill."""
 
@@ -53,8 +56,11 @@ class VoyagerState(BaseModel):
     last_error: str | None = None
     last_critique: str | None = None
     last_end: dict = Field(default_factory=dict)
-    """Inventory and achievements when the previous attempt's skill stopped."""
+    """Inventory and achievements when the previous attempt's skill stopped (a record; the
+    next iteration starts from that state when it plays in the same world)."""
     skills: dict[str, SkillEntry] = Field(default_factory=dict)
+    iterations: int = 0
+    """Iterations played so far in the run, over all worlds (the next one's number)."""
     scripted: bool = False
     """True once any answer came from the scripted stand-in rather than an LLM."""
 
@@ -113,3 +119,20 @@ def load_state(run_dir: Path, generation: int) -> VoyagerState:
         return VoyagerState.model_validate(json.loads(path.read_text("utf-8")))
     except (ValueError, UnicodeDecodeError) as e:
         raise CheckpointError(f"Voyager's state {path} is corrupt: {e}") from e
+
+
+def refuse_world_per_iteration_runs(run_dir: Path) -> None:
+    """Refuse to resume a run made when every Voyager iteration had a fresh world.
+
+    Those runs stored ``voyager/iterations/<i>.json`` (one file per iteration, directly in
+    that folder); now one rollout is one world that iterations continue in, stored as
+    ``voyager/iterations/<world>/<k>.json``. Resuming one with this code would mix the two
+    protocols in one run, so it stops before anything is written."""
+    folder = Path(run_dir) / STATE_DIR / "iterations"
+    old = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+    if old:
+        raise CheckpointError(
+            f"{run_dir} is a Voyager run from before tasks continued in one world (each iteration then "
+            f"played a fresh world: {folder / old[0]}); this version plays one world per rollout and "
+            "cannot continue it. Start a new run, or resume this one with a SpeedRunner checkout from "
+            "before the change.")

@@ -1,30 +1,41 @@
 """Voyager (Wang et al., 2023) on Crafter: curriculum, action agent, critic, skill manager.
 
-One Voyager *iteration* is one training rollout of the run's schedule (200 by default):
-a fresh training world (seeded from the run seed and the rollout index, like every other
-method's rollout) in which
+**One training rollout of the run's schedule is one world** (an episode, seeded from the
+run seed, the split and the rollout index, like every other method's rollout). As in
+Voyager's Minecraft world, tasks follow each other in it: Voyager plays *iterations* in the
+world until it ends — its env-action budget (Crafter: 2,000) or LLM-call budget is spent,
+the game is over (the player died, or every achievement is unlocked), or
+``max_iterations_per_world`` iterations were played — and the next rollout is a new world.
+One iteration:
 
-1. the curriculum agent proposes a task, unless one is in progress (the first task is
-   fixed: "collect wood"; it sees the state, the completed and the failed tasks, and more
-   of the state as more tasks are completed);
+1. the curriculum agent proposes a task, unless one is in progress (the first task of the
+   run is fixed: "collect wood"; it sees the world as it is now, the completed and the
+   failed tasks, and more of the state as more tasks are completed);
 2. the action agent writes one skill for it (seeing the primitives, the skill API, the
    top-k retrieved skills' code, the previous attempt's code, error and critique);
-3. the skill runs in the sandbox from the world's start (the env stays here);
+3. the skill runs in the sandbox from where the world is now (the env stays here), with at
+   most ``max_skill_actions`` actions and never more than the world has left;
 4. the critic decides from the state change when it can, else asks the LLM;
 5. a success joins the library with an LLM-written description (skill manager); a task
-   failed ``max_task_attempts`` times joins the failed list.
+   failed ``max_task_attempts`` times joins the failed list. A task in progress when its
+   world ends carries on in the next world.
 
-The runner's batches, metrics rows, evaluation and checkpoints stay as for every method:
-the batch's iterations replace the actor's episodes (``train_batch``), and each sleep
-phase stores the batch's library as the next codebook generation with Voyager's state
-(``voyager/state_<g>.json``). In evaluation the actor plays as usual, with the top-k
-skills retrieved for the benchmark's instruction shown as callable actions.
+The runner's batches, metrics rows (one per world), evaluation and checkpoints stay as for
+every method: the batch's worlds replace the actor's episodes (``train_batch``), and each
+sleep phase stores the batch's library as the next codebook generation with Voyager's state
+(``voyager/state_<g>.json``). In evaluation the actor plays as usual, with the top-k skills
+retrieved for the benchmark's instruction shown as callable actions. Each world's
+trajectory lists its iterations (``method_info["iterations"]``: run-wide number, number in
+the world, task, attempt, skill added); ``voyager/iterations/<world>/<k>.json`` holds each
+iteration's full record.
 
-Call ids (stable, so a resumed run replays them from the cache):
-``train/<i>/curriculum/<ask>``, ``train/<i>/action/0000``, ``train/<i>/critic/<ask>``,
-``train/<i>/description/0000``. A batch killed midway is re-run from its first iteration
-after ``restore``: every answer comes from the cache and every skill replays
-deterministically, so it reaches the same library without paying twice.
+Call ids (stable, so a resumed run replays them from the cache), for iteration ``k`` of
+world ``w``: ``train/<w>/<k>/curriculum/<ask>``, ``train/<w>/<k>/action/0000``,
+``train/<w>/<k>/critic/<ask>``, ``train/<w>/<k>/description/0000``. A batch killed midway
+is re-run from its first world after ``restore``: every world resets from its seed, every
+answer comes from the cache and every skill replays deterministically, so it reaches the
+same library without paying twice. A run directory from before worlds continued (one fresh
+world per iteration, ``voyager/iterations/<i>.json``) is refused on resume.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ import importlib
 import inspect
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +52,6 @@ from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.benchmark import EpisodeSpec
 from speedrunner.core.codebook import (
     Author,
-    Codebook,
     Edit,
     EditRejected,
     apply_edits,
@@ -73,12 +83,14 @@ from speedrunner.methods.voyager.state import (
     SkillEntry,
     VoyagerState,
     load_state,
+    refuse_world_per_iteration_runs,
     save_state,
     state_path,
 )
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     TITLE,
     codebook_rules,
+    empty_codebook,
     load_generation,
     skill_support,
 )
@@ -99,6 +111,35 @@ class VoyagerWorld:
     """What retrieval ranks skills against for evaluation (the benchmark's instruction)."""
 
 
+@dataclass(frozen=True)
+class _Now:
+    """Where the world is: what the next skill starts from."""
+
+    text: str
+    structured: dict[str, Any]
+    done: bool = False
+
+
+@dataclass
+class _WorldLog:
+    """What one world's iterations add up to (its trajectory)."""
+
+    steps: list[ActorStep] = field(default_factory=list)
+    calls: list[Completion] = field(default_factory=list)
+    iterations: list[dict[str, Any]] = field(default_factory=list)
+    actions: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+    tier: str | None = None
+
+    def add(self, step: ActorStep, calls: list[Completion], attempt: Attempt, summary: dict[str, Any]) -> None:
+        self.steps.append(step)
+        self.calls += calls
+        self.iterations.append(summary)
+        self.actions += len(attempt.executed)
+        self.info = attempt.info or self.info
+        self.tier = attempt.tier or self.tier
+
+
 class VoyagerMethod:
     name = "voyager"
 
@@ -110,7 +151,7 @@ class VoyagerMethod:
         self.rules = codebook_rules(self.support)
         self.world = world
         self.ranker = self._ranker()
-        self.base = Codebook.empty()
+        self.base = empty_codebook(self.name)
         self.state = VoyagerState()
         self._reset_batch()
 
@@ -141,15 +182,14 @@ class VoyagerMethod:
         return Knowledge(self.base.generation, TITLE, render_api(shown), skills=skills)
 
     def train_batch(self, specs: list[EpisodeSpec], ctx: TrainingContext) -> list[Trajectory]:
-        """Voyager's iterations, one per rollout of the batch, in order (each needs the last)."""
+        """Voyager's worlds, one per rollout of the batch, in order (each needs the last)."""
         self._reset_batch()
         trajectories = []
         for spec in specs:
             if STOP.is_set() or ctx.stop.is_set():
                 raise RunInterrupted(f"train/{spec.index:04d} stopped before its first call")
             with ctx.env() as env:
-                trajectory, record = self._iteration(env, spec, ctx)
-            atomic_write_json(self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}.json", record)
+                trajectory = self._world(env, spec, ctx)
             save_trajectory(self.run_dir, trajectory)
             ctx.on_episode(trajectory)
             trajectories.append(trajectory)
@@ -168,29 +208,63 @@ class VoyagerMethod:
         self._reset_batch()
         return SleepResult(self.knowledge())
 
-    # ------------------------------------------------------------ one iteration
-    def _iteration(self, env: TextEnv, spec: EpisodeSpec, ctx: TrainingContext) -> tuple[Trajectory, dict[str, Any]]:
+    # ------------------------------------------------------------ one world
+    def _world(self, env: TextEnv, spec: EpisodeSpec, ctx: TrainingContext) -> Trajectory:
+        """Iterations in one world until it ends (see the module docstring)."""
         started = time.monotonic()
-        prefix = f"train/{spec.index:04d}"
         observation = env.reset(spec.task, spec.seed)
-        start = observation.structured
+        now = _Now(observation.text, observation.structured)
+        budget = ctx.budget
+        world = _WorldLog()
+        stop: StopReason
+        while True:
+            if env.success:
+                stop = "success"
+            elif now.done:
+                stop = "env_done"
+            elif budget.max_env_actions is not None and world.actions >= budget.max_env_actions:
+                stop = "max_env_actions"
+            elif budget.max_llm_calls is not None and len(world.calls) >= budget.max_llm_calls:
+                stop = "max_llm_calls"
+            elif time.monotonic() - started > budget.wall_clock_s:
+                stop = "wall_clock"
+            elif len(world.steps) >= self.config.max_iterations_per_world:
+                stop = "iteration_end"
+            else:
+                if STOP.is_set() or ctx.stop.is_set():
+                    raise RunInterrupted(f"train/{spec.index:04d} stopped between two iterations")
+                left = None if budget.max_env_actions is None else budget.max_env_actions - world.actions
+                now = self._iteration(env, spec, len(world.steps), now, left, world)
+                continue
+            break
+        return self._trajectory(spec, env, now, world, stop, started)
+
+    def _iteration(self, env: TextEnv, spec: EpisodeSpec, k: int, now: _Now, actions_left: int | None,
+                   world: _WorldLog) -> _Now:
+        """Iteration ``k`` of this world, from where the world is now; returns where it is after."""
+        prefix = f"train/{spec.index:04d}/{k:04d}"
+        start = now.structured
         calls: list[Completion] = []
         work = self.work
-        record: dict[str, Any] = {"iteration": spec.index, "generation": self.base.generation}
+        number = work.iterations
+        work.iterations += 1
+        record: dict[str, Any] = {"iteration": number, "world": spec.index, "in_world": k,
+                                  "world_seed": spec.seed, "generation": self.base.generation,
+                                  "actions_left": actions_left}
         if work.task is None:
-            work.task, record["curriculum"] = self._propose(prefix, start, calls)
+            work.task, record["curriculum"] = self._propose(prefix, k, now, actions_left, calls)
         task, attempt_no = work.task, work.attempts + 1
-        retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k, charge_to=prefix)
+        retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k,
+                          charge_to=f"train/{spec.index:04d}")
         record.update(task=task, attempt=attempt_no, retrieved=retrieved)
 
         messages = [Message("system", self._action_system()),
-                    Message("user", self._action_prompt(task, attempt_no, retrieved, observation.text))]
+                    Message("user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left))]
         answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000")
         calls.append(answer)
-        cap = self.config.max_skill_actions
-        if ctx.budget.max_env_actions is not None:
-            cap = min(cap, ctx.budget.max_env_actions)
-        attempt = write_and_run(answer.text, env, observation.text, start, base=self.base, draft=self.draft,
+        cap = self.config.max_skill_actions if actions_left is None else min(self.config.max_skill_actions,
+                                                                              actions_left)
+        attempt = write_and_run(answer.text, env, now.text, start, base=self.base, draft=self.draft,
                                 earlier=self.batch_edits, rules=self.rules, support=self.support,
                                 max_actions=cap, timeout_s=self.config.skill_timeout_s)
         if attempt.error is not None:
@@ -205,7 +279,8 @@ class VoyagerMethod:
             description = self._describe(prefix, attempt, calls)
             self.batch_edits += attempt.edits
             self.draft = attempt.codebook
-            work.add_skill(attempt.main, SkillEntry(description=description, task=task, iteration=spec.index),
+            work.add_skill(attempt.main, SkillEntry(description=description, task=task, iteration=number,
+                                                    world=spec.index),
                            attempt.retired_as if attempt.main in work.skills else None)
             work.complete(task)
             record.update(skill_added=attempt.main, retired_as=attempt.retired_as, description=description)
@@ -218,16 +293,23 @@ class VoyagerMethod:
         work.scripted = work.scripted or any(c.scripted for c in calls)
         record.update(completed=list(work.completed), failed=list(work.failed), env_actions=len(attempt.executed),
                       scripted=any(c.scripted for c in calls))
-        return self._trajectory(spec, env, task, observation.text, answer, attempt, calls, ctx, started), record
+        atomic_write_json(self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}" / f"{k:04d}.json", record)
+        world.add(self._step(k, prefix, now.text, answer, attempt), calls, attempt, {
+            key: record.get(key) for key in ("iteration", "in_world", "task", "attempt", "main", "error",
+                                             "skill_added")} | {"success": verdict.success,
+                                                                "decided_by": verdict.decided_by})
+        return _Now(attempt.end_text, attempt.end, now.done or attempt.done)
 
     # ------------------------------------------------------------ the agents
-    def _propose(self, prefix: str, start: dict[str, Any], calls: list[Completion]) -> tuple[str, dict[str, Any]]:
+    def _propose(self, prefix: str, k: int, now: _Now, actions_left: int | None,
+                 calls: list[Completion]) -> tuple[str, dict[str, Any]]:
         work = self.work
         if not work.completed and not work.failed:
             return self.world.first_task, {"fixed": True}
         messages = [Message("system", PROMPTS.render("curriculum_system", achievements="\n".join(
                         f"{i}. {a.replace('_', ' ')}" for i, a in enumerate(self.world.achievements, 1)))),
-                    Message("user", PROMPTS.render("curriculum", state=self._curriculum_state(start),
+                    Message("user", PROMPTS.render("curriculum", state=self._curriculum_state(now.structured, k,
+                                                                                              actions_left),
                                                    completed=", ".join(work.completed) or "none",
                                                    failed=", ".join(work.failed) or "none"))]
         answers = []
@@ -245,11 +327,13 @@ class VoyagerMethod:
         fresh = [t for t in phrased if t not in work.completed and t not in work.failed] or phrased
         return fresh[0], {"answers": answers, "fallback": True}
 
-    def _curriculum_state(self, start: dict[str, Any]) -> str:
-        """The state, warming up: each part appears once enough tasks are completed."""
+    def _curriculum_state(self, start: dict[str, Any], k: int, actions_left: int | None) -> str:
+        """The world as it is now, warming up: each part appears once enough tasks are completed."""
         done, warm = len(self.work.completed), self.config.curriculum_warmup
         show = {part for part, after in warm.items() if done >= after}
-        lines = ["Where my next skill starts (a fresh world):"]
+        left = "" if actions_left is None else f"; {actions_left} env actions left in this world"
+        where = "a new world" if k == 0 else f"the same world, after {k} task attempt(s) in it"
+        lines = [f"Where my next skill starts: {where}{left}."]
         if "nearby" in show:
             seen = ", ".join(f"{o['name']} {o['distance']} steps {o['direction']}"
                              for o in sorted(start.get("nearby", []), key=lambda o: o["distance"]))
@@ -260,12 +344,8 @@ class VoyagerMethod:
             lines.append("- status: " + ", ".join(f"{k} {v}/9" for k, v in start.get("status", {}).items()))
         inventory = ", ".join(f"{k}: {v}" for k, v in sorted(start.get("inventory", {}).items()))
         lines.append(f"- inventory: {inventory or 'nothing'}")
-        last = self.work.last_end
-        if last:
-            held = ", ".join(f"{k}: {v}" for k, v in sorted(last.get("inventory", {}).items()))
-            lines.append(f"When my last skill stopped: inventory {held or 'nothing'}")
-            if "achievements" in show:
-                lines.append(f"Achievements my last skill unlocked: {', '.join(last.get('achievements', [])) or 'none'}")
+        if "achievements" in show:
+            lines.append(f"- achievements unlocked in this world: {', '.join(start.get('achievements', [])) or 'none'}")
         return "\n".join(lines)
 
     def _action_system(self) -> str:
@@ -279,7 +359,8 @@ class VoyagerMethod:
         return PROMPTS.render("action_system", primitives=", ".join(self.support.primitives),
                               skill_api="\n".join(lines), api_module=self.support.api_module)
 
-    def _action_prompt(self, task: str, attempt: int, retrieved: list[str], observation: str) -> str:
+    def _action_prompt(self, task: str, attempt: int, retrieved: list[str], observation: str,
+                       actions_left: int | None) -> str:
         sources = {f.name: f.text.strip() for f in split_module(self.draft.source).functions}
         shown = "\n\n".join(f"```python\n{sources[n]}\n```" for n in retrieved if n in sources)
         work = self.work
@@ -288,7 +369,10 @@ class VoyagerMethod:
         else:
             previous = (f"Code from the last attempt:\n```python\n{(work.last_code or '').strip()}\n```\n"
                         f"Execution error: {work.last_error or 'none'}\nCritique: {work.last_critique or 'none'}")
-        return PROMPTS.render("action", task=task, context=f"attempt {attempt} of {self.config.max_task_attempts}",
+        context = f"attempt {attempt} of {self.config.max_task_attempts}"
+        if actions_left is not None:
+            context += f"; {actions_left} env actions left in this world"
+        return PROMPTS.render("action", task=task, context=context,
                               retrieved=shown or "(none yet)", previous=previous,
                               observation=observation[: self.config.max_observation_chars])
 
@@ -324,41 +408,37 @@ class VoyagerMethod:
         return " ".join(text.split())[:1200] or f"A skill that completes the task: {self.work.task}."
 
     # ------------------------------------------------------------ records
-    def _trajectory(self, spec: EpisodeSpec, env: TextEnv, task: str, first_text: str, answer: Completion, attempt: Attempt,
-                    calls: list[Completion], ctx: TrainingContext, started: float) -> Trajectory:
-        step = ActorStep(
-            index=0, call_id=f"train/{spec.index:04d}/action/0000", observation=first_text, raw_text=answer.text,
+    @staticmethod
+    def _step(k: int, call_id: str, first_text: str, answer: Completion, attempt: Attempt) -> ActorStep:
+        return ActorStep(
+            index=k, call_id=f"{call_id}/action/0000", observation=first_text, raw_text=answer.text,
             reasoning=answer.reasoning, thought=attempt.plan, raw_action=attempt.code,
             parsed_action=f"{attempt.main}()" if attempt.tree is not None else None,
             executed=list(attempt.executed), error=attempt.error if attempt.tree is None else None,
             usage=answer.usage, cost_usd=answer.cost_usd, latency_s=answer.latency_s, cached=answer.cached,
             finish_reason=answer.finish_reason, skill_call=attempt.tree)
+
+    def _trajectory(self, spec: EpisodeSpec, env: TextEnv, now: _Now, world: _WorldLog, stop: StopReason,
+                    started: float) -> Trajectory:
         usage, cost = Usage(), self.ranker.cost_for(f"train/{spec.index:04d}")  # embeddings, if any
-        for c in calls:
+        for c in world.calls:
             usage = usage + c.usage
             cost = None if cost is None or c.cost_usd is None else cost + c.cost_usd
-        stop: StopReason
-        if env.success:
-            stop = "success"
-        elif attempt.done:
-            stop = "env_done"
-        elif ctx.budget.max_env_actions is not None and len(attempt.executed) >= ctx.budget.max_env_actions:
-            stop = "max_env_actions"
-        else:
-            stop = "iteration_end"
+        tasks = list(dict.fromkeys(i["task"] for i in world.iterations))
         return Trajectory(
             split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
             knowledge_version=self.base.generation,
-            instruction=f"Voyager task: {task}",
-            steps=[step], final_observation=attempt.end_text, stop_reason=stop, success=bool(env.success),
-            progress=float(env.progress()), llm_calls=len(calls), env_actions=len(attempt.executed), usage=usage,
-            cost_usd=cost, wall_time_s=time.monotonic() - started, scripted=any(c.scripted for c in calls),
-            final_info=attempt.info or {"achievements": list(attempt.end.get("achievements", []))},
-            sandbox_tier=attempt.tier)
+            instruction=f"Voyager tasks in this world: {'; '.join(tasks) or 'none'}",
+            steps=world.steps, final_observation=now.text, stop_reason=stop, success=bool(env.success),
+            progress=float(env.progress()), llm_calls=len(world.calls), env_actions=world.actions, usage=usage,
+            cost_usd=cost, wall_time_s=time.monotonic() - started, scripted=any(c.scripted for c in world.calls),
+            final_info=world.info or {"achievements": list(now.structured.get("achievements", []))},
+            sandbox_tier=world.tier, method_info={"iterations": world.iterations})
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:
-        self.base = load_generation(self.run_dir, version)
+        refuse_world_per_iteration_runs(self.run_dir)
+        self.base = load_generation(self.run_dir, version, self.name)
         self.state = load_state(self.run_dir, version)
         if version == 0 and not state_path(self.run_dir, 0).exists():
             save_state(self.run_dir, 0, self.state)

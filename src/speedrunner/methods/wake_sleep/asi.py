@@ -34,6 +34,7 @@ from speedrunner.methods.wake_sleep.asi_parse import Induction, parse_induction
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
     codebook_rules,
+    empty_codebook,
     load_generation,
     skill_support,
 )
@@ -51,7 +52,7 @@ class ASIMethod:
         self.run_dir = Path(ctx.run_dir)
         self.support: SkillSupport = skill_support(self.name, ctx)
         self.rules = codebook_rules(self.support)
-        self.codebook = Codebook.empty()
+        self.codebook = empty_codebook(self.name)
 
     # ----------------------------------------------------------- ALGO LOGIC
     def knowledge(self) -> Knowledge:
@@ -134,7 +135,7 @@ class ASIMethod:
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:
-        self.codebook = load_generation(self.run_dir, version)
+        self.codebook = load_generation(self.run_dir, version, self.name)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_ses
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
     codebook_rules,
+    empty_codebook,
     load_generation,
     skill_support,
 )
@@ -68,7 +69,7 @@ class SpeedRunnerMethod:
         self.run_dir = Path(ctx.run_dir)
         self.support: SkillSupport = skill_support(self.name, ctx)
         self.rules = codebook_rules(self.support)
-        self.codebook = Codebook.empty()
+        self.codebook = empty_codebook(self.name)
         self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
 
     # ----------------------------------------------------------- ALGO LOGIC
@@ -89,7 +90,7 @@ class SpeedRunnerMethod:
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:
-        self.codebook = load_generation(self.run_dir, version)
+        self.codebook = load_generation(self.run_dir, version, self.name)
 
 
 class SpeedRunnerNoCLMethod(SpeedRunnerMethod):
