@@ -207,11 +207,16 @@ def _doc(obj: Any, *, first_paragraph: bool = False) -> str:
     doc = inspect.getdoc(obj)
     if not doc:
         return ""
-    doc = doc.replace("``", "`")  # reST literals read as Markdown code in a prompt
+    doc = _markdown(doc)
     if first_paragraph:
         doc = doc.split("\n\n", 1)[0]
     lines = doc.splitlines()
     return (": " + lines[0] if len(lines) == 1 else "\n" + textwrap.indent(doc, "    "))
+
+
+def _markdown(doc: str) -> str:
+    """reST literals (double backticks) as the Markdown code (single backticks) a prompt reader expects."""
+    return doc.replace("``", "`")
 
 
 def _fields(cls: type) -> str:
@@ -236,7 +241,10 @@ def _class_members(cls: type, *, prefix: str, skip_fields: bool = False) -> str:
         if name.startswith("_") or (skip_fields and name in fields):
             continue
         lines.append(f"- `{prefix}{name}" + (f": {annotation}`" if annotation else "`") + (f": {doc}" if doc else ""))
-    for name, member in sorted(vars(cls).items()):
+    own: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # a subclass's override wins
+        own.update(vars(klass))
+    for name, member in sorted(own.items()):
         if name.startswith("_") or name in attributes:
             continue
         if isinstance(member, property) and member.fget is not None:
@@ -279,7 +287,7 @@ def _collect(body: list[ast.stmt], found: dict[str, tuple[str | None, str | None
         if name is None:
             continue
         following = body[i + 1] if i + 1 < len(body) else None
-        doc = (inspect.cleandoc(following.value.value) if isinstance(following, ast.Expr)
+        doc = (_markdown(inspect.cleandoc(following.value.value)) if isinstance(following, ast.Expr)
                and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str) else None)
         old = found.get(name, (None, None))
         found[name] = (annotation or old[0], doc or old[1])
