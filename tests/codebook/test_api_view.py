@@ -299,7 +299,7 @@ def test_analysis_helpers_are_the_experience_modules_public_functions(monkeypatc
 
 
 def test_the_add_function_rule_says_what_the_edit_machinery_does():
-    two = AddFunction("def _a():\n    return _b()\n\n\ndef _b():\n    return 1\n")
+    two = AddFunction("def _b():\n    return 1\n\n\ndef _a():\n    return _b()\n")
     result = apply_edits(Codebook.empty(), [two], Author(method="test"), rules=Rules("m", frozenset(), (), None))
     if isinstance(result, EditRejected):
         assert add_function_rule().startswith("One function per `add_function`")

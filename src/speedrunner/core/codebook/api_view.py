@@ -153,14 +153,14 @@ def add_function_rule() -> str:
     from speedrunner.core.codebook.edits import AddFunction, apply_edits
     from speedrunner.core.codebook.model import Author
 
-    probe = AddFunction("def _caller():\n    return _callee()\n\n\ndef _callee():\n    return 1\n")
+    probe = AddFunction("def _callee():\n    return 1\n\n\ndef _caller():\n    return _callee()\n")
     result = apply_edits(Codebook.empty(), [probe], Author(method="probe"),
                          rules=Rules("probe_api", frozenset(), (), None))
     if isinstance(result, EditRejected):
         return ("One function per `add_function` (imports it needs may precede it): add a helper with its own "
                 "`add_function` before the function that calls it.")
-    return ("One `add_function` may hold several functions (e.g. helpers with their caller, in any order), "
-            "checked together as one edit.")
+    return ("One `add_function` may hold several functions (e.g. helpers with their caller), checked "
+            "together as one edit.")
 
 
 def _primitives(rules: Rules) -> str:

@@ -63,8 +63,10 @@ class ASIMethod:
         current, accepted = base, []  # this sleep phase's additions so far, on top of base
         completions: list[Completion] = []
         notes: list[dict[str, Any]] = []
-        view = inducer_api_view(self.support, self.rules, self.config, batch)  # the same for every induction
-        for trajectory in sorted((t for t in batch if t.success), key=lambda t: t.index):
+        successes = sorted((t for t in batch if t.success), key=lambda t: t.index)
+        # The API view: the same for every induction of the batch (and as speedrunner's inducer sees it).
+        view = inducer_api_view(self.support, self.rules, self.config, batch) if successes else ""
+        for trajectory in successes:
             completion = self.model.complete(
                 [Message("system", PROMPTS.render("system")), Message("user", self._prompt(view, current, trajectory))],
                 purpose="inducer", call_id=f"sleep/{batch_index:04d}/asi/{trajectory.index:04d}",
