@@ -203,10 +203,10 @@ def test_the_three_skill_methods_show_one_view_rendered_from_the_skill_api(tmp_p
     assert f"at most {limits.max_docstring_chars} characters" in rules_text
     assert "at most 37 primitive actions" in rules_text and "12.5 s" in rules_text
 
-    # The state example is the batch's lowest-index stored first observation, with its state.
+    # The state example is the batch's stored first observation that says most, with its state.
     state = section(view, "## `env.state`")
     assert api.STATE_LAYOUT in state and api.COORDINATES in state
-    first = min(batch, key=lambda t: t.index)
+    first = min(batch, key=lambda t: (-len(t.steps[0].observation.splitlines()), t.index))
     assert f"episode {first.index} (task {first.task}, seed {first.seed})" in state
     stored = first.steps[0].observation
     assert f"`env.text`:\n```\n{stored[:1500]}" in state

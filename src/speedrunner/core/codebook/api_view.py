@@ -335,23 +335,23 @@ def _shorten(value: Any) -> Any:
 
 
 def state_example(batch: Sequence[Trajectory], observe: Observe | None) -> StateExample | None:
-    """The first observation of the batch's lowest-index episode that has one, with its
-    ``env.state`` recovered by resetting a fresh env on the same task and seed (episodes store
-    only the text). If that reset shows another text, the reset's observation is shown and
-    said to be one (still a real state of that task); ``observe`` ``None``: the text alone."""
-    for t in sorted(batch, key=lambda t: t.index):
-        stored = t.steps[0].observation if t.steps else ""
-        if not stored:
-            continue
-        where = f"the first observation of episode {t.index} (task {t.task}, seed {t.seed})"
-        if observe is None:
-            return StateExample(stored, None, where)
-        fresh = observe(t.task, t.seed)
-        if fresh.text == stored:
-            return StateExample(stored, dict(fresh.structured), where)
-        return StateExample(fresh.text, dict(fresh.structured),
-                            f"a fresh reset of episode {t.index}'s task {t.task} and seed {t.seed}")
-    return None
+    """A first observation from the batch: the one that says most (most lines; ties: lowest
+    episode index), with its ``env.state`` recovered by resetting a fresh env on the same task
+    and seed (episodes store only the text). If that reset shows another text, the reset's
+    observation is shown and said to be one (still a real state of that task); ``observe``
+    ``None``: the text alone. Only the chosen episode is reset."""
+    firsts = [(t, t.steps[0].observation) for t in batch if t.steps and t.steps[0].observation]
+    if not firsts:
+        return None
+    t, stored = min(firsts, key=lambda pair: (-len(pair[1].splitlines()), pair[0].index))
+    where = f"the first observation of episode {t.index} (task {t.task}, seed {t.seed})"
+    if observe is None:
+        return StateExample(stored, None, where)
+    fresh = observe(t.task, t.seed)
+    if fresh.text == stored:
+        return StateExample(stored, dict(fresh.structured), where)
+    return StateExample(fresh.text, dict(fresh.structured),
+                        f"a fresh reset of episode {t.index}'s task {t.task} and seed {t.seed}")
 
 
 # --------------------------------------------------------------- analysis helpers
