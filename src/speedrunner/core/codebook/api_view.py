@@ -20,7 +20,9 @@ import functools
 import importlib
 import inspect
 import json
+import sys
 import textwrap
+import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -240,6 +242,7 @@ def _class_members(cls: type, *, prefix: str, skip_fields: bool = False) -> str:
     for name, (annotation, doc) in attributes.items():
         if name.startswith("_") or (skip_fields and name in fields):
             continue
+        annotation = _resolve_alias(cls, annotation)
         lines.append(f"- `{prefix}{name}" + (f": {annotation}`" if annotation else "`") + (f": {doc}" if doc else ""))
     own: dict[str, Any] = {}
     for klass in reversed(cls.__mro__[:-1]):  # a subclass's override wins
@@ -254,6 +257,15 @@ def _class_members(cls: type, *, prefix: str, skip_fields: bool = False) -> str:
         elif inspect.isfunction(member):
             lines.append(f"- `{prefix}{_signature(member, name, hide_first='self')}`" + _doc(member))
     return "\n".join(lines)
+
+
+def _resolve_alias(cls: type, annotation: str | None) -> str | None:
+    """A module-level type alias (``State``) spelled out, so the reader needs no other file."""
+    for klass in cls.__mro__[:-1]:
+        alias = getattr(sys.modules.get(klass.__module__), annotation or "", None)
+        if isinstance(alias, types.GenericAlias):
+            return str(alias).replace("typing.", "")
+    return annotation
 
 
 def _attributes(cls: type) -> dict[str, tuple[str | None, str | None]]:
