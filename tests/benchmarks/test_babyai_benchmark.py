@@ -19,6 +19,7 @@ from speedrunner.benchmarks.babyai.levels import kind_for_seed
 from speedrunner.benchmarks.babyai.server import start_in_thread
 from speedrunner.core.env import TextEnv
 from speedrunner.core.seeding import episode_seed
+from speedrunner.core.skill import local_transport
 from speedrunner.errors import ServerUnavailableError
 
 
@@ -162,7 +163,7 @@ def test_skill_api_over_an_env() -> None:
         # Find a layout where turning in place brings the object dead ahead (deterministic).
         for seed in range(50):
             first = env.reset("pickup", seed)
-            api = skill_api.SkillEnv(skill_api.local_transport(env), first.text, first.structured)
+            api = skill_api.SkillEnv(local_transport(env), first.text, first.structured)
             assert api.text == first.text
             json.dumps(first.structured)
             for _ in range(4):

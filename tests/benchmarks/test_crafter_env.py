@@ -29,6 +29,7 @@ from speedrunner.benchmarks.crafter.text import (
 from speedrunner.core.env import TextEnv
 from speedrunner.core.runtime.actor import render_actions
 from speedrunner.core.seeding import episode_seed
+from speedrunner.core.skill import local_transport
 from speedrunner.errors import EnvError, InvalidActionError
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "crafter" / "golden_seed7.json"
@@ -186,7 +187,7 @@ def test_progress_and_crafter_score() -> None:
 def test_skill_api_views_are_pure_functions_of_state() -> None:
     env = CrafterTextEnv(area=SMALL)
     obs = env.reset("crafter", 7)
-    handle = skill_api.SkillEnv(skill_api.local_transport(env), obs.text, obs.structured)
+    handle = skill_api.SkillEnv(local_transport(env), obs.text, obs.structured)
     text = handle.act("Move North")
     assert text == handle.text and handle.state["step"] == obs.structured["step"] + 1
     state = json.loads(json.dumps(handle.state))  # what a sandbox would receive

@@ -21,6 +21,7 @@ from speedrunner.benchmarks.scienceworld.env import (
 )
 from speedrunner.benchmarks.scienceworld.tasks import parse_task, variations
 from speedrunner.core.env import TextEnv
+from speedrunner.core.skill import local_transport
 from speedrunner.errors import EnvError
 
 pytestmark = pytest.mark.slow
@@ -86,7 +87,7 @@ def test_structured_view_and_skill_api(env: ScienceWorldTextEnv) -> None:
     assert set(state) == {"look", "inventory", "task", "valid_actions"}
     assert env.actions == skill_api.valid_actions(state) and "look around" in env.actions
     assert skill_api.task(state) == env.instruction
-    handle = skill_api.SkillEnv(skill_api.local_transport(env), obs.text, state)
+    handle = skill_api.SkillEnv(local_transport(env), obs.text, state)
     reply = handle.act("inventory")
     assert reply == handle.text and "inventory" in reply
     assert f"called the {skill_api.room(handle.state)}." in skill_api.look(handle.state)

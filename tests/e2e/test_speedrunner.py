@@ -109,6 +109,12 @@ def test_the_inducer_edits_the_codebook_and_the_new_skill_saves_llm_calls_next_b
         assert first["run_python_calls"] == 0 and first["analysis_tier"] is None
         assert turn(with_skill, 0, 0)["tool"] == "view_episode"
         assert "run_python" not in turn(with_skill, 0, 0)["prompt"]
+    # The inducer was shown the skill API with a real state: batch 0's stored first observation with
+    # the most lines, and its env.state recovered by the run's env (the BabyAI server), same task and seed.
+    start = turn(with_skill, 0, 0)["prompt"]
+    shown = max((episode(with_skill, i)["steps"][0]["observation"] for i in (0, 1)), key=lambda o: len(o.splitlines()))
+    assert f"`env.text`:\n```\n{shown}\n```" in start and '`env.state`:\n```json\n{"carrying": ' in start
+    assert "`find(structured: dict[str, Any], name: str) -> SeenObject | None`" in start
 
     gen1 = (with_skill / "codebook" / "gen_1.py").read_text()
     assert f"def {SKILL}(env, n: int) -> str:" in gen1 and "def turn_around" in gen1

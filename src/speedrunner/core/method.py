@@ -19,7 +19,7 @@ from speedrunner.core.runtime.skill_call import SkillRunner, Skills
 if TYPE_CHECKING:
     from speedrunner.core.benchmark import Budget
     from speedrunner.core.config.schema import MethodConfig
-    from speedrunner.core.env import TextEnv
+    from speedrunner.core.env import Observation, TextEnv
     from speedrunner.core.runtime.replay import ReplayResult
     from speedrunner.core.runtime.trajectory import Trajectory
 
@@ -69,6 +69,9 @@ class SkillSupport:
     """``replay(task, seed, skills, lines)``: play a script of actor actions, no LLM."""
     sandbox_tier: str
     """The isolation tier skill code runs under (``bwrap``, ``unshare``, ``rlimits``)."""
+    observe: Callable[[str, int], Observation] | None = None
+    """``observe(task, seed)``: a fresh env's first observation on that task and seed (the
+    inducer's example of ``env.state``; episodes store only the text). ``None``: not offered."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,14 @@ Transport = Callable[[str], dict[str, Any]]
 class SkillEnv:
     """Primitive actions in, observation text out; ``state`` follows every action."""
 
+    # Documented here because the inducer's view of ``env`` is rendered from this class.
+    text: str
+    """The current observation text, as the actor sees it."""
+    state: State
+    """The current observation as a JSON-able dict (the same facts as ``text``)."""
+    done: bool
+    """True once the episode has ended: return then (a further ``act`` ends the skill call)."""
+
     def __init__(self, send: Transport, text: str, state: State, done: bool = False) -> None:
         self._send = send
         self.text = text

@@ -3,8 +3,8 @@
 Two halves, kept apart on purpose:
 
 - ``SkillEnv`` (``speedrunner.core.skill``): the only way to change the world,
-  ``act(action) -> text``, with the current ``text``, ``state`` and ``done``. In-process it
-  wraps the episode's ``TextEnv`` (``local_transport``); a sandboxed skill gets a pipe.
+  ``act(action) -> text``, with the current ``text``, ``state`` and ``done``. A sandboxed
+  skill's ``act`` is a pipe to the parent that owns the env.
 - Pure functions over ``Observation.structured`` (a JSON-able dict; see ``text.py``), so
   they can run inside the sandbox on a dict received over that pipe and never see more
   than the actor's text shows. Positions are relative: ``dx`` steps right (negative =
@@ -17,12 +17,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedrunner.benchmarks.babyai.text import ACTIONS
-from speedrunner.core.skill import SkillEnv, local_transport
+from speedrunner.core.skill import SkillEnv
 
 __all__ = [
-    "ACTIONS", "SeenObject", "SkillEnv", "carrying", "local_transport", "find", "in_front", "visible_objects",
-    "wall_distance",
+    "ACTIONS", "SeenObject", "SkillEnv", "carrying", "find", "in_front", "visible_objects", "wall_distance",
 ]
+
+# What the inducer is told about ``env.state`` and the geometry (``core/codebook/api_view``);
+# checked against ``text.py`` and minigrid by tests/codebook/test_api_view.py.
+STATE_LAYOUT = """\
+{"carrying": {"type", "color"} or None,
+ "walls": {"forward" | "left" | "right": steps},  (only directions whose first non-empty cell is a wall)
+ "objects": [{"type", "color", "dx", "dy", "state" (doors only: open/closed/locked)}]}
+Only what the agent's 7x7 view shows (walls and closed doors block it); the text lists the same facts."""
+COORDINATES = """\
+Egocentric, in steps from the agent: dx > 0 is to its right, dx < 0 to its left; dy > 0 is
+ahead (dy = 0: level with the agent). The view covers dx -3..3, dy 0..6, nothing behind.
+There is no compass direction and no absolute position: after `turn left` an object at
+(dx, dy) is at (dy, -dx); after `turn right` at (-dy, dx); `go forward` (when not blocked)
+lowers every dy by 1. `pick up` and `toggle` act on the cell at (0, 1), right in front."""
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,26 @@ from __future__ import annotations
 from typing import Any
 
 from speedrunner.benchmarks.crafter.text import ACTION_NAMES
-from speedrunner.core.skill import SkillEnv, State, local_transport
+from speedrunner.core.skill import SkillEnv, State
 
-__all__ = ["ACTION_NAMES", "SkillEnv", "achievements", "facing", "inventory", "local_transport",
-           "nearby", "nearest", "status"]
+__all__ = ["ACTION_NAMES", "SkillEnv", "achievements", "facing", "inventory", "nearby", "nearest", "status"]
+
+# What the inducer is told about ``env.state`` and the geometry (``core/codebook/api_view``);
+# checked against ``text.py`` and Crafter by tests/codebook/test_api_view.py.
+STATE_LAYOUT = """\
+{"step": int, "sleeping": bool, "dead": bool,
+ "nearby": [{"name", "dx", "dy", "distance", "direction"}],  (nearest cell of each kind in view)
+ "facing": {"name", "dx", "dy", "direction"},  (the cell in front; dx, dy is the facing offset)
+ "status": {"health", "food", "drink", "energy": 0..9},
+ "inventory": {item: count > 0}, "achievements": [names unlocked so far, sorted]}
+The text shows the same facts ("You see:", "You face ...", status, inventory)."""
+COORDINATES = """\
+Offsets from the player on Crafter's grid: dx > 0 is east, dx < 0 west; dy > 0 is south,
+dy < 0 north (north is up on screen). The view covers dx -4..4, dy -3..3. distance is
+|dx| + |dy| (steps); direction is compass words ("north-west"). `Move North` etc. turn the
+player to face that way and step there only if the cell is free (grass, sand or path, no creature);
+`Do` and `Place ...` act on the faced cell, so e.g. a tree at distance 1 is collected by
+moving towards it (which turns you to face it) and then `Do`."""
 
 
 def nearby(state: State) -> list[dict[str, Any]]:

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import re
 
-from speedrunner.core.skill import SkillEnv, State, local_transport
+from speedrunner.core.skill import SkillEnv, State
 
-__all__ = ["SkillEnv", "inventory", "local_transport", "look", "room", "task", "valid_actions",
-           "visible"]
+__all__ = ["SkillEnv", "inventory", "look", "room", "task", "valid_actions", "visible"]
+
+# What the inducer is told about ``env.state`` and the world's conventions
+# (``core/codebook/api_view``); checked against ``env.py`` by tests/codebook/test_api_view.py.
+STATE_LAYOUT = """\
+{"look": str (what "look around" shows here), "inventory": str (what "inventory" shows),
+ "task": str (the task description), "valid_actions": [action strings accepted now]}"""
+COORDINATES = """\
+No coordinates: the world is rooms joined by doors. `go to ROOM` moves to an adjacent room
+whose door is open (`open door to ROOM` first); `look around` lists the current room's
+contents. Actions are free text: unknown input answers "No known action matches that
+input."; an ambiguous one answers with a numbered list (act the number to choose).
+`focus on X` on the wrong object ends the episode as a failure."""
 
 
 def look(state: State) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from speedrunner.core.config.schema import RunConfig
-from speedrunner.core.env import TextEnv
+from speedrunner.core.env import Observation, TextEnv
 from speedrunner.core.method import SkillSupport
 from speedrunner.core.runtime.replay import ReplayResult, replay_script
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
@@ -22,7 +22,7 @@ from speedrunner.core.sandbox import (
 )
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["build_skill_support", "import_in_sandbox", "sandbox_tier", "skill_api_module"]
+__all__ = ["build_skill_support", "first_observation", "import_in_sandbox", "sandbox_tier", "skill_api_module"]
 
 SMOKE_TIMEOUT_S = 20.0
 
@@ -64,7 +64,17 @@ def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> S
         return import_in_sandbox(source, api_module, tier)
 
     return SkillSupport(api_module=api_module, api_names=tuple(getattr(api, "__all__", ())), primitives=primitives,
-                        open_skills=open_skills, smoke_test=smoke_test, replay=replay, sandbox_tier=tier)
+                        open_skills=open_skills, smoke_test=smoke_test, replay=replay, sandbox_tier=tier,
+                        observe=partial(first_observation, make_env))
+
+
+def first_observation(make_env: Callable[[], TextEnv], task: str, seed: int) -> Observation:
+    """A fresh env's observation after ``reset(task, seed)`` (the env is closed again)."""
+    env = make_env()
+    try:
+        return env.reset(task, seed)
+    finally:
+        env.close()
 
 
 def import_in_sandbox(source: str, api_module: str, tier: str) -> str | None:

@@ -35,6 +35,7 @@ from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
     codebook_rules,
     empty_codebook,
+    inducer_api_view,
     load_generation,
     skill_support,
 )
@@ -63,9 +64,12 @@ class ASIMethod:
         current, accepted = base, []  # this sleep phase's additions so far, on top of base
         completions: list[Completion] = []
         notes: list[dict[str, Any]] = []
-        for trajectory in sorted((t for t in batch if t.success), key=lambda t: t.index):
+        successes = sorted((t for t in batch if t.success), key=lambda t: t.index)
+        # The API view: the same for every induction of the batch (and as speedrunner's inducer sees it).
+        view = inducer_api_view(self.support, self.rules, self.config, batch) if successes else ""
+        for trajectory in successes:
             completion = self.model.complete(
-                [Message("system", PROMPTS.render("system")), Message("user", self._prompt(current, trajectory))],
+                [Message("system", PROMPTS.render("system")), Message("user", self._prompt(view, current, trajectory))],
                 purpose="inducer", call_id=f"sleep/{batch_index:04d}/asi/{trajectory.index:04d}",
             )
             completions.append(completion)
@@ -84,13 +88,10 @@ class ASIMethod:
             "scripted": author.scripted})
         return SleepResult(self.knowledge(), completions)
 
-    def _prompt(self, current: Codebook, trajectory: Trajectory) -> str:
+    def _prompt(self, view: str, current: Codebook, trajectory: Trajectory) -> str:
         return PROMPTS.render(
             "induce",
-            primitives=", ".join(self.support.primitives) or "(free text commands; see the episode)",
-            skill_api=f"`env.act(action) -> str` plays one primitive action and returns the new observation "
-                      f"text; `env.text`, `env.state` and `env.done` are the current observation. "
-                      f"`from {self.support.api_module} import ...` gives: {', '.join(sorted(self.rules.api_names))}.",
+            api_view=view,
             codebook=current.source.strip() or "# (no skills yet)",
             trajectory=trajectory.summary(self.config.max_trajectory_chars),
             max_functions=self.config.max_functions_per_episode,

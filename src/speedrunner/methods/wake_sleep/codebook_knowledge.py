@@ -4,13 +4,16 @@ Only the sleep phase differs between them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from speedrunner.core.codebook import Codebook, Rules
+from speedrunner.core.codebook.api_view import render_api_view, state_example
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport
+from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.errors import ConfigError
 
-__all__ = ["TITLE", "codebook_knowledge", "codebook_rules", "load_generation", "skill_support"]
+__all__ = ["TITLE", "codebook_knowledge", "codebook_rules", "inducer_api_view", "load_generation", "skill_support"]
 
 TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
 
@@ -50,3 +53,9 @@ def load_generation(run_dir: Path, version: int, method: str) -> Codebook:
     if version == 0:
         return Codebook.start(run_dir, METHOD_TITLES.get(method, method))
     return Codebook.load(run_dir, version)
+
+
+def inducer_api_view(support: SkillSupport, rules: Rules, method_config: object, batch: Sequence[Trajectory]) -> str:
+    """The skill API and codebook rules every skill-writing method's inducer is shown for
+    this batch (``core/codebook/api_view``), with a real state from the batch."""
+    return render_api_view(support.api_module, rules, method_config, example=state_example(batch, support.observe))

@@ -35,6 +35,11 @@ from speedrunner.core.codebook import (
     RenameFunction,
     apply_edits,
 )
+from speedrunner.core.codebook.api_view import (
+    add_function_rule,
+    analysis_helper_names,
+    render_analysis_helpers,
+)
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
@@ -44,6 +49,7 @@ from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
     codebook_rules,
     empty_codebook,
+    inducer_api_view,
     load_generation,
     skill_support,
 )
@@ -55,7 +61,7 @@ CODE_TOOLS = ("run_python", "test_skill")
 """The tools that run code (analysis code, or a skill in a replayed episode): ``speedrunner`` only."""
 SETUP = ("from speedrunner.core import experience as _experience\n"
          "_experience.configure({episodes!r}, {codebook!r}, {upto!r})\n"
-         "from speedrunner.core.experience import episodes, generations, codebook_source\n")
+         "from speedrunner.core.experience import {helpers}\n")
 
 
 class SpeedRunnerMethod:
@@ -155,11 +161,11 @@ class _Phase:
             self.session.close()
 
     def _start(self) -> str:
-        primitives = ", ".join(self.m.support.primitives) or "(free text commands; see the episodes)"
-        api = (f"`env.act(action) -> str` plays one primitive action and returns the new observation text; "
-               f"`env.text`, `env.state` and `env.done` are the current observation. "
-               f"`from {self.m.support.api_module} import ...` gives: {', '.join(sorted(self.m.rules.api_names))}.")
-        return PROMPTS.render("start", batch_index=self.b, primitives=primitives, skill_api=api,
+        # The same view as speedrunner_no_cl's and asi's; only the analysis helpers are extra.
+        api = inducer_api_view(self.m.support, self.m.rules, self.m.config, self.batch)
+        helpers = render_analysis_helpers() + "\n\n" if self.m.code_execution else ""
+        return PROMPTS.render("start", batch_index=self.b, api_view=api, add_function_rule=add_function_rule(),
+                              analysis_helpers=helpers,
                               codebook=self.base.source.strip(), stats=_stats(self.base),
                               episodes="\n".join(_episode_line(t) for t in self.batch) or "(no episodes)")
 
@@ -214,7 +220,8 @@ class _Phase:
                                                  mounts=[p for p in mounts if p.exists()])
         self.ran_code += 1
         setup = SETUP.format(episodes=str(self.m.run_dir / "episodes" / "train"),
-                             codebook=str(self.m.run_dir / "codebook"), upto=self.upto)
+                             codebook=str(self.m.run_dir / "codebook"), upto=self.upto,
+                             helpers=", ".join(analysis_helper_names()))
         prepared = self.session.run(setup, timeout)  # again each time: a timeout restarts the process
         if prepared.error is not None and not prepared.timed_out:
             raise RuntimeError(f"the analysis session could not load the experience helper:\n{prepared.error}")
