@@ -91,7 +91,8 @@ def test_the_protocol_reads_one_tool_line_and_its_block():
     assert "no `Tool:` line" in parse_tool_call("I am done.", offered).problem
     assert "unknown tool" in parse_tool_call("Tool: add_function\n```python\nx\n```", offered).problem
     assert "two names" in parse_tool_call("Tool: rename_function go_to", offered).problem
-    assert "first `Tool:` line" in parse_tool_call("Tool: view_codebook\nTool: submit", offered).note
+    assert "only the first (`Tool: view_codebook`) ran, not `Tool: submit`" in parse_tool_call(
+        "Tool: view_codebook\nTool: submit", offered).note
 
 
 def test_the_inducer_runs_code_over_the_experience_edits_the_draft_and_submits(tmp_path):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Block", "FormatOutcome", "TRUNCATED", "cut_note", "fenced_blocks", "format_outcome",
+__all__ = ["Block", "FormatOutcome", "FormatTally", "with_cut_note", "TRUNCATED", "cut_note", "fenced_blocks", "format_outcome",
            "json_objects", "Line", "label_lines", "label_regex", "strip_think", "truncated"]
 
 FormatOutcome = Literal["ok", "repaired", "lost"]
@@ -155,3 +155,35 @@ def format_outcome(problem: str | None, repairs: tuple[str, ...] | list[str]) ->
     if problem is not None:
         return "lost"
     return "repaired" if repairs else "ok"
+
+
+def with_cut_note(result: str, completion: Any) -> str:
+    """``result`` (a tool's result, feedback) followed by the cut note when ``completion``
+    stopped at ``max_tokens`` and ``result`` does not say so already."""
+    if not truncated(getattr(completion, "finish_reason", None)) or "cut off at" in result:
+        return result
+    return f"{result}\n(note: {cut_note(getattr(completion, 'sampling', {}).get('max_tokens'))})"
+
+
+@dataclass
+class FormatTally:
+    """The turns of one phase, per role: how many were read thanks to tolerance
+    (``repaired``), how many yielded no meaning because of their form (``lost``), how many
+    were cut at ``max_tokens`` (``truncated``). A method stores :meth:`record` in its sleep
+    record; ``core.reporting.format_counts`` sums a run's records for ``summary.json``."""
+
+    role: str
+    """The role a turn counts for unless :meth:`add` names another."""
+    by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, outcome: FormatOutcome, completion: Any = None, *, role: str | None = None) -> None:
+        counts = self.by_role.setdefault(role or self.role, {"turns": 0, "repaired": 0, "lost": 0, "truncated": 0})
+        counts["turns"] += 1
+        counts["repaired"] += outcome == "repaired"
+        counts["lost"] += outcome == "lost"
+        counts["truncated"] += truncated(getattr(completion, "finish_reason", None))
+
+    def record(self) -> dict[str, Any]:
+        """The sleep record's fields: ``format`` per role and ``truncated_turns`` in all."""
+        return {"format": {role: dict(c) for role, c in sorted(self.by_role.items())},
+                "truncated_turns": sum(c["truncated"] for c in self.by_role.values())}
