@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from speedrunner.core.answers import FormatTally
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.codebook import (
     AddFunction,
@@ -62,6 +63,7 @@ class ASIMethod:
         current, accepted = base, []  # this sleep phase's additions so far, on top of base
         completions: list[Completion] = []
         notes: list[dict[str, Any]] = []
+        reading = FormatTally("inducer")
         for trajectory in sorted((t for t in batch if t.success), key=lambda t: t.index):
             completion = self.model.complete(
                 [Message("system", PROMPTS.render("system")), Message("user", self._prompt(current, trajectory))],
@@ -69,7 +71,10 @@ class ASIMethod:
             )
             completions.append(completion)
             author = Author(method=self.name, batch_index=batch_index, scripted=completion.scripted)
-            note, added = self._induce(base, accepted, current, trajectory, parse_induction(completion.text), author)
+            induction = parse_induction(completion.text, finish_reason=completion.finish_reason)
+            reading.add(induction.format, completion)
+            note, added = self._induce(base, accepted, current, trajectory, induction, author)
+            note.update(format=induction.format, finish_reason=completion.finish_reason)
             notes.append(note)
             if added is not None:
                 accepted, current = accepted + added.edits, added.codebook
@@ -80,7 +85,7 @@ class ASIMethod:
         self.codebook = final.commit(self.run_dir)
         atomic_write_json(self.run_dir / "sleep" / f"asi_{batch_index:04d}.json", {
             "batch": batch_index, "generation": self.codebook.generation, "inductions": notes,
-            "scripted": author.scripted})
+            "scripted": author.scripted, **reading.record()})
         return SleepResult(self.knowledge(), completions)
 
     def _prompt(self, current: Codebook, trajectory: Trajectory) -> str:
