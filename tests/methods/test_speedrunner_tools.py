@@ -78,6 +78,8 @@ LOST = [
     ("Tool: add_function", "`add_function` needs a fenced ```python block after the Tool line"),
     ("Tool: rename_function go_to", "`rename_function` takes two names on the Tool line, got 1: 'go_to'"),
     ("Tool: python\n```python\nprint(1)\n```", "unknown tool 'python'; tools: " + ", ".join(sorted(OFFERED))),
+    ('```python\ncall = {"tool": "submit"}\n```',       # a dict in code is not a JSON tool call
+     "no `Tool:` line found: end every turn with one tool call, e.g. `Tool: view_codebook`"),
 ]
 
 

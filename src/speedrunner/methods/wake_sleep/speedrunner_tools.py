@@ -150,6 +150,9 @@ def _from_lines(body: str, repairs: list[str]) -> list[_Raw]:
 
 def _from_json(body: str, repairs: list[str]) -> list[_Raw]:
     calls = []
+    for block in reversed(fenced_blocks(body)):  # a dict literal in Python code is no tool call
+        if block.lang not in ("", "json"):
+            body = body[:block.start] + body[block.end:]
     for obj in json_objects(body):
         keys = {str(k).lower(): v for k, v in obj.items()}
         name = next((keys[k] for k in ("tool", "tool_name", "name", "function") if isinstance(keys.get(k), str)), None)
