@@ -79,11 +79,32 @@ def test_add_an_existing_name_is_rejected() -> None:
     assert "EditFunction('go_to', ...)" in p.fix
 
 
-def test_add_must_define_exactly_one_function() -> None:
-    p = only(rejected(Codebook.empty(), AddFunction(GO_TO + "\n" + STEP)).problems, "edit")
-    assert "must define exactly one top-level function; it defines 2 (go_to, _step)" in p.message
+def test_one_add_may_define_a_caller_with_its_helpers() -> None:
+    """A coding agent writes helpers with their caller: one edit, validated as one."""
+    together = built(AddFunction(IMPORT_FIND + "\n" + STEP + "\n" + GO_TO))
+    apart = base()
+    assert together.source == apart.source
+    assert [f.name for f in together.functions] == ["_step", "go_to"]
+    assert together.signatures() == {"go_to": "go_to(name: str, steps: int = 10) -> bool"}
+
+
+def test_a_several_function_add_is_all_or_nothing() -> None:
+    # one of the two is bad (its callee's import is missing): neither is added
+    result = rejected(Codebook.empty(), AddFunction(STEP + "\n" + GO_TO))
+    assert only(result.problems, "undefined-name").function == "_step"
+    # one name exists already: the edit names it, and nothing changes
+    p = only(rejected(base(), AddFunction(GO_TO.replace("go_to", "walk_to") + "\n" + GO_TO)).problems, "edit")
+    assert str(p).startswith("function 'go_to' [edit]: edit 1 (AddFunction 'walk_to', 'go_to'): a function named "
+                             "'go_to' exists already")
+    p = only(rejected(Codebook.empty(), AddFunction(IMPORT_FIND + STEP + STEP)).problems, "edit")
+    assert "the source defines '_step' 2 times" in p.message
+
+
+def test_add_must_define_a_function_and_edit_exactly_one() -> None:
     p = only(rejected(Codebook.empty(), AddFunction("X = 1")).problems, "edit")
-    assert "it defines 0" in p.message
+    assert "must define at least one top-level function; it defines 0" in p.message
+    p = only(rejected(base(), EditFunction("go_to", GO_TO + "\n" + STEP.replace("_step", "_other"))).problems, "edit")
+    assert "must define exactly one top-level function; it defines 2 (go_to, _other)" in p.message
 
 
 def test_a_syntax_error_in_an_edit_names_the_function_and_its_line() -> None:

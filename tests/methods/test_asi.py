@@ -102,3 +102,15 @@ def test_restore_loads_each_generation_byte_exact(tmp_path):
     assert again.knowledge().text == text and sorted(again.knowledge().skills.signatures) == ["step_back", "turn_around"]
     again.restore(1)
     assert sorted(again.knowledge().skills.signatures) == ["turn_around"]
+
+
+def test_the_sleep_record_counts_how_each_induction_was_read(tmp_path):
+    answers = {0: answer(TURN_AROUND),                                   # the exact form
+               1: "<think>a step back helps</think>\n" + answer(STEP_BACK, "step_back()"),   # repaired
+               2: "I found nothing reusable."}                          # lost
+    asi, _ = method(tmp_path, answers)
+    asi.sleep([episode(0), episode(1), episode(2)], batch_index=0)
+    record = json.loads((tmp_path / "sleep" / "asi_0000.json").read_text())
+    assert [n["format"] for n in record["inductions"]] == ["ok", "repaired", "lost"]
+    assert record["format"] == {"inducer": {"turns": 3, "repaired": 1, "lost": 1, "truncated": 0}}
+    assert record["truncated_turns"] == 0

@@ -5,6 +5,7 @@ end-to-end tests in tests/e2e/test_speedrunner.py use the real train entry point
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -91,7 +92,8 @@ def test_the_protocol_reads_one_tool_line_and_its_block():
     assert "no `Tool:` line" in parse_tool_call("I am done.", offered).problem
     assert "unknown tool" in parse_tool_call("Tool: add_function\n```python\nx\n```", offered).problem
     assert "two names" in parse_tool_call("Tool: rename_function go_to", offered).problem
-    assert "first `Tool:` line" in parse_tool_call("Tool: view_codebook\nTool: submit", offered).note
+    assert "only the first (`Tool: view_codebook`) ran, not `Tool: submit`" in parse_tool_call(
+        "Tool: view_codebook\nTool: submit", offered).note
 
 
 def test_the_inducer_runs_code_over_the_experience_edits_the_draft_and_submits(tmp_path):
@@ -231,3 +233,39 @@ def test_a_rejected_edit_leaves_the_draft_and_the_next_turn_sees_why(tmp_path, b
     m, model = method(tmp_path, [bad, "Tool: submit"])
     m.sleep(stored(tmp_path, [episode(0)]), batch_index=0)
     assert "rejected" in model.calls[1][2][-1].content and "the draft is unchanged" in model.calls[1][2][-1].content
+
+
+class _CutOnce(PolicyModel):
+    """Turn 1 is cut at max_tokens inside its block, as a provider with max_tokens=64 would."""
+
+    def complete(self, messages, *, purpose, call_id, **sampling):
+        c = super().complete(messages, purpose=purpose, call_id=call_id)
+        if call_id.endswith("/0001"):
+            return dataclasses.replace(c, finish_reason="length", sampling={"max_tokens": 64})
+        return c
+
+
+def test_repaired_lost_and_cut_turns_are_recorded_per_turn_and_per_phase(tmp_path):
+    batch = stored(tmp_path, [episode(0)])
+    answers = [
+        "<think>helpers first</think>\n**Tool:** add_function\n```python\n" + STEP + "\n\n"
+        + TURN_AROUND.replace("turn_around", "spin") + "```",
+        "Tool: add_function\n```python\ndef cut(env):\n    env.act('go forward')\n",   # cut by max_tokens
+        "I am done.",                                                                   # no tool line
+        "Tool: submit",
+    ]
+    turns = list(answers)
+    m, model = method(tmp_path, turns)
+    m.model = _CutOnce(model.policy)
+    m.sleep(batch, batch_index=0)
+    first, cut, lost = (turn_record(tmp_path, 0, t) for t in range(3))
+    assert first["format"] == "repaired" and first["result"].startswith("Accepted. Draft: public step, spin; private (none)")
+    assert "think block" in first["repairs"] and "marked-up Tool label" in first["repairs"]
+    assert (cut["finish_reason"], cut["format"]) == ("length", "lost")
+    assert cut["result"].startswith("Not run: the ```python block of `add_function` was cut off before its closing "
+                                    "fence (your answer was cut off at max_tokens=64")
+    assert lost["format"] == "lost" and lost["finish_reason"] is None
+    record = json.loads((tmp_path / "sleep" / "batch_0000" / "sleep.json").read_text())
+    assert record["format"] == {"inducer": {"turns": 4, "repaired": 1, "lost": 2, "truncated": 1}}
+    assert record["truncated_turns"] == 1
+    assert record["edits"] == ["add_function spin, step"]

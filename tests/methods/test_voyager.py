@@ -90,7 +90,7 @@ def test_the_llm_critics_json_is_parsed_strictly():
     assert ok == Verdict(True, "", "llm", "r")
     assert parse_critic_answer("it worked") == "no JSON object in the answer"
     assert "true or false" in parse_critic_answer('{"reasoning": "r", "success": "yes", "critique": ""}')
-    assert "does not parse" in parse_critic_answer('{"success": true,}')
+    assert "does not parse" in parse_critic_answer('{"success": tru}')
 
 
 # ------------------------------------------------------------------ retrieval

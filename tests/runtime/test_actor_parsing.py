@@ -16,7 +16,6 @@ BABYAI = ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
     ("Thought: x\nNext action - drop", "drop"),
     ("Thought: x\nAction: go", "go forward"),          # unique prefix
     ("pick up", "pick up"),                            # bare action, no label
-    ("Thought: a\nAction: drop\nThought: b\nAction: toggle", "toggle"),  # last Action line wins
 ])
 def test_lenient_forms_parse_to_the_canonical_action(text, expected):
     parsed = parse_answer(text, BABYAI)
@@ -30,6 +29,7 @@ def test_lenient_forms_parse_to_the_canonical_action(text, expected):
     ("Thought: x\nAction: jump", "'jump' is not a valid action"),
     ("Thought: x\nAction: turn", "ambiguous"),
     ("Thought: x\nAction:", "empty"),
+    ("Thought: x\nAction: None (direct response required)", "is not a valid action"),  # crewAI #4186
 ])
 def test_invalid_answers_say_what_was_wrong(text, problem):
     parsed = parse_answer(text, BABYAI)
@@ -118,3 +118,100 @@ def test_the_history_grown_turn_by_turn_equals_the_history_rendered_from_scratch
     history.sync(steps[:2], None, actions)
     assert list(history.sync(steps[:2], "obs 2", actions)) == to_messages("first", steps[:2], "obs 2", actions)
     assert [m.role for m in history.conversation] == ["system", "user", "assistant", "user", "assistant", "user"]
+
+
+# What real models write, one row per variant (issue table, provider docs, public transcripts).
+# Each row: the answer, then the action it means and how its form was read.
+REAL = [
+    # markdown around the label, any case, headings, lists
+    ("**Thought:** the ball is ahead.\n**Action:** go forward", "go forward", "repaired"),
+    ("**Thought**: x\n**Action**: go forward", "go forward", "repaired"),
+    ("### Thought\nthe ball is ahead\n### Action: pick up", "pick up", "repaired"),
+    ("- Thought: x\n- Action: toggle", "toggle", "repaired"),
+    ("THOUGHT: x\nACTION: drop", "drop", "repaired"),
+    ("Thought: x\n**Action:**\n`turn left`", "turn left", "repaired"),          # value on the next line
+    ("> Action: turn right", "turn right", "repaired"),
+    # Qwen / R1 think blocks: their contents never count
+    ("<think>\nAction: drop is wrong here.\n</think>\nThought: x\nAction: pick up", "pick up", "repaired"),
+    ("<think>\n</think>\n\nThought: x\nAction: pick up", "pick up", "repaired"),      # /no_think still emits tags
+    ("I should turn. Action: drop would be wrong.\n</think>\nAction: turn left", "turn left", "repaired"),  # lone </think>
+    # prose before and after, trailing period, quotes, fences
+    ("Let me think step by step.\nThe key is left.\n\nAction: turn left.\n\nThis should face the key.",
+     "turn left", "ok"),
+    ("Thought: x\nAction: \"pick up\".", "pick up", "ok"),
+    ("```\nThought: x\nAction: go forward\n```", "go forward", "repaired"),     # whole answer fenced (DB-GPT #3074)
+    # JSON answers
+    ('{"thought": "the key is ahead", "action": "pick up"}', "pick up", "repaired"),
+    ('```json\n{"Thought": "x", "Action": "toggle"}\n```', "toggle", "repaired"),
+    # the same action twice is one meaning
+    ("Action: drop\nSo, once more:\nAction: drop", "drop", "repaired"),
+]
+
+
+@pytest.mark.parametrize("text, expected, form", REAL)
+def test_what_real_models_write_reads_as_one_action(text, expected, form):
+    parsed = parse_answer(text, BABYAI)
+    assert (parsed.action, parsed.error, parsed.format) == (expected, None, form)
+
+
+REAL_SKILL_CALLS = [
+    ('**Action:** go_to("red ball")', 'go_to(\'red ball\')', "repaired"),
+    ("**Action:** `go_to('red ball')`", 'go_to(\'red ball\')', "repaired"),
+    ('Action: go_to("red ball").', 'go_to(\'red ball\')', "repaired"),
+    ("### Action\n\n### Action: go_to('red ball')", 'go_to(\'red ball\')', "repaired"),
+    ('<think>maybe pick_then_go("a", "b")</think>\nAction: go_to("red ball")', 'go_to(\'red ball\')', "repaired"),
+    ('{"action": "go_to(\'red ball\')"}', 'go_to(\'red ball\')', "repaired"),
+    ('{"action": "go_to", "args": ["red ball"]}', 'go_to(\'red ball\')', "repaired"),
+    ('Thought: x\nAction: go_to("red ball");', 'go_to(\'red ball\')', "repaired"),
+]
+
+
+@pytest.mark.parametrize("text, expected, form", REAL_SKILL_CALLS)
+def test_what_real_models_write_reads_as_one_skill_call(text, expected, form):
+    parsed = parse_answer(text, BABYAI, skills=SKILLS)
+    assert (parsed.action, parsed.error, parsed.format) == (expected, None, form)
+    assert parsed.skill_call is not None
+
+
+AMBIGUOUS = [
+    ("Thought: a\nAction: drop\nThought: b\nAction: toggle",
+     "the answer has 2 different Action lines ('drop'; 'toggle'); only one action runs per turn: "
+     "answer with exactly one Action line"),
+    # a model that plays several ReAct rounds and imagines the observations (LangChain #20704)
+    ("Thought: forward\nAction: go forward\nObservation: you see a key\nThought: take it\nAction: pick up",
+     "the answer has 2 different Action lines ('go forward'; 'pick up'); only one action runs per turn: "
+     "answer with exactly one Action line"),
+    ('{"action": "drop"} or {"action": "toggle"}',
+     "the answer has 2 JSON actions ('drop'; 'toggle'); only one action runs per turn: "
+     "answer with exactly one Action line"),
+    ("<think>Action: go forward</think>", "the answer held only thinking (<think>...</think>), no action"),
+    ("<think>cut while still thinking", "the answer held only thinking (<think>...</think>), no action"),
+]
+
+
+@pytest.mark.parametrize("text, problem", AMBIGUOUS)
+def test_two_readings_are_never_chosen_between(text, problem):
+    parsed = parse_answer(text, BABYAI)
+    assert (parsed.action, parsed.error, parsed.format) == (None, problem, "lost")
+
+
+def test_an_empty_answer_cut_at_max_tokens_says_so():
+    parsed = parse_answer("", BABYAI, finish_reason="length")
+    assert parsed.error == "the answer was empty (it was cut off at max_tokens)"
+
+
+def test_an_unknown_action_is_a_wrong_meaning_not_a_lost_format():
+    parsed = parse_answer("Thought: x\nAction: jump", BABYAI)
+    assert parsed.action is None and parsed.format == "ok"
+
+
+def test_invalid_action_feedback_lists_the_skills_too():
+    from speedrunner.core.runtime.actor import ActorStep, user_message
+
+    step = ActorStep(0, "c0", "obs", "Action: fly", None, "", None, error="'fly' is not a valid action")
+    text = user_message(step, "obs 1", BABYAI, SKILLS).content
+    assert "Your last answer was not executed: 'fly' is not a valid action" in text
+    assert "turn left, turn right, go forward, pick up, drop, toggle" in text
+    assert ("or call a skill: go_to(target: str) -> bool, pick_then_go(a: str, b: str, tries: int = 3) -> bool"
+            in text)
+    assert "or call a skill" not in user_message(step, "obs 1", BABYAI).content

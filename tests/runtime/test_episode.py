@@ -1,5 +1,7 @@
 """One wake episode: budgets, invalid actions, history and prompt-prefix stability."""
 
+import dataclasses
+
 from speedrunner.core.benchmark import Budget, EpisodeSpec
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.episode import EpisodeContext, run_episode
@@ -130,3 +132,25 @@ def test_env_action_descriptions_reach_the_prompt():
     model = PolicyModel(smart_policy)
     run_episode(Described(), SPEC, ctx(model))
     assert "- inc: adds one to the counter" in model.calls[0][2][1].content
+
+
+class _CutModel(PolicyModel):
+    """A provider that stops at max_tokens on the first call: the answer is cut mid-thought."""
+
+    def complete(self, messages, *, purpose, call_id, **sampling):
+        c = super().complete(messages, purpose=purpose, call_id=call_id)
+        if call_id.endswith("/0000"):
+            return dataclasses.replace(c, text="Thought: I will count up until the counter eq",
+                                       finish_reason="length", sampling={"max_tokens": 12})
+        return c
+
+
+def test_a_cut_answer_is_recorded_and_the_actor_is_told_its_room():
+    model = _CutModel(lambda m, p, c: "Thought: up\nAction: inc")
+    traj = run_episode(CounterEnv(), SPEC, ctx(model))
+    first = traj.steps[0]
+    assert (first.finish_reason, first.answer_format, first.parsed_action) == ("length", "lost", None)
+    feedback = [m.content for m in model.calls[1][2] if m.role == "user"][-1]
+    assert ("your answer was cut off at max_tokens=12 (finish_reason 'length'); that is all the room an answer "
+            "has, so answer shorter") in feedback
+    assert traj.steps[1].finish_reason is None and traj.steps[1].answer_format == "ok"

@@ -10,7 +10,8 @@ or parameter of that name, an attribute ``obj.go_to``, a keyword ``go_to=`` and 
 string ``"go_to"`` do not. Only the names' own characters change, so formatting and
 comments survive.
 
-A function's source may bring imports and constants along (above its ``def``); they join
+One ``AddFunction`` may define several functions (a caller with its helpers): they are
+checked and added as one edit. A function's source may bring imports and constants along (above its ``def``); they join
 the module header unless the header already has that exact line. Header lines are never
 removed: the cost of an unused import is nil.
 """
@@ -36,7 +37,8 @@ from speedrunner.core.codebook.validate import Problem, Rule, validate_source
 
 @dataclass(frozen=True)
 class AddFunction:
-    """A new function: ``source`` is its ``def`` (imports and constants may precede it)."""
+    """New functions: ``source`` holds one or more ``def``s (helpers with their caller; imports
+    and constants may precede them). They are added together or not at all."""
 
     source: str
 
@@ -130,23 +132,29 @@ class _Work:
 
     def apply(self, i: int, edit: Edit) -> None:
         if isinstance(edit, AddFunction):
-            parsed = self.snippet(i, edit, edit.source)
-            if parsed is None:
+            added = self.snippet(i, edit, edit.source, several=True)
+            if added is None:
                 return
-            name, text, header = parsed
-            if name in self.funcs:
+            functions, header = added
+            names = [name for name, _ in functions]
+            for name in dict.fromkeys(n for n in names if names.count(n) > 1):
+                self.fail(i, edit, f"the source defines {name!r} {names.count(name)} times", function=name,
+                          fix="keep one definition of each function")
+            for name in dict.fromkeys(n for n in names if n in self.funcs):
                 self.fail(i, edit, f"a function named {name!r} exists already", function=name,
                           fix=f"use EditFunction({name!r}, ...) to replace it, or choose another name")
+            if len(set(names)) != len(names) or any(n in self.funcs for n in names):
                 return
             self.merge(header)
-            self.funcs[name] = _Entry(text, None, revised=True)
+            for name, text in functions:
+                self.funcs[name] = _Entry(text, None, revised=True)
         elif isinstance(edit, EditFunction):
             if not self.exists(i, edit, edit.name):
                 return
             parsed = self.snippet(i, edit, edit.source)
             if parsed is None:
                 return
-            name, text, header = parsed
+            [(name, text)], header = parsed
             if name != edit.name:
                 self.fail(i, edit, f"the new source defines {name!r}, not {edit.name!r}", function=edit.name,
                           fix=f"keep the name {edit.name!r}; rename with RenameFunction({edit.name!r}, {name!r})")
@@ -177,8 +185,10 @@ class _Work:
         else:
             raise TypeError(f"not a codebook edit: {edit!r}")
 
-    def snippet(self, i: int, edit: Edit, source: str) -> tuple[str, str, list[str]] | None:
-        """(function name, its text, header lines) of an edit's source, or ``None`` after a problem."""
+    def snippet(self, i: int, edit: Edit, source: str, *, several: bool = False
+                ) -> tuple[list[tuple[str, str]], list[str]] | None:
+        """([(function name, its text)], header lines) of an edit's source, or ``None`` after a
+        problem. ``several``: the source may define more than one function (AddFunction)."""
         # One newline convention in the module: "\r\n" from a model would end up mixed with ours.
         text = textwrap.dedent(source.replace("\r\n", "\n")).strip("\n")
         try:
@@ -190,14 +200,15 @@ class _Work:
                       function_line=line, fix="correct the syntax at that line")
             return None
         defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-        if len(defs) != 1:
-            self.fail(i, edit, f"the source must define exactly one top-level function; it defines {len(defs)}"
+        if not defs or (len(defs) > 1 and not several):
+            want = "at least one top-level function" if several else "exactly one top-level function"
+            self.fail(i, edit, f"the source must define {want}; it defines {len(defs)}"
                                + (f" ({', '.join(d.name for d in defs)})" if defs else ""),
-                      fix="one AddFunction or EditFunction per function")
+                      fix="AddFunction may define several functions; EditFunction replaces one")
             return None
         parts = split_module(text)
         header = ([parts.docstring] if parts.docstring else []) + list(parts.header)
-        return defs[0].name, parts.functions[0].text, header
+        return [(f.name, f.text) for f in parts.functions], header
 
     def merge(self, header: list[str]) -> None:
         self.header.extend(line for line in header if line not in self.header)
@@ -279,8 +290,8 @@ def _locate(text: str, lineno: int) -> tuple[str | None, int | None]:
 
 def _describe(edit: Edit) -> str:
     if isinstance(edit, AddFunction):
-        match = re.search(r"def\s+(\w+)", edit.source)
-        return f"AddFunction {match.group(1)!r}" if match else "AddFunction"
+        names = re.findall(r"^(?:async\s+)?def\s+(\w+)", edit.source, re.MULTILINE)
+        return f"AddFunction {', '.join(map(repr, names))}" if names else "AddFunction"
     if isinstance(edit, RenameFunction):
         return f"RenameFunction {edit.old!r} -> {edit.new!r}"
     return f"{type(edit).__name__} {edit.name!r}"

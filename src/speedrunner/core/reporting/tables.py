@@ -11,6 +11,7 @@ import csv
 import io
 from dataclasses import dataclass
 
+from speedrunner.core.answer_counts import COUNT_KEYS as ANSWER_COUNTS
 from speedrunner.core.reporting.aggregate import FINALS, KNOWLEDGE, Group, Stat
 
 KEY_COLUMNS = ["benchmark", "task_set", "method", "model"]
@@ -145,5 +146,21 @@ def knowledge_table(groups: list[Group]) -> Table:
                  rows, list(KNOWLEDGE))
 
 
+def answers_table(groups: list[Group]) -> Table:
+    """How each run's answers were read, per role (``summary.json`` ``format``)."""
+    rows = []
+    for g in groups:
+        for r in g.runs:
+            for role, counts in sorted((r.run.summary.get("format") or {}).items()):
+                rows.append({**_key_cells(g), "seed": str(r.run.seed), "run_id": r.run.run_id, "role": role,
+                             **{k: fmt(counts.get(k)) for k in ANSWER_COUNTS}})
+    notes = {"repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
+             "lost": "turns whose form yielded no meaning (no action or tool call, or two different ones)",
+             "truncated": "turns cut off at max_tokens (finish_reason 'length')"}
+    return Table("answers", "How answers were read (turns per role)",
+                 [*KEY_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS], rows, [], notes)
+
+
 def all_tables(groups: list[Group]) -> list[Table]:
-    return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups)]
+    return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups),
+            answers_table(groups)]

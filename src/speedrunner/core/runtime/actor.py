@@ -1,16 +1,27 @@
 """The actor's side of a turn: what the prompt says and how an answer becomes an action.
 
-Parsing is lenient about form (case, whitespace, ``Action:`` variants, quotes, a unique
-prefix of a valid action) and strict about meaning: anything that is not one action is
-an invalid action, answered with feedback; the call still spends budget.
+Parsing is lenient about form (case, whitespace, markdown around ``Action:``, ``<think>``
+blocks, JSON, quotes, a trailing period, a unique prefix of a valid action) and strict about
+meaning: anything that is not one action — two different actions included — is an invalid
+action, answered with feedback that lists the actions and skills; the call still spends budget.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedrunner.core.answers import (
+    FormatOutcome,
+    Line,
+    format_outcome,
+    json_objects,
+    label_lines,
+    label_regex,
+    strip_think,
+    truncated,
+)
 from speedrunner.core.llm.conversation import Conversation
 from speedrunner.core.llm.types import Message, Usage
 from speedrunner.core.prompts import load_prompts
@@ -19,8 +30,8 @@ from speedrunner.core.runtime.skill_call import SkillCall, looks_like_call, pars
 PROMPTS = load_prompts("speedrunner.core.runtime", "actor_prompts.yaml")
 MAX_LISTED_ACTIONS = 40
 
-_ACTION_LINE = re.compile(r"^\W*(?:next\s+)?action\s*[:=\-]\s*(.*)$", re.IGNORECASE)
-_THOUGHT_LINE = re.compile(r"^\W*(?:thought|reasoning|think)\s*[:=\-]\s*(.*)$", re.IGNORECASE)
+_ACTION_LINE = label_regex(r"(?:next[ \t]+|final[ \t]+)?action")
+_THOUGHT_LINE = label_regex(r"thought|reasoning|think")
 _WRAPPERS = "`'\"*<>[]() "
 
 
@@ -34,6 +45,9 @@ class ParsedAnswer:
     raw_action: str = ""
     skill_call: SkillCall | None = None
     """Set when the action calls a skill; ``action`` is then the call's canonical text."""
+    format: FormatOutcome = "ok"
+    """How the answer's *form* was read: ``repaired`` when only the tolerant reading found the
+    action, ``lost`` when no one action could be read (an unknown action is not a format loss)."""
 
 
 @dataclass
@@ -56,56 +70,147 @@ class ActorStep:
     latency_s: float = 0.0
     cached: bool = False
     finish_reason: str | None = None
+    """``"length"`` when the answer was cut at ``max_tokens`` (``core.answers.TRUNCATED``)."""
+    answer_format: str = "ok"
+    """``ok`` / ``repaired`` / ``lost``: how the answer's form was read (``ParsedAnswer.format``)."""
     skill_call: dict[str, Any] | None = None
     """The call tree when the action called a skill (``SkillOutcome.tree``); its primitive
     actions are in ``executed``."""
 
 
 def _normalise(text: str) -> str:
-    return " ".join(text.strip().strip(_WRAPPERS).rstrip(".!").split()).lower()
+    return " ".join(text.strip().rstrip(".!;").strip(_WRAPPERS).rstrip(".!").split()).lower()
+
+
+def _clean_value(value: str) -> str:
+    """An Action line's value without markdown around it: ``**`go_to('x')`**.`` -> ``go_to('x')``."""
+    text = value.strip()
+    while True:
+        before = text
+        text = text.strip().strip("*_").strip()
+        if len(text) > 1 and text[0] == text[-1] == "`":
+            text = text.strip("`").strip()
+        if text.endswith((").", ");", ")!")):
+            text = text[:-1]
+        if text == before:
+            return text
 
 
 def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
-                 skills: dict[str, str] | None = None) -> ParsedAnswer:
+                 skills: dict[str, str] | None = None, finish_reason: str | None = None) -> ParsedAnswer:
     """Turn the model's text into one valid action (or an error to show the model).
 
     ``skills`` maps the public skill names the actor may call to their signatures; an action
     of the form ``name(literal, ...)`` is then a skill call (``core.runtime.skill_call``).
+    Accepted forms: the prompt's ``Thought:``/``Action:`` lines with any markdown, case or
+    heading around the label, the action on the line after a bare label, prose around them,
+    ``<think>`` blocks (ignored), a JSON object with an ``action`` key, a bare action, a
+    trailing period. Two different actions are never chosen between.
     """
-    thought_lines, action_text = [], None
-    for line in text.splitlines():
-        if (m := _ACTION_LINE.match(line)) is not None:
-            action_text = m.group(1)
-        elif (m := _THOUGHT_LINE.match(line)) is not None:
-            thought_lines.append(m.group(1).strip())
-        elif action_text is None and line.strip():
-            thought_lines.append(line.strip())
-    thought = " ".join(thought_lines)
-    if action_text is None:
-        stripped = text.strip()
+    body, had_think = strip_think(text)
+    repairs: list[str] = ["think block"] if had_think else []
+    lines = label_lines(body, _ACTION_LINE, "Action")
+    if not lines and (lines := label_lines(body, _ACTION_LINE, "Action", in_fences=True)):
+        repairs.append("answer inside a code fence")
+    thought = _thought(body, lines)
+    if not lines:
+        found = _json_action(body)
+        if isinstance(found, ParsedAnswer):
+            return found
+        if found is not None:
+            thought = found[0] or thought
+            lines, repairs = [found[1]], [*repairs, "JSON answer"]
+    values = []
+    for line in lines:
+        value = line.value
+        if not _clean_value(value):  # "**Action:**" alone: the action is on the next line
+            value = _next_line(body, line.end)
+            if value:
+                repairs.append("action on the line after its label")
+        if not line.exact:
+            repairs.append("marked-up Action label")
+        values.append(value)
+    if not values:
+        stripped = _clean_value(body)
         if not stripped:
-            return ParsedAnswer(thought, None, "the answer was empty")
+            cut = " (it was cut off at max_tokens)" if truncated(finish_reason) else ""
+            what = "held only thinking (<think>...</think>), no action" if had_think else "was empty"
+            return ParsedAnswer(thought, None, f"the answer {what}{cut}", format="lost")
         if _normalise(stripped) in {_normalise(a) for a in actions} or (skills and looks_like_call(stripped)):
-            action_text = stripped  # a bare action with no "Action:" label
+            values, thought = [stripped], ""  # a bare action with no "Action:" label
         else:
-            return ParsedAnswer(thought, None, 'no "Action: ..." line found')
+            return ParsedAnswer(thought, None, 'no "Action: ..." line found', format="lost")
+    distinct = list(dict.fromkeys(_clean_value(v) for v in values))
+    if len(distinct) > 1:
+        read = "; ".join(repr(v) for v in distinct)
+        return ParsedAnswer(thought, None, f"the answer has {len(distinct)} different Action lines ({read}); "
+                                           "only one action runs per turn: answer with exactly one Action line",
+                            values[-1], format="lost")
+    if len(values) > 1:
+        repairs.append("the same Action line repeated")
+    action_text = _clean_value(values[0])
+    if action_text != values[0].strip():
+        repairs.append("markup or period around the action")
+    fmt = format_outcome(None, repairs)
     if skills and looks_like_call(action_text):
         call = parse_skill_call(action_text, skills)
         if isinstance(call, str):
-            return ParsedAnswer(thought, None, call, action_text)
-        return ParsedAnswer(thought, call.text, None, action_text, skill_call=call)
-    return _match_action(thought, action_text, actions, free_text)
+            return ParsedAnswer(thought, None, call, action_text, format=fmt)
+        return ParsedAnswer(thought, call.text, None, action_text, skill_call=call, format=fmt)
+    parsed = _match_action(thought, action_text, actions, free_text)
+    return dataclasses.replace(parsed, format="lost" if parsed.error == _EMPTY_LINE else fmt)
+
+
+def _thought(body: str, lines: list[Line]) -> str:
+    """The reasoning before the (first) Action line, ``Thought:`` labels taken off."""
+    before = body[: lines[0].start] if lines else body
+    kept = []
+    for line in before.splitlines():
+        m = _THOUGHT_LINE.match(line)
+        text = (m.group("value") if m else line).strip(" *_#")
+        if text and not text.startswith(("```", "~~~")):
+            kept.append(text)
+    return " ".join(kept)
+
+
+def _next_line(body: str, end: int) -> str:
+    for line in body[end:].splitlines():
+        if line.strip() and not line.strip().startswith(("```", "~~~")):
+            return line
+    return ""
+
+
+def _json_action(body: str) -> tuple[str, Line] | ParsedAnswer | None:
+    """``{"thought": ..., "action": ...}`` (``args`` may list a skill's arguments)."""
+    found = []
+    for obj in json_objects(body):
+        keys = {k.lower(): v for k, v in obj.items()}
+        action = keys.get("action", keys.get("next_action"))
+        if isinstance(action, str) and action.strip():
+            args = keys.get("args", keys.get("arguments"))
+            if isinstance(args, list) and "(" not in action:
+                action = f"{action.strip()}({', '.join(repr(a) for a in args)})"
+            thought = keys.get("thought", keys.get("reasoning", ""))
+            found.append((thought if isinstance(thought, str) else "", Line("action", action, 0, 0, False)))
+    if len(found) > 1 and len({f[1].value for f in found}) > 1:
+        read = "; ".join(repr(f[1].value) for f in found)
+        return ParsedAnswer("", None, f"the answer has {len(found)} JSON actions ({read}); only one action runs "
+                                      "per turn: answer with exactly one Action line", format="lost")
+    return found[0] if found else None
+
+
+_EMPTY_LINE = "the Action line was empty"
 
 
 def _match_action(thought: str, raw: str, actions: list[str], free_text: bool) -> ParsedAnswer:
     wanted = _normalise(raw)
     if not wanted:
-        return ParsedAnswer(thought, None, "the Action line was empty", raw)
+        return ParsedAnswer(thought, None, _EMPTY_LINE, raw)
     by_norm = {_normalise(a): a for a in actions}
     if wanted in by_norm:
         return ParsedAnswer(thought, by_norm[wanted], None, raw)
     if free_text:  # any command may be tried; never complete a partial one into another
-        return ParsedAnswer(thought, " ".join(raw.strip().strip("`'\"").split()), None, raw)
+        return ParsedAnswer(thought, " ".join(raw.strip().rstrip(".").strip("`'\"").split()), None, raw)
     prefixed = [a for n, a in by_norm.items() if n.startswith(wanted)]
     if len(prefixed) == 1:
         return ParsedAnswer(thought, prefixed[0], None, raw)
@@ -140,12 +245,21 @@ def assistant_message(step: ActorStep) -> Message:
     return Message("assistant", PROMPTS.render("assistant", thought=step.thought or "-", action=shown))
 
 
-def user_message(step: ActorStep, observation: str, actions: list[str]) -> Message:
-    """What the env said after ``step``, with feedback first when the step was invalid."""
+def user_message(step: ActorStep, observation: str, actions: list[str],
+                 skills: dict[str, str] | None = None) -> Message:
+    """What the env said after ``step``, with feedback first when the step was invalid: the
+    valid actions and, when the knowledge has skills, the skills' signatures too."""
     feedback = "" if step.error is None else PROMPTS.render(
-        "invalid_action", problem=step.error, actions=render_actions(actions)
+        "invalid_action", problem=step.error, actions=_valid_choices(actions, skills)
     ) + "\n"
     return Message("user", PROMPTS.render("next_user", feedback=feedback, observation=observation))
+
+
+def _valid_choices(actions: list[str], skills: dict[str, str] | None) -> str:
+    listed = render_actions(actions)
+    if skills:
+        listed += "\nor call a skill: " + ", ".join(skills.values())
+    return listed
 
 
 class ActorHistory:
@@ -156,7 +270,8 @@ class ActorHistory:
     Steps must not change once rendered (the episode finishes a step before the next call).
     """
 
-    def __init__(self, first_user: str) -> None:
+    def __init__(self, first_user: str, skills: dict[str, str] | None = None) -> None:
+        self.skills = skills
         self.conversation = Conversation([Message("system", PROMPTS.render("system")), Message("user", first_user)])
         self._rendered = 0          # steps whose assistant and user messages are both in
         self._assistant_in = False  # the next step's assistant message is in, its observation not yet
@@ -172,14 +287,14 @@ class ActorHistory:
             observation = steps[i + 1].observation if i + 1 < len(steps) else next_observation
             if observation is None:
                 break
-            self.conversation.append(user_message(steps[i], observation, actions))
+            self.conversation.append(user_message(steps[i], observation, actions, self.skills))
             self._rendered += 1
             self._assistant_in = False
         return self.conversation
 
 
 def to_messages(first_user: str, steps: list[ActorStep], next_observation: str | None,
-                actions: list[str]) -> list[Message]:
+                actions: list[str], skills: dict[str, str] | None = None) -> list[Message]:
     """The whole conversation so far, rendered from scratch; only ever appended to, so its
     prefix stays stable. The episode keeps an :class:`ActorHistory` instead."""
-    return list(ActorHistory(first_user).sync(steps, next_observation, actions))
+    return list(ActorHistory(first_user, skills).sync(steps, next_observation, actions))

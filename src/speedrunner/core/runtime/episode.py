@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from speedrunner.core.answers import cut_note, truncated
 from speedrunner.core.benchmark import Budget, EpisodeSpec
 from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import STOP, RunInterrupted
@@ -71,7 +72,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
         knowledge_version=ctx.knowledge.version, instruction=env.instruction, eval_point=ctx.eval_point,
     )
     prefix = call_prefix(spec, ctx.eval_point)
-    history = ActorHistory(first_user)
+    history = ActorHistory(first_user, ctx.knowledge.skills.signatures if ctx.knowledge.skills else None)
     current = observation.text
     state = {"text": observation.text, "structured": observation.structured, "done": False}
     skills = ctx.knowledge.skills
@@ -97,16 +98,17 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
             traj.scripted = traj.scripted or completion.scripted
             parsed = parse_answer(completion.text, list(env.actions) if free_text else actions, free_text=free_text,
-                                  skills=skills.signatures if skills else None)
+                                  skills=skills.signatures if skills else None, finish_reason=completion.finish_reason)
             step = ActorStep(
                 index=len(traj.steps), call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",
                 observation=current, raw_text=completion.text, reasoning=completion.reasoning,
                 thought=parsed.thought, parsed_action=parsed.action, raw_action=parsed.raw_action,
                 error=parsed.error, usage=completion.usage, cost_usd=completion.cost_usd,
                 latency_s=completion.latency_s, cached=completion.cached, finish_reason=completion.finish_reason,
+                answer_format=parsed.format,
             )
-            if step.error is not None and completion.finish_reason == "length":
-                step.error += " (the answer was cut off at max_tokens)"
+            if step.error is not None and truncated(completion.finish_reason):
+                step.error += f" ({cut_note(completion.sampling.get('max_tokens'))})"
             traj.steps.append(step)
             if parsed.action is None:
                 continue

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from speedrunner.core.answer_counts import format_counts
 from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
@@ -353,6 +354,7 @@ class Runner:
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
+            "format": format_counts(self.run_dir),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedrunner.core.answers import fenced_blocks, label_lines, label_regex, strip_think
 from speedrunner.core.codebook import (
     AddFunction,
     Author,
@@ -32,9 +33,30 @@ from speedrunner.errors import InvalidActionError
 from speedrunner.methods.voyager.state import retired_name
 from speedrunner.methods.wake_sleep.asi_parse import parse_induction
 
-__all__ = ["FENCE", "Attempt", "write_and_run"]
+__all__ = ["FENCE", "Attempt", "read_code", "write_and_run"]
 
 FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+_CODE_LABEL = label_regex("code")
+_PYTHON = ("python", "py", "python3", "")
+
+
+def read_code(text: str) -> tuple[str, str | None]:
+    """(the plan, the code) of an action-agent answer; the code is every Python fenced block
+    after the ``Code:`` label (any markdown or case; all blocks when there is no label),
+    joined — the prompt asks for the skill with its helpers. ``<think>`` blocks never count,
+    a fence may lack its language tag or its closing line (validation then judges the code),
+    and ```` ``` ```` inside a string does not end a block."""
+    body, _ = strip_think(text)
+    labels = label_lines(body, _CODE_LABEL, "Code")
+    cut = labels[0].start if labels else 0
+    blocks = [b for b in fenced_blocks(body) if b.lang in _PYTHON]
+    after = [b for b in blocks if b.start >= cut] or blocks
+    plan = body[:labels[0].start] if labels else body
+    if not after:
+        return plan.strip(), None
+    return plan.strip(), "\n\n".join(b.code.strip() for b in after) + "\n"
 
 
 @dataclass
@@ -64,13 +86,11 @@ def write_and_run(text: str, env: TextEnv, first_text: str, start: dict[str, Any
     """``base``: the stored generation; ``earlier``: this batch's accepted edits on top of it
     (giving ``draft``). ``error`` is set when the code cannot run or the skill raised."""
     attempt = Attempt(end=start, end_text=first_text)
-    head, _, tail = text.partition("Code:")
-    attempt.plan = head.strip()
-    blocks = FENCE.findall(tail or text) or FENCE.findall(text)
-    if not blocks:
+    attempt.plan, code = read_code(text)
+    if code is None:
         attempt.error = "the answer has no ```python code block"
         return attempt
-    attempt.code = "\n\n".join(b.strip() for b in blocks) + "\n"
+    attempt.code = code
     parsed = parse_induction(f"<functions>\n{attempt.code}\n</functions>")
     public = [f for f in parsed.functions if not f.name.startswith("_")]
     if parsed.problem or not public:

@@ -15,11 +15,14 @@ The states are the env's ``structured`` dicts (``inventory``: item -> count,
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from speedrunner.core.answers import json_objects, strip_think
 
 __all__ = ["Verdict", "achievement_for", "decide_from_state", "inventory_delta", "normalise_task",
            "parse_critic_answer", "state_summary", "clean_task"]
@@ -104,19 +107,52 @@ def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
 
 
 def parse_critic_answer(text: str) -> Verdict | str:
-    """The LLM critic's JSON as a verdict, or what is wrong with it (for the re-ask)."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        return "no JSON object in the answer"
-    try:
-        data = json.loads(text[start:end + 1])
-    except json.JSONDecodeError as e:
-        return f"the JSON does not parse ({e.msg})"
-    if not isinstance(data, dict):
-        return "the JSON is not an object"
-    if not isinstance(data.get("success"), bool):
+    """The LLM critic's JSON as a verdict, or what is wrong with it (for the re-ask).
+
+    Tolerant about form: ``<think>`` blocks are ignored, prose and a ```` ```json ```` fence
+    may surround the object, a trailing comma or Python literals (``True``, single quotes)
+    are read, ``"success": "true"`` counts as ``true``. Strict about meaning: two verdicts
+    that disagree are not chosen between."""
+    body, _ = strip_think(text)
+    objects = [o for o in json_objects(body) if "success" in o] or _lenient_objects(body)
+    if not objects:
+        start, end = body.find("{"), body.rfind("}")
+        if start < 0 or end <= start:
+            return "no JSON object in the answer"
+        try:
+            json.loads(body[start:end + 1])
+        except json.JSONDecodeError as e:
+            return f"the JSON does not parse ({e.msg})"
+        return '"success" must be true or false'
+    verdicts = {str(o.get("success")).lower() for o in objects}
+    if len(verdicts) > 1:
+        return f"the answer has {len(objects)} JSON objects that disagree on \"success\"; give exactly one"
+    data = objects[0]
+    success = data.get("success")
+    if isinstance(success, str) and success.strip().lower() in ("true", "false"):
+        success = success.strip().lower() == "true"
+    if not isinstance(success, bool):
         return '"success" must be true or false'
     reasoning, critique = data.get("reasoning", ""), data.get("critique", "")
     if not isinstance(reasoning, str) or not isinstance(critique, str):
         return '"reasoning" and "critique" must be strings'
-    return Verdict(data["success"], critique, "llm", reasoning)
+    return Verdict(success, critique, "llm", reasoning)
+
+
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def _lenient_objects(body: str) -> list[dict[str, Any]]:
+    """The outermost ``{...}`` read with a trailing comma dropped, or as a Python literal."""
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        return []
+    raw = body[start:end + 1]
+    try:
+        value = json.loads(_TRAILING_COMMA.sub(r"\1", raw))
+    except json.JSONDecodeError:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return []
+    return [value] if isinstance(value, dict) and "success" in value else []

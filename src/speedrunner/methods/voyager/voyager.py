@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedrunner.core.answers import label_lines, label_regex, strip_think
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.benchmark import EpisodeSpec
 from speedrunner.core.codebook import (
@@ -96,7 +97,16 @@ from speedrunner.methods.wake_sleep.codebook_knowledge import (
 )
 
 PROMPTS = load_prompts("speedrunner.methods.voyager", "voyager_prompts.yaml")
-_TASK_LINE = re.compile(r"^\s*\**task\**\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_TASK_LINE = label_regex(r"(?:next[ \t]+)?task")
+
+
+def read_task(text: str) -> str:
+    """The curriculum's ``Task:`` line (any markdown or case, ``<think>`` ignored), cleaned;
+    "" when there is none or two that differ (never chosen between: the curriculum is asked again)."""
+    body, _ = strip_think(text)
+    tasks = {clean_task(line.value) for line in label_lines(body, _TASK_LINE, "Task")} - {""}
+    return tasks.pop() if len(tasks) == 1 else ""
+
 
 
 @dataclass(frozen=True)
@@ -317,8 +327,7 @@ class VoyagerMethod:
             completion = self.model.complete(messages, purpose="curriculum", call_id=f"{prefix}/curriculum/{ask:04d}")
             calls.append(completion)
             answers.append(completion.text)
-            found = _TASK_LINE.findall(completion.text)
-            task = clean_task(found[-1]) if found else ""
+            task = read_task(completion.text)
             if task:
                 return task, {"answers": answers, "fallback": False}
             messages += [Message("assistant", completion.text),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from speedrunner.core.answers import FormatTally
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.codebook import (
     AddFunction,
@@ -67,6 +68,7 @@ class ASIMethod:
         successes = sorted((t for t in batch if t.success), key=lambda t: t.index)
         # The API view: the same for every induction of the batch (and as speedrunner's inducer sees it).
         view = inducer_api_view(self.support, self.rules, self.config, batch) if successes else ""
+        reading = FormatTally("inducer")
         for trajectory in successes:
             completion = self.model.complete(
                 [Message("system", PROMPTS.render("system")), Message("user", self._prompt(view, current, trajectory))],
@@ -74,7 +76,10 @@ class ASIMethod:
             )
             completions.append(completion)
             author = Author(method=self.name, batch_index=batch_index, scripted=completion.scripted)
-            note, added = self._induce(base, accepted, current, trajectory, parse_induction(completion.text), author)
+            induction = parse_induction(completion.text, finish_reason=completion.finish_reason)
+            reading.add(induction.format, completion)
+            note, added = self._induce(base, accepted, current, trajectory, induction, author)
+            note.update(format=induction.format, finish_reason=completion.finish_reason)
             notes.append(note)
             if added is not None:
                 accepted, current = accepted + added.edits, added.codebook
@@ -85,7 +90,7 @@ class ASIMethod:
         self.codebook = final.commit(self.run_dir)
         atomic_write_json(self.run_dir / "sleep" / f"asi_{batch_index:04d}.json", {
             "batch": batch_index, "generation": self.codebook.generation, "inductions": notes,
-            "scripted": author.scripted})
+            "scripted": author.scripted, **reading.record()})
         return SleepResult(self.knowledge(), completions)
 
     def _prompt(self, view: str, current: Codebook, trajectory: Trajectory) -> str:

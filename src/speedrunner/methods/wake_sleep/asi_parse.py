@@ -1,8 +1,10 @@
 """Reading an ASI induction answer: the new functions and the rewritten episode script.
 
-Lenient about form (missing tags, code fences or not) and strict about meaning: only
-top-level ``def``s count as functions, and anything that does not parse is reported to
-the sleep log instead of being half-used.
+Lenient about form (tags in any case, a missing closing tag, code fences or not, with or
+without a language tag, ``<think>`` blocks ignored, a single fenced block of functions and no
+tags at all) and strict about meaning: only top-level ``def``s count as functions, two
+``<functions>`` blocks are not merged, a block cut off at ``max_tokens`` is not used, and
+anything that does not parse is reported to the sleep log instead of being half-used.
 """
 
 from __future__ import annotations
@@ -11,11 +13,18 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from speedrunner.core.answers import (
+    FormatOutcome,
+    fenced_blocks,
+    format_outcome,
+    strip_think,
+    truncated,
+)
+
 __all__ = ["Induction", "NewFunction", "parse_induction"]
 
-_FUNCTIONS = re.compile(r"<functions>(.*?)(?:</functions>|$)", re.DOTALL)
-_SCRIPT = re.compile(r"<script>(.*?)(?:</script>|$)", re.DOTALL)
-_FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+_FUNCTIONS = re.compile(r"<functions>(.*?)(</functions>|(?=<script>)|$)", re.DOTALL | re.IGNORECASE)
+_SCRIPT = re.compile(r"<script>(.*?)(?:</script>|(?=<functions>)|$)", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,25 +41,63 @@ class Induction:
     script: list[str] = field(default_factory=list)
     problem: str | None = None
     """Why the functions block could not be used (a syntax error, no block at all)."""
+    repairs: list[str] = field(default_factory=list)
+    """What tolerance reading the answer needed (empty: the exact form)."""
+
+    @property
+    def format(self) -> FormatOutcome:
+        return format_outcome(self.problem, self.repairs)
 
 
-def _code(block: str) -> str:
-    fenced = _FENCE.findall(block)
-    return "\n\n".join(fenced) if fenced else block
+def _code(block: str, repairs: list[str]) -> tuple[str, bool]:
+    """The code of a tag's contents (its fenced blocks joined, else the text) and whether a
+    fence was left open."""
+    fenced = fenced_blocks(block)
+    if not fenced:
+        return block, False
+    if any(not b.closed for b in fenced):
+        repairs.append("unclosed fence")
+    return "\n\n".join(b.code for b in fenced), not fenced[-1].closed
 
 
-def parse_induction(text: str) -> Induction:
-    """The functions (each top-level ``def`` with its own source) and the script lines."""
-    result = Induction()
-    script = _SCRIPT.search(text)
+def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction:
+    """The functions (each top-level ``def`` with its own source) and the script lines.
+
+    ``finish_reason`` ``"length"``: the answer hit ``max_tokens``; functions left open by
+    the cut (no closing fence or tag) are then not used."""
+    body, had_think = strip_think(text)
+    result = Induction(repairs=["think block"] if had_think else [])
+    cut = truncated(finish_reason)
+    script = _SCRIPT.search(body)
     if script is not None:
-        lines = (line.strip().strip("`").strip() for line in _code(script.group(1)).splitlines())
+        code, _ = _code(script.group(1), result.repairs)
+        lines = (line.strip().strip("`").strip() for line in code.splitlines())
         result.script = [line for line in lines if line and not line.startswith("#")]
-    block = _FUNCTIONS.search(text)
-    if block is None:
-        result.problem = "no <functions> block in the answer"
+    blocks = list(_FUNCTIONS.finditer(body))
+    if len(blocks) > 1:
+        result.problem = (f"the answer has {len(blocks)} <functions> blocks; they were not merged: put every new "
+                          "function in one <functions> block")
         return result
-    source = _code(block.group(1)).strip()
+    if not blocks:
+        fenced = [b for b in fenced_blocks(body) if re.search(r"^(?:async\s+)?def\s", b.code, re.MULTILINE)]
+        if script is not None or len(fenced) != 1:
+            result.problem = "no <functions> block in the answer" + (
+                " (it was cut off at max_tokens)" if cut else "")
+            return result
+        result.repairs.append("functions in a fenced block without <functions> tags")
+        source, open_fence = fenced[0].code.strip(), not fenced[0].closed
+        tag_open = False
+    else:
+        block = blocks[0]
+        source, open_fence = _code(block.group(1), result.repairs)
+        source = source.strip()
+        tag_open = not block.group(2)
+        if tag_open and script is None:
+            result.repairs.append("no closing </functions> tag")
+    if cut and (open_fence or (tag_open and script is None)):
+        result.problem = ("the functions were cut off at max_tokens before their block closed; an incomplete "
+                          "function is never added")
+        return result
     if not source:
         return result
     try:

@@ -1,7 +1,8 @@
 """OPO: each sleep phase an LLM rewrites a prose strategy guide from the batch.
 
 No code, no gate: the new guide replaces the old one. Generation ``g`` is stored as
-``guide/gen_<g>.md`` (generation 0 is the empty guide), and the actor sees the latest.
+``guide/gen_<g>.md`` (generation 0 is the empty guide), and the actor sees the latest;
+``sleep/opo_<b>.json`` records how the answer was read (``format``, ``truncated_turns``).
 
 To write a new method, copy this file: change ``knowledge`` (what the actor sees) and
 ``sleep`` (how experience becomes knowledge); the runner needs nothing else.
@@ -10,9 +11,11 @@ To write a new method, copy this file: change ``knowledge`` (what the actor sees
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from speedrunner.core.atomic import atomic_write_text
+from speedrunner.core.answers import FormatOutcome, FormatTally, format_outcome, strip_think
+from speedrunner.core.atomic import atomic_write_json, atomic_write_text
 from speedrunner.core.llm.types import Message
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
@@ -21,7 +24,7 @@ from speedrunner.errors import CheckpointError
 from speedrunner.methods.wake_sleep.configs import OPOConfig
 
 PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "opo_prompts.yaml")
-_GUIDE = re.compile(r"<guide>\s*(.*?)\s*(?:</guide>|$)", re.DOTALL)
+_GUIDE = re.compile(r"<guide>\s*(.*?)\s*(</guide>|$)", re.DOTALL | re.IGNORECASE)
 
 
 class OPOMethod:
@@ -49,9 +52,15 @@ class OPOMethod:
             [Message("system", PROMPTS.render("system")), Message("user", prompt)],
             purpose="guide", call_id=f"sleep/{batch_index:04d}/guide/0000",
         )
-        new_guide = extract_guide(completion.text)[: self.config.guide_max_chars]
+        answer = read_guide(completion.text)
+        new_guide = answer.guide[: self.config.guide_max_chars]
         if new_guide:
             self.guide = new_guide
+        reading = FormatTally("guide")
+        reading.add(answer.format, completion)
+        atomic_write_json(self.dir.parent / "sleep" / f"opo_{batch_index:04d}.json", {
+            "batch": batch_index, "generation": self.version + 1, "problem": answer.problem,
+            "repairs": answer.repairs, "finish_reason": completion.finish_reason, **reading.record()})
         self.version += 1
         self._store(self.version, self.guide, scripted=completion.scripted)
         return SleepResult(self.knowledge(), [completion])
@@ -81,7 +90,37 @@ def _strip_label(text: str) -> str:
     return text.removeprefix(_SCRIPTED_LABEL).removesuffix("\n")
 
 
+@dataclass(frozen=True)
+class GuideAnswer:
+    guide: str
+    """The new guide ("" when none could be read: the old one stays)."""
+    problem: str | None = None
+    repairs: list[str] = field(default_factory=list)
+
+    @property
+    def format(self) -> FormatOutcome:
+        return format_outcome(self.problem, self.repairs)
+
+
+def read_guide(text: str) -> GuideAnswer:
+    """The guide between ``<guide>`` tags (any case; a missing closing tag, e.g. an answer
+    cut at ``max_tokens``, keeps what was written, as ``guide_max_chars`` would), or the whole
+    answer when there are no tags. ``<think>`` blocks never count; two ``<guide>`` blocks are
+    not chosen between (the old guide stays)."""
+    body, had_think = strip_think(text)
+    repairs = ["think block"] if had_think else []
+    found = list(_GUIDE.finditer(body))
+    if len(found) > 1:
+        return GuideAnswer("", f"the answer has {len(found)} <guide> blocks; the old guide stays", repairs)
+    if not found:
+        guide = body.strip()
+        return GuideAnswer(guide, None if guide else "the answer was empty", [*repairs, "no <guide> tags"])
+    if not found[0].group(2):
+        repairs.append("no closing </guide> tag")
+    guide = found[0].group(1).strip()
+    return GuideAnswer(guide, None if guide else "the <guide> block was empty", repairs)
+
+
 def extract_guide(text: str) -> str:
-    """The guide between ``<guide>`` tags, or the whole answer when the tags are missing."""
-    match = _GUIDE.search(text)
-    return (match.group(1) if match else text).strip()
+    """The guide an answer holds ("" when none): :func:`read_guide` without the details."""
+    return read_guide(text).guide

@@ -21,6 +21,7 @@ import ast
 import re
 from pathlib import Path
 
+from speedrunner.core.answers import FormatTally, with_cut_note
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.codebook import (
     AddFunction,
@@ -119,6 +120,7 @@ class _Phase:
         self.dir = method.run_dir / "sleep" / f"batch_{batch_index:04d}"
         self.session: AnalysisSession | None = None
         self.ran_code = 0
+        self.reading = FormatTally("inducer")
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
@@ -129,13 +131,16 @@ class _Phase:
             completion = self.m.model.complete(messages, purpose="inducer",
                                                call_id=f"sleep/{self.b:04d}/inducer/{turn:04d}")
             self.completions.append(completion)
-            call = parse_tool_call(completion.text, self.m.tools)
-            result = self._result(call)
+            call = parse_tool_call(completion.text, self.m.tools, finish_reason=completion.finish_reason,
+                                   max_tokens=completion.sampling.get("max_tokens"))
+            result = with_cut_note(self._result(call), completion)
+            self.reading.add(call.format, completion)
             left = cfg.max_inducer_turns - turn - 1
             atomic_write_json(self.dir / f"turn_{turn:04d}.json", {
                 "turn": turn, "call_id": f"sleep/{self.b:04d}/inducer/{turn:04d}", "prompt": messages[-1].content,
                 "answer": completion.text, "tool": call.tool, "args": list(call.args), "block": call.block,
-                "result": result, "scripted": completion.scripted})
+                "result": result, "scripted": completion.scripted, "finish_reason": completion.finish_reason,
+                "format": call.format, "repairs": list(call.repairs)})
             if call.tool == "submit" and call.problem is None:
                 ended_by, note = "submit", call.block or ""
                 break
@@ -152,7 +157,7 @@ class _Phase:
             f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
             "analysis_tier": self.session.tier if self.session is not None else None,
-            "public": sorted(codebook.signatures()), "scripted": author.scripted,
+            "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
             "system_prompt": messages[0].content})
         return codebook
 

@@ -11,14 +11,38 @@ the fake server and the scripted provider) and lands in the response cache as a 
 
 Arguments that are names go on the ``Tool:`` line (``Tool: rename_function old new``);
 code goes in the block; ``submit``'s note is the block, the rest of the line, or the text
-after it. The first
-``Tool:`` line counts; a second one is ignored and the result says so.
+after it.
+
+Tolerant about form, strict about meaning (``core.answers``): the label may carry markdown
+(``**Tool:** run_python``, ``### Tool: run_python``) and any case, ``<think>`` blocks are
+ignored, a JSON object (``{"tool": "add_function", "code": "..."}``) is one call, the block
+may lack a language tag or its closing fence, and a single block written *before* the Tool
+line is used when none follows it. What is never guessed: two fenced blocks for one tool
+(rejected, with what was read), and a block cut off at ``max_tokens`` for a tool that edits
+the codebook or runs a test (not applied: an incomplete function must not become a skill).
+Several tool calls in one turn: only the first runs and the result names the ones that did
+not — later calls were written before the first one's result existed, so running them
+blind could act on a result the model only imagined.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+from speedrunner.core.answers import (
+    FormatOutcome,
+    cut_note,
+    fenced_blocks,
+    format_outcome,
+    json_objects,
+    label_lines,
+    label_regex,
+    strip_think,
+    truncated,
+)
 
 __all__ = ["TOOLS", "ToolCall", "parse_tool_call"]
 
@@ -40,8 +64,14 @@ TOOLS: dict[str, tuple[int, bool]] = {
 """Every tool the protocol knows; a method offers a subset (``speedrunner_no_cl``: no ``run_python``
 and no ``test_skill``)."""
 
-_TOOL_LINE = re.compile(r"^[ \t]*\**Tool\**:[ \t]*`?([A-Za-z_]+)`?(.*)$", re.MULTILINE)
-_FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)```", re.DOTALL)
+CUT_UNSAFE = frozenset({"add_function", "edit_function", "test_skill"})
+"""Tools whose block is never used when the answer was cut inside it."""
+
+_TOOL_LINE = label_regex(r"tool(?:[ \t_]?(?:name|call))?")
+_NAME = re.compile(r"[`*_'\"]*([A-Za-z_][A-Za-z0-9_]*)[`*_'\"]*(.*)$", re.DOTALL)
+_ARG_STRIP = "`(),'\"*.:;[]"
+_CODE_KEYS = ("code", "source", "block", "python", "content", "script")
+_NOTE_KEYS = ("note", "summary", "message", "reason")
 
 
 @dataclass(frozen=True)
@@ -53,33 +83,170 @@ class ToolCall:
     block: str | None = None
     problem: str | None = None
     note: str = ""
-    """A remark for the result (e.g. an ignored second ``Tool:`` line)."""
+    """A remark for the result (e.g. the tool calls of the turn that did not run)."""
+    repairs: tuple[str, ...] = field(default=(), compare=False)
+    """What tolerance reading the turn needed (empty: the exact protocol)."""
+
+    @property
+    def format(self) -> FormatOutcome:
+        return format_outcome(self.problem, self.repairs)
 
 
-def parse_tool_call(text: str, offered: frozenset[str] | set[str]) -> ToolCall:
-    """The turn's tool call, checked against the tools ``offered`` and their arity."""
-    lines = list(_TOOL_LINE.finditer(text))
-    if not lines:
-        return ToolCall(None, problem="no `Tool:` line found: end every turn with one tool call, e.g. "
-                                      "`Tool: view_codebook`")
-    first = lines[0]
-    name = first.group(1).strip()
-    note = f"only the first `Tool:` line was used ({len(lines) - 1} more ignored)" if len(lines) > 1 else ""
+@dataclass
+class _Raw:
+    """One tool call as written, before it is checked: from a Tool line or a JSON object."""
+
+    name: str
+    rest: str
+    shown: str
+    args: tuple[str, ...] | None = None
+    block: str | None = None
+    blocks: list[Any] = field(default_factory=list)
+    before: list[Any] = field(default_factory=list)
+
+
+def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_reason: str | None = None,
+                    max_tokens: Any = None) -> ToolCall:
+    """The turn's tool call, checked against the tools ``offered`` and their arity.
+
+    ``finish_reason`` ``"length"`` (the answer hit ``max_tokens``) decides what a block left
+    open means, and the problem then says how much room an answer has."""
+    body, had_think = strip_think(text)
+    repairs = ["think block"] if had_think else []
+    calls = _from_lines(body, repairs) or _from_json(body, repairs)
+    cut = truncated(finish_reason)
+    if not calls:
+        problem = ("no `Tool:` line found: end every turn with one tool call, e.g. `Tool: view_codebook`"
+                   + (f" ({cut_note(max_tokens)})" if cut else ""))
+        return ToolCall(None, problem=problem, repairs=tuple(repairs))
+    first = calls[0]
+    note = ""
+    if len(calls) > 1:
+        rest = ", ".join(f"`{c.shown}`" for c in calls[1:])
+        note = (f"this turn had {len(calls)} tool calls; only the first (`{first.shown}`) ran, "
+                f"not {rest}: send one tool call per turn and read its result before the next")
+    return _check(first, offered, repairs, note, cut, max_tokens)
+
+
+def _from_lines(body: str, repairs: list[str]) -> list[_Raw]:
+    lines = label_lines(body, _TOOL_LINE, "Tool")
+    blocks = fenced_blocks(body)
+    calls = []
+    for k, line in enumerate(lines):
+        m = _NAME.match(line.value.strip())
+        if m is None:
+            continue
+        end = lines[k + 1].start if k + 1 < len(lines) else len(body)
+        begin = lines[k - 1].end if k else 0
+        after = [b for b in blocks if line.end <= b.start < end]
+        before = [b for b in blocks if begin <= b.start and b.end <= line.start]
+        if not line.exact:
+            repairs.append("marked-up Tool label")
+        rest = m.group(2)
+        calls.append(_Raw(m.group(1), rest, f"Tool: {m.group(1)}{rest}".strip(), blocks=after, before=before,
+                          block=body[line.end:end]))
+    return calls
+
+
+def _from_json(body: str, repairs: list[str]) -> list[_Raw]:
+    calls = []
+    for block in reversed(fenced_blocks(body)):  # a dict literal in Python code is no tool call
+        if block.lang not in ("", "json"):
+            body = body[:block.start] + body[block.end:]
+    for obj in json_objects(body):
+        keys = {str(k).lower(): v for k, v in obj.items()}
+        name = next((keys[k] for k in ("tool", "tool_name", "name", "function") if isinstance(keys.get(k), str)), None)
+        if name is None or name.strip().lower() not in TOOLS:
+            continue
+        arguments = keys.get("arguments", keys.get("args", keys.get("parameters", keys.get("input"))))
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                arguments = [arguments]
+        fields = {**keys, **({str(k).lower(): v for k, v in arguments.items()} if isinstance(arguments, dict) else {})}
+        code = next((fields[k] for k in _CODE_KEYS if isinstance(fields.get(k), str)), None)
+        note = next((fields[k] for k in _NOTE_KEYS if isinstance(fields.get(k), str)), None)
+        if isinstance(arguments, list):
+            names = tuple(str(a) for a in arguments)
+        elif isinstance(arguments, dict):
+            names = tuple(str(v) for k, v in arguments.items()
+                          if str(k).lower() not in (*_CODE_KEYS, *_NOTE_KEYS) and isinstance(v, str | int))
+        else:
+            names = ()
+        tool = name.strip().lower()
+        calls.append(_Raw(tool, "", f"{{\"tool\": \"{tool}\"}}", args=names,
+                          block=code if code is not None else note))
+    if calls:
+        repairs.append("JSON tool call")
+    return calls
+
+
+def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], note: str, cut: bool,
+           max_tokens: Any) -> ToolCall:
+    name = call.name.lower()
+    if name != call.name:
+        repairs.append("tool name case")
+    fixed = tuple(repairs)
     if name not in offered:
-        return ToolCall(name, problem=f"unknown tool {name!r}; tools: {', '.join(sorted(offered))}", note=note)
-    rest = first.group(2).strip().strip("`").strip()
-    after = text[first.end():]
-    fence = _FENCE.search(after)
-    block = fence.group(1) if fence else None
+        return ToolCall(name, problem=f"unknown tool {name!r}; tools: {', '.join(sorted(offered))}", note=note,
+                        repairs=fixed)
     arity, needs_block = TOOLS[name]
+    json_call = call.args is not None
     if name == "submit":
-        return ToolCall(name, (), (block or rest or after).strip(), note=note)
-    args = tuple(a.strip("`(),'\"") for a in re.split(r"[\s,]+", rest) if a.strip("`(),'\""))
+        if json_call:
+            return ToolCall(name, (), (call.block or "").strip(), note=note, repairs=fixed)
+        block = call.blocks[0].code if call.blocks else None
+        return ToolCall(name, (), (block or call.rest.strip().strip("`*").strip() or call.block or "").strip(),
+                        note=note, repairs=fixed)
+    if json_call:
+        args = call.args or ()
+    else:
+        args = tuple(a.strip(_ARG_STRIP) for a in re.split(r"[\s,]+", call.rest) if a.strip(_ARG_STRIP))
+    if arity == 0 and args:
+        repairs.append("text after a tool that takes no arguments")
+        args = ()
+    elif not json_call and not args and call.rest.strip():
+        repairs.append("punctuation after the tool name")
     if len(args) != arity:
         want = {0: "no arguments", 1: "one name", 2: "two names"}[arity]
-        return ToolCall(name, args, problem=f"`{name}` takes {want} on the Tool line, got {len(args)}: {rest!r}",
-                        note=note)
-    if needs_block and not (block and block.strip()):
+        return ToolCall(name, args, problem=f"`{name}` takes {want} on the Tool line, got {len(args)}: "
+                                            f"{call.rest.strip()!r}", note=note, repairs=tuple(repairs))
+    if not needs_block:
+        return ToolCall(name, args, None, note=note, repairs=tuple(repairs))
+    if json_call:
+        block = call.block
+    else:
+        block, problem = _block(call, name, repairs, cut, max_tokens)
+        if problem is not None:
+            return ToolCall(name, args, problem=problem, note=note, repairs=tuple(repairs))
+    if not (block and block.strip()):
         return ToolCall(name, args, problem=f"`{name}` needs a fenced ```python block after the Tool line",
-                        note=note)
-    return ToolCall(name, args, block if needs_block else None, note=note)
+                        note=note, repairs=tuple(repairs))
+    return ToolCall(name, args, block, note=note, repairs=tuple(repairs))
+
+
+def _block(call: _Raw, name: str, repairs: list[str], cut: bool, max_tokens: Any) -> tuple[str | None, str | None]:
+    """The one block this call means, or the problem that there is not exactly one."""
+    blocks = call.blocks
+    if not blocks and len(call.before) == 1:
+        blocks = call.before
+        repairs.append("code block before the Tool line")
+    elif not blocks and len(call.before) > 1:
+        return None, (f"`{name}` needs one fenced block after the Tool line; there is none after it and "
+                      f"{len(call.before)} before it: write the Tool line, then the one block")
+    if len(blocks) > 1:
+        langs = ", ".join(f"```{b.lang}" if b.lang else "```" for b in blocks)
+        return None, (f"`{name}` takes one fenced block and this call has {len(blocks)} ({langs}); "
+                      "nothing ran: put all the code in one block (one add_function may define several "
+                      "functions)")
+    if not blocks:
+        return None, None
+    block = blocks[0]
+    if not block.closed:
+        if cut and name in CUT_UNSAFE:
+            return None, (f"the ```python block of `{name}` was cut off before its closing fence "
+                          f"({cut_note(max_tokens)}); the code is incomplete, so it was not applied: "
+                          "send it again, shorter (e.g. one function per add_function)")
+        repairs.append("unclosed final fence")
+    return block.code, None
