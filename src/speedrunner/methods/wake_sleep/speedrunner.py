@@ -54,7 +54,7 @@ CODE_TOOLS = ("run_python", "test_skill")
 """The tools that run code (analysis code, or a skill in a replayed episode): ``speedrunner`` only."""
 SETUP = ("from speedrunner.core import experience as _experience\n"
          "_experience.configure({episodes!r}, {codebook!r}, {upto!r})\n"
-         "from speedrunner.core.experience import episodes, generations, codebook_source\n")
+         "from speedrunner.core.experience import *\n")  # every helper in its __all__
 
 
 class SpeedRunnerMethod:
