@@ -76,16 +76,21 @@ def policy(messages, purpose, call_id) -> str:
     return "Thought: count.\nAction: inc"
 
 
-def tiny_run(tmp_path):
-    config = RunConfig(run=RunSection(rollouts=4, sleep_every=2, eval_every=4, eval_episodes=3, parallel_episodes=1),
-                       method=ReactConfig(), benchmark=BenchmarkConfig(name="counter", task_set="count",
-                                                                       max_llm_calls=6))
+def tiny_config() -> RunConfig:
+    return RunConfig(run=RunSection(rollouts=4, sleep_every=2, eval_every=4, eval_episodes=3, parallel_episodes=1),
+                     method=ReactConfig(), benchmark=BenchmarkConfig(name="counter", task_set="count", max_llm_calls=6))
+
+
+def tiny_runner(tmp_path, method: SkillMethod | None = None) -> Runner:
     support = SkillSupport(api_module="counter_api", api_names=(), primitives=("inc", "dec", "noop"),
                            open_skills=lambda skills: NestedRunner(), smoke_test=lambda source: None,
                            replay=lambda *a: ReplayResult(success=True), sandbox_tier="test-double")
-    runner = Runner(config, tmp_path, benchmark=CounterBenchmark(), method=SkillMethod(),
-                    actor=PolicyModel(policy, cost=0.001), run_id="r0001", scripted=False, skill_support=support)
-    runner.run()
+    return Runner(tiny_config(), tmp_path, benchmark=CounterBenchmark(), method=method or SkillMethod(),
+                  actor=PolicyModel(policy, cost=0.001), run_id="r0001", scripted=False, skill_support=support)
+
+
+def tiny_run(tmp_path):
+    tiny_runner(tmp_path).run()
     return read_jsonl(tmp_path / "metrics.jsonl"), read_jsonl(tmp_path / "eval.jsonl")
 
 
@@ -138,3 +143,49 @@ def test_methods_without_skills_write_none_for_the_library(tmp_path):
     row = read_jsonl(tmp_path / "metrics.jsonl")[0]
     assert row["skill_calls"] == 0 and row["library_public_functions"] is None and row["skill_api_tokens"] is None
     assert row["within_2_llm_calls"] == (row["llm_calls"] <= 2 and row["stop_reason"] in ("success", "env_done"))
+
+
+def test_a_run_whose_rows_predate_the_skill_metrics_resumes(tmp_path):
+    """Rows written before these fields existed stay as they are; the resumed batches add them."""
+    class KilledInSecondSleep(SkillMethod):
+        def sleep(self, batch, *, batch_index) -> SleepResult:
+            if batch_index == 1:
+                raise KeyboardInterrupt
+            return super().sleep(batch, batch_index=batch_index)
+
+    with pytest.raises(KeyboardInterrupt):
+        tiny_runner(tmp_path, KilledInSecondSleep()).run()
+    new = set(read_jsonl(tmp_path / "metrics.jsonl")[0]) - OLD_ROW_KEYS
+    assert new == NEW_ROW_KEYS
+    strip_new_fields(tmp_path)
+    tiny_runner(tmp_path).run()
+    metrics = read_jsonl(tmp_path / "metrics.jsonl")
+    assert [r["index"] for r in metrics] == [0, 1, 2, 3]
+    assert [set(r) & NEW_ROW_KEYS for r in metrics[:2]] == [set(), set()]
+    assert all(set(r) >= NEW_ROW_KEYS for r in metrics[2:]) and metrics[3]["skill_calls"] == 1
+
+
+NEW_ROW_KEYS = {"sleep_llm_calls_share", "skill_calls", "skill_actions", "dynamic_call_depth", "within_2_llm_calls",
+                "library_public_functions", "library_private_functions", "static_call_depth", "call_graph_density",
+                "skill_api_tokens", "skill_api_chars"}
+OLD_ROW_KEYS = {"rollout", "index", "batch", "task", "seed", "knowledge_version", "success", "progress", "stop_reason",
+                "llm_calls", "env_actions", "tokens", "sleep_output_tokens_share", "cost_episode_usd",
+                "cost_sleep_share_usd", "cost_usd", "wall_time_s", "scripted"}
+NEW_EVAL_KEYS = {"skill_calls_mean", "actions_per_skill_call", "dynamic_call_depth_max", "within_2_llm_calls_share",
+                 "library_public_functions", "library_private_functions", "static_call_depth", "call_graph_density",
+                 "skill_api_tokens", "skill_api_chars"}
+
+
+def strip_new_fields(run_dir) -> None:
+    """Rewrite metrics.jsonl and eval.jsonl as a run written before the skill metrics would have."""
+    import json
+
+    for name, keys in (("metrics.jsonl", NEW_ROW_KEYS), ("eval.jsonl", NEW_EVAL_KEYS)):
+        rows = read_jsonl(run_dir / name)
+        for row in rows:
+            for key in keys:
+                row.pop(key, None)
+            for p in row.get("per_episode") or []:
+                for key in ("skill_calls", "skill_actions", "dynamic_call_depth", "within_2_llm_calls"):
+                    p.pop(key, None)
+        (run_dir / name).write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -39,6 +39,11 @@ class Generation:
     max_call_depth: int | None = None
     """Functions on the longest static call chain (1: no function calls another; 0: none;
     mutually recursive functions count once each)."""
+    dynamic_max_call_depth: int | None = None
+    """The deepest call nesting recorded in the training episodes that played this generation."""
+    skill_api_tokens: int | None = None
+    """Estimated tokens of the skill API section in every actor prompt of this generation
+    (``skill_api_tokens`` of the run's rows; unknown for runs that predate it)."""
 
 
 def generations(run_dir: Path) -> list[Generation]:
