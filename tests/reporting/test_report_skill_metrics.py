@@ -44,7 +44,7 @@ def test_the_report_shows_the_skill_metrics(run_dir, tmp_path):
     report = build_report([run_dir], tmp_path / "report")
     train, final_eval = seeds_and_targets(run_dir)
     knowledge = {int(r["generation"]): r for r in table(report.out, "knowledge")}
-    assert knowledge[1]["skill_api_tokens_mean"] == "14" and knowledge[1]["dynamic_max_call_depth_mean"] == "2"
+    assert knowledge[1]["skill_api_tokens_mean"] == "11" and knowledge[1]["dynamic_max_call_depth_mean"] == "2"
     assert knowledge[1]["max_call_depth_mean"] == "2" and knowledge[1]["call_graph_density_mean"] == "0.5"
     assert knowledge[0]["skill_api_tokens_mean"] == "0" and knowledge[0]["dynamic_max_call_depth_mean"] == "0"
     curves = table(report.out, "curves")

@@ -14,11 +14,13 @@ and ``call_graph_density`` (``core.codebook.callgraph``), and ``skill_api_tokens
 ``skill_api_chars``: the size of the skills section exactly as the actor's first message
 renders it (``actor.PROMPTS`` "knowledge"), which every actor prompt of that generation pays.
 
-Tokens are estimated, the same way for every model: the count of GPT-2-style pre-tokens
-(runs of letters, of digits, of other symbols, each with its leading space, and runs of
-whitespace). A BPE tokenizer never merges across these pieces, so the figure is a lower
-bound for such tokenizers and close for English and code; exact counts would need each
-model's tokenizer, which the run does not have offline.
+Tokens are estimated, the same way for every model: the count of pre-tokens under the
+splitting rule of OpenAI's ``cl100k_base`` tokenizer (which Qwen's tokenizers share): a word
+with at most one leading symbol (``_to``, `` int``), up to three digits, a run of symbols with
+its leading space and trailing newlines, and runs of whitespace. A BPE tokenizer never merges
+across these pieces, so the figure is a lower bound for tokenizers that split this way and
+close for English and code (most common words are one token); exact counts would need each
+model's tokenizer files, which a run does not have offline.
 
 An evaluation row adds the means: ``skill_calls_mean``, ``actions_per_skill_call`` (skill
 actions over skill calls; ``None`` without calls), ``dynamic_call_depth_max`` and
@@ -40,11 +42,14 @@ __all__ = ["ENDED_BY_ITSELF", "episode_fields", "estimate_tokens", "eval_fields"
 ENDED_BY_ITSELF = ("success", "env_done")
 """Stop reasons of an episode that finished rather than ran out of a budget."""
 
-_PRETOKEN = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|_+|\s+(?!\S)|\s+")
+_LETTERS = r"[^\W\d_]+"
+_SYMBOL = r"(?:[^\w\s]|_)"
+_PRETOKEN = re.compile(  # cl100k_base's pattern, with \p{L} / \p{N} spelled for Python's re
+    rf"(?i:'s|'t|'re|'ve|'m|'ll|'d)|(?:[^\w\r\n]|_)?{_LETTERS}|\d{{1,3}}| ?{_SYMBOL}+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 def estimate_tokens(text: str) -> int:
-    """GPT-2-style pre-tokens in ``text`` (a lower bound of its BPE tokens; see the module doc)."""
+    """``cl100k_base``-style pre-tokens in ``text`` (a lower bound of its BPE tokens; see the module doc)."""
     return sum(1 for _ in _PRETOKEN.finditer(text))
 
 
