@@ -71,7 +71,8 @@ def test_a_hostile_deep_tree_is_walked_without_recursion():
         leaf = child
     leaf["calls"] += ["junk", 3, None, {"calls": "not a list"}]   # not nodes, or a node without a name
     assert tree_depth([root]) == depth + 1   # the nameless dict is a node too
-    assert sum(1 for _ in walk_tree([root], max_nodes=100)) == 100   # bounded
+    assert sum(1 for _ in walk_tree([root], max_nodes=100)) == 100   # bounded per tree,
+    assert sum(1 for _ in walk_tree([root, node("a", node("b"))], max_nodes=100)) == 102   # not per list
     stats = skill_stats([root])
     assert sum(s.calls for s in stats.values()) == depth
     assert set(dynamic_call_graph([root])["f0"]) == {"f1"}

@@ -29,9 +29,9 @@ __all__ = ["CAP_STOPS", "MAX_NODES", "Graph", "SkillStats", "TreeNode", "call_ou
 
 Graph = dict[str, set[str]]
 
-MAX_NODES = 200_000
-"""Nodes visited per walk over call trees; a tree (or a list of trees) larger than this is read
-only this far. The sandbox records at most 1000 nodes per call, so real data never reaches it."""
+MAX_NODES = 100_000
+"""Nodes visited per call tree; a larger tree is read only this far. The sandbox records at
+most 1000 nodes per top-level call, so real data never reaches it."""
 
 
 @dataclass(frozen=True)
@@ -67,21 +67,23 @@ def static_call_graph(source: str) -> Graph:
 
 
 def walk_tree(trees: Iterable[Any], max_nodes: int = MAX_NODES) -> Iterator[TreeNode]:
-    """Every node of the given call trees, depth first, at most ``max_nodes`` of them.
+    """Every node of the given call trees, tree by tree, depth first, at most ``max_nodes`` per tree.
 
     Iterative, so any nesting depth is safe; entries that are not dicts (in ``trees`` or in a
     node's ``calls``) are skipped, as is a ``calls`` that is not a list.
     """
-    stack: list[tuple[Mapping[str, Any], int, Mapping[str, Any] | None]] = [
-        (t, 1, None) for t in reversed(list(trees)) if isinstance(t, Mapping)]
-    seen = 0
-    while stack and seen < max_nodes:
-        node, depth, parent = stack.pop()
-        seen += 1
-        yield TreeNode(node, depth, parent)
-        calls = node.get("calls")
-        if isinstance(calls, list):
-            stack.extend((c, depth + 1, node) for c in reversed(calls) if isinstance(c, Mapping))
+    for tree in trees:
+        if not isinstance(tree, Mapping):
+            continue
+        stack: list[tuple[Mapping[str, Any], int, Mapping[str, Any] | None]] = [(tree, 1, None)]
+        seen = 0
+        while stack and seen < max_nodes:
+            node, depth, parent = stack.pop()
+            seen += 1
+            yield TreeNode(node, depth, parent)
+            calls = node.get("calls")
+            if isinstance(calls, list):
+                stack.extend((c, depth + 1, node) for c in reversed(calls) if isinstance(c, Mapping))
 
 
 def _name(node: Mapping[str, Any] | None) -> str | None:

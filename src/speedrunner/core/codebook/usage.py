@@ -18,6 +18,7 @@ from speedrunner.core.codebook.model import CallStats
 if TYPE_CHECKING:
     from speedrunner.core.runtime.trajectory import Trajectory
 
+
 def count_calls(trees: Iterable[Mapping[str, Any]]) -> dict[str, CallStats]:
     """Name -> counts over every node of ``trees``.
 
