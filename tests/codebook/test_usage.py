@@ -43,6 +43,16 @@ def test_count_calls_counts_nested_calls_errors_and_interruptions() -> None:
     }
 
 
+def test_a_call_stopped_at_a_cap_is_not_an_error() -> None:
+    """As the sandbox records them: a stop marks every call it unwound, a timeout says why."""
+    capped = tree("go_to", tree("_step", error="stopped (max_actions)"), error="stopped (max_actions)",
+                  stopped_by="max_actions")
+    timed_out = tree("go_to", error="timed out after 10 s: the sandbox process was killed", stopped_by="timeout")
+    raised = tree("go_to", error="ValueError: no target", stopped_by="error")
+    assert count_calls([capped, timed_out, raised]) == {
+        "_step": CallStats(calls=1), "go_to": CallStats(calls=3, successes=0, errors=1)}
+
+
 def test_record_usage_counts_the_episodes_of_this_generation(tmp_path: Path) -> None:
     Codebook.start(tmp_path)
     gen1 = build(AddFunction(IMPORT_FIND + "\n" + STEP), AddFunction(GO_TO)).commit(tmp_path)

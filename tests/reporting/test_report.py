@@ -18,8 +18,9 @@ from speedrunner.cli import main
 
 pytestmark = pytest.mark.slow   # the fixture runs train entry points in subprocesses
 
-PLOTS = ("eval_progress", "cost_per_episode", "output_tokens_per_episode", "llm_calls_per_episode", "frontier",
-         "knowledge_size", "skills")
+PLOTS = ("eval_progress", "cost_per_episode", "output_tokens_per_episode", "llm_calls_per_episode",
+         "llm_calls_amortised_per_episode", "within_2_llm_calls_share", "frontier", "knowledge_size", "skills",
+         "skill_api_tokens")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_every_plot_is_written_as_png_and_svg_and_says_scripted(report):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         text = svg.read_text()
         assert "SCRIPTED MODEL" in text, f"{name}.svg does not say the numbers are scripted"
-        assert "partial: runs in progress" in text or name == "skills", name   # opo seed 2 is not finished
+        assert "partial: runs in progress" in text or name in ("skills", "skill_api_tokens"), name   # opo seed 2 is not finished
     assert "1 in progress" in (report / "plots" / "eval_progress.svg").read_text()   # the opo legend
 
 
@@ -106,6 +107,18 @@ def test_curves_are_per_batch_and_partial_where_a_run_is_in_progress(report, fix
     assert close(point("speedrunner", "llm_calls_per_episode", 20)["value_mean"], 1)
     assert close(point("speedrunner", "skill_calls_per_episode", 10)["value_mean"], 0)
     assert close(point("speedrunner", "skill_calls_per_episode", 20)["value_mean"], 1)
+    assert close(point("speedrunner", "within_2_llm_calls_share", 10)["value_mean"], 0)   # 30 calls each
+    batch1 = [t for p in sorted((fixture_runs.speedrunner / "episodes" / "train").glob("*.json"))
+              if (t := json.loads(p.read_text()))["index"] in range(10, 20)]
+    finished = [t["llm_calls"] <= 2 and t["stop_reason"] in ("success", "env_done") for t in batch1]
+    assert close(point("speedrunner", "within_2_llm_calls_share", 20)["value_mean"], statistics.fmean(finished))
+    skill_steps = [s for t in batch1 for s in t["steps"] if s["skill_call"]]
+    assert close(point("speedrunner", "actions_per_skill_call", 20)["value_mean"],
+                 sum(len(s["executed"]) for s in skill_steps) / len(skill_steps))
+    sleep_calls = [r["sleep_llm_calls_share"] for r in jsonl(fixture_runs.speedrunner / "metrics.jsonl")
+                   if r["batch"] == 1]
+    assert close(point("speedrunner", "llm_calls_amortised_per_episode", 20)["value_mean"],
+                 1 + statistics.fmean(sleep_calls))
 
     batch0 = [statistics.fmean(r["llm_calls"] for r in jsonl(p / "metrics.jsonl") if r["batch"] == 0)
               for p in fixture_runs.opo.values()]
@@ -134,6 +147,9 @@ def test_knowledge_per_generation_matches_the_guides_and_the_recorded_codebook(r
         assert (row["public_functions_mean"], row["private_functions_mean"], row["max_call_depth_mean"]) == \
             (public, private, depth), gen
         assert close(row["call_graph_density_mean"], dens) and close(row["lines_mean"], lines), gen
+        assert close(row["skill_api_tokens_mean"], api_tokens(fixture_runs.speedrunner, gen)), gen
+    # The recorded actor calls pick_up_then_go_to, which calls go_to: two levels in generation 1's episodes.
+    assert row_of(knowledge, "speedrunner", generation="1")["dynamic_max_call_depth_mean"] == "2"
     guides = {seed: sorted(int(f.stem[4:]) for f in (p / "guide").glob("gen_*.md"))
               for seed, p in fixture_runs.opo.items()}
     assert len(guides[fixture_runs.in_progress_seed]) < len(guides[0])   # paused mid-way: fewer generations
@@ -142,6 +158,17 @@ def test_knowledge_per_generation_matches_the_guides_and_the_recorded_codebook(r
         row = row_of(knowledge, "opo", generation=str(gen))
         assert row["n"] == str(len(chars)) and close(row["guide_chars_mean"], statistics.fmean(chars)), gen
     assert row["n"] == "2"   # the last generation: the run in progress has not reached it
+
+
+def api_tokens(run: Path, gen: int) -> int:
+    """The skills section of the actor's first message for generation ``gen``, re-rendered here."""
+    from speedrunner.core.codebook import Codebook
+    from speedrunner.core.runtime.actor import PROMPTS
+    from speedrunner.core.runtime.skill_metrics import estimate_tokens
+    from speedrunner.methods.wake_sleep.codebook_knowledge import TITLE
+
+    api = Codebook.load(run, gen).render_api()
+    return estimate_tokens(PROMPTS.render("knowledge", title=TITLE, text=api)) if api else 0
 
 
 def test_runs_table_marks_the_resumed_and_the_unfinished_run(report, fixture_runs):

@@ -1,4 +1,4 @@
-"""``speedrunner report`` without runs to read, and the call-graph numbers on small codebooks (fast)."""
+"""``speedrunner report`` without runs to read, and broken run inputs (fast)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from speedrunner.cli import main
-from speedrunner.core.reporting.knowledge import call_graph, density, max_depth
 
 
 @pytest.mark.parametrize("what", ["missing", "empty"])
@@ -19,16 +18,6 @@ def test_a_path_without_runs_is_a_clear_error(tmp_path, capsys, what):
     assert main(["report", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and ("does not exist" if what == "missing" else "holds no run directory") in err
-
-
-def test_call_graph_density_and_depth_count_a_cycle_once():
-    source = "def a(env):\n    b(env)\n\ndef b(env):\n    c(env)\n\ndef c(env):\n    a(env)\n    c(env)\n\ndef d(env):\n    pass\n"
-    graph = call_graph(source)
-    assert graph == {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}   # self-calls are not edges
-    assert density(graph) == 3 / (4 * 3) and max_depth(graph) == 3
-    assert density({}) == 0.0 and max_depth({}) == 0
-    chain = call_graph("def a(env):\n    b(env)\n    c(env)\n\ndef b(env):\n    c(env)\n\ndef c(env):\n    pass\n")
-    assert density(chain) == 3 / 6 and max_depth(chain) == 3
 
 
 @pytest.mark.parametrize("text, says", [("{", "is not a readable run directory"),

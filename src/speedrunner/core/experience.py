@@ -17,6 +17,12 @@ the inducer then calls::
 Only episodes up to the batch being slept on are visible (``upto``), so a sleep phase
 re-run after a kill sees exactly what it saw the first time, even if later files exist.
 
+Beyond loading, it offers what a coding agent studies a library with: the static call graph
+of any generation and the dynamic one its episodes recorded, call depths, per-skill
+outcome counts (calls, successes, errors, cap hits, actions per call), the parsed AST of
+any generation and each function's cyclomatic complexity. Call trees are walked with
+``core.codebook.callgraph`` (iterative, bounded), the same code the report uses.
+
 In a codebook run every sleep phase writes one generation, so training batch ``b`` is
 the batch played with generation ``b``: ``batch=`` and ``generation=`` select the same
 episodes. Both are offered because the inducer thinks in both.
@@ -24,12 +30,17 @@ episodes. Both are offered because the inducer thinks in both.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedrunner.core.codebook import callgraph
+from speedrunner.core.codebook.callgraph import SkillStats
 from speedrunner.core.runtime.trajectory import Trajectory, load_trajectory
 
-__all__ = ["codebook_source", "configure", "episodes", "generations"]
+__all__ = ["SkillStats", "call_graph_density", "codebook_ast", "codebook_source", "complexity", "configure",
+           "dynamic_call_depth", "dynamic_call_graph", "episodes", "generations", "skill_stats",
+           "static_call_depth", "static_call_graph"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +107,88 @@ def generations() -> list[int]:
 def codebook_source(generation: int) -> str:
     """The Python source of one stored codebook generation."""
     return (_here().codebook_dir / f"gen_{generation}.py").read_text("utf-8")
+
+
+def codebook_ast(generation: int) -> ast.Module:
+    """The parsed module (``ast.parse``) of one stored codebook generation.
+
+    Stored generations passed validation, so they parse; walk it with ``ast.walk`` or an
+    ``ast.NodeVisitor``, e.g. ``[n.name for n in codebook_ast(3).body if isinstance(n, ast.FunctionDef)]``.
+    """
+    return ast.parse(codebook_source(generation), filename=f"gen_{generation}.py")
+
+
+def static_call_graph(generation: int) -> dict[str, set[str]]:
+    """Each top-level function of generation ``generation`` -> the other functions its body calls by name.
+
+    Every function is a key (an empty set when it calls none); a function calling itself adds
+    no edge. Read from the source, never run: a call in a branch never taken still counts.
+    """
+    return callgraph.static_call_graph(codebook_source(generation))
+
+
+def _trees(filters: dict[str, object]) -> list[dict]:
+    return [c["tree"] for t in episodes(**filters) for c in t.skill_calls()]  # type: ignore[arg-type]
+
+
+def dynamic_call_graph(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
+                       skill: str | None = None) -> dict[str, set[str]]:
+    """Each function that ran in the selected episodes -> the functions its recorded calls called.
+
+    Filters as in ``episodes``. Pass ``generation=`` for one library's graph: names mean
+    different functions across generations (renames, edits).
+    """
+    return callgraph.dynamic_call_graph(_trees({"batch": batch, "generation": generation, "success": success,
+                                                "skill": skill}))
+
+
+def call_graph_density(graph: dict[str, set[str]]) -> float:
+    """|E| / (|V| (|V| - 1)) of a call graph from ``static_call_graph`` or ``dynamic_call_graph``.
+
+    The share of possible caller -> callee pairs that exist; 0.0 with fewer than two functions.
+    """
+    return callgraph.density(graph)
+
+
+def static_call_depth(generation: int) -> int:
+    """Functions on the longest static call chain of generation ``generation``.
+
+    1 when no function calls another, 0 for an empty codebook; mutually recursive functions
+    count once each.
+    """
+    return callgraph.max_depth(static_call_graph(generation))
+
+
+def dynamic_call_depth(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
+                       skill: str | None = None) -> int:
+    """The deepest recorded nesting of skill calls in the selected episodes (filters as in ``episodes``).
+
+    1 when no call called another codebook function, 0 when no skill was called. Recursion
+    counts every level that ran; the sandbox records at most 40 levels.
+    """
+    return callgraph.tree_depth(_trees({"batch": batch, "generation": generation, "success": success,
+                                        "skill": skill}))
+
+
+def skill_stats(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
+                skill: str | None = None) -> dict[str, SkillStats]:
+    """Function name -> ``SkillStats`` (calls, successes, errors, cap_hits, interrupted, actions,
+    actions_per_call) over every recorded call, nested ones included, of the selected episodes.
+
+    Filters as in ``episodes``. A cap hit is a call stopped by the per-call action cap or
+    time limit (``stopped_by`` ``max_actions`` or ``timeout``); ``interrupted`` calls were
+    running when the episode ended. Pass ``generation=`` to count one library's functions.
+    """
+    return callgraph.skill_stats(_trees({"batch": batch, "generation": generation, "success": success,
+                                         "skill": skill}))
+
+
+def complexity(generation: int) -> dict[str, int]:
+    """Each top-level function of generation ``generation`` -> its cyclomatic complexity.
+
+    McCabe's number, 1 + decision points (``if``/``elif``, loops, ``except``, ``with``,
+    ``assert``, comprehension ``for``/``if``, ``match`` cases, each extra ``and``/``or``
+    operand); 1 is straight-line code.
+    """
+    return {name: callgraph.cyclomatic_complexity(node)
+            for name, node in callgraph.functions(codebook_source(generation)).items()}

@@ -12,20 +12,20 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from speedrunner.core.codebook.callgraph import call_outcome
 from speedrunner.core.codebook.model import CallStats
 
 if TYPE_CHECKING:
     from speedrunner.core.runtime.trajectory import Trajectory
 
-_UNINTERRUPTED = (None, "returned", "error")
-
 
 def count_calls(trees: Iterable[Mapping[str, Any]]) -> dict[str, CallStats]:
     """Name -> counts over every node of ``trees``.
 
-    A node with a non-empty ``error`` is an error; a node whose ``stopped_by`` (when the
-    tree records one) says it was cut off (``max_actions``, ``timeout``, ``episode_done``)
-    is neither error nor success; every other node is a success.
+    A node that was cut off — its ``stopped_by`` says ``max_actions``, ``timeout`` or
+    ``episode_done``, or its ``error`` is the ``stopped (...)`` mark a stop leaves on the calls
+    it unwound — is neither error nor success (``callgraph.call_outcome``); any other node with
+    a non-empty ``error`` is an error; every other node is a success.
     """
     calls: Counter[str] = Counter()
     successes: Counter[str] = Counter()
@@ -36,9 +36,10 @@ def count_calls(trees: Iterable[Mapping[str, Any]]) -> dict[str, CallStats]:
         name = node.get("name")
         if isinstance(name, str):
             calls[name] += 1
-            if node.get("error"):
+            outcome = call_outcome(node)
+            if outcome == "error":
                 errors[name] += 1
-            elif node.get("stopped_by") in _UNINTERRUPTED:
+            elif outcome == "success":
                 successes[name] += 1
         stack.extend(child for child in node.get("calls") or () if isinstance(child, Mapping))
     return {name: CallStats(calls=calls[name], successes=successes[name], errors=errors[name])

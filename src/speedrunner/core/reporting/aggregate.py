@@ -11,9 +11,10 @@ is kept with every point).
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from speedrunner.core.codebook.callgraph import tree_depth
 from speedrunner.core.reporting.knowledge import Generation, generations
 from speedrunner.core.reporting.rundata import GroupKey, RunData
 
@@ -23,7 +24,14 @@ CURVES = {
     "cost_per_episode": "cost per training episode, USD (actor + amortised sleep)",
     "output_tokens_per_episode": "output tokens per training episode (actor + amortised sleep)",
     "llm_calls_per_episode": "actor LLM calls per training episode",
+    "llm_calls_amortised_per_episode": "LLM calls per training episode (actor + amortised sleep)",
     "skill_calls_per_episode": "skill calls per training episode",
+    "actions_per_skill_call": "primitive actions per skill call (training)",
+    "within_2_llm_calls_share": "share of training episodes finished in <= 2 LLM calls",
+    "dynamic_call_depth": "deepest recorded call nesting in the batch (training)",
+    "eval_skill_calls_per_episode": "skill calls per evaluation episode",
+    "eval_actions_per_skill_call": "primitive actions per skill call (evaluation)",
+    "eval_within_2_llm_calls_share": "share of evaluation episodes finished in <= 2 LLM calls",
 }
 """Curve name -> axis label. Training curves have one point per batch (x = rollouts at its end)."""
 
@@ -36,12 +44,20 @@ FINALS = {
     "cost_per_episode": "training cost per episode (USD, actor + amortised sleep)",
     "output_tokens_per_episode": "training output tokens per episode",
     "llm_calls_per_episode": "training actor LLM calls per episode",
+    "llm_calls_amortised_per_episode": "training LLM calls per episode (actor + amortised sleep)",
     "skill_calls_per_episode": "training skill calls per episode",
+    "actions_per_skill_call": "training primitive actions per skill call",
+    "within_2_llm_calls_share": "share of training episodes finished (success or env end) in <= 2 LLM calls",
+    "final_eval_skill_calls_per_episode": "skill calls per episode at the last evaluation",
+    "final_eval_actions_per_skill_call": "primitive actions per skill call at the last evaluation",
+    "final_eval_within_2_llm_calls_share": "share of episodes finished in <= 2 LLM calls at the last evaluation",
     "speedrun_rollout": "rollouts to the speedrun target (runs that reached it)",
 }
 
 KNOWLEDGE = ("guide_chars", "public_functions", "private_functions", "lines", "call_graph_density",
-             "max_call_depth")
+             "max_call_depth", "dynamic_max_call_depth", "skill_api_tokens")
+ENDED_BY_ITSELF = ("success", "env_done")
+"""Stop reasons of an episode that finished rather than ran out of a budget (as the run writes it)."""
 
 
 @dataclass(frozen=True)
@@ -117,19 +133,30 @@ def run_numbers(run: RunData) -> RunNumbers:
         by_batch.setdefault(int(row["batch"]), []).append(row)
     knowledge = generations(run.path)
     skill_method = bool(knowledge) and knowledge[0].kind == "codebook"
-    skill_calls = _skill_calls_by_index(run) if skill_method else {}
+    skills = _train_skill_fields(run) if skill_method else {}
+    knowledge = _with_recorded(knowledge, run, skills)
     curves: dict[str, dict[int, float | None]] = {name: {} for name in CURVES}
     for _batch, rows in sorted(by_batch.items()):
         x = max(int(r["rollout"]) for r in rows)
         curves["cost_per_episode"][x] = _mean([r.get("cost_usd") for r in rows])
         curves["output_tokens_per_episode"][x] = _mean([_output_tokens(r) for r in rows])
         curves["llm_calls_per_episode"][x] = _mean([r["llm_calls"] for r in rows])
+        curves["llm_calls_amortised_per_episode"][x] = _mean([_amortised_calls(r) for r in rows])
+        curves["within_2_llm_calls_share"][x] = _mean([_within_2(r) for r in rows])
         if skill_method:
-            curves["skill_calls_per_episode"][x] = _mean([skill_calls.get(int(r["index"]), 0) for r in rows])
+            fields = [skills.get(int(r["index"]), _NO_SKILLS) for r in rows]
+            curves["skill_calls_per_episode"][x] = _mean([f["skill_calls"] for f in fields])
+            curves["actions_per_skill_call"][x] = _per_call(fields)
+            curves["dynamic_call_depth"][x] = float(max(f["dynamic_call_depth"] for f in fields))
     for e in run.evals:
         x = int(e["rollout"])
         curves["eval_progress"][x] = e.get("progress_mean")
         curves["eval_success"][x] = e.get("success_mean")
+        curves["eval_within_2_llm_calls_share"][x] = _mean([_within_2(p) for p in e.get("per_episode") or []])
+        if skill_method:
+            fields = _eval_skill_fields(run, e)
+            curves["eval_skill_calls_per_episode"][x] = _mean([f["skill_calls"] for f in fields])
+            curves["eval_actions_per_skill_call"][x] = _per_call(fields)
         for name, value in _benchmark_metrics(e).items():  # e.g. Crafter's score: in the curves table
             curves.setdefault(name, {})[x] = value
     last = run.evals[-1] if run.evals else {}
@@ -144,10 +171,25 @@ def run_numbers(run: RunData) -> RunNumbers:
         "cost_per_episode": _mean([r.get("cost_usd") for r in rows]) if rows else None,
         "output_tokens_per_episode": _mean([_output_tokens(r) for r in rows]) if rows else None,
         "llm_calls_per_episode": _mean([r["llm_calls"] for r in rows]) if rows else None,
-        "skill_calls_per_episode": (_mean([skill_calls.get(int(r["index"]), 0) for r in rows])
+        "llm_calls_amortised_per_episode": _mean([_amortised_calls(r) for r in rows]) if rows else None,
+        "skill_calls_per_episode": (_mean([skills.get(int(r["index"]), _NO_SKILLS)["skill_calls"] for r in rows])
                                     if rows and skill_method else None),
+        "actions_per_skill_call": (_per_call([skills.get(int(r["index"]), _NO_SKILLS) for r in rows])
+                                   if rows and skill_method else None),
+        "within_2_llm_calls_share": _mean([_within_2(r) for r in rows]) if rows else None,
+        "final_eval_within_2_llm_calls_share": (_mean([_within_2(p) for p in last.get("per_episode") or []])
+                                                if last else None),
+        "final_eval_skill_calls_per_episode": None,
+        "final_eval_actions_per_skill_call": None,
         "speedrun_rollout": speedrun.get("rollout") if speedrun.get("reached") else None,
     }
+    if last and skill_method:
+        fields = _eval_skill_fields(run, last)
+        finals["final_eval_skill_calls_per_episode"] = _mean([f["skill_calls"] for f in fields])
+        finals["final_eval_actions_per_skill_call"] = _per_call(fields)
+    for name in ("eval_skill_calls_per_episode", "eval_actions_per_skill_call", "actions_per_skill_call",
+                 "dynamic_call_depth"):  # no skill calls at a point: no value there, not a made-up 0
+        curves[name] = {x: v for x, v in curves[name].items() if v is not None}
     return RunNumbers(run, curves, finals, knowledge, skill_method)
 
 
@@ -201,7 +243,81 @@ def _mean(values: list[Any]) -> float | None:
     return statistics.fmean(float(v) for v in values)
 
 
-def _skill_calls_by_index(run: RunData) -> dict[int, int]:
-    """Top-level skill calls (actor actions that called a skill) per training episode."""
-    return {int(t["index"]): sum(1 for s in t.get("steps", []) if s.get("skill_call"))
-            for t in run.trajectories["train"]}
+_NO_SKILLS = {"skill_calls": 0, "skill_actions": 0, "dynamic_call_depth": 0}
+_SKILL_KEYS = tuple(_NO_SKILLS)
+
+
+def _skill_fields(source: dict[str, Any]) -> dict[str, int] | None:
+    """The per-episode skill fields of a metrics row or ``per_episode`` entry (None: an older run's row)."""
+    if not all(isinstance(source.get(k), int) for k in _SKILL_KEYS):
+        return None
+    return {k: int(source[k]) for k in _SKILL_KEYS}
+
+
+def _from_trajectory(t: dict[str, Any]) -> dict[str, int]:
+    """The same fields computed from a stored trajectory (runs written before the rows had them)."""
+    steps = [s for s in t.get("steps") or [] if isinstance(s, dict) and s.get("skill_call")]
+    return {"skill_calls": len(steps), "skill_actions": sum(len(s.get("executed") or []) for s in steps),
+            "dynamic_call_depth": tree_depth(s["skill_call"] for s in steps)}
+
+
+def _train_skill_fields(run: RunData) -> dict[int, dict[str, int]]:
+    """Training episode index -> its skill fields: from metrics.jsonl, else from its trajectory."""
+    stored = {int(t["index"]): t for t in run.trajectories["train"] if "index" in t}
+    out = {}
+    for row in run.metrics:
+        index = int(row["index"])
+        fields = _skill_fields(row)
+        if fields is None and index in stored:
+            fields = _from_trajectory(stored[index])
+        if fields is not None:
+            out[index] = fields
+    return out
+
+
+def _eval_skill_fields(run: RunData, row: dict[str, Any]) -> list[dict[str, int]]:
+    """The skill fields of one evaluation's episodes: from eval.jsonl, else from their trajectories."""
+    per = [_skill_fields(p) for p in row.get("per_episode") or []]
+    if per and all(f is not None for f in per):
+        return [f for f in per if f is not None]
+    point = row.get("rollout")
+    return [_from_trajectory(t) for t in run.trajectories["eval"] if t.get("eval_point") == point]
+
+
+def _per_call(fields: list[dict[str, int]]) -> float | None:
+    """Primitive actions per skill call over episodes (None without a skill call)."""
+    calls = sum(f["skill_calls"] for f in fields)
+    return sum(f["skill_actions"] for f in fields) / calls if calls else None
+
+
+def _within_2(row: dict[str, Any]) -> float:
+    """1.0 when the episode finished (success or env end) after at most two actor LLM calls."""
+    if isinstance(row.get("within_2_llm_calls"), bool):
+        return float(row["within_2_llm_calls"])
+    return float(int(row.get("llm_calls", 3)) <= 2 and row.get("stop_reason") in ENDED_BY_ITSELF)
+
+
+def _amortised_calls(row: dict[str, Any]) -> float | None:
+    """Actor calls plus the episode's share of its batch's sleep calls (unknown in older runs' rows)."""
+    share = row.get("sleep_llm_calls_share")
+    return None if share is None else float(row["llm_calls"]) + float(share)
+
+
+def _with_recorded(knowledge: list[Generation], run: RunData, skills: dict[int, dict[str, int]]) -> list[Generation]:
+    """Codebook generations with what only the run's records know: the deepest recorded nesting
+    in the training episodes that played each one, and the actor prompt's skill-API tokens."""
+    if not knowledge or knowledge[0].kind != "codebook":
+        return knowledge
+    depth: dict[int, int] = {}
+    tokens: dict[int, int] = {}
+    for row in run.metrics + run.evals:
+        version = row.get("knowledge_version")
+        if not isinstance(version, int):
+            continue
+        if isinstance(row.get("skill_api_tokens"), int):
+            tokens[version] = int(row["skill_api_tokens"])
+        fields = skills.get(int(row["index"])) if "index" in row else None
+        if fields is not None:
+            depth[version] = max(depth.get(version, 0), fields["dynamic_call_depth"])
+    return [replace(g, dynamic_max_call_depth=depth.get(g.generation), skill_api_tokens=tokens.get(g.generation))
+            for g in knowledge]

@@ -2,13 +2,13 @@
 
 Guides are ``guide/gen_<g>.md``; codebooks are ``codebook/gen_<g>.py`` with
 ``gen_<g>.json`` (a generation exists only when both files do). Codebook source is parsed
-with ``ast`` and never executed: the call graph is static — an edge f -> h when f's body
-calls the codebook function h by name.
+with ``ast`` and never executed: the call graph is static (``core.codebook.callgraph``, the
+same module the inducer's analysis helpers use) — an edge f -> h when f's body calls the
+codebook function h by name.
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import json
 import re
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.codebook import store
+from speedrunner.core.codebook.callgraph import density, max_depth, static_call_graph
 
 _GUIDE_FILE = re.compile(r"^gen_(\d+)\.md$")
 
@@ -38,6 +39,11 @@ class Generation:
     max_call_depth: int | None = None
     """Functions on the longest static call chain (1: no function calls another; 0: none;
     mutually recursive functions count once each)."""
+    dynamic_max_call_depth: int | None = None
+    """The deepest call nesting recorded in the training episodes that played this generation."""
+    skill_api_tokens: int | None = None
+    """Estimated tokens of the skill API section in every actor prompt of this generation
+    (``skill_api_tokens`` of the run's rows; unknown for runs that predate it)."""
 
 
 def generations(run_dir: Path) -> list[Generation]:
@@ -63,81 +69,11 @@ def _codebook_generation(run_dir: Path, g: int) -> Generation:
         public = {f["name"]: bool(f["public"]) for f in meta.get("functions", [])}
     except (OSError, json.JSONDecodeError, KeyError, TypeError):
         public = {}
-    graph = call_graph(source)
+    graph = static_call_graph(source)
     flags = [public.get(name, not name.startswith("_")) for name in graph]
     return Generation(g, "codebook", source, public_functions=sum(flags),
                       private_functions=len(flags) - sum(flags), lines=len(source.splitlines()),
                       call_graph_density=density(graph), max_call_depth=max_depth(graph))
-
-
-def call_graph(source: str) -> dict[str, set[str]]:
-    """Top-level functions -> the other top-level functions each one calls by name."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return {}
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    graph: dict[str, set[str]] = {}
-    for name, node in functions.items():
-        called = {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
-        graph[name] = {h for h in called if h in functions and h != name}
-    return graph
-
-
-def density(graph: dict[str, set[str]]) -> float:
-    """|E| / (|V| (|V| - 1)): the share of possible caller -> callee pairs that exist."""
-    v = len(graph)
-    return 0.0 if v < 2 else sum(len(e) for e in graph.values()) / (v * (v - 1))
-
-
-def max_depth(graph: dict[str, set[str]]) -> int:
-    """Functions on the longest call chain. Mutually recursive functions (a strongly connected
-    component) count once each, as a chain that goes once around the cycle."""
-    components = _components(graph)
-    component_of = {name: i for i, comp in enumerate(components) for name in comp}
-    memo: dict[int, int] = {}
-
-    def depth(i: int) -> int:
-        if i not in memo:
-            below = {component_of[h] for name in components[i] for h in graph[name]} - {i}
-            memo[i] = len(components[i]) + max((depth(j) for j in below), default=0)
-        return memo[i]
-
-    return max((depth(i) for i in range(len(components))), default=0)
-
-
-def _components(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components (Tarjan); a codebook is small, so recursion is fine."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            out.append(comp)
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def sleep_notes(run_dir: Path) -> dict[int, str]:

@@ -172,24 +172,49 @@ def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
     return _save(fig, out, "knowledge_size", title, wide=True)
 
 
+def _generation_points(group: Group, metric: str) -> list[tuple[int, Stat]]:
+    return [(gen, s[metric]) for gen, s in group.knowledge if s[metric] is not None]
+
+
 def _skills_plot(groups: list[Group], out: Path) -> Plot:
-    title = "Skills: calls per episode, call-graph density and depth"
-    fig, axes = _figure(title, groups, ncols=3)
+    title = "Skills: calls per episode, actions per call, call-graph density and depth"
+    fig, axes = _figure(title, groups, ncols=4)
     for g in groups:
         _band(axes[0], g, g.curves.get("skill_calls_per_episode", []))
-        for ax, metric in ((axes[1], "call_graph_density"), (axes[2], "max_call_depth")):
-            _band(ax, g, [(gen, s[metric]) for gen, s in g.knowledge if s[metric] is not None])
-    axes[0].set_xlabel("training rollouts")
-    axes[0].set_ylabel(CURVES["skill_calls_per_episode"])
-    axes[1].set_ylabel("call-graph density |E|/(|V|(|V|-1))")
-    axes[2].set_ylabel("max call depth (functions)")
-    for ax in axes[1:]:
+        _band(axes[1], g, g.curves.get("actions_per_skill_call", []))
+        _band(axes[2], g, _generation_points(g, "call_graph_density"))
+        color = _band(axes[3], g, _generation_points(g, "max_call_depth"))
+        dynamic = _generation_points(g, "dynamic_max_call_depth")
+        if dynamic:
+            axes[3].plot([x for x, _ in dynamic], [s.mean for _, s in dynamic], linestyle=":", marker="s",
+                         markersize=3, color=color or group_color(g))
+    for ax, curve in zip(axes[:2], ("skill_calls_per_episode", "actions_per_skill_call"), strict=True):
+        ax.set_xlabel("training rollouts")
+        ax.set_ylabel(CURVES[curve])
+    axes[2].set_ylabel("call-graph density |E|/(|V|(|V|-1))")
+    axes[3].set_ylabel("max call depth (— static, ·· recorded)")
+    for ax in axes[2:]:
         ax.set_xlabel("generation")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(fig, axes)
     return _save(fig, out, "skills", title, wide=True)
+
+
+def _api_tokens_plot(groups: list[Group], out: Path) -> Plot:
+    title = "Skill API tokens in every actor prompt, per generation (estimated)"
+    fig, (ax,) = _figure(title, groups)
+    drawn = [_band(ax, g, _generation_points(g, "skill_api_tokens")) for g in groups]
+    if not any(drawn):
+        ax.text(0.5, 0.5, "no run records skill_api_tokens (runs older than this figure)", ha="center",
+                transform=ax.transAxes)
+    ax.set_xlabel("generation")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("tokens of the skills section of the actor's first message")
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax])
+    return _save(fig, out, "skill_api_tokens", title)
 
 
 def draw_all(groups: list[Group], out: Path) -> list[Plot]:
@@ -199,10 +224,13 @@ def draw_all(groups: list[Group], out: Path) -> list[Plot]:
         _curve_plot(groups, out, "cost_per_episode", "Cost per episode vs rollouts (actor + amortised sleep)"),
         _curve_plot(groups, out, "output_tokens_per_episode", "Output tokens per episode vs rollouts"),
         _curve_plot(groups, out, "llm_calls_per_episode", "Actor LLM calls per episode vs rollouts"),
+        _curve_plot(groups, out, "llm_calls_amortised_per_episode",
+                    "LLM calls per episode vs rollouts (actor + amortised sleep)"),
+        _curve_plot(groups, out, "within_2_llm_calls_share", "Training episodes finished in <= 2 LLM calls"),
         _frontier_plot(groups, out),
         _knowledge_plot(groups, out),
     ]
     skill_groups = [g for g in groups if g.skill_method]
     if skill_groups:
-        plots.append(_skills_plot(skill_groups, out))
+        plots += [_skills_plot(skill_groups, out), _api_tokens_plot(skill_groups, out)]
     return plots

@@ -34,6 +34,7 @@ from speedrunner.core.env import TextEnv
 from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
+from speedrunner.core.runtime import skill_metrics
 from speedrunner.core.runtime.checkpoint import (
     Checkpoint,
     load_checkpoint,
@@ -161,7 +162,7 @@ class Runner:
                 sleep_started = time.monotonic()
                 result = self.method.sleep(trajectories, batch_index=batch)
                 progress.sleep_cost(_sum_cost([c.cost_usd for c in result.completions]))
-                self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started)
+                self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started, knowledge)
                 progress.batch_finished(result.knowledge.version)
             self._maybe_evaluate(run.rollouts, checkpoint, progress, final=True)
         finally:
@@ -248,11 +249,12 @@ class Runner:
 
     # ------------------------------------------------------------------ sleep
     def _write_batch(self, checkpoint: Checkpoint, batch: int, trajectories: list[Trajectory],
-                     result: SleepResult, sleep_wall_s: float) -> None:
+                     result: SleepResult, sleep_wall_s: float, knowledge: Knowledge) -> None:
         sleep_cost = _sum_cost([c.cost_usd for c in result.completions])
         share = None if sleep_cost is None else sleep_cost / len(trajectories)
         sleep_output = sum(c.usage.output for c in result.completions)
         totals = checkpoint.totals
+        library = skill_metrics.library_fields(knowledge, self.skill_support is not None)  # what they played
         for t in trajectories:
             cost = None if t.cost_usd is None or share is None else t.cost_usd + share
             append_jsonl(self.run_dir / METRICS_FILE, {
@@ -262,8 +264,10 @@ class Runner:
                 "tokens": {"input_uncached": t.usage.input_uncached, "input_cached": t.usage.input_cached,
                            "output": t.usage.output, "reasoning": t.usage.reasoning},
                 "sleep_output_tokens_share": sleep_output / len(trajectories),
+                "sleep_llm_calls_share": len(result.completions) / len(trajectories),
                 "cost_episode_usd": t.cost_usd, "cost_sleep_share_usd": share, "cost_usd": cost,
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
+                **skill_metrics.episode_fields(t), **library,
             })
             totals.episodes += 1
             totals.successes += int(t.success)
@@ -304,9 +308,10 @@ class Runner:
             "per_episode": [{"index": t.index, "task": t.task, "seed": t.seed, "success": t.success,
                              "progress": t.progress, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
                              "output_tokens": t.usage.output, "cost_usd": t.cost_usd,
-                             "stop_reason": t.stop_reason} for t in trajectories],
+                             "stop_reason": t.stop_reason, **skill_metrics.episode_fields(t)} for t in trajectories],
             "scripted": any(t.scripted for t in trajectories),
             "wall_time_s": round(time.monotonic() - started, 3),
+            **skill_metrics.eval_fields(trajectories, knowledge, self.skill_support is not None),
         }
         if len({t.task for t in trajectories}) > 1:  # e.g. BabyAI mixed: BALROG averages per kind
             row["success_by_task"] = _success_by_task(trajectories)
