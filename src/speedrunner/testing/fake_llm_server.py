@@ -62,6 +62,10 @@ class Reply:
     """Send a 200 with a body that is not valid JSON."""
     error_message: str | None = None
     """The error body's message for a non-200 status (default ``fake error <status>``)."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """Native tool calls, each ``{"name": ..., "arguments": <JSON text or dict>}`` (optional
+    ``"id"``): sent as the message's ``tool_calls`` (finish reason ``tool_calls`` unless
+    ``finish_reason`` says otherwise) or, on the Gemini route, as ``functionCall`` parts."""
 
     @classmethod
     def rate_limited(cls, retry_after: float = 0.05) -> Reply:
@@ -218,6 +222,13 @@ def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.reasoning is not None:
         message[reply.reasoning_field] = reply.reasoning
+    finish = reply.finish_reason
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.get("id") or f"call_{i}", "type": "function",
+             "function": {"name": c["name"], "arguments": _arguments_text(c.get("arguments", {}))}}
+            for i, c in enumerate(reply.tool_calls)]
+        finish = "tool_calls" if finish == "stop" else finish
     usage: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
@@ -232,12 +243,28 @@ def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage,
     }
 
 
 _GEMINI_FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
+
+
+def _arguments_text(arguments: str | dict[str, Any]) -> str:
+    """Chat completions carry arguments as JSON text (possibly invalid: a real model's may be)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:
+    """Gemini carries arguments as an object."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 EMBEDDING_DIMS = 64
@@ -269,6 +296,9 @@ def _gemini_body(reply: Reply) -> dict[str, Any]:
         parts.append({"text": reply.reasoning, "thought": True})
     if reply.text is not None:
         parts.append({"text": reply.text})
+    for c in reply.tool_calls or ():
+        parts.append({"functionCall": {"name": c["name"], "args": _arguments_object(c.get("arguments", {}))},
+                      "thoughtSignature": "ZmFrZS1zaWduYXR1cmU="})
     usage: dict[str, Any] = {
         "promptTokenCount": reply.prompt_tokens,
         "candidatesTokenCount": reply.completion_tokens,
