@@ -1,4 +1,5 @@
-"""A fake LLM HTTP server on 127.0.0.1 for tests and offline demos.
+"""A fake LLM HTTP server on 127.0.0.1 for tests and offline runs (``speedrunner fake-llm``
+serves it with the answers of ``realistic.RealisticFake``).
 
 Why a real HTTP server rather than mocks: the openai SDK (v3) talks through ``httpx2``, which
 respx-style mocks do not see, and a socket exercises what mocks cannot — real timeouts,
@@ -118,7 +119,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeLLMServer:
-    """OpenAI-compatible + Gemini ``generateContent`` HTTP server on an ephemeral port."""
+    """OpenAI-compatible + Gemini ``generateContent`` HTTP server on 127.0.0.1 (an ephemeral
+    port unless ``port`` is given)."""
 
     def __init__(
         self,
@@ -128,6 +130,7 @@ class FakeLLMServer:
         default: Reply | None = None,
         latency_s: float = 0.0,
         model_name: str = "fake-model",
+        port: int = 0,
     ) -> None:
         if script is not None and callback is not None:
             raise ValueError("give a script or a callback, not both")
@@ -136,6 +139,8 @@ class FakeLLMServer:
         self.default = default or Reply()
         self.latency_s = latency_s
         self.model_name = model_name
+        self._port = port
+        """0: an ephemeral port (tests); ``speedrunner fake-llm --port N`` picks one."""
         self.requests: list[RecordedRequest] = []
         self.answered: list[dict[str, Any]] = []
         """Bodies of the requests answered with 200 (the response was written out): what a
@@ -149,7 +154,7 @@ class FakeLLMServer:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
         handler = _make_handler(self)
-        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", self._port), handler)
         self._httpd.daemon_threads = True  # a sleeping "timeout" reply must not block close
         self._httpd.block_on_close = False
         self._thread = threading.Thread(
