@@ -30,15 +30,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedrunner.core.llm.provider import split_think
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 from speedrunner.testing.native import native_reply, offered_tools
 
-__all__ = ["TEXT_VARIANTS", "RealisticFake", "serve"]
+__all__ = ["FORMAT_VARIANTS", "TEXT_VARIANTS", "RealisticFake", "answer_key", "serve"]
 
 TEXT_VARIANTS = ("markdown", "think", "prose", "truncated", "json", "wrong_case", "two_calls", "wrong")
 """The text variants, drawn uniformly when a request is chosen for one."""
 NATIVE_VARIANTS = ("as_text", "two_calls", "bad_arguments", "think")
 """The variants of a native tool call."""
+FORMAT_VARIANTS = frozenset(TEXT_VARIANTS + NATIVE_VARIANTS) - {"wrong"}
+"""The variants that change an answer's form, not its meaning ("wrong" changes its meaning)."""
 
 _LABEL = re.compile(r"^(Thought|Action|Tool|Task|Reasoning|Explain|Plan|Code):", re.MULTILINE)
 _ACTIONS = re.compile(r"^\s*Available actions:\s*(.+?)\s*$", re.MULTILINE)
@@ -56,6 +59,9 @@ class RealisticFake:
     seed: int = 0
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     """Answers given, per ``role/variant`` (``actor/clean``, ``inducer/markdown``, ...)."""
+    served: dict[str, set[str]] = field(default_factory=dict)
+    """Which variants each answer text was served as (key: :func:`answer_key` of the text),
+    so a script can tell from a run's records which lost turns a variant caused."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,7 +85,13 @@ class RealisticFake:
             reply.completion_tokens = max(1, len(reply.text or "") // 4 + 10 * len(reply.tool_calls or ()))
         with self._lock:
             self.counts[f"{role}/{variant}"] += 1
+            self.served.setdefault(answer_key(reply.text or ""), set()).add(variant)
         return reply
+
+
+def answer_key(text: str) -> str:
+    """An answer as a run records it: ``<think>`` blocks moved out (the providers do), stripped."""
+    return split_think(text)[0].strip()
 
 
 # -- reading the request ---------------------------------------------------------------------------
