@@ -4,6 +4,7 @@ that cache, replay, cost bound and llm_calls.jsonl treat a tool turn like a text
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -93,7 +94,10 @@ def test_the_tool_definitions_are_part_of_the_cache_key_and_of_the_cost_bound(ma
 
 def test_a_plain_message_hashes_as_before_and_tool_fields_change_the_hash():
     plain = request_hash(provider="p", model="m", messages=START, sampling={})
-    assert plain == request_hash(provider="p", model="m", messages=list(START), sampling={})
+    before = {"messages": [{"role": m.role, "content": m.content} for m in START], "model": "m", "options": {},
+              "provider": "p", "sampling": {}}  # the key every cache written before tool calls holds
+    canonical = json.dumps(before, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert plain == hashlib.sha256(canonical.encode()).hexdigest()
     use = ToolUse("call_0", "add_function", "{}")
     a = request_hash(provider="p", model="m", messages=history(use), sampling={})
     b = request_hash(provider="p", model="m", messages=history(ToolUse("call_0", "add_function", '{"code": ""}')),
