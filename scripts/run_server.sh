@@ -18,6 +18,7 @@ GPU_MEM="${SR_GPU_MEMORY_UTILIZATION:-0.90}"
 PREFIX_CACHING="${SR_PREFIX_CACHING:-1}"
 PROMPT_TOKENS_DETAILS="${SR_PROMPT_TOKENS_DETAILS:-1}"
 REASONING_PARSER="${SR_REASONING_PARSER:-qwen3}"
+TOOL_CALL_PARSER="${SR_TOOL_CALL_PARSER:-qwen3_coder}"
 LANGUAGE_MODEL_ONLY="${SR_LANGUAGE_MODEL_ONLY:-1}"
 GENERATION_CONFIG="${SR_GENERATION_CONFIG:-vllm}"
 VLLM_BIN="${SR_VLLM_BIN:-vllm}"
@@ -46,6 +47,10 @@ Options (environment variable in brackets; flags win):
                                 cost accounting needs cached-token counts)
                                 [SR_PROMPT_TOKENS_DETAILS=1|0] (default: on)
   --reasoning-parser NAME       reasoning parser, 'none' to disable [SR_REASONING_PARSER] (default: qwen3)
+  --tool-call-parser NAME       native tool calls (model.tool_protocol: native): adds
+                                --enable-auto-tool-choice and this parser; Qwen3.5 writes the
+                                XML tool-call format that 'qwen3_coder' reads; 'none' to disable
+                                [SR_TOOL_CALL_PARSER] (default: qwen3_coder)
   --language-model-only | --no-language-model-only
                                 skip the vision tower [SR_LANGUAGE_MODEL_ONLY=1|0] (default: on)
   --generation-config SRC       'vllm' = vLLM's sampling defaults, 'auto' = the model's own
@@ -82,6 +87,7 @@ while [[ $# -gt 0 ]]; do
     --prompt-tokens-details) PROMPT_TOKENS_DETAILS=1; shift ;;
     --no-prompt-tokens-details) PROMPT_TOKENS_DETAILS=0; shift ;;
     --reasoning-parser) need_value "$@"; REASONING_PARSER="$2"; shift 2 ;;
+    --tool-call-parser) need_value "$@"; TOOL_CALL_PARSER="$2"; shift 2 ;;
     --language-model-only) LANGUAGE_MODEL_ONLY=1; shift ;;
     --no-language-model-only) LANGUAGE_MODEL_ONLY=0; shift ;;
     --generation-config) need_value "$@"; GENERATION_CONFIG="$2"; shift 2 ;;
@@ -111,6 +117,9 @@ CMD=("$VLLM_BIN" serve "$MODEL"
 if [[ "$PREFIX_CACHING" == 1 ]]; then CMD+=(--enable-prefix-caching); else CMD+=(--no-enable-prefix-caching); fi
 if [[ "$PROMPT_TOKENS_DETAILS" == 1 ]]; then CMD+=(--enable-prompt-tokens-details); fi
 if [[ "$REASONING_PARSER" != none && -n "$REASONING_PARSER" ]]; then CMD+=(--reasoning-parser "$REASONING_PARSER"); fi
+if [[ "$TOOL_CALL_PARSER" != none && -n "$TOOL_CALL_PARSER" ]]; then
+  CMD+=(--enable-auto-tool-choice --tool-call-parser "$TOOL_CALL_PARSER")
+fi
 if [[ "$LANGUAGE_MODEL_ONLY" == 1 ]]; then CMD+=(--language-model-only); fi
 CMD+=("${EXTRA[@]}")
 

@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy, report, leaderboard, sweep."""
+"""The ``speedrunner`` command: validate-config, configs list, configs copy, report, leaderboard, sweep, fake-llm."""
 
 from __future__ import annotations
 
@@ -40,10 +40,57 @@ def _parser() -> argparse.ArgumentParser:
 
     leaderboard.add_parser(sub)
     sweep_cli.add_arguments(sub.add_parser("sweep", help=sweep_cli.HELP, description=sweep_cli.__doc__))
+    fake = sub.add_parser("fake-llm", help="serve a fake LLM that answers like a real model (no key, no GPU)",
+                          description=FAKE_LLM_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    fake.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
+    fake.add_argument("--variants", type=float, default=0.3,
+                      help="fraction of answers dressed as real models write them (default 0.3)")
+    fake.add_argument("--seed", type=int, default=0, help="seed of the answers and their variants (default 0)")
     report = sub.add_parser("report", help="plots, tables and one HTML file from run directories")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
     report.add_argument("--out", help="output directory (default: RUN_DIR/report for one run, else ./report)")
     return parser
+
+
+FAKE_LLM_HELP = """\
+Serve speedrunner.testing.realistic on 127.0.0.1: an OpenAI-compatible chat-completions API
+(tool calls included) and Gemini's generateContent. It reads only the prompt, writes a
+well-formed answer for every prompt of the project, and dresses a --variants fraction of them
+as real models do (markdown, <think>, prose, truncation at max_tokens, JSON, wrong case, two
+calls, a wrong answer). Same seed and prompt: same answer. Run any config against it:
+
+  python -m speedrunner.benchmarks.babyai.train --config_file configs/babyai/react-gpt-seq.yaml \\
+      --quick_test --set model.provider=vllm --set model.base_url=http://127.0.0.1:8000/v1 \\
+      --set model.name=fake-realistic
+
+(provider vllm needs no key; the name keeps the fake visible in every file of the run.)
+Stop it with Ctrl-C.
+"""
+
+
+def _fake_llm(args: argparse.Namespace) -> int:
+    import time
+
+    from speedrunner.testing.realistic import serve
+
+    try:
+        server = serve(args.port, variants=args.variants, seed=args.seed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: cannot listen on 127.0.0.1:{args.port}: {e.strerror}; pick another --port", file=sys.stderr)
+        return 2
+    print(f"fake LLM (variants {args.variants:g}, seed {args.seed}) on {server.base_url}  "
+          f"(gemini: {server.root_url}); model.name: fake-realistic", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from speedrunner.sweep.cli import main as sweep_main
 
             return sweep_main(args)
+        if args.command == "fake-llm":
+            return _fake_llm(args)
         if args.command == "validate-config":
             from speedrunner.catalog import config_loader
             from speedrunner.train_cli import check_runnable

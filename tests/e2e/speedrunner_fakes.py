@@ -1,5 +1,5 @@
 """A fake LLM for SpeedRunner runs on BabyAI: the expert actor of ``asi_fakes`` and a
-scripted multi-turn inducer.
+scripted multi-turn inducer (as native tool calls when the request offers tools).
 
 The inducer's answers depend only on the conversation it is shown (which sleep phase: is
 ``go_forward_n`` already in the codebook; which turn: how many answers it has given), so a
@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 
 from speedrunner.testing.fake_llm_server import Reply
+from speedrunner.testing.native import native_reply
 
 from .asi_fakes import FUNCTIONS, SKILL, ASIFakeLLM
 
@@ -113,4 +114,4 @@ class SpeedRunnerFakeLLM(ASIFakeLLM):
         turn = sum(m["role"] == "assistant" for m in messages)
         answers = self.turns[sleep]
         text = answers[turn] if turn < len(answers) else "Tool: submit"
-        return Reply(text=text, prompt_tokens=1500, completion_tokens=150)
+        return native_reply(body, Reply(text=text, prompt_tokens=1500, completion_tokens=150))

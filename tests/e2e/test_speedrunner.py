@@ -36,19 +36,19 @@ LEVELS = [(KIND, episode_seed(0, "train", i)) for i in range(ROLLOUTS)]
 METHODS = ["speedrunner", "speedrunner_no_cl"]
 
 
-def cmd(method: str, run_dir: Path, url: str) -> list[str]:
+def cmd(method: str, run_dir: Path, url: str, protocol: str = "text") -> list[str]:
     return [sys.executable, "-m", "speedrunner.benchmarks.babyai.train",
             "--config_file", str(REPO / "configs" / "babyai" / f"{method}-gpt-seq.yaml"), "--run_dir", str(run_dir),
             "--set", "model.provider=vllm", "--set", f"model.base_url={url}", "--set", "model.name=fake-model",
             "--set", f"run.rollouts={ROLLOUTS}", "--set", "run.sleep_every=2", "--set", "run.eval_every=2",
             "--set", "run.eval_episodes=0", "--set", "run.parallel_episodes=2",
-            "--set", "benchmark.max_llm_calls=60"]
+            "--set", "benchmark.max_llm_calls=60", "--set", f"model.tool_protocol={protocol}"]
 
 
-def play(method: str, run_dir: Path, fake) -> Path:
+def play(method: str, run_dir: Path, fake, protocol: str = "text") -> Path:
     server = start_server(fake)
     try:
-        proc = subprocess.run(cmd(method, run_dir, server.base_url), capture_output=True, text=True, timeout=600,
+        proc = subprocess.run(cmd(method, run_dir, server.base_url, protocol), capture_output=True, text=True, timeout=600,
                               env=clean_env(), cwd=REPO)
     finally:
         server.stop()
@@ -163,21 +163,24 @@ class Killer:
                 return Reply.error(500)
             reply = self.fake(body)
             (self.after if self.killed else self.answered).append(body_key(body))
-            if (not self.killed and self.pid is not None and self.when == "run_python" and second
-                    and "Tool: run_python" in (reply.text or "")):
+            ran_code = "Tool: run_python" in (reply.text or "") or any(
+                c["name"] == "run_python" for c in reply.tool_calls or ())
+            if (not self.killed and self.pid is not None and self.when == "run_python" and second and ran_code):
                 self.killed = True
                 threading.Timer(0.7, os.kill, (self.pid, signal.SIGKILL)).start()
             return reply
 
 
-@pytest.mark.parametrize("when", ["turn", "run_python"])
-def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_uninterrupted_run(tmp_path, when):
-    reference = play("speedrunner", tmp_path / "reference" / "run", SpeedRunnerFakeLLM(LEVELS, slow=True))
+@pytest.mark.parametrize("when, protocol", [("turn", "text"), ("run_python", "text"),
+                                             ("turn", "native"), ("run_python", "native")])
+def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_uninterrupted_run(
+        tmp_path, when, protocol):
+    reference = play("speedrunner", tmp_path / "reference" / "run", SpeedRunnerFakeLLM(LEVELS, slow=True), protocol)
     killer = Killer(SpeedRunnerFakeLLM(LEVELS, slow=True), when)
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
     try:
-        proc = subprocess.Popen(cmd("speedrunner", run_dir, server.base_url), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd("speedrunner", run_dir, server.base_url, protocol), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=REPO)
         killer.pid = proc.pid
         proc.communicate(timeout=600)
@@ -209,3 +212,9 @@ def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_u
     paid = collections.Counter(c["call_id"] for c in calls if not c["cache_hit"] and c["error"] is None)
     assert all(n == 1 for n in paid.values())
     assert any(c["call_id"].startswith("sleep/0001/inducer/") and c["cache_hit"] for c in calls)
+    inducer = [c for c in calls if c["purpose"] == "inducer"]
+    if protocol == "native":  # the calls were native, and replayed as native calls
+        assert all(c["tools_offered"] and c["tool_calls"] for c in inducer)
+        assert any(c["cache_hit"] for c in inducer)
+    else:
+        assert not any("tool_calls" in c or "tools_offered" in c for c in inducer)

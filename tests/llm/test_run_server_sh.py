@@ -53,6 +53,17 @@ def test_defaults(fake_vllm, tmp_path):
     assert "--enable-prefix-caching" in a and "--language-model-only" in a
     assert "--enable-prompt-tokens-details" in a  # vLLM reports cached_tokens only with it
     assert _opt(a, "--max-model-len") and _opt(a, "--gpu-memory-utilization")
+    # native tool calls (model.tool_protocol: native): Qwen3.5's XML tool-call format
+    assert "--enable-auto-tool-choice" in a and _opt(a, "--tool-call-parser") == "qwen3_coder"
+
+
+def test_tool_call_parser_flag_env_and_none(fake_vllm, tmp_path):
+    path = f"{fake_vllm}:/usr/bin:/bin"
+    assert _run(["--tool-call-parser", "hermes"], path, SR_TOOL_CALL_PARSER="none").returncode == 0
+    assert _opt(_args(tmp_path), "--tool-call-parser") == "hermes"
+    assert _run([], path, SR_TOOL_CALL_PARSER="none").returncode == 0
+    a = _args(tmp_path)
+    assert "--tool-call-parser" not in a and "--enable-auto-tool-choice" not in a
 
 
 def test_env_vars_override_defaults(fake_vllm, tmp_path):

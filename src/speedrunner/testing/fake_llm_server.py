@@ -1,4 +1,5 @@
-"""A fake LLM HTTP server on 127.0.0.1 for tests and offline demos.
+"""A fake LLM HTTP server on 127.0.0.1 for tests and offline runs (``speedrunner fake-llm``
+serves it with the answers of ``realistic.RealisticFake``).
 
 Why a real HTTP server rather than mocks: the openai SDK (v3) talks through ``httpx2``, which
 respx-style mocks do not see, and a socket exercises what mocks cannot — real timeouts,
@@ -62,6 +63,10 @@ class Reply:
     """Send a 200 with a body that is not valid JSON."""
     error_message: str | None = None
     """The error body's message for a non-200 status (default ``fake error <status>``)."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """Native tool calls, each ``{"name": ..., "arguments": <JSON text or dict>}`` (optional
+    ``"id"``): sent as the message's ``tool_calls`` (finish reason ``tool_calls`` unless
+    ``finish_reason`` says otherwise) or, on the Gemini route, as ``functionCall`` parts."""
 
     @classmethod
     def rate_limited(cls, retry_after: float = 0.05) -> Reply:
@@ -114,7 +119,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeLLMServer:
-    """OpenAI-compatible + Gemini ``generateContent`` HTTP server on an ephemeral port."""
+    """OpenAI-compatible + Gemini ``generateContent`` HTTP server on 127.0.0.1 (an ephemeral
+    port unless ``port`` is given)."""
 
     def __init__(
         self,
@@ -124,6 +130,7 @@ class FakeLLMServer:
         default: Reply | None = None,
         latency_s: float = 0.0,
         model_name: str = "fake-model",
+        port: int = 0,
     ) -> None:
         if script is not None and callback is not None:
             raise ValueError("give a script or a callback, not both")
@@ -132,6 +139,8 @@ class FakeLLMServer:
         self.default = default or Reply()
         self.latency_s = latency_s
         self.model_name = model_name
+        self._port = port
+        """0: an ephemeral port (tests); ``speedrunner fake-llm --port N`` picks one."""
         self.requests: list[RecordedRequest] = []
         self.answered: list[dict[str, Any]] = []
         """Bodies of the requests answered with 200 (the response was written out): what a
@@ -145,7 +154,7 @@ class FakeLLMServer:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
         handler = _make_handler(self)
-        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", self._port), handler)
         self._httpd.daemon_threads = True  # a sleeping "timeout" reply must not block close
         self._httpd.block_on_close = False
         self._thread = threading.Thread(
@@ -218,6 +227,13 @@ def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.reasoning is not None:
         message[reply.reasoning_field] = reply.reasoning
+    finish = reply.finish_reason
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.get("id") or f"call_{i}", "type": "function",
+             "function": {"name": c["name"], "arguments": _arguments_text(c.get("arguments", {}))}}
+            for i, c in enumerate(reply.tool_calls)]
+        finish = "tool_calls" if finish == "stop" else finish
     usage: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
@@ -232,12 +248,28 @@ def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage,
     }
 
 
 _GEMINI_FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
+
+
+def _arguments_text(arguments: str | dict[str, Any]) -> str:
+    """Chat completions carry arguments as JSON text (possibly invalid: a real model's may be)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:
+    """Gemini carries arguments as an object."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 EMBEDDING_DIMS = 64
@@ -269,6 +301,9 @@ def _gemini_body(reply: Reply) -> dict[str, Any]:
         parts.append({"text": reply.reasoning, "thought": True})
     if reply.text is not None:
         parts.append({"text": reply.text})
+    for c in reply.tool_calls or ():
+        parts.append({"functionCall": {"name": c["name"], "args": _arguments_object(c.get("arguments", {}))},
+                      "thoughtSignature": "ZmFrZS1zaWduYXR1cmU="})
     usage: dict[str, Any] = {
         "promptTokenCount": reply.prompt_tokens,
         "candidatesTokenCount": reply.completion_tokens,

@@ -152,6 +152,10 @@ class ModelConfig(Section):
     """Replay responses already paid for (resume); false always calls the provider."""
     script: str | None = None
     """scripted provider only: path to a YAML/JSON list of responses (null: built-in policy)."""
+    tool_protocol: Literal["text", "native"] = "text"
+    """How an agentic inducer (SpeedRunner's tools) calls tools: "text" (a `Tool:` line and a
+    fenced block; every provider) or "native" (OpenAI tools / Gemini function calls / vLLM
+    tool calls; falls back to text on the scripted provider, which has no tools)."""
 
     @field_validator("api_key_env")
     @classmethod

@@ -76,7 +76,13 @@ class CallRecord:
     log_id: str | None = None
     """Unique id of a paid answer's row; the same row is committed with the answer in the
     response cache, so a resume can append a row that a kill kept out of this file."""
-    messages: list[dict[str, str]] | None = None
+    messages: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, str]] | None = None
+    """Native tool calls of the answer (id, name, arguments as the model wrote them); None
+    under the text protocol, where the call is in ``response``."""
+    tools_offered: list[str] | None = None
+    """Names of the tools sent with the request (native protocol only; their definitions
+    count as input tokens)."""
 
 
 class CallLog:
@@ -94,8 +100,9 @@ class CallLog:
     def row(record: CallRecord) -> dict[str, Any]:
         """The JSON row for ``record`` (no ``messages`` key unless full prompts are logged)."""
         row = dataclasses.asdict(record)
-        if row["messages"] is None:
-            del row["messages"]
+        for key in ("messages", "tool_calls", "tools_offered"):  # rows stay as before when unused
+            if row[key] is None:
+                del row[key]
         return scrub_json(row)
 
     def append(self, record: CallRecord | dict[str, Any]) -> None:

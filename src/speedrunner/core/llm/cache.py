@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.llm.conversation import as_conversation
-from speedrunner.core.llm.types import Completion, Message, Usage
+from speedrunner.core.llm.types import Completion, Message, ToolSpec, ToolUse, Usage
 
 __all__ = ["CacheEntry", "InFlight", "ResponseCache", "completion_from_dict", "request_hash"]
 
@@ -78,11 +78,15 @@ def request_hash(
     messages: Sequence[Message],
     sampling: dict[str, Any],
     options: dict[str, Any] | None = None,
+    tools: Sequence[ToolSpec] = (),
 ) -> str:
     """sha256 of the canonical request (sorted-key compact JSON of messages, model, options,
-    provider and sampling); base_url is not part of it. For a :class:`Conversation` the
-    messages' part is already folded in, so this costs O(1) in the history's length."""
-    tail = {"model": model, "options": options or {}, "provider": provider, "sampling": sampling}
+    provider, sampling and — only when native tools are offered — their definitions);
+    base_url is not part of it. For a :class:`Conversation` the messages' part is already
+    folded in, so this costs O(1) in the history's length."""
+    tail: dict[str, Any] = {"model": model, "options": options or {}, "provider": provider, "sampling": sampling}
+    if tools:
+        tail["tools"] = [dataclasses.asdict(t) for t in tools]
     return as_conversation(messages).request_hash(tail)
 
 
@@ -93,6 +97,7 @@ def completion_to_dict(c: Completion) -> dict[str, Any]:
 def completion_from_dict(d: dict[str, Any]) -> Completion:
     data = dict(d)
     data["usage"] = Usage(**data.get("usage", {}))
+    data["tool_calls"] = tuple(ToolUse(**t) for t in data.get("tool_calls") or ())
     known = {f.name for f in dataclasses.fields(Completion)}
     return Completion(**{k: v for k, v in data.items() if k in known})
 

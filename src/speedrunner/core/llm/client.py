@@ -16,7 +16,9 @@ Thread-safe: the runtime calls ``complete()`` from several episode threads at on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import logging
 import time
 import uuid
@@ -27,14 +29,14 @@ from typing import Any
 from speedrunner.core.config.schema import ModelConfig, Prices
 from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally
 from speedrunner.core.llm.cache import ResponseCache, request_hash
-from speedrunner.core.llm.conversation import Conversation, as_conversation
+from speedrunner.core.llm.conversation import Conversation, as_conversation, message_dict
 from speedrunner.core.llm.prices import cost_usd
 from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
 from speedrunner.core.llm.retry import Backoff, call_with_retries
 from speedrunner.core.llm.slots import endpoint_limit
-from speedrunner.core.llm.types import Completion, Message, Purpose
+from speedrunner.core.llm.types import Completion, Message, Purpose, ToolSpec
 
-__all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated"]
+__all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated", "tool_spec_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +44,13 @@ SAMPLING_KEYS = frozenset({"temperature", "top_p", "max_tokens", "seed"})
 
 
 def is_empty(c: Completion) -> bool:
-    """No answer text (a thinking model can spend all of max_tokens thinking)."""
-    return not c.text.strip()
+    """No answer: no text and no tool call (a thinking model can spend all of max_tokens thinking)."""
+    return not c.text.strip() and not c.tool_calls
+
+
+def tool_spec_bytes(tools: Sequence[ToolSpec]) -> int:
+    """UTF-8 bytes of the tool definitions as JSON (an upper bound on their input tokens)."""
+    return sum(len(json.dumps(dataclasses.asdict(t), ensure_ascii=False).encode()) for t in tools)
 
 
 def is_truncated(c: Completion) -> bool:
@@ -89,15 +96,25 @@ class ManagedModel:
         *,
         purpose: Purpose,
         call_id: str,
+        tools: Sequence[ToolSpec] | None = None,
         **sampling: Any,
     ) -> Completion:
         """One model call (or its replay). Raises ``LLMError`` when it fails for good.
 
         Pass a :class:`Conversation` that you append to turn by turn (the actor does): the
-        call then costs O(new turn) in this layer instead of O(history).
+        call then costs O(new turn) in this layer instead of O(history). ``tools`` offers
+        native tools (only when :attr:`native_tools` is true); their definitions are part
+        of the cache key and of the cost bound.
         """
         messages = as_conversation(messages)
         params = self.sampling_for(sampling)
+        specs = tuple(tools or ())
+        if specs and not self.native_tools:
+            raise ValueError(
+                f"{self.provider.name} model {self.provider.model!r} was offered native tools, but "
+                f"native_tools is false (model.tool_protocol={self.config.tool_protocol!r}); "
+                "callers check ManagedModel.native_tools first"
+            )
         req_hash = request_hash(
             provider=self.provider.name,
             model=self.provider.model,
@@ -107,11 +124,18 @@ class ManagedModel:
                 "enable_thinking": self.config.enable_thinking,
                 "thinking_level": self.config.thinking_level,
             },
+            tools=specs,
         )
-        replayed = self._try_replay(messages, purpose, call_id, req_hash)
+        replayed = self._try_replay(messages, purpose, call_id, req_hash, specs)
         if replayed is not None:
             return replayed
-        return self._call(messages, purpose, call_id, req_hash, params)
+        return self._call(messages, purpose, call_id, req_hash, params, specs)
+
+    @property
+    def native_tools(self) -> bool:
+        """``model.tool_protocol: native`` and a provider that speaks tool calls (OpenAI,
+        vLLM, Gemini); the scripted provider has none, so methods fall back to text."""
+        return self.config.tool_protocol == "native" and bool(getattr(self.provider, "supports_tools", False))
 
     def totals(self) -> LLMTotals:
         """Running calls / tokens / money (thread-safe snapshot) for progress display."""
@@ -134,7 +158,8 @@ class ManagedModel:
 
     # -- steps -------------------------------------------------------------------------------
     def _try_replay(
-        self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str
+        self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str,
+        tools: tuple[ToolSpec, ...] = (),
     ) -> Completion | None:
         if self.cache is None or not self.config.replay:
             return None
@@ -153,7 +178,7 @@ class ManagedModel:
             return None
         completion = replace(entry.completion, cached=True)
         self.provider.on_replay(purpose, call_id)
-        self._account(messages, purpose, call_id, completion, endpoint=None, attempts=0)
+        self._account(messages, purpose, call_id, completion, endpoint=None, attempts=0, tools=tools)
         return completion
 
     def _endpoint(self, call_id: str, attempt: int) -> str:
@@ -168,18 +193,19 @@ class ManagedModel:
         call_id: str,
         req_hash: str,
         params: dict[str, Any],
+        tools: tuple[ToolSpec, ...] = (),
     ) -> Completion:
         started = time.monotonic()
         used: dict[str, str] = {}
         scripted = self.provider.name == "scripted"
         if self.cache is not None and not scripted:  # write-ahead: a kill from here on is reported
-            self.cache.mark_sent(self.namespace, call_id, purpose, self._max_cost(messages, params))
+            self.cache.mark_sent(self.namespace, call_id, purpose, self._max_cost(messages, params, tools))
 
         def attempt(n: int) -> Any:
             endpoint = self._endpoint(call_id, n)
             used["endpoint"] = endpoint
             request = ProviderRequest(
-                messages, params, purpose, call_id, endpoint, self.config.timeout_s
+                messages, params, purpose, call_id, endpoint, self.config.timeout_s, tools
             )
             with self._semaphores[endpoint]:
                 return self.provider.call(request)
@@ -201,6 +227,7 @@ class ManagedModel:
                         attempts=attempts,
                         latency=time.monotonic() - started,
                         error=failure.describe(),
+                        tools=tools,
                     )
                 )
 
@@ -225,6 +252,7 @@ class ManagedModel:
             cost_usd=0.0 if scripted else cost_usd(result.usage, self.prices),
             request_hash=req_hash,
             sampling=dict(params),
+            tool_calls=tuple(result.tool_calls),
         )
         if is_empty(completion) or is_truncated(completion):
             log.info(
@@ -239,7 +267,7 @@ class ManagedModel:
         record = self._record(
             messages, purpose, call_id, completion, req_hash=req_hash, sampling=completion.sampling,
             endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
-            log_id=uuid.uuid4().hex,
+            log_id=uuid.uuid4().hex, tools=tools,
         )
         row = CallLog.row(record)
         if self.cache is not None:  # the answer and its log row: one commit, durable together
@@ -249,11 +277,14 @@ class ManagedModel:
             self.calls_log.append(row)
         return completion
 
-    def _max_cost(self, messages: Sequence[Message], params: dict[str, Any]) -> float | None:
-        """What this call can cost at most: every input byte a token, and all of max_tokens."""
+    def _max_cost(self, messages: Sequence[Message], params: dict[str, Any],
+                  tools: Sequence[ToolSpec] = ()) -> float | None:
+        """What this call can cost at most: every input byte a token (tool definitions
+        included: the provider bills them as input), and all of max_tokens."""
         if self.prices is None:
             return None
-        return (self.prices.input * as_conversation(messages).input_bytes + self.prices.output * (params.get("max_tokens") or 0)) / 1e6
+        input_bytes = as_conversation(messages).input_bytes + tool_spec_bytes(tools)
+        return (self.prices.input * input_bytes + self.prices.output * (params.get("max_tokens") or 0)) / 1e6
 
     def _account(
         self,
@@ -264,6 +295,7 @@ class ManagedModel:
         *,
         endpoint: str | None,
         attempts: int,
+        tools: tuple[ToolSpec, ...] = (),
     ) -> None:
         self._tally.add(c)
         if self.calls_log is not None:
@@ -278,6 +310,7 @@ class ManagedModel:
                     endpoint=endpoint,
                     attempts=attempts,
                     latency=c.latency_s,
+                    tools=tools,
                 )
             )
 
@@ -295,6 +328,7 @@ class ManagedModel:
         latency: float,
         error: str | None = None,
         log_id: str | None = None,
+        tools: tuple[ToolSpec, ...] = (),
     ) -> CallRecord:
         usage = c.usage if c is not None else None
         return CallRecord(
@@ -329,7 +363,8 @@ class ManagedModel:
             attempts=attempts,
             error=error,
             log_id=log_id,
-            messages=[{"role": m.role, "content": m.content} for m in messages]
-            if self.log_full_messages
-            else None,
+            messages=[message_dict(m) for m in messages] if self.log_full_messages else None,
+            tool_calls=[{"id": t.id, "name": t.name, "arguments": t.arguments} for t in c.tool_calls]
+            if c is not None and c.tool_calls else None,
+            tools_offered=[t.name for t in tools] if tools else None,
         )

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, overload
 
 from speedrunner.core.llm.types import Message
 
-__all__ = ["Conversation", "as_conversation"]
+__all__ = ["Conversation", "as_conversation", "message_dict"]
 
 T = TypeVar("T")
 
@@ -30,6 +30,24 @@ T = TypeVar("T")
 def _canonical(value: Any) -> str:
     """The canonical JSON the request hash is defined over (sorted keys, compact, UTF-8)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _has_tool_fields(m: Message) -> bool:
+    return bool(m.tool_calls) or m.tool_call_id is not None or m.tool_name is not None
+
+
+def message_dict(m: Message) -> dict[str, Any]:
+    """The message as the request hash and the call log see it: ``role`` and ``content``,
+    plus the native tool fields only when set (so a plain message hashes as it always did)."""
+    d: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        d["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments,
+                            **({"signature": t.signature} if t.signature else {})} for t in m.tool_calls]
+    if m.tool_call_id is not None:
+        d["tool_call_id"] = m.tool_call_id
+    if m.tool_name is not None:
+        d["tool_name"] = m.tool_name
+    return d
 
 
 class Conversation(Sequence[Message]):
@@ -54,11 +72,13 @@ class Conversation(Sequence[Message]):
     def append(self, message: Message) -> None:
         with self._lock:
             comma = b"," if self._messages else b""
-            self._request_prefix.update(
-                comma + _canonical({"role": message.role, "content": message.content}).encode()
-            )
-            self._digest.update(f"{message.role}\x00{message.content}\x01".encode())
+            canonical = _canonical(message_dict(message))
+            self._request_prefix.update(comma + canonical.encode())
+            extra = canonical if _has_tool_fields(message) else ""  # plain messages: old digest
+            self._digest.update(f"{message.role}\x00{message.content}{extra}\x01".encode())
             self.input_bytes += len(message.content.encode("utf-8")) + len(message.role)
+            if extra:
+                self.input_bytes += len(extra.encode("utf-8"))
             self._messages.append(message)
 
     def extend(self, messages: Iterable[Message]) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from speedrunner.core.llm.conversation import Conversation
-from speedrunner.core.llm.types import Purpose, Usage
+from speedrunner.core.llm.types import Purpose, ToolSpec, ToolUse, Usage
 from speedrunner.core.redact import register_secret, scrub
 from speedrunner.errors import MissingAPIKeyError
 
@@ -41,6 +41,9 @@ class ProviderRequest:
     call_id: str
     endpoint: str
     timeout_s: float
+    tools: tuple[ToolSpec, ...] = ()
+    """Native tools offered (empty: the text protocol); only sent to a provider whose
+    ``supports_tools`` is true."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class ProviderResult:
     usage: Usage
     finish_reason: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    tool_calls: tuple[ToolUse, ...] = ()
 
 
 class CallFailure(Exception):
@@ -95,7 +99,9 @@ class CallFailure(Exception):
 
 
 class Provider(Protocol):
-    """One API. ``endpoints`` lists where calls may go (several for vLLM replicas)."""
+    """One API. ``endpoints`` lists where calls may go (several for vLLM replicas).
+    A provider with a true ``supports_tools`` class attribute sends ``request.tools`` and
+    returns the model's native tool calls; one without it only ever gets ``tools=()``."""
 
     name: str
     model: str

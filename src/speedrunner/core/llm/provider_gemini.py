@@ -9,6 +9,7 @@ reports thoughts apart from candidates, and both are billed as output, so
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -27,7 +28,7 @@ from speedrunner.core.llm.provider import (
     parse_retry_after,
     require_api_key,
 )
-from speedrunner.core.llm.types import Message, Purpose, Usage
+from speedrunner.core.llm.types import Message, Purpose, ToolUse, Usage
 
 __all__ = ["GeminiProvider"]
 
@@ -39,6 +40,7 @@ class GeminiProvider:
     """Gemini API (AI Studio keys: GOOGLE_API_KEY, else GEMINI_API_KEY, as google-genai reads them)."""
 
     name = "gemini"
+    supports_tools = True
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
@@ -76,8 +78,8 @@ class GeminiProvider:
         """Sampling always explicit; thinking level only when configured.
 
         ``contents`` (plain JSON, see ``call``) rides in ``http_options.extra_body``; automatic
-        function calling is off because we pass no tools and its loop deep-copies the config
-        (with the whole history in it) on every call. Neither changes the request's bytes.
+        function calling is off: we run tools ourselves (native protocol), and its loop
+        deep-copies the config (with the whole history in it) on every call.
         """
         s = request.sampling
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
@@ -93,6 +95,9 @@ class GeminiProvider:
             max_output_tokens=s["max_tokens"],
             seed=s.get("seed"),
             thinking_config=thinking,
+            tools=[gt.Tool(function_declarations=[
+                gt.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)
+                for t in request.tools])] if request.tools else None,
             automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True),
             http_options=gt.HttpOptions(extra_body={"contents": contents}) if contents else None,
         )
@@ -105,7 +110,7 @@ class GeminiProvider:
         # system instruction, generation config, URL, auth) and the documented
         # ``HttpOptions.extra_body`` puts the whole history, as plain JSON built once per
         # message, in its place; the bytes on the wire are what the SDK itself would send.
-        contents = [c for c in request.messages.mapped(_content) if c is not None]
+        contents = _merge_function_responses([c for c in request.messages.mapped(_content) if c is not None])
         try:
             resp = client.models.generate_content(
                 model=self.model,
@@ -116,6 +121,7 @@ class GeminiProvider:
             raise _translate(e, request.endpoint) from e
         text_parts: list[str] = []
         thought_parts: list[str] = []
+        calls: list[ToolUse] = []
         finish: str | None = None
         if resp.candidates:
             cand = resp.candidates[0]
@@ -123,6 +129,9 @@ class GeminiProvider:
                 raw = getattr(cand.finish_reason, "value", str(cand.finish_reason))
                 finish = _FINISH.get(raw, raw.lower())
             for part in (cand.content.parts or []) if cand.content else []:
+                if part.function_call is not None:
+                    calls.append(_tool_use(part, len(calls)))
+                    continue
                 if part.text is None:
                     continue
                 (thought_parts if part.thought else text_parts).append(part.text)
@@ -130,7 +139,8 @@ class GeminiProvider:
             text="".join(text_parts).strip(),
             reasoning="\n\n".join(thought_parts) or None,
             usage=_usage(resp.usage_metadata),
-            finish_reason=finish,
+            finish_reason="tool_calls" if calls and finish == "stop" else finish,
+            tool_calls=tuple(calls),
         )
 
     def on_replay(self, purpose: Purpose, call_id: str) -> None:
@@ -138,10 +148,53 @@ class GeminiProvider:
 
 
 def _content(m: Message) -> dict[str, Any] | None:
-    """One message as Gemini's JSON ``Content`` (keys in the SDK's order); system: None."""
+    """One message as Gemini's JSON ``Content`` (keys in the SDK's order); system: None.
+    Native calls go back as ``functionCall`` parts (with their thought signature), a tool's
+    result as a user ``functionResponse`` part."""
     if m.role == "system":
         return None
-    return {"parts": [{"text": m.content}], "role": "model" if m.role == "assistant" else "user"}
+    if m.role == "tool":
+        return {"parts": [{"functionResponse": {"name": m.tool_name or "", "response": {"result": m.content}}}],
+                "role": "user"}
+    parts: list[dict[str, Any]] = [{"text": m.content}] if m.content or not m.tool_calls else []
+    for t in m.tool_calls:
+        part: dict[str, Any] = {"functionCall": {"args": _args(t.arguments), "name": t.name}}
+        if t.signature:
+            part["thoughtSignature"] = t.signature
+        parts.append(part)
+    return {"parts": parts, "role": "model" if m.role == "assistant" else "user"}
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    """A call's arguments as the object Gemini wants back (a non-object was answered with
+    feedback already; it goes back empty rather than failing the request)."""
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _merge_function_responses(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results of one turn's calls go back in one user content, as Gemini expects."""
+    out: list[dict[str, Any]] = []
+    for c in contents:
+        if out and _is_response(c) and _is_response(out[-1]):
+            out[-1] = {"parts": [*out[-1]["parts"], *c["parts"]], "role": "user"}
+        else:
+            out.append(c)
+    return out
+
+
+def _is_response(c: dict[str, Any]) -> bool:
+    return c["role"] == "user" and all("functionResponse" in p for p in c["parts"])
+
+
+def _tool_use(part: Any, index: int) -> ToolUse:
+    fc = part.function_call
+    signature = part.thought_signature
+    return ToolUse(id=fc.id or f"call_{index}", name=fc.name or "", arguments=json.dumps(fc.args or {}, ensure_ascii=False),
+                   signature=base64.b64encode(signature).decode() if signature else "")
 
 
 def _usage(meta: Any) -> Usage:

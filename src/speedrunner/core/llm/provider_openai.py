@@ -24,7 +24,7 @@ from speedrunner.core.llm.provider import (
     require_api_key,
     split_think,
 )
-from speedrunner.core.llm.types import Message, Purpose, Usage
+from speedrunner.core.llm.types import Message, Purpose, ToolSpec, ToolUse, Usage
 
 __all__ = ["OpenAIChatProvider", "translate_openai_error"]
 
@@ -54,6 +54,7 @@ class OpenAIChatProvider:
     """``POST {base_url}/chat/completions`` through the official openai SDK."""
 
     name = "openai"
+    supports_tools = True
     #: OpenAI's reasoning models reject ``max_tokens``; OpenAI-compatible servers want it.
     max_tokens_param = "max_completion_tokens"
 
@@ -105,6 +106,8 @@ class OpenAIChatProvider:
             body["seed"] = s["seed"]
         body["temperature"] = s["temperature"]
         body["top_p"] = s["top_p"]
+        if request.tools:
+            body["tools"] = [_wire_tool(t) for t in request.tools]
         body.update(self._extra_body() or {})  # create() merges extra_body last, too
         return body
 
@@ -140,14 +143,39 @@ class OpenAIChatProvider:
             reasoning=reasoning,
             usage=_usage(resp.usage),
             finish_reason=choice.finish_reason,
+            tool_calls=_tool_uses(message.tool_calls),
         )
 
     def on_replay(self, purpose: Purpose, call_id: str) -> None:
         return None
 
 
-def _wire_message(m: Message) -> dict[str, str]:
+def _wire_message(m: Message) -> dict[str, Any]:
+    """Chat format; an assistant turn's native calls go back as ``tool_calls`` and each
+    result as a ``tool`` message naming its call, as the API requires."""
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
+    if m.tool_calls:
+        return {"role": "assistant", "content": m.content or None, "tool_calls": [
+            {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}}
+            for t in m.tool_calls]}
     return {"role": m.role, "content": m.content}
+
+
+def _wire_tool(t: ToolSpec) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": t.name, "description": t.description,
+                                             "parameters": t.parameters}}
+
+
+def _tool_uses(calls: Any) -> tuple[ToolUse, ...]:
+    """The message's function calls (other kinds, e.g. custom tools, are not offered)."""
+    out: list[ToolUse] = []
+    for i, c in enumerate(calls or ()):
+        fn = getattr(c, "function", None)
+        if fn is None:
+            continue
+        out.append(ToolUse(id=c.id or f"call_{i}", name=fn.name or "", arguments=fn.arguments or ""))
+    return tuple(out)
 
 
 def _usage(u: Any) -> Usage:

@@ -6,14 +6,46 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 Purpose = Literal["actor", "inducer", "guide", "curriculum", "critic", "description"]
 
 
 @dataclass(frozen=True)
+class ToolUse:
+    """One native tool call the model made (OpenAI ``tool_calls``, Gemini ``functionCall``).
+
+    ``arguments`` is the JSON text as the model wrote it — possibly not valid JSON: the method
+    that reads it answers a bad one with feedback, so nothing is lost or guessed here.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    signature: str = ""
+    """Gemini's ``thoughtSignature`` of the call (base64), sent back with it as Gemini 3 requires."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool offered to the model natively: a name, what it does, a JSON schema of its
+    arguments. Sent as OpenAI ``tools`` / Gemini function declarations; part of the cache key."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Message:
+    """One chat message. ``tool_calls`` (assistant) and ``tool_call_id``/``tool_name`` (role
+    ``tool``: a tool's result) are set only under the native tool protocol; a message without
+    them is hashed, logged and sent exactly as before they existed."""
+
     role: Role
     content: str
+    tool_calls: tuple[ToolUse, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +92,9 @@ class Completion:
     cost_usd: float | None = None
     request_hash: str = ""
     sampling: dict[str, Any] = field(default_factory=dict)
+    tool_calls: tuple[ToolUse, ...] = ()
+    """Native tool calls in this answer (empty under the text protocol); ``finish_reason`` is
+    then usually ``"tool_calls"``."""
 
 
 class Model(Protocol):
@@ -73,5 +108,6 @@ class Model(Protocol):
         *,
         purpose: Purpose,
         call_id: str,
+        tools: Sequence[ToolSpec] | None = None,
         **sampling: Any,
     ) -> Completion: ...

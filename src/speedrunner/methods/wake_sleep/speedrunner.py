@@ -18,6 +18,7 @@ paid turns from the response cache and reaches the same generation.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -55,7 +56,13 @@ from speedrunner.methods.wake_sleep.codebook_knowledge import (
     skill_support,
 )
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
-from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, ToolCall, parse_tool_call
+from speedrunner.methods.wake_sleep.speedrunner_native import (
+    NATIVE_NOTE,
+    native_messages,
+    read_turn,
+    tool_specs,
+)
+from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, ToolCall
 
 PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "speedrunner_prompts.yaml")
 CODE_TOOLS = ("run_python", "test_skill")
@@ -125,14 +132,18 @@ class _Phase:
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
         cfg = self.m.config
-        messages = [Message("system", self.m.system_prompt()), Message("user", self._start())]
+        native = bool(getattr(self.m.model, "native_tools", False))  # model.tool_protocol: native
+        system = self.m.system_prompt() + (NATIVE_NOTE if native else "")
+        messages = [Message("system", system), Message("user", self._start())]
         ended_by, note = "out_of_turns", ""
         for turn in range(cfg.max_inducer_turns):
             completion = self.m.model.complete(messages, purpose="inducer",
-                                               call_id=f"sleep/{self.b:04d}/inducer/{turn:04d}")
+                                               call_id=f"sleep/{self.b:04d}/inducer/{turn:04d}",
+                                               **({"tools": tool_specs(self.m.tools)} if native else {}))
             self.completions.append(completion)
-            call = parse_tool_call(completion.text, self.m.tools, finish_reason=completion.finish_reason,
-                                   max_tokens=completion.sampling.get("max_tokens"))
+            call = read_turn(completion.text, completion.tool_calls, self.m.tools,
+                             finish_reason=completion.finish_reason,
+                             max_tokens=completion.sampling.get("max_tokens"))
             result = with_cut_note(self._result(call), completion)
             self.reading.add(call.format, completion)
             left = cfg.max_inducer_turns - turn - 1
@@ -140,12 +151,14 @@ class _Phase:
                 "turn": turn, "call_id": f"sleep/{self.b:04d}/inducer/{turn:04d}", "prompt": messages[-1].content,
                 "answer": completion.text, "tool": call.tool, "args": list(call.args), "block": call.block,
                 "result": result, "scripted": completion.scripted, "finish_reason": completion.finish_reason,
-                "format": call.format, "repairs": list(call.repairs)})
+                "format": call.format, "repairs": list(call.repairs),
+                **({"tool_calls": [dataclasses.asdict(u) for u in completion.tool_calls]} if completion.tool_calls else {})})
             if call.tool == "submit" and call.problem is None:
                 ended_by, note = "submit", call.block or ""
                 break
-            messages += [Message("assistant", completion.text),
-                         Message("user", PROMPTS.render("turn", tool=call.tool or "?", result=result, turns_left=left))]
+            feedback = PROMPTS.render("turn", tool=call.tool or "?", result=result, turns_left=left)
+            messages += (native_messages(completion.text, completion.tool_calls, feedback) if completion.tool_calls
+                         else [Message("assistant", completion.text), Message("user", feedback)])
         author = Author(method=self.m.name, batch_index=self.b, scripted=any(c.scripted for c in self.completions))
         final = apply_edits(self.base, self.edits, author, rules=self.m.rules)
         if isinstance(final, EditRejected):  # every edit was validated with all earlier ones
@@ -158,7 +171,7 @@ class _Phase:
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
             "analysis_tier": self.session.tier if self.session is not None else None,
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
-            "system_prompt": messages[0].content})
+            "system_prompt": messages[0].content, "tool_protocol": "native" if native else "text"})
         return codebook
 
     def close(self) -> None:
