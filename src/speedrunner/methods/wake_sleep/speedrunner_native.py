@@ -34,7 +34,7 @@ _PARAMS: dict[str, tuple[str, dict[str, dict[str, str]]]] = {
     "view_function": ("One function of the draft with its counts.", {"name": _NAME}),
     "view_episode": ("One training episode of this batch or an earlier one, turn by turn.",
                      {"index": {"type": "string", "description": "episode index"}}),
-    "add_function": ("Add a new function `def name(env, ...)` (imports it needs may precede it).",
+    "add_function": ("Add new functions: one block, one or more `def name(env, ...)` (helpers with their caller, imports first), validated as one edit.",
                      {"code": _CODE}),
     "edit_function": ("Replace function `name` with the code's `def name`.", {"name": _NAME, "code": _CODE}),
     "delete_function": ("Delete a function from the draft.", {"name": _NAME}),
