@@ -161,7 +161,9 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         metric = f"{o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
         cost = ("unknown" if o.episodes else "-") if o.cost_usd is None else f"${o.cost_usd:.4f}"
         cost += " scripted" if o.scripted else ""
-        print(f"{_status(o):<11} {episodes:>8}  {progress:>8}  {metric:<16} {cost:<16} {o.run_dir}")
+        where = f"  [node {o.node}]" if o.node else ""
+        said = f"  ({o.note})" if o.note and "retried" in o.note else ""
+        print(f"{_status(o):<11} {episodes:>8}  {progress:>8}  {metric:<16} {cost:<16} {o.run_dir}{where}{said}")
     if any(o.action == "skip" and o.ok for o in outcomes):
         print("(finished*: finished by an earlier attempt of the sweep; skipped)")
     for o in outcomes:
