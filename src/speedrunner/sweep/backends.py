@@ -91,9 +91,22 @@ class SweepInterrupted(KeyboardInterrupt):
         self.outcomes = outcomes
 
 
+RAY_RETRIES = 3
+"""Ray retries a task whose worker or node died (never one that returned): the retry finds the
+run half done on the shared file system and resumes it."""
+
+
 def _ray_execute(run: SweepRun, operational: list[str], extra_env: dict[str, str]) -> dict[str, Any]:
     """The Ray task: the same subprocess a local worker starts, on whichever node Ray picked."""
-    return execute(run, operational=operational, env={**os.environ, **extra_env}).to_dict()
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()[:12]
+    run.log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(run.log_file, "ab") as log:  # which node each attempt ran on, for the record
+        log.write(f"\n=== Ray node {node}\n".encode())
+    out = execute(run, operational=operational, env={**os.environ, **extra_env}).to_dict()
+    out["node"] = node
+    return out
 
 
 def import_ray() -> Any:
@@ -121,9 +134,15 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as e:
+            auth = (" The cluster uses token authentication (what `ray start --head` turns on): set "
+                    "RAY_AUTH_MODE=token here, with its token in ~/.ray/auth_token or RAY_AUTH_TOKEN."
+                    if "auth" in str(e).lower() else "")
             raise SweepBackendError(f"cannot connect to Ray at {address or 'a new local cluster'}: {e}; "
-                                    "start one with `ray start --head` or drop --address") from None
-    task = ray.remote(max_retries=0)(_ray_execute)
+                                    f"start one with `ray start --head` or drop --address.{auth}") from None
+    from speedrunner.sweep.execute import plan
+
+    planned = {r.run_id: plan(r)[0] for r in runs}
+    task = ray.remote(max_retries=RAY_RETRIES, retry_exceptions=False)(_ray_execute)
     refs = {}
     for r in runs:
         options: dict[str, Any] = {"num_cpus": r.num_cpus, "name": f"sweep:{r.run_id}"}
@@ -135,7 +154,15 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
     try:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            outcome = Outcome(**ray.get(done[0]))
+            run = refs[done[0]]
+            try:
+                outcome = Outcome(**ray.get(done[0]))
+            except ray.exceptions.RayError as e:  # failed even after Ray's retries: the others go on
+                outcome = read_outcome(run, "broken", None, note=f"the Ray task failed: {type(e).__name__}: "
+                                       f"{str(e).splitlines()[0][:200]}; rerun the sweep to resume it")
+            if planned[run.run_id] == "start" and outcome.action == "resume":
+                outcome.note = (f"{outcome.note}; " if outcome.note else "") + \
+                    "its first node failed: Ray retried the task, which resumed the run"
             results[outcome.run_id] = outcome
             report(outcome, len(results), len(runs))
     except KeyboardInterrupt:

@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--shard", default=None, metavar="I/N",
                         help="only runs I, I+N, I+2N, ... of the expansion (0 <= I < N); slurm requires it")
+    parser.add_argument("--submit", action="store_true",
+                        help="with --backend slurm: submit the sweep as an sbatch array (--tasks tasks), "
+                             "follow it with squeue and report every run; resubmit to resume")
+    parser.add_argument("--tasks", type=int, default=None, metavar="N",
+                        help="array tasks for --submit (default: one per run)")
     parser.add_argument("--print-sbatch", type=int, nargs="?", const=0, default=None, metavar="N",
                         help="print an sbatch script running this sweep as an array of N tasks "
                              "(default: one task per run) and exit")
@@ -49,9 +54,14 @@ def main(args: argparse.Namespace) -> int:
     if args.print_sbatch is not None:
         print(sbatch_script(sweep, args.print_sbatch or len(sweep.runs)))
         return 0
+    if args.submit:
+        if args.backend != "slurm" or args.shard is not None:
+            raise ConfigError("--submit submits the whole sweep to SLURM: use it with --backend slurm "
+                              "and without --shard")
+        return submit_and_follow(sweep, args.tasks or len(sweep.runs))
     if args.backend == "slurm" and args.shard is None:
-        raise ConfigError("--backend slurm needs --shard I/N (e.g. --shard $SLURM_ARRAY_TASK_ID/8); "
-                          "see --print-sbatch")
+        raise ConfigError("--backend slurm needs --shard I/N (e.g. --shard $SLURM_ARRAY_TASK_ID/8), "
+                          "or --submit to submit the whole sweep; see --print-sbatch")
     runs = sweep.runs
     if args.shard is not None:
         index, count = parse_shard(args.shard)
@@ -151,7 +161,9 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         metric = f"{o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
         cost = ("unknown" if o.episodes else "-") if o.cost_usd is None else f"${o.cost_usd:.4f}"
         cost += " scripted" if o.scripted else ""
-        print(f"{_status(o):<11} {episodes:>8}  {progress:>8}  {metric:<16} {cost:<16} {o.run_dir}")
+        where = f"  [node {o.node}]" if o.node else ""
+        said = f"  ({o.note})" if o.note and "retried" in o.note else ""
+        print(f"{_status(o):<11} {episodes:>8}  {progress:>8}  {metric:<16} {cost:<16} {o.run_dir}{where}{said}")
     if any(o.action == "skip" and o.ok for o in outcomes):
         print("(finished*: finished by an earlier attempt of the sweep; skipped)")
     for o in outcomes:
@@ -167,10 +179,39 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         print("\nreport over these runs:\n  speedrunner report " + " ".join(shlex.quote(d) for d in done))
 
 
-def sbatch_script(sweep: Sweep, tasks: int) -> str:
-    """An example ``sbatch`` script: array task I runs shard I of ``tasks``."""
+def submit_and_follow(sweep: Sweep, tasks: int) -> int:
+    """``sbatch`` the array, follow it to its end, then report every run from its directory."""
+    from speedrunner.sweep.execute import plan, read_outcome
+    from speedrunner.sweep.slurm import follow, slurm_env_note, submit, submitted_command
+
+    before = {r.run_id: plan(r)[0] for r in sweep.runs}
+    tasks, per_task = _array_shape(sweep, tasks)
+    script = sbatch_script(sweep, tasks, command=submitted_command(sweep.path, tasks, per_task))
+    job_id, path = submit(sweep, script)
+    print(f"sweep {sweep.spec.name}: submitted as SLURM job {job_id} ({tasks} array tasks, script {path})"
+          f"{slurm_env_note()}; following it (Ctrl-C stops following, not the job)", flush=True)
+    try:
+        follow(job_id, say=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print(f"stopped following; the array runs on: squeue -j {job_id}", file=sys.stderr)
+        return 130
+    outcomes = [read_outcome(r, before[r.run_id], None) for r in sweep.runs]
+    print_outcomes(outcomes)
+    if not all(o.ok for o in outcomes):
+        print(f"resubmit to continue what did not finish: speedrunner sweep {sweep.path} --backend slurm "
+              "--submit", file=sys.stderr)
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _array_shape(sweep: Sweep, tasks: int) -> tuple[int, int]:
     tasks = max(1, min(tasks, len(sweep.runs)))
-    per_task = -(-len(sweep.runs) // tasks)
+    return tasks, -(-len(sweep.runs) // tasks)
+
+
+def sbatch_script(sweep: Sweep, tasks: int, *, command: str | None = None) -> str:
+    """An ``sbatch`` script: array task I runs shard I of ``tasks`` (``command`` replaces the
+    printed script's ``speedrunner sweep ...`` line when this process submits it)."""
+    tasks, per_task = _array_shape(sweep, tasks)
     cpus = max(1, round(sweep.spec.resources.num_cpus * per_task))  # a task's runs run side by side
     path = shlex.quote(str(sweep.path))
     return f"""#!/bin/bash
@@ -186,5 +227,5 @@ def sbatch_script(sweep: Sweep, tasks: int) -> str:
 #SBATCH --signal=B:TERM@120
 
 cd {shlex.quote(os.getcwd())}
-exec speedrunner sweep {path} --backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers {per_task}
+{command or f'exec speedrunner sweep {path} --backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers {per_task}'}
 """

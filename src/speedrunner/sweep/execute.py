@@ -13,8 +13,10 @@ LLM answer already paid for. What to do is read from the run directory alone:
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +54,8 @@ class Outcome:
     """Money actually spent (llm_calls.jsonl ``spent_usd``; replays cost nothing); ``None`` when
     a call's price is unknown (a sum would silently count it as 0)."""
     scripted: bool = False
+    node: str = ""
+    """The Ray node that ran it last (empty on the local pool and SLURM)."""
     log_file: str = ""
     log_tail: list[str] = field(default_factory=list)
     note: str = ""
@@ -110,6 +114,26 @@ def command(run: SweepRun, action: Action, operational: Sequence[str] = ()) -> l
     return cmd
 
 
+def _stop_with_parent() -> None:
+    """In the run's process before exec: SIGTERM it when the process that started it dies (a
+    Ray worker whose node was killed, a SLURM step), so it stops resumably and frees its run
+    lock for the retry instead of running on as an orphan. Linux only; elsewhere a no-op."""
+    if _LIBC is not None:
+        _LIBC.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def _load_libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _load_libc()  # loaded here, not between fork and exec
+
+
 def execute(
     run: SweepRun,
     *,
@@ -128,7 +152,7 @@ def execute(
         log.write(f"\n=== sweep {action} at {stamp}: {scrub(' '.join(cmd))}\n".encode())  # no key in a log
         log.flush()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=dict(env) if env is not None else None)
+                                env=dict(env) if env is not None else None, preexec_fn=_stop_with_parent)
         try:
             if on_start is not None:
                 on_start(proc)
