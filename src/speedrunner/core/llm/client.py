@@ -17,7 +17,6 @@ Thread-safe: the runtime calls ``complete()`` from several episode threads at on
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import time
@@ -32,6 +31,7 @@ from speedrunner.core.llm.cache import ResponseCache, request_hash
 from speedrunner.core.llm.conversation import Conversation, as_conversation, message_dict
 from speedrunner.core.llm.prices import cost_usd
 from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
+from speedrunner.core.llm.replicas import Replicas
 from speedrunner.core.llm.retry import Backoff, call_with_retries
 from speedrunner.core.llm.slots import endpoint_limit
 from speedrunner.core.llm.types import Completion, Message, Purpose, ToolSpec
@@ -84,6 +84,7 @@ class ManagedModel:
         self._semaphores = {  # machine-wide under a sweep (SPEEDRUNNER_LLM_SLOTS_DIR)
             e: endpoint_limit(provider.name, e, config.max_concurrency) for e in provider.endpoints
         }
+        self._replicas = Replicas(provider.endpoints)
         self._tally = Tally()
 
     def __repr__(self) -> str:
@@ -182,9 +183,7 @@ class ManagedModel:
         return completion
 
     def _endpoint(self, call_id: str, attempt: int) -> str:
-        endpoints = self.provider.endpoints
-        start = int.from_bytes(hashlib.sha256(call_id.encode()).digest()[:8], "big")
-        return endpoints[(start + attempt - 1) % len(endpoints)]
+        return self._replicas.pick(call_id, attempt)
 
     def _call(
         self,
@@ -208,7 +207,13 @@ class ManagedModel:
                 messages, params, purpose, call_id, endpoint, self.config.timeout_s, tools
             )
             with self._semaphores[endpoint]:
-                return self.provider.call(request)
+                try:
+                    result = self.provider.call(request)
+                except CallFailure as failure:
+                    self._replicas.failed(endpoint, failure)  # a dead replica is skipped for a while
+                    raise
+            self._replicas.answered(endpoint)
+            return result
 
         def on_failure(failure: CallFailure, attempts: int) -> None:
             self._tally.add_failure()
