@@ -50,6 +50,9 @@ class Trajectory:
     """The provider's message when the history outgrew the context window."""
     sandbox_tier: str | None = None
     """The isolation tier that ran this episode's skill calls (None: no skill was called)."""
+    cap_hits: dict[str, int] = field(default_factory=dict)
+    """Skill calls stopped by a per-call cap: ``max_skill_actions`` or ``skill_timeout`` -> count
+    (absent: never; each call's tree says ``stopped_by``). Older files have no field: none counted."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -52,10 +52,13 @@ class VoyagerConfig(MethodConfig):
     retrieval_top_k: int = Field(5, ge=0)
     """Skills retrieved (by description similarity) into the action agent's prompt, and shown
     to the actor as callable actions in evaluation (k = min(#skills, this))."""
-    max_skill_actions: int = Field(200, ge=1)
-    """Cap on primitive actions one skill execution may take."""
-    skill_timeout_s: float = Field(60.0, gt=0)
-    """Wall-clock cap of one skill execution in the sandbox."""
+    max_skill_actions: int | None = Field(None, ge=1)
+    """Cap on primitive actions one skill execution may take; null (default) = the episode's
+    remaining budget of env actions, the rule of the codebook methods: the Voyager paper fixes
+    no action cap (its programs run until they return or time out)."""
+    skill_timeout_s: float | None = Field(None, gt=0)
+    """Wall-clock limit of one skill execution in the sandbox; null (default) = 60 s + 0.25 s per
+    action it may take (its resolved action cap)."""
     curriculum_warmup: dict[str, int] = Field(
         default_factory=lambda: {"nearby": 0, "facing": 1, "status": 2, "achievements": 3})
     """Completed tasks after which the curriculum prompt also shows each part of the state

@@ -55,6 +55,7 @@ from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.actor import ActorStep
+from speedrunner.core.runtime.caps import episode_actions_left, resolve_call_caps
 from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
@@ -187,12 +188,11 @@ class VoyagerMethod:
                     Message("user", self._action_prompt(task, attempt_no, retrieved, observation.text))]
         answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000")
         calls.append(answer)
-        cap = self.config.max_skill_actions
-        if ctx.budget.max_env_actions is not None:
-            cap = min(cap, ctx.budget.max_env_actions)
+        caps = resolve_call_caps(self.config.max_skill_actions, self.config.skill_timeout_s,
+                                 episode_actions_left(env, ctx.budget.max_env_actions, 0))
         attempt = write_and_run(answer.text, env, observation.text, start, base=self.base, draft=self.draft,
                                 earlier=self.batch_edits, rules=self.rules, support=self.support,
-                                max_actions=cap, timeout_s=self.config.skill_timeout_s)
+                                max_actions=caps.max_actions, timeout_s=caps.timeout_s)
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:
