@@ -146,4 +146,7 @@ def knowledge_table(groups: list[Group]) -> Table:
 
 
 def all_tables(groups: list[Group]) -> list[Table]:
-    return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups)]
+    from speedrunner.core.reporting.caps_table import caps_table
+
+    return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups),
+            caps_table(groups)]
