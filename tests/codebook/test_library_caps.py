@@ -9,7 +9,11 @@ import dataclasses
 from speedrunner.core.codebook import AddFunction, Codebook, EditRejected, Limits, apply_edits
 from speedrunner.core.runtime.caps import codebook_limits, rejected_caps
 from speedrunner.methods.voyager.config import VoyagerConfig
-from speedrunner.methods.wake_sleep.configs import ASIConfig, SpeedRunnerConfig, SpeedRunnerNoCLConfig
+from speedrunner.methods.wake_sleep.configs import (
+    ASIConfig,
+    SpeedRunnerConfig,
+    SpeedRunnerNoCLConfig,
+)
 
 from .helpers import AUTHOR, RULES, build
 
