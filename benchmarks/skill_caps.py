@@ -25,6 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the scripted inducer and actor live with the tests
 
+from tests.e2e.caps_fakes import crafter_fake  # noqa: E402
+
 from speedrunner.benchmarks.crafter.env import TASK, CrafterTextEnv  # noqa: E402
 from speedrunner.catalog import config_loader  # noqa: E402
 from speedrunner.core.benchmark import Budget, EpisodeSpec  # noqa: E402
@@ -34,7 +36,6 @@ from speedrunner.core.runtime.episode import EpisodeContext, run_episode  # noqa
 from speedrunner.core.runtime.skill_support import build_skill_support  # noqa: E402
 from speedrunner.core.seeding import episode_seed  # noqa: E402
 from speedrunner.methods.wake_sleep.speedrunner import SpeedRunnerMethod  # noqa: E402
-from tests.e2e.caps_fakes import crafter_fake  # noqa: E402
 
 
 class Scripted:
@@ -77,6 +78,10 @@ def play(config, knowledge, support, model, episodes: int, max_skill_actions: in
     return rows
 
 
+def _mean(rows: list[dict], key: str) -> float:
+    return statistics.fmean(r[key] for r in rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10)
@@ -94,12 +99,11 @@ def main() -> None:
               f"{'env actions/ep':>14} {'achievements':>12} {'ms/action':>9}")
         for cap in (config.method.max_skill_actions, 50):
             rows = play(config, knowledge, support, model, args.episodes, cap)
-            mean = lambda k: statistics.fmean(r[k] for r in rows)  # noqa: E731
             share = sum(r["llm_calls"] <= 2 for r in rows) / len(rows)
             ms = 1000 * sum(r["s"] for r in rows) / max(1, sum(r["env_actions"] for r in rows))
             label = "null (default)" if cap is None else str(cap)
-            print(f"{label:>18} {mean('llm_calls'):>12.2f} {share:>9.0%} {mean('cap_hits'):>11.2f} "
-                  f"{sum(r['timeouts'] for r in rows):>8} {mean('env_actions'):>14.1f} {mean('achievements'):>12.2f} "
+            print(f"{label:>18} {_mean(rows, 'llm_calls'):>12.2f} {share:>9.0%} {_mean(rows, 'cap_hits'):>11.2f} "
+                  f"{sum(r['timeouts'] for r in rows):>8} {_mean(rows, 'env_actions'):>14.1f} {_mean(rows, 'achievements'):>12.2f} "
                   f"{ms:>9.2f}")
 
 

@@ -2,7 +2,7 @@
 
 The per-function caps bound what one LLM-written function may cost: its public part is
 pasted into every actor prompt. The whole library is *not* capped by default: how large it
-grows is a finding (ASI's library grows to hundreds of functions), so the two library caps
+grows is a finding (the paper's ASI library reaches about 160 functions), so the two library caps
 are per-method config (``method.max_functions``, ``method.max_codebook_chars``; null = no
 cap) and reach ``Limits`` through ``codebook_rules``. Change a default here, or pass a
 ``Limits`` to ``Rules`` for one run.

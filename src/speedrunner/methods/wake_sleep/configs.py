@@ -43,11 +43,12 @@ class CodebookMethodConfig(MethodConfig):
     counted as a ``skill_timeout`` cap hit."""
     max_functions: int | None = Field(None, ge=1)
     """Cap on the codebook's functions (public and private); null (default) = no cap: how large
-    the library grows is a finding (ASI's append-only library grows past 100 functions). An edit
+    the library grows is a finding (the paper's ASI library reaches about 160 functions). An edit
     that would exceed it is rejected and counted as a ``max_functions`` cap hit."""
     max_codebook_chars: int | None = Field(None, ge=1)
-    """Cap on the whole codebook module's characters; null (default) = no cap (the public API's
-    size in the actor prompt is measured, not capped). An edit that would exceed it is rejected
+    """Cap on the whole codebook module's characters; null (default) = no cap, for speedrunner and
+    speedrunner_no_cl too (a cap would make their library size a ceiling, not a result). An
+    edit that would exceed it is rejected
     and counted as a ``max_codebook_chars`` cap hit."""
     max_inducer_turns: int = Field(20, ge=1)
     """Turns the sleep-phase inducer may take per sleep phase."""
