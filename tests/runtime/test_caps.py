@@ -82,6 +82,7 @@ def test_by_default_a_skill_call_may_take_the_rest_of_the_episode_in_one_llm_cal
     assert runner.received == [(1999, derived_timeout_s(1999))]
     assert traj.llm_calls == 2 and traj.env_actions == 2000 and traj.stop_reason == "max_env_actions"
     assert traj.cap_hits == {}  # the episode's own budget ended the call: not a cap hit
+    assert "the episode's action budget is spent" in traj.final_observation
 
 
 def test_without_an_action_budget_the_envs_own_step_limit_is_the_call_cap():
@@ -96,6 +97,7 @@ def test_a_binding_per_call_cap_is_counted_per_call_and_stored_in_the_trajectory
     assert [len(s.executed) for s in traj.steps] == [50, 50, 50]
     assert all(s.skill_call["actions"] for s in traj.steps)
     assert traj.cap_hits == {"max_skill_actions": 3}
+    assert "stopped at the per-call action cap" in traj.final_observation
     stored = json.loads(json.dumps(traj.to_json()))
     assert Trajectory.from_json(stored).cap_hits == {"max_skill_actions": 3}
 
