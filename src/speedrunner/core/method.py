@@ -47,6 +47,8 @@ class SleepResult:
 
     knowledge: Knowledge
     completions: list[Completion] = field(default_factory=list)
+    cap_hits: dict[str, int] = field(default_factory=dict)
+    """Edits the library caps rejected this sleep phase: ``max_functions`` / ``max_codebook_chars`` -> count."""
 
 
 @dataclass(frozen=True)

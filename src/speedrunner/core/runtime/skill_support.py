@@ -54,8 +54,8 @@ def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> S
         env = make_env()
         try:
             return replay_script(env, task, seed, lines, skills=skills, open_skills=open_skills,
-                                 max_skill_actions=getattr(method, "max_skill_actions", 50),
-                                 timeout_s=getattr(method, "skill_timeout_s", 60.0),
+                                 max_skill_actions=getattr(method, "max_skill_actions", None),
+                                 timeout_s=getattr(method, "skill_timeout_s", None),
                                  max_env_actions=config.benchmark.max_env_actions)
         finally:
             env.close()
