@@ -71,6 +71,9 @@ def build_root(spec: dict[str, Any]) -> None:
     def inside(path: str) -> str:
         return root + path
 
+    for path, size, mode in sorted(spec["tmpfs"], key=lambda t: len(t[0])):  # before what is mounted in them
+        _make(inside(path), directory=True)
+        mount("tmpfs", inside(path), "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode={mode}")
     for source in spec["binds"]:
         if os.path.exists(source):
             _bind_ro(source, inside(source))
@@ -82,9 +85,6 @@ def build_root(spec: dict[str, Any]) -> None:
         mount(device, inside(device), None, MS_BIND)
     _make(inside("/proc"), directory=True)
     mount("proc", inside("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for path, size, mode in spec["tmpfs"]:
-        _make(inside(path), directory=True)
-        mount("tmpfs", inside(path), "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode={mode}")
     os.chdir(root)
     _check(_libc.syscall(_PIVOT_ROOT[os.uname().machine], b".", b"."), "pivot_root")
     _check(_libc.umount2(b".", MNT_DETACH), "detach the old root")
