@@ -175,10 +175,11 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
     where = discover() if where is None else where
     if isinstance(where, str):
         return _unavailable(where)
-    name = PREFIX + uuid.uuid4().hex[:16]
+    name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
     made: list[Path] = []
     try:
         for parent in where.parents:
+            _remove_stale(parent)
             d = parent / name
             d.mkdir(mode=0o755)
             made.append(d)
@@ -200,6 +201,18 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
                 d.rmdir()
         return _unavailable(f"cannot create a cgroup under {', '.join(map(str, where.parents))}: {e}")
     return Cgroup(where.version, tuple(made), memory_bytes, pids_max)
+
+
+def _remove_stale(parent: Path) -> None:
+    """Remove the cgroups a killed run left (named after its pid, which no longer exists)."""
+    try:
+        entries = [d for d in parent.iterdir() if d.name.startswith(PREFIX)]
+    except OSError:
+        return
+    for d in entries:
+        pid = d.name[len(PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            Cgroup(1, (d,), 0, 0).remove()
 
 
 def _unavailable(reason: str) -> None:
