@@ -69,6 +69,9 @@ class SkillSupport:
     """``replay(task, seed, skills, lines)``: play a script of actor actions, no LLM."""
     sandbox_tier: str
     """The isolation tier skill code runs under (``bwrap``, ``unshare``, ``rlimits``)."""
+    sandbox_requested: str | None = None
+    """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
+    runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from speedrunner.core.runtime.trajectory import (
     load_trajectory,
     save_trajectory,
 )
+from speedrunner.core.sandbox.tiers import sandbox_summary
 from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
@@ -348,6 +349,7 @@ class Runner:
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
+            **sandbox_summary(self.skill_support),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary
