@@ -136,7 +136,8 @@ class Runner:
         self._write_summary(checkpoint, status="running")
         start_run = getattr(self.benchmark, "start_run", None)
         if start_run is not None:
-            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}")
+            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}",
+                      self.run_dir)
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.episode_metric
         progress = ProgressReporter(
