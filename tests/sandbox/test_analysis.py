@@ -1,8 +1,7 @@
 """Analysis sessions, and the process boundary itself: unrestricted code (any import,
 ``open``, ``os``) attacks the machine from the sandbox child, in every tier. Where a tier
-cannot contain something (``rlimits`` has no network or mount isolation, ``unshare`` no
-mount isolation) the test says so and checks the tier reports itself, rather than
-pretending."""
+cannot contain something (``rlimits`` has no network or mount isolation) the test says so
+and checks the tier reports itself, rather than pretending."""
 
 from __future__ import annotations
 

@@ -178,6 +178,9 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
     name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
     made: list[Path] = []
     try:
+        if where.version == 2:  # the controllers must be enabled for our children (best effort)
+            with contextlib.suppress(OSError):
+                (where.parents[0] / "cgroup.subtree_control").write_text("+memory +pids")
         for parent in where.parents:
             _remove_stale(parent)
             d = parent / name
@@ -186,6 +189,9 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
             if not (d / "cgroup.procs").exists():
                 raise OSError(f"{parent} is not a cgroup file system (no cgroup.procs in a new directory)")
         if where.version == 2:
+            if not (made[0] / "memory.max").exists():
+                raise OSError(f"the memory and pids controllers are not enabled in {where.parents[0]} (cgroup v2 "
+                              "enables them for the children of a cgroup only while it holds no process itself)")
             (made[0] / "memory.max").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):
                 (made[0] / "memory.swap.max").write_text("0")

@@ -56,10 +56,18 @@ def _make(path: str, *, directory: bool) -> None:
             pass
 
 
+_KEPT_FLAGS = ((os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, 1024), (os.ST_NODIRATIME, 2048),
+               (os.ST_RELATIME, 1 << 21))
+"""Flags of the source mount a read-only remount must keep: inside a user namespace (a non-root
+parent) the kernel refuses to drop them."""
+
+
 def _bind_ro(source: str, target: str) -> None:
     _make(target, directory=os.path.isdir(source))
     mount(source, target, None, MS_BIND | MS_REC)
-    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    had = os.statvfs(target).f_flag
+    kept = sum(ms for st, ms in _KEPT_FLAGS if had & st)
+    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
 
 
 def build_root(spec: dict[str, Any]) -> None:
