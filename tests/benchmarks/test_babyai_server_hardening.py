@@ -8,7 +8,7 @@ import http.client
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -166,18 +166,17 @@ def test_one_owner_cannot_fill_the_store_for_another() -> None:
         srv.server_close()
 
 
-def test_a_trickled_request_gets_408_at_its_deadline(server) -> None:
-    """Attack: a client sending a header line now and then reset the read timeout for ever. Now the
-    whole request has ``request_timeout_s`` (1 s here) from its first byte: trickling one header
-    every 0.3 s (well inside the 0.5 s read timeout) is cut off with a JSON 408."""
-    sock = socket.create_connection(server.server_address[:2], timeout=5)
+def trickle(srv: BabyAIServer, head: bytes, piece: Callable[[int], bytes], rounds: int = 40) -> tuple[bytes, int]:
+    """Send ``head``, then ``piece(i)`` every 0.3 s (inside the 0.5 s read timeout) until the server
+    answers or closes; (its answer, the round it came in). Bounded: 12 s at most."""
+    sock = socket.create_connection(srv.server_address[:2], timeout=5)
+    answer = b""
     try:
-        sock.sendall(b"GET /health HTTP/1.1\r\n")
-        answer = b""
-        for i in range(40):  # 12 s at most; the server must answer long before
+        sock.sendall(head)
+        for i in range(rounds):
             time.sleep(0.3)
             try:
-                sock.sendall(f"X-Trickle-{i}: 1\r\n".encode())
+                sock.sendall(piece(i))
             except OSError:  # the server closed: what did it say?
                 break
             sock.settimeout(0.01)
@@ -186,20 +185,29 @@ def test_a_trickled_request_gets_408_at_its_deadline(server) -> None:
             sock.settimeout(5)
             if answer:
                 break
-        sock.settimeout(5)
         with contextlib.suppress(OSError):
             answer += sock.recv(65536)
     finally:
         sock.close()
+    return answer, i
+
+
+def test_a_trickled_request_gets_408_at_its_deadline(server) -> None:
+    """Attack: a client sending a header line now and then reset the read timeout for ever. Now the
+    whole request has ``request_timeout_s`` (1 s here) from its first byte, and trickling is cut
+    off with a JSON 408."""
+    answer, rounds = trickle(server, b"GET /health HTTP/1.1\r\n", lambda i: f"X-Trickle-{i}: 1\r\n".encode())
     assert answer.startswith(b"HTTP/1.1 408") and b'"code":"request_timeout"' in answer
-    assert i < 39
+    assert rounds < 39
 
 
 def test_a_body_shorter_than_its_content_length_is_cut_off_at_the_deadline(server) -> None:
-    """Attack: a body shorter than its Content-Length held a thread for 300 s. The thread is free
-    at the request's deadline (1 s here): a JSON 408, connection closed, the server serving."""
-    answer = raw_exchange(server, b"POST /episodes HTTP/1.1\r\nHost: x\r\nContent-Length: 400\r\n\r\n{\"task\": ")
-    assert answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer
+    """Attack: a body shorter than its Content-Length held a thread for the read timeout (300 s),
+    and for ever if it trickled. The thread is free at the request's deadline (1 s here): a JSON
+    408, connection closed, the server serving."""
+    answer, rounds = trickle(server, b"POST /episodes HTTP/1.1\r\nHost: x\r\nContent-Length: 400\r\n\r\n{",
+                             lambda i: b" ")
+    assert answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer and rounds < 39
     assert_still_serving(server)
 
 
