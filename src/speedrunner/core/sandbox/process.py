@@ -90,7 +90,7 @@ class SandboxProcess:
         self.tier = tier
         self.limits = limits
         self.scratch = Path(tempfile.mkdtemp(prefix="speedrunner-sandbox-"))
-        self._root = Path(tempfile.mkdtemp(prefix="speedrunner-root-")) if tier == "unshare" else None
+        self._root = _private_root_dir() if tier == "unshare" else None
         self._log = tempfile.TemporaryFile(prefix="speedrunner-sandbox-log-")  # noqa: SIM115 - lives as long as the child
         self._popen: subprocess.Popen[bytes] | None = None
         self.channel: Channel | None = None
@@ -260,6 +260,23 @@ class SandboxProcess:
         if self._root is not None:
             with contextlib.suppress(OSError):
                 self._root.rmdir()  # the private root was mounted in the sandbox's namespace only
+
+
+_ROOT_PREFIX = "speedrunner-root-"
+
+
+def _private_root_dir() -> Path:
+    """An empty directory for the unshare tier to build its root on (mounted only in the
+    sandbox's namespace); the ones killed runs left (named after their pid) are removed."""
+    tmp = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tmp):
+            if entry.name.startswith(_ROOT_PREFIX):
+                pid = entry.name[len(_ROOT_PREFIX):].split("-", 1)[0]
+                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(entry.path)  # empty, unless someone else put something there
+    return Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
 
 
 def _host_pid(wrapper_pid: int, child_pid: int) -> int | None:
