@@ -249,3 +249,27 @@ def test_host_unix_sockets_are_unreachable(tier: str, tmp_path: Path) -> None:
         assert result.stdout.split()[1] == "connected"  # (the path one only where its uid may enter)
     else:
         assert "connected" not in result.stdout.split()
+
+
+@needs_cgroups
+def test_cgroups_a_killed_run_left_are_removed_by_the_next_sandbox() -> None:
+    """A SIGKILLed run cannot remove its sandboxes' cgroups: the next sandbox start removes the
+    ones named after a pid that no longer exists (never those of a live run)."""
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    where = cgroups.discover()
+    assert isinstance(where, cgroups.Hierarchies)
+    stale = [parent / f"{cgroups.PREFIX}{dead.pid}-000000000000" for parent in where.parents]
+    live = [parent / f"{cgroups.PREFIX}{os.getpid()}-000000000000" for parent in where.parents]
+    for d in stale + live:
+        d.mkdir()
+    try:
+        with open_analysis_session(tier="rlimits", limits=LIMITS):
+            pass
+        assert not any(d.exists() for d in stale) and all(d.exists() for d in live)
+    finally:
+        for d in stale + live:
+            with contextlib.suppress(OSError):
+                d.rmdir()
