@@ -11,10 +11,15 @@
   can read every root-owned file that is mounted, and has no process limit), keeping only
   CAP_SETUID/CAP_SETGID for the child's bootstrap to drop to 65534 before it runs
   untrusted code. A non-root parent uses a user namespace with uid 65534.
-- ``unshare``: util-linux ``unshare`` with new network (no interface up), pid and mount
-  namespaces (a fresh ``/proc``: the parent's pid is not even nameable); files are only
-  protected by the uid the child drops to.
-- ``rlimits``: the command as it is; only limits and the uid drop protect the machine.
+- ``unshare``: util-linux ``unshare`` with new network (no interface up), pid, ipc, uts and
+  mount namespaces; inside, ``enter.py`` builds the same read-only view as bwrap's (sized
+  tmpfs ``/tmp``, ``/dev/shm`` and scratch, a fresh ``/proc``) and ``pivot_root``s into it.
+- ``rlimits``: the command as it is (through ``enter.py`` for the seccomp filter); only
+  limits and the uid drop protect the machine (a root parent gives each sandbox a uid of
+  its own, so sandboxes cannot signal each other).
+
+Every tier runs under the seccomp filter of ``seccomp.py`` (no new user namespaces), and
+``cgroups.join_prefix`` puts the whole command in the sandbox's cgroup first.
 """
 
 from __future__ import annotations
