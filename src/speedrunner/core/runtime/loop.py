@@ -51,6 +51,7 @@ from speedrunner.core.runtime.trajectory import (
     load_trajectory,
     save_trajectory,
 )
+from speedrunner.core.sandbox.tiers import sandbox_summary
 from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
@@ -140,7 +141,8 @@ class Runner:
         self._write_summary(checkpoint, status="running")
         start_run = getattr(self.benchmark, "start_run", None)
         if start_run is not None:
-            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}")
+            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}",
+                      self.run_dir)
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.episode_metric
         progress = ProgressReporter(
@@ -366,6 +368,7 @@ class Runner:
             "format": format_counts(self.run_dir),
             "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)),
             "eval_cap_hits": sum_skill_hits(e.get("cap_hits") or {} for e in evals),
+            **sandbox_summary(self.skill_support),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary

@@ -48,6 +48,7 @@ from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.caps import count_caps, rejected_caps
 from speedrunner.core.runtime.trajectory import Trajectory, episode_path, load_trajectory
 from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
+from speedrunner.core.sandbox.tiers import isolation_note
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
     codebook_rules,
@@ -173,6 +174,7 @@ class _Phase:
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
             "cap_hits": count_caps(self.capped),
             "analysis_tier": self.session.tier if self.session is not None else None,
+            "isolation": isolation_note(self.session.tier if self.session is not None else None),
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
             "system_prompt": messages[0].content, "tool_protocol": "native" if native else "text"})
         return codebook
@@ -239,6 +241,8 @@ class _Phase:
         if self.session is None:
             mounts = [self.m.run_dir / "episodes" / "train", self.m.run_dir / "codebook"]
             self.session = open_analysis_session(tier=self.m.support.sandbox_tier,
+                                                 requested=self.m.support.sandbox_requested,
+                                                 preload=("speedrunner.core.experience",),
                                                  mounts=[p for p in mounts if p.exists()])
         self.ran_code += 1
         setup = SETUP.format(episodes=str(self.m.run_dir / "episodes" / "train"),
