@@ -1,7 +1,9 @@
 """Start the BabyAI-Text episode server: ``python BALROG/deploy_env.py deploy.port=8080``.
 
-Arguments are dotted ``key=value`` pairs under ``deploy.`` (host, port, episode_ttl_s,
-max_episodes, max_body_bytes, verbose). Works from a plain repo checkout: if ``speedrunner``
+Arguments are dotted ``key=value`` pairs under ``deploy.``: every field of
+``ServerSettings`` (host, port, episode_ttl_s, max_episodes, max_episodes_per_owner,
+max_owners, max_body_bytes, read_timeout_s, request_timeout_s, max_connections, verbose);
+``--help`` lists them with their defaults. Works from a plain repo checkout: if ``speedrunner``
 is not importable, the checkout's ``src`` directory is put on ``sys.path`` first.
 """
 

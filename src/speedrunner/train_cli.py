@@ -261,7 +261,9 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
             raise TypeError("not a JSON object with a run_id")
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt ({e})") from e
-    config = loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
+    from speedrunner.core.runtime.caps import upgrade_stored_method
+
+    config = loader.from_resolved(upgrade_stored_method(resolved), source=read_yaml_source(run_dir / CONFIG_FILE))
     if config.benchmark.name != benchmark:
         raise CheckpointError(f"{run_dir} is a {config.benchmark.name} run; resume it with "
                               f"python -m speedrunner.benchmarks.{config.benchmark.name}.train --resume {run_dir}")
@@ -296,7 +298,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
             config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
         try:
             skills = None
-            if getattr(config.method, "max_skill_actions", None) is not None:  # a method with a codebook
+            if hasattr(config.method, "max_skill_actions"):  # a method with a codebook
                 from speedrunner.core.runtime.skill_support import build_skill_support
 
                 skills = build_skill_support(config, benchmark.make_env)

@@ -3,11 +3,12 @@ Content-Length, stalled and too many connections. Loopback only; every loop is b
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,7 +20,7 @@ from .test_babyai_server import assert_still_serving, call
 @pytest.fixture()
 def server() -> Iterator[BabyAIServer]:
     srv = start_in_thread(ServerSettings(port=0, max_episodes=8, max_body_bytes=1 << 20,
-                                         read_timeout_s=0.5, max_connections=6))
+                                         read_timeout_s=0.5, request_timeout_s=1.0, max_connections=6))
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -108,12 +109,152 @@ def test_a_stalled_body_gets_408(server) -> None:
     assert answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer
 
 
+TOKEN_A = "token-of-run-a-0123456789"
+
+
 def test_episodes_of_one_owner_are_deleted_together(server) -> None:
-    mine = [call(server, "POST", "/episodes", {"task": "goto", "seed": s, "owner": "run-a"})[1]["episode_id"]
-            for s in range(3)]
+    mine = [call(server, "POST", "/episodes", {"task": "goto", "seed": s, "owner": "run-a",
+                                               "owner_token": TOKEN_A})[1]["episode_id"] for s in range(3)]
     other = call(server, "POST", "/episodes", {"task": "goto", "seed": 9, "owner": "run-b"})[1]["episode_id"]
-    status, payload = call(server, "DELETE", "/episodes?owner=run-a")
+    status, payload = call(server, "DELETE", "/episodes?owner=run-a", headers={"X-Owner-Token": TOKEN_A})
     assert status == 200 and sorted(payload["deleted"]) == sorted(mine)
     assert call(server, "POST", f"/episodes/{mine[0]}/step", {"action": "turn left"})[0] == 404
     assert call(server, "POST", f"/episodes/{other}/step", {"action": "turn left"})[0] == 200
     assert call(server, "DELETE", "/episodes")[0] == 400
+
+
+def test_deleting_an_owners_episodes_needs_its_token(server) -> None:
+    """Attack: ``DELETE /episodes?owner=<a run's tag>`` needed no proof of ownership, so anyone who
+    could reach the server ended every episode of a concurrent run."""
+    status, first = call(server, "POST", "/episodes", {"task": "goto", "seed": 1, "owner": "victim"})
+    token = first["owner_token"]  # the server's secret for the first client of an owner
+    assert status == 200 and len(token) >= 16
+    for headers in ({}, {"X-Owner-Token": "guessed-token-0123456789"}):
+        status, payload = call(server, "DELETE", "/episodes?owner=victim", headers=headers)
+        assert status == 403 and payload["code"] == "owner_token_mismatch"
+    # nor can anyone else create episodes under (and so use up the quota of) that owner
+    status, payload = call(server, "POST", "/episodes", {"task": "goto", "seed": 2, "owner": "victim"})
+    assert status == 403 and payload["code"] == "owner_token_mismatch"
+    assert call(server, "POST", f"/episodes/{first['episode_id']}/step", {"action": "turn left"})[0] == 200
+    status, payload = call(server, "DELETE", "/episodes?owner=victim", headers={"X-Owner-Token": token})
+    assert status == 200 and payload["deleted"] == [first["episode_id"]]
+
+
+def test_one_owner_cannot_fill_the_store_for_another() -> None:
+    """Attack: 1,011 concurrent creates filled the 1,024-episode store and a legitimate create got 503
+    (no per-client quota). Scaled down to the same ratio: 64 episodes, 16 per owner."""
+    srv = start_in_thread(ServerSettings(port=0, max_episodes=64, max_episodes_per_owner=16))
+    try:
+        host, port = srv.server_address[:2]
+        conn = http.client.HTTPConnection(host, port, timeout=10)  # keep-alive: one connection for all
+        statuses: list[int] = []
+        token = None
+        for seed in range(1011):
+            body = {"task": "goto", "seed": seed, "owner": "flood", **({"owner_token": token} if token else {})}
+            conn.request("POST", "/episodes", body=json.dumps(body))
+            response = conn.getresponse()
+            payload = json.loads(response.read())
+            token = token or payload.get("owner_token")
+            statuses.append(response.status)
+        conn.close()
+        assert statuses.count(200) == 16 and statuses.count(429) == 1011 - 16
+        status, payload = call(srv, "POST", "/episodes", {"task": "goto", "seed": 5, "owner": "legit"})
+        assert status == 200, payload
+        assert_still_serving(srv)  # clients without an owner have their own quota too
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def trickle(srv: BabyAIServer, head: bytes, piece: Callable[[int], bytes], rounds: int = 40) -> tuple[bytes, int]:
+    """Send ``head``, then ``piece(i)`` every 0.3 s (inside the 0.5 s read timeout) until the server
+    answers or closes; (its answer, the round it came in). Bounded: 12 s at most."""
+    sock = socket.create_connection(srv.server_address[:2], timeout=5)
+    answer = b""
+    try:
+        sock.sendall(head)
+        for i in range(rounds):
+            time.sleep(0.3)
+            try:
+                sock.sendall(piece(i))
+            except OSError:  # the server closed: what did it say?
+                break
+            sock.settimeout(0.01)
+            with contextlib.suppress(TimeoutError):
+                answer += sock.recv(65536)
+            sock.settimeout(5)
+            if answer:
+                break
+        with contextlib.suppress(OSError):
+            answer += sock.recv(65536)
+    finally:
+        sock.close()
+    return answer, i
+
+
+def test_a_trickled_request_gets_408_at_its_deadline(server) -> None:
+    """Attack: a client sending a header line now and then reset the read timeout for ever. Now the
+    whole request has ``request_timeout_s`` (1 s here) from its first byte, and trickling is cut
+    off with a JSON 408."""
+    answer, rounds = trickle(server, b"GET /health HTTP/1.1\r\n", lambda i: f"X-Trickle-{i}: 1\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 408") and b'"code":"request_timeout"' in answer
+    assert rounds < 39
+
+
+def test_a_body_shorter_than_its_content_length_is_cut_off_at_the_deadline(server) -> None:
+    """Attack: a body shorter than its Content-Length held a thread for the read timeout (300 s),
+    and for ever if it trickled. The thread is free at the request's deadline (1 s here): a JSON
+    408, connection closed, the server serving."""
+    answer, rounds = trickle(server, b"POST /episodes HTTP/1.1\r\nHost: x\r\nContent-Length: 400\r\n\r\n{",
+                             lambda i: b" ")
+    assert answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer and rounds < 39
+    assert_still_serving(server)
+
+
+@pytest.mark.parametrize(("data", "code"), [
+    (bytes.fromhex("160301020001") + b"\x00" * 200, "not_http"),  # a TLS ClientHello
+    (b"GET /health\r\n", "http_0_9"),
+    (b"POST /episodes\r\n", "http_0_9"),
+    (b"GET /health HTTP/1.1\r\nBad Header Line\r\n\r\n", "bad_request"),
+    (b"GET /health HTTP/1.1\r\n" + b"X: y\r\n" * 200 + b"\r\n", "headers_too_large"),
+    (b"GET /health HTTP/9.1\r\n\r\n", "http_version_not_supported"),
+    (b"\x00\xff garbage \x01\r\n\r\n", "bad_request"),
+    (b"\r\n", "bad_request"),
+])
+def test_malformed_requests_get_json_errors(server, data, code) -> None:
+    """Attack: TLS bytes and HTTP/0.9 got the stdlib's HTML page (or nothing), not JSON."""
+    answer = raw_exchange(server, data)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 4") or head.startswith(b"HTTP/1.1 5"), answer[:200]
+    assert b"Content-Type: application/json" in head
+    assert json.loads(body)["code"] == code
+    assert_still_serving(server)
+
+
+def test_slow_connections_do_not_take_health_down() -> None:
+    """Attack: with deploy.max_connections=150, 200 slow connections made /health answer 503 for 30 s.
+    Each slow connection now holds its thread only until its request deadline, and the default
+    connection limit leaves room: /health answers while 200 connections trickle."""
+    srv = start_in_thread(ServerSettings(port=0, request_timeout_s=2.0))
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(200):
+            sock = socket.create_connection(srv.server_address[:2], timeout=5)
+            sock.sendall(b"POST /episodes HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+            slow.append(sock)
+        for _ in range(3):
+            status, payload = call(srv, "GET", "/health")
+            assert status == 200 and payload["status"] == "ok"
+        answers = []
+        for sock in slow[:5]:  # cut off at their deadline, with a JSON 408
+            data = b""
+            with contextlib.suppress(OSError):
+                while chunk := sock.recv(65536):
+                    data += chunk
+            answers.append(data)
+        assert all(a.startswith(b"HTTP/1.1 408") for a in answers), answers
+    finally:
+        for sock in slow:
+            sock.close()
+        srv.shutdown()
+        srv.server_close()

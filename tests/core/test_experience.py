@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from speedrunner.core import experience
+from speedrunner.core.codebook.api_view import analysis_helper_names
 from speedrunner.core.codebook.callgraph import SkillStats
 from speedrunner.core.runtime.actor import ActorStep
 from speedrunner.core.runtime.trajectory import Trajectory, save_trajectory
@@ -131,7 +132,8 @@ def test_the_helpers_run_in_the_analysis_sandbox(run_dir):
     """The inducer's ``run_python`` path: the setup SpeedRunner runs, then the helpers."""
     mounts = [run_dir / "episodes" / "train", run_dir / "codebook"]
     with open_analysis_session(mounts=mounts) as session:
-        setup = SETUP.format(episodes=str(mounts[0]), codebook=str(mounts[1]), upto=3)
+        setup = SETUP.format(episodes=str(mounts[0]), codebook=str(mounts[1]), upto=3,
+                             helpers=", ".join(analysis_helper_names()))
         assert session.run(setup, 30).error is None
         code = ("import json\n"
                 "s = skill_stats(generation=1)['go_to']\n"

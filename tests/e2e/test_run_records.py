@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from speedrunner.benchmarks.babyai.benchmark import OWNER_FILE
+
 from .harness import REPO, clean_env
 
 pytestmark = pytest.mark.slow
@@ -35,7 +37,9 @@ def test_every_file_and_directory_follows_the_umask(tmp_path: Path, umask: int) 
     assert any(p.name == "llm_cache.sqlite" for p in paths) and any(p.suffix == ".jsonl" for p in paths)
     for path in paths:
         mode = stat.S_IMODE(path.stat().st_mode)
-        if path.is_dir():
+        if path.name == OWNER_FILE:  # the one secret (the BabyAI server's owner token): the user's only
+            assert mode == 0o600, f"{path}: {oct(mode)}"
+        elif path.is_dir():
             assert mode == 0o777 & ~umask, f"{path}: {oct(mode)}"
         else:
             # read bits exactly as the umask allows (collaborators can read), nothing beyond it

@@ -33,7 +33,8 @@ BABYAI = REPO / "configs" / "babyai"
 OPO = ("--config_file", str(BABYAI / "opo-scripted-seq.yaml"), "--set", "run.rollouts=10", "--set",
        "run.sleep_every=2", "--set", "run.eval_every=4", "--set", "run.eval_episodes=2")
 SPEEDRUNNER = ("--config_file", str(BABYAI / "speedrunner-scripted-seq.yaml"), "--set", "run.rollouts=50",
-               "--set", "run.eval_every=20", "--set", "run.eval_episodes=2")
+               "--set", "run.eval_every=20", "--set", "run.eval_episodes=2",
+               "--set", "method.max_skill_actions=100")  # a binding cap: its stops and counts are shown
 REACT = ("--config_file", str(BABYAI / "react-gpt-seq.yaml"), "--set", "model.provider=scripted", "--set",
          "run.rollouts=2", "--set", "run.sleep_every=2", "--set", "run.eval_episodes=0")
 MARKUP = '</script><b id="injected">run text is shown as text</b>'

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-from speedrunner.core.llm.slots import SLOTS_DIR_ENV, SharedSlots, endpoint_limit
+import pytest
+
+from speedrunner.core.llm.slots import (
+    SLOTS_DIR_ENV,
+    SharedSlots,
+    UnsafeSlotsDirError,
+    endpoint_limit,
+)
 
 HOLDER = textwrap.dedent("""
     import sys, threading, time
@@ -72,3 +81,40 @@ def test_the_shared_limit_is_used_only_under_a_sweep(tmp_path, monkeypatch):
     assert isinstance(limit, SharedSlots) and limit.limit == 4
     assert (Path(limit.dir) / "endpoint.txt").read_text().strip() == "openai https://api.openai.com/v1"
     assert not isinstance(endpoint_limit("scripted", "scripted://local", 4), SharedSlots)
+
+
+def test_a_pre_created_symlink_does_not_redirect_the_slot_files(tmp_path):
+    """Attack (issue 22): a symlink pre-created at the predictable ``$TMPDIR/speedrunner-llm-slots-0/<hash>``
+    redirected a later sweep's slot files (written as root) into a directory of the attacker's choice."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    slots_dir = tmp_path / "slots"
+    slots_dir.mkdir(mode=0o700)
+    key = "openai https://api.openai.com/v1"
+    (slots_dir / hashlib.sha256(key.encode()).hexdigest()[:16]).symlink_to(victim)  # the endpoint's directory
+    with pytest.raises(UnsafeSlotsDirError, match="not a plain directory"):
+        SharedSlots(slots_dir, key, 2)
+    os.symlink(victim, tmp_path / "link")
+    with pytest.raises(UnsafeSlotsDirError, match="not a plain directory"):
+        SharedSlots(tmp_path / "link", key, 2)
+    assert list(victim.iterdir()) == []
+
+
+def test_a_slot_directory_open_to_others_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    with pytest.raises(UnsafeSlotsDirError, match=r"mode 1777.*must be yours .* with mode 0700"):
+        SharedSlots(shared, "vllm http://127.0.0.1:8000/v1", 2)
+
+
+def test_a_sweep_makes_a_private_unpredictable_slot_directory(monkeypatch):
+    from speedrunner.sweep.services import slots_env
+
+    monkeypatch.delenv(SLOTS_DIR_ENV, raising=False)
+    first, second = Path(slots_env()[SLOTS_DIR_ENV]), Path(slots_env()[SLOTS_DIR_ENV])
+    assert first != second and first.name.startswith("speedrunner-llm-slots-")
+    st = first.lstat()
+    assert stat.S_ISDIR(st.st_mode) and st.st_mode & 0o777 == 0o700 and st.st_uid == os.geteuid()
+    with SharedSlots(first, "openai https://api.openai.com/v1", 1):
+        pass  # usable by the sweep's runs

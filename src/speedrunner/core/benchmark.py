@@ -57,9 +57,10 @@ class Benchmark(Protocol):
     # - ``eval_metrics(final_infos: list[dict]) -> dict[str, float]`` adds the benchmark's own
     #   summary of an evaluation (e.g. Crafter's score) to ``eval.jsonl``; ``final_infos``
     #   are the env ``info`` dicts after each episode's last action.
-    # - ``start_run(run_tag: str) -> None`` before the first episode: ``run_tag`` is the same
-    #   for every process of one run (BabyAI tags server-side episodes with it, so a resume
-    #   deletes what a killed predecessor left on a shared server).
+    # - ``start_run(run_tag: str, run_dir: Path) -> None`` before the first episode: ``run_tag``
+    #   is the same for every process of one run (BabyAI tags server-side episodes with it, and
+    #   keeps the server's owner token in ``run_dir``, so a resume deletes what a killed
+    #   predecessor left on a shared server).
     # - ``recover(error: Exception) -> bool`` after an episode failed with an env error: True
     #   if the benchmark repaired its backend (e.g. restarted the server it started) and the
     #   episode should be played again from its seed; False lets the error stop the run.

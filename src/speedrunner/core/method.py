@@ -47,6 +47,8 @@ class SleepResult:
 
     knowledge: Knowledge
     completions: list[Completion] = field(default_factory=list)
+    cap_hits: dict[str, int] = field(default_factory=dict)
+    """Edits the library caps rejected this sleep phase: ``max_functions`` / ``max_codebook_chars`` -> count."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class SkillSupport:
     observe: Callable[[str, int], Observation] | None = None
     """``observe(task, seed)``: a fresh env's first observation on that task and seed (the
     inducer's example of ``env.state``; episodes store only the text). ``None``: not offered."""
+    sandbox_requested: str | None = None
+    """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
+    runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ so runs on this machine share each endpoint's ``model.max_concurrency``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from speedrunner.core.llm.slots import SLOTS_DIR_ENV
@@ -27,9 +28,17 @@ Operational = Callable[[SweepRun], list[str]]
 
 
 def slots_env() -> dict[str, str]:
-    """The environment variable that makes runs on this machine share LLM endpoint limits."""
-    default = Path(tempfile.gettempdir()) / f"speedrunner-llm-slots-{os.getuid()}"
-    return {SLOTS_DIR_ENV: os.environ.get(SLOTS_DIR_ENV) or str(default)}
+    """The environment variable that makes runs on this machine share LLM endpoint limits.
+
+    Unless the user set it, a fresh private directory (``mkdtemp``: mode 0700, a name nobody
+    can predict and pre-create as a symlink), removed when the sweep exits.
+    """
+    given = os.environ.get(SLOTS_DIR_ENV)
+    if given:
+        return {SLOTS_DIR_ENV: given}
+    made = tempfile.mkdtemp(prefix="speedrunner-llm-slots-")
+    atexit.register(shutil.rmtree, made, ignore_errors=True)
+    return {SLOTS_DIR_ENV: made}
 
 
 @contextlib.contextmanager

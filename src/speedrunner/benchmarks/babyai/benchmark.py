@@ -15,6 +15,7 @@ import contextlib
 import http.client
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -130,6 +131,34 @@ class ServerProcess:
         self._log.close()
 
 
+OWNER_FILE = "babyai_owner.json"
+"""In the run directory: the server-side owner of this run's episodes and its token (0600)."""
+
+
+def _read_owner(run_dir: Path | None) -> tuple[str, str] | None:
+    if run_dir is None:
+        return None
+    try:
+        fd = os.open(run_dir / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, encoding="utf-8") as f:
+            data = json.load(f)
+        return str(data["owner"]), str(data["token"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none yet, or unreadable: a fresh owner (leftovers then wait for the idle expiry)
+
+
+def _save_owner(run_dir: Path | None, owner: str, token: str) -> None:
+    if run_dir is None:
+        return
+    tmp = run_dir / f".{OWNER_FILE}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"owner": owner, "token": token}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, run_dir / OWNER_FILE)
+
+
 class BabyAIBenchmark:
     """BabyAI-Text (BALROG's MixedTrainLocal kinds) for the runner."""
 
@@ -145,6 +174,7 @@ class BabyAIBenchmark:
         self._checked = False
         self._lock = threading.Lock()
         self._owner: str | None = None
+        self._owner_token: str | None = None
         self.restarts = 0
 
     def __repr__(self) -> str:
@@ -187,25 +217,37 @@ class BabyAIBenchmark:
 
     def make_env(self) -> BabyAITextEnv:
         self.ensure_server()
-        return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s, owner=self._owner)
+        return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s, owner=self._owner,
+                             owner_token=self._owner_token)
 
-    def start_run(self, run_tag: str) -> None:
+    def start_run(self, run_tag: str, run_dir: Path | None = None) -> None:
         """Tag this run's episodes, and delete what a killed earlier process of it left.
 
         A SIGKILLed run cannot delete its episodes; on a shared server they would wait for
-        the idle expiry. Its resume has the same tag and removes them at once.
+        the idle expiry. The server gives each owner to the first client that claims it, and
+        deleting its episodes takes the owner's token: it is kept in ``run_dir`` (mode 0600,
+        outside what analysis code sees), so the resume has it and removes them at once.
         """
-        self._owner = run_tag
+        saved = _read_owner(run_dir)
+        owner, token = saved or (run_tag, secrets.token_urlsafe(24))
         self.ensure_server()
         with contextlib.suppress(ServerUnavailableError, OSError):
             conn = ServerConnection(self._url, self.config.request_timeout_s)
             try:
-                status, payload = conn.request("DELETE", f"/episodes?owner={quote(run_tag, safe='')}")
+                if saved:
+                    status, payload = conn.request("DELETE", f"/episodes?owner={quote(owner, safe='')}",
+                                                   headers={"X-Owner-Token": token})
+                    if status == 200 and payload.get("deleted"):
+                        print(f"BabyAI server {self._url}: deleted {len(payload['deleted'])} episode(s) an "
+                              "earlier process of this run left behind", file=sys.stderr)
+                status, payload = conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
+                if status == 403:  # someone else holds this tag on that server: use a fresh one
+                    owner, token = f"{run_tag}-{secrets.token_hex(4)}", secrets.token_urlsafe(24)
+                    conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
             finally:
                 conn.close()
-            if status == 200 and payload.get("deleted"):
-                print(f"BabyAI server {self._url}: deleted {len(payload['deleted'])} episode(s) an "
-                      "earlier process of this run left behind", file=sys.stderr)
+        self._owner, self._owner_token = owner, token
+        _save_owner(run_dir, owner, token)
 
     def recover(self, error: Exception) -> bool:
         """After an env error: restart our own server if it died (True: replay the episode).

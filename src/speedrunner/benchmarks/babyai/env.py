@@ -47,11 +47,11 @@ class ServerConnection:
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None
-                ) -> tuple[int, dict[str, Any]]:
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         """(status, JSON body). Reconnects once if a reused keep-alive connection went stale."""
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = {**({"Content-Type": "application/json"} if data is not None else {}), **(headers or {})}
         for attempt in (0, 1):
             reused = self._conn is not None
             try:
@@ -107,9 +107,11 @@ def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:
 class BabyAITextEnv:
     """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
 
-    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: str | None = None) -> None:
+    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: str | None = None,
+                 owner_token: str | None = None) -> None:
         self._http = ServerConnection(server_url, request_timeout_s)
         self._owner = owner  # tags server-side episodes with the run, so a resume can clean up
+        self._owner_token = owner_token  # proves the owner is us (the server checks it on create)
         self._episode_id: str | None = None
         self._start: dict[str, Any] = {}
         self._observation: Observation | None = None
@@ -168,6 +170,8 @@ class BabyAITextEnv:
                 self._episode_id = None  # expired or server restarted: start afresh
         if self._episode_id is None:
             create = body if self._owner is None else {**body, "owner": self._owner}
+            if self._owner is not None and self._owner_token is not None:
+                create["owner_token"] = self._owner_token
             status, payload = self._http.request("POST", "/episodes", create)
         _raise_for(status, payload, f"reset({task!r}, {seed})")
         self._episode_id = payload["episode_id"]

@@ -13,7 +13,9 @@ JSON schema (request -> response; every body is a JSON object)::
     POST   /episodes {task: str, seed: int, owner?: str}
                                         -> {episode_id, task, instruction, observation,
                                             structured, actions, action_descriptions, max_steps}
-    DELETE /episodes?owner=<owner>      -> {deleted: [<id>, ...]}   (every episode of that owner)
+    POST   /owners {owner: str, owner_token?: str}  -> {owner, owner_token}   (claim an owner)
+    DELETE /episodes?owner=<owner>  (header X-Owner-Token: <token>)
+                                        -> {deleted: [<id>, ...]}   (every episode of that owner)
     POST   /episodes/<id>/step {action: str}
                                         -> {observation, structured, reward, done, success,
                                             progress, steps, truncated}
@@ -26,27 +28,37 @@ JSON schema (request -> response; every body is a JSON object)::
 BALROG's text; ``structured`` the same facts as a dict (see ``text.py``).
 
 ``owner`` tags an episode with its client (a run): a resumed run deletes what its killed
-predecessor left, instead of leaving it until the idle expiry.
+predecessor left, instead of leaving it until the idle expiry. The first client to use an
+owner (``POST /owners``, or a create with that owner) gets its ``owner_token`` (its own
+``owner_token`` if it sent one, else a fresh secret); every later create for that owner and
+every ``DELETE ?owner=`` must present it. Each owner (and all clients without one, together)
+may have at most ``max_episodes_per_owner`` episodes. Requests have a total deadline
+(``request_timeout_s`` from their first byte), not just a per-read timeout.
 
 Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
 400 ``malformed_json`` (also numbers too long to convert and JSON nested too deep) /
 ``bad_request`` (also a bad ``Content-Length``) / ``unknown_task`` (+ ``valid_tasks``) /
 ``invalid_action`` (+ ``valid_actions``); 404 ``unknown_episode`` / ``unknown_route``;
-405 ``method_not_allowed`` (+ ``allowed`` and an ``Allow`` header; HEAD, OPTIONS, TRACE and
-unknown methods too); 408 ``request_timeout`` (a request not sent within
-``read_timeout_s``); 409 ``episode_done``; 410 ``episode_expired``; 411
-``length_required``; 413 ``body_too_large``; 503 ``too_many_episodes`` /
-``too_many_connections`` (more than ``max_connections`` open at once). A bad request never
-stops the server; a client that stalls is disconnected after ``read_timeout_s``.
+403 ``owner_token_mismatch``; 405 ``method_not_allowed`` (+ ``allowed`` and an ``Allow``
+header; HEAD, OPTIONS, TRACE and unknown methods too); 408 ``request_timeout`` (a request
+not complete within ``request_timeout_s``); 409 ``episode_done``; 410 ``episode_expired``;
+411 ``length_required``; 413 ``body_too_large``; 429 ``owner_quota``; 503
+``too_many_episodes`` / ``too_many_owners`` / ``too_many_connections`` (more than
+``max_connections`` open at once). Requests that are not HTTP/1.x get a JSON 400 too:
+``not_http`` (TLS bytes: use ``http://``), ``http_0_9``, ``bad_request`` (a bad request line
+or headers; 414 / 431 for oversized ones). A bad request never stops the server.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hmac
+import io
 import json
 import os
 import re
+import secrets
 import socket
 import sys
 import threading
@@ -73,15 +85,25 @@ class ServerSettings:
     """Interface to bind; loopback by default so nothing outside the machine can play."""
     port: int = 8080
     """TCP port (0 picks a free one)."""
-    episode_ttl_s: float = 3600.0
-    """Seconds an episode may stay idle before it is discarded (clients that died leak nothing)."""
+    episode_ttl_s: float = 1800.0
+    """Seconds an episode may stay idle before it is discarded (clients that died leak nothing):
+    longer than the worst model call between two steps with all its retries (6 attempts of
+    120 s and their capped waits, about 23 minutes); lower it for models with shorter limits."""
     max_episodes: int = 1024
     """Most episodes alive at once; creating one more answers 503 after expiring idle ones."""
+    max_episodes_per_owner: int = 256
+    """Most episodes one owner may have alive (all clients that send no owner count as one);
+    more answer 429, so one client cannot fill the store for the others."""
+    max_owners: int = 4096
+    """Most owners known at once (an owner is forgotten once it has no episode and is idle)."""
     max_body_bytes: int = 65536
     """Largest request body accepted (413 above it)."""
     read_timeout_s: float = 300.0
-    """A connection that sends nothing for this long is closed (stalled clients hold no thread
-    for ever); longer than an LLM call between two steps of a keep-alive client."""
+    """An idle keep-alive connection (no request begun) is closed after this long; longer than an
+    LLM call between two steps of a keep-alive client."""
+    request_timeout_s: float = 10.0
+    """A request (request line, headers and body) must arrive in full within this many seconds of
+    its first byte, however slowly it trickles: else 408 and the connection is closed."""
     max_connections: int = 512
     """Most connections served at once; more are answered 503 at once, without a thread."""
     verbose: bool = False
@@ -151,13 +173,25 @@ class Episode:
         }
 
 
+@dataclass
+class Owner:
+    """Who may create and delete an owner's episodes: whoever holds its token."""
+
+    token: str
+    last_used: float
+
+
 class EpisodeStore:
-    """Episodes by id, with idle expiry and a size bound. One short global lock for the map."""
+    """Episodes by id, with idle expiry, a size bound and per-owner quotas. One short global lock."""
 
     _REMEMBER_EXPIRED = 10000
 
-    def __init__(self, ttl_s: float, max_episodes: int) -> None:
+    def __init__(self, ttl_s: float, max_episodes: int, max_per_owner: int | None = None,
+                 max_owners: int = 4096) -> None:
         self.ttl_s, self.max_episodes = ttl_s, max_episodes
+        self.max_per_owner = max_episodes if max_per_owner is None else max_per_owner
+        self.max_owners = max_owners
+        self._owners: dict[str, Owner] = {}
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}
         self._expired: OrderedDict[str, None] = OrderedDict()
@@ -175,18 +209,49 @@ class EpisodeStore:
             self._expired[eid] = None
         while len(self._expired) > self._REMEMBER_EXPIRED:
             self._expired.popitem(last=False)
+        used = {e.owner for e in self._episodes.values()}
+        for name in [n for n, o in self._owners.items() if n not in used and now - o.last_used > self.ttl_s]:
+            del self._owners[name]
 
-    def create(self, owner: str | None = None) -> Episode:
+    def _claim(self, owner: str, token: str | None, now: float) -> str:
+        """The owner's token: registers an unknown owner, checks a known one's (lock held)."""
+        known = self._owners.get(owner)
+        if known is None:
+            if len(self._owners) >= self.max_owners:
+                raise ApiError(503, "too_many_owners", f"{self.max_owners} owners are known; retry later "
+                               "or start the server with a larger deploy.max_owners")
+            known = self._owners[owner] = Owner(token or secrets.token_urlsafe(24), now)
+        elif token is None or not hmac.compare_digest(token.encode(), known.token.encode()):
+            raise ApiError(403, "owner_token_mismatch", f"owner {owner!r} belongs to another client: send "
+                           "the owner_token its first request got, or use another owner")
+        known.last_used = now
+        return known.token
+
+    def claim(self, owner: str, token: str | None = None) -> str:
+        """``POST /owners``: the owner's token (an unknown owner becomes the caller's)."""
+        with self._lock:
+            now = time.monotonic()
+            self._sweep(now, force=True)
+            return self._claim(owner, token, now)
+
+    def create(self, owner: str | None = None, token: str | None = None) -> tuple[Episode, str | None]:
+        """A new episode (and the owner's token, for an owner): quota and token checked first."""
         # Ids only name server-side state; they never influence an episode's content.
         episode = Episode(uuid.uuid4().hex, owner)
         with self._lock:
-            self._sweep(time.monotonic(), force=True)
+            now = time.monotonic()
+            self._sweep(now, force=True)
+            token = None if owner is None else self._claim(owner, token, now)
+            if sum(1 for e in self._episodes.values() if e.owner == owner) >= self.max_per_owner:
+                who = f"owner {owner!r}" if owner is not None else "clients without an owner"
+                raise ApiError(429, "owner_quota", f"{who} already have {self.max_per_owner} episodes alive; "
+                               "DELETE finished ones (or raise deploy.max_episodes_per_owner)")
             if len(self._episodes) >= self.max_episodes:
                 raise ApiError(503, "too_many_episodes",
                                f"{self.max_episodes} episodes are alive; DELETE finished ones or "
                                "start the server with a larger deploy.max_episodes")
             self._episodes[episode.id] = episode
-        return episode
+        return episode, token
 
     def get(self, episode_id: str) -> Episode:
         with self._lock:
@@ -210,9 +275,13 @@ class EpisodeStore:
         with self._lock:
             self._episodes.pop(episode_id, None)
 
-    def delete_owned(self, owner: str) -> list[str]:
-        """Delete every episode of ``owner``; their ids."""
+    def delete_owned(self, owner: str, token: str | None) -> list[str]:
+        """Delete every episode of ``owner`` (its token required); their ids."""
         with self._lock:
+            known = self._owners.get(owner)
+            if known is None:
+                return []  # an owner nobody holds has no episodes
+            self._claim(owner, token, time.monotonic())
             ids = [e.id for e in self._episodes.values() if e.owner == owner]
             for eid in ids:
                 del self._episodes[eid]
@@ -222,6 +291,7 @@ class EpisodeStore:
 _ROUTES: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
     (re.compile(r"^/health$"), "health", ("GET",)),
     (re.compile(r"^/episodes$"), "episodes", ("POST", "DELETE")),
+    (re.compile(r"^/owners$"), "owners", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)/step$"), "step", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)/reset$"), "reset", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)$"), "delete", ("DELETE",)),
@@ -238,11 +308,61 @@ def _task_and_seed(body: dict[str, Any]) -> tuple[str, int]:
     return task, seed
 
 
+def _owner_and_token(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    owner, token = body.get("owner"), body.get("owner_token")
+    if owner is not None and (not isinstance(owner, str) or not 0 < len(owner) <= 200):
+        raise ApiError(400, "bad_request", '"owner" must be a string of 1 to 200 characters')
+    if token is not None and (not isinstance(token, str) or not 16 <= len(token) <= 200):
+        raise ApiError(400, "bad_request", '"owner_token" must be a string of 16 to 200 characters')
+    return owner, token
+
+
 def _check_task(task: str, seed: int) -> str:
     try:
         return levels.resolve_task(task, seed)
     except UnknownNameError as e:
         raise ApiError(400, "unknown_task", str(e), valid_tasks=levels.valid_tasks()) from e
+
+
+class DeadlineReader(io.RawIOBase):
+    """The connection's reads, with a total deadline per request instead of a per-read timeout.
+
+    A socket timeout restarts with every byte, so a client that trickles a header line now
+    and then would hold its thread for ever. Here, waiting for a request to *begin* is
+    bounded by ``idle_s`` (keep-alive), and once its first byte is in, the whole request
+    must arrive within ``request_s``: every read gets only what is left of that.
+    """
+
+    def __init__(self, sock: socket.socket, idle_s: float, request_s: float) -> None:
+        self.sock, self.idle_s, self.request_s = sock, idle_s, request_s
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def start_request(self) -> None:
+        self.deadline = None
+
+    def begin(self) -> None:
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.request_s
+
+    def readinto(self, buffer: Any) -> int:
+        if self.deadline is None:
+            self.sock.settimeout(self.idle_s)
+        else:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            self.sock.settimeout(left)
+        n = self.sock.recv_into(buffer)
+        if n:
+            self.begin()
+        return n
+
+
+_ERROR_CODES = {400: "bad_request", 414: "uri_too_long", 431: "headers_too_large", 501: "method_not_allowed",
+                505: "http_version_not_supported"}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -253,8 +373,68 @@ class Handler(BaseHTTPRequestHandler):
     server: BabyAIServer
 
     def setup(self) -> None:
-        self.timeout = self.server.settings.read_timeout_s  # StreamRequestHandler applies it
+        settings = self.server.settings
+        self.timeout = settings.read_timeout_s  # StreamRequestHandler applies it (to writes, here)
         super().setup()
+        self.rfile.close()
+        self.reader = DeadlineReader(self.connection, settings.read_timeout_s, settings.request_timeout_s)
+        self.rfile = io.BufferedReader(self.reader, 65536)
+
+    def handle_one_request(self) -> None:
+        """The stdlib's, with a JSON answer for everything that is not an HTTP/1.x request."""
+        self.reader.start_request()
+        self.replied = False
+        try:
+            first = self.rfile.peek(1)[:1]
+            self.reader.begin()  # from here on, the whole request is on the clock
+            if first in (b"\x16", b"\x80"):  # a TLS (or SSLv2) ClientHello
+                self.request_version, self.command, self.requestline = "HTTP/1.1", None, "(TLS)"
+                self.close_connection = True
+                self._reply(400, {"error": "this is a plain HTTP server: use http://, not https://",
+                                  "code": "not_http"})
+                return
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.command = ""
+                self.request_version = "HTTP/1.1"
+                self.send_error(414, "request line longer than 65536 bytes")
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if len(self.raw_requestline.split()) == 2:  # "GET /path": HTTP/0.9, which has no headers
+                self.requestline = self.raw_requestline.decode("latin-1").rstrip("\r\n")
+                self.request_version, self.command = "HTTP/1.1", None
+                self.close_connection = True
+                self._reply(400, {"error": "HTTP/0.9 requests are not served: send HTTP/1.1 (e.g. "
+                                  "'GET /health HTTP/1.1' and a Host header)", "code": "http_0_9"})
+                return
+            if not self.parse_request():
+                if not self.replied:
+                    self.send_error(400, "empty request line")
+                return
+            if self.headers is not None and self.headers.defects:
+                self.send_error(400, f"malformed header lines ({self.headers.defects[0]!r})")
+                return
+            getattr(self, "do_" + self.command)()
+            self.wfile.flush()
+        except TimeoutError:
+            self.close_connection = True
+            if not self.replied and self.reader.deadline is not None:
+                with contextlib.suppress(OSError):
+                    self.request_version = "HTTP/1.1"
+                    self._reply(408, {"error": f"request not complete within "
+                                      f"{self.server.settings.request_timeout_s:g} s of its first byte",
+                                      "code": "request_timeout"})
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the stdlib finds (request line, headers) as JSON, like every other answer."""
+        self.close_connection = True
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+            self.request_version = "HTTP/1.1"  # a status line and headers, whatever was sent
+        text = message or self.responses.get(code, ("error",))[0]
+        self._reply(code, {"error": f"{text}: send an HTTP/1.1 request with a JSON body (see GET /health)",
+                           "code": _ERROR_CODES.get(code, "bad_request")}, body=self.command != "HEAD")
 
     def __getattr__(self, name: str) -> Any:
         # http.server looks up do_<METHOD>; every method, known or not, gets a JSON answer
@@ -315,7 +495,7 @@ class Handler(BaseHTTPRequestHandler):
         except TimeoutError:  # the client stalled mid-body: answer and drop the connection
             self.close_connection = True
             raise ApiError(408, "request_timeout", f"body not received within "
-                           f"{self.server.settings.read_timeout_s:g} s") from None
+                           f"{self.server.settings.request_timeout_s:g} s of the request's first byte") from None
         if len(raw) < size:  # the client closed (or half-closed) before sending it all
             self.close_connection = True
             raise ApiError(400, "bad_request", f"body ended after {len(raw)} of {size} bytes")
@@ -332,7 +512,10 @@ class Handler(BaseHTTPRequestHandler):
     def _discard_body(self) -> None:
         length = self.headers.get("Content-Length")
         if length and length.isdigit() and int(length) <= self.server.settings.max_body_bytes:
-            self.rfile.read(int(length))
+            try:
+                self.rfile.read(int(length))
+            except TimeoutError:
+                self.close_connection = True
         elif length:
             self.close_connection = True
 
@@ -346,19 +529,24 @@ class Handler(BaseHTTPRequestHandler):
             if not owner:
                 raise ApiError(400, "bad_request", "DELETE /episodes needs ?owner=<owner>")
             self._discard_body()
-            return {"deleted": self.server.store.delete_owned(owner)}
+            return {"deleted": self.server.store.delete_owned(owner, self.headers.get("X-Owner-Token"))}
         return self._create()
+
+    def _owners(self) -> dict[str, Any]:
+        owner, token = _owner_and_token(self._read_json())
+        if owner is None:
+            raise ApiError(400, "bad_request", 'body needs "owner" (a string)')
+        return {"owner": owner, "owner_token": self.server.store.claim(owner, token)}
 
     def _create(self) -> dict[str, Any]:
         body = self._read_json()
         task, seed = _task_and_seed(body)
-        owner = body.get("owner")
-        if owner is not None and (not isinstance(owner, str) or len(owner) > 200):
-            raise ApiError(400, "bad_request", '"owner" must be a string of at most 200 characters')
+        owner, token = _owner_and_token(body)
         _check_task(task, seed)  # before allocating, so a bad task leaves nothing behind
-        episode = self.server.store.create(owner)
+        episode, token = self.server.store.create(owner, token)
         with episode.lock:
-            return episode.start(task, seed)
+            started = episode.start(task, seed)
+        return started if token is None else {**started, "owner_token": token}
 
     def _step(self, episode_id: str) -> dict[str, Any]:
         body = self._read_json()
@@ -384,6 +572,8 @@ class Handler(BaseHTTPRequestHandler):
     def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
                *, body: bool = True) -> None:
         data = json.dumps(payload, separators=(",", ":")).encode()
+        self.replied = True
+        self.connection.settimeout(self.server.settings.read_timeout_s)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -406,7 +596,8 @@ class BabyAIServer(ThreadingHTTPServer):
         self.settings = settings
         if ":" in settings.host:
             self.address_family = socket.AF_INET6
-        self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes)
+        self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner,
+                                  settings.max_owners)
         self._connections = threading.BoundedSemaphore(settings.max_connections)
         super().__init__((settings.host, settings.port), Handler)
 
@@ -476,12 +667,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="idle seconds before an episode expires")
     parser.add_argument("--max-episodes", type=int, default=defaults.max_episodes,
                         help="most episodes alive at once")
+    parser.add_argument("--max-episodes-per-owner", type=int, default=defaults.max_episodes_per_owner,
+                        help="most episodes one owner may have alive")
+    parser.add_argument("--request-timeout-s", type=float, default=defaults.request_timeout_s,
+                        help="seconds a whole request may take from its first byte")
     parser.add_argument("--parent-pid", type=int, default=None,
                         help="exit when this process (the one that started us) exits")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
     settings = ServerSettings(host=args.host, port=args.port, episode_ttl_s=args.episode_ttl_s,
-                              max_episodes=args.max_episodes, verbose=args.verbose)
+                              max_episodes=args.max_episodes, max_episodes_per_owner=args.max_episodes_per_owner,
+                              request_timeout_s=args.request_timeout_s, verbose=args.verbose)
     serve(settings, parent_pid=args.parent_pid)
 
 

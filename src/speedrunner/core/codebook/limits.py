@@ -1,8 +1,11 @@
 """Every cap and allow-list the codebook validator applies, in one place.
 
-The caps bound what one LLM-written module may cost: its public part is pasted into every
-actor prompt, and all of it is loaded into each episode's sandbox. Change a default here,
-or pass a ``Limits`` to ``Rules`` for one run.
+The per-function caps bound what one LLM-written function may cost: its public part is
+pasted into every actor prompt. The whole library is *not* capped by default: how large it
+grows is a finding (the paper's ASI library reaches about 160 functions), so the two library caps
+are per-method config (``method.max_functions``, ``method.max_codebook_chars``; null = no
+cap) and reach ``Limits`` through ``codebook_rules``. Change a default here, or pass a
+``Limits`` to ``Rules`` for one run.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ MAX_FUNCTION_LINES = 60
 MAX_FUNCTION_CHARS = 3_000
 MAX_DOCSTRING_CHARS = 800
 """A public docstring is in every actor prompt."""
-MAX_FUNCTIONS = 40
-MAX_TOTAL_CHARS = 60_000
-"""The whole module, docstring and imports included."""
+LEGACY_MAX_FUNCTIONS = 40
+LEGACY_MAX_TOTAL_CHARS = 60_000
+"""The library caps every codebook had before they became per-method config (null = no cap):
+a run directory started then resumes under them (``core/runtime/caps.py``)."""
 
 ALLOWED_IMPORTS: frozenset[str] = frozenset(
     {"re", "math", "itertools", "collections", "collections.abc", "functools", "dataclasses", "typing"}
@@ -50,10 +54,13 @@ how the interpreter was started."""
 
 @dataclass(frozen=True)
 class Limits:
-    """Size caps for one codebook; the defaults are the constants above."""
+    """Size caps for one codebook: the per-function ones default to the constants above, the
+    library ones to ``None`` (no cap)."""
 
     max_function_lines: int = MAX_FUNCTION_LINES
     max_function_chars: int = MAX_FUNCTION_CHARS
     max_docstring_chars: int = MAX_DOCSTRING_CHARS
-    max_functions: int = MAX_FUNCTIONS
-    max_total_chars: int = MAX_TOTAL_CHARS
+    max_functions: int | None = None
+    """Functions in the module (public and private); ``method.max_functions``."""
+    max_total_chars: int | None = None
+    """Characters of the whole module, docstring and imports included; ``method.max_codebook_chars``."""

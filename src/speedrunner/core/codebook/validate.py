@@ -48,6 +48,9 @@ class Problem:
     function_line: int | None = None
     """Line within ``function``, its first line being 1."""
     fix: str | None = None
+    cap: str | None = None
+    """The library cap this problem is, when it is one (``max_functions``,
+    ``max_codebook_chars``): each rejection by one is counted as a cap hit."""
 
     def __str__(self) -> str:
         if self.function is not None and self.function_line is not None:
@@ -97,10 +100,10 @@ class _Checker:
         self.lines = source.splitlines()
 
     def add(self, rule: Rule, message: str, *, node: ast.AST | None = None, func: Function | None = None,
-            fix: str | None = None) -> None:
+            fix: str | None = None, cap: str | None = None) -> None:
         line = getattr(node, "lineno", None)
         if func is None:
-            self.problems.append(Problem(rule, message, None, line, None, fix))
+            self.problems.append(Problem(rule, message, None, line, None, fix, cap))
             return
         start = _start(func)
         self.problems.append(Problem(rule, message, func.name, line, None if line is None else line - start + 1, fix))
@@ -111,9 +114,11 @@ class _Checker:
 
     # ------------------------------------------------------------------- module
     def check(self, tree: ast.Module) -> None:
-        if len(self.source) > self.limits.max_total_chars:
+        max_chars = self.limits.max_total_chars
+        if max_chars is not None and len(self.source) > max_chars:
             self.add("size", f"the module has {len(self.source)} characters, more than the cap of "
-                             f"{self.limits.max_total_chars}", fix="delete unused functions or shorten long ones")
+                             f"{max_chars} (method.max_codebook_chars)",
+                     fix="delete unused functions or shorten long ones", cap="max_codebook_chars")
         functions: list[Function] = []
         for i, node in enumerate(tree.body):
             if i == 0 and _is_docstring(node):
@@ -135,9 +140,11 @@ class _Checker:
                 self.add("top-level", f"top-level statement `{self.statement(node)}` is not allowed: the module "
                                       "may hold only imports, function definitions and UPPER_CASE constants "
                                       "assigned literals", node=node, fix="move it into a function")
-        if len(functions) > self.limits.max_functions:
+        max_functions = self.limits.max_functions
+        if max_functions is not None and len(functions) > max_functions:
             self.add("size", f"the module defines {len(functions)} functions, more than the cap of "
-                             f"{self.limits.max_functions}", fix="delete or merge functions")
+                             f"{max_functions} (method.max_functions)", fix="delete or merge functions",
+                     cap="max_functions")
         for func in functions:
             self.check_function(func)
 

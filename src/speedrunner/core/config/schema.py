@@ -314,4 +314,8 @@ def results_view(config: RunConfig) -> dict[str, Any]:
         # ``window`` means nothing to the other metrics; leaving it out keeps the hash of runs
         # started before the key existed, so they still resume.
         data["speedrun"].pop("window", None)
+    # The library caps at the values every run had before they were config: left out likewise.
+    from speedrunner.core.runtime.caps import drop_legacy_caps
+
+    drop_legacy_caps(data["method"])
     return data

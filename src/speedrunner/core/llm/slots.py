@@ -15,10 +15,17 @@ round trip. The limit is per machine: runs on N nodes may have N x max_concurren
 in flight (cap a shared server with its own limit, e.g. vLLM ``--max-num-seqs``). Runs
 with different limits for one endpoint share slots ``0..limit-1``: the largest limit
 bounds the total, and each run never exceeds its own.
+
+The directory is trusted state (a pre-created symlink in a shared ``/tmp`` would redirect
+the slot files, written as the running user): ``speedrunner sweep`` makes a fresh one with
+an unpredictable name (``mkdtemp``, mode 0700), and every directory and file here is opened
+relative to a descriptor with ``O_NOFOLLOW``. A directory not owned by the running user,
+open to others, or a symlink is refused with a message saying what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -29,7 +36,7 @@ from typing import Protocol
 
 from speedrunner.core.interrupt import sleep_unless_stopped
 
-__all__ = ["SLOTS_DIR_ENV", "EndpointLimit", "SharedSlots", "endpoint_limit"]
+__all__ = ["SLOTS_DIR_ENV", "EndpointLimit", "SharedSlots", "UnsafeSlotsDirError", "endpoint_limit"]
 
 SLOTS_DIR_ENV = "SPEEDRUNNER_LLM_SLOTS_DIR"
 
@@ -49,16 +56,48 @@ def endpoint_limit(provider: str, endpoint: str, limit: int) -> EndpointLimit:
     return SharedSlots(Path(directory), f"{provider} {endpoint}", limit)
 
 
+class UnsafeSlotsDirError(OSError):
+    """The slot directory is a symlink, not the running user's, or open to other users."""
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _private_dir(name: str | Path, *, dir_fd: int | None = None, shown: Path) -> int:
+    """A descriptor of directory ``name`` (made 0700 if missing), checked to be ours and private."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=dir_fd)
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as e:  # ELOOP: a symlink; ENOTDIR: a file
+        raise UnsafeSlotsDirError(f"LLM slot directory {shown} is not a plain directory ({e.strerror}): remove it, "
+                                  f"or point {SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)") from None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        os.close(fd)
+        raise UnsafeSlotsDirError(
+            f"LLM slot directory {shown} is owned by uid {st.st_uid} with mode {st.st_mode & 0o7777:04o}: it must be "
+            f"yours (uid {os.geteuid()}) with mode 0700, or another user could take or redirect its slots; "
+            f"chmod 0700 it, or point {SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)")
+    return fd
+
+
 class SharedSlots:
     """At most ``limit`` holders at once among all threads of all processes using ``directory``."""
 
     def __init__(self, directory: Path, key: str, limit: int, *, poll_s: float = 0.01) -> None:
         self.limit, self.poll_s = limit, poll_s
         self.dir = directory / hashlib.sha256(key.encode()).hexdigest()[:16]
-        self.dir.mkdir(parents=True, exist_ok=True)
-        label = self.dir / "endpoint.txt"
-        if not label.exists():
-            label.write_text(key + "\n")  # for a human looking at the directory
+        top = _private_dir(directory, shown=directory)
+        try:
+            self._dir_fd = _private_dir(self.dir.name, dir_fd=top, shown=self.dir)
+        finally:
+            os.close(top)
+        with contextlib.suppress(FileExistsError):  # for a human looking at the directory
+            fd = os.open("endpoint.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=self._dir_fd)
+            with os.fdopen(fd, "w") as f:
+                f.write(key + "\n")
         self._local = threading.BoundedSemaphore(limit)  # this process's threads queue here, not by polling
         self._held = threading.local()
 
@@ -90,7 +129,8 @@ class SharedSlots:
         """A locked slot file's descriptor, or None when every slot is held."""
         start = threading.get_ident() % self.limit  # spread first tries over the slots
         for i in range(self.limit):
-            fd = os.open(self.dir / f"slot{(start + i) % self.limit}", os.O_RDWR | os.O_CREAT, 0o666)
+            fd = os.open(f"slot{(start + i) % self.limit}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=self._dir_fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return fd

@@ -6,7 +6,7 @@ the directories. Output under ``--out``::
 
     report.html            self-contained (plots, tables, trajectory viewer, knowledge diffs)
     report.md              the tables in Markdown, with the plots linked
-    tables/<name>.csv      summary, runs, curves, knowledge, answers: the same numbers as report.md
+    tables/<name>.csv      summary, runs, curves, knowledge, answers, caps: the same numbers as report.md
     plots/<name>.png|.svg  one figure per curve, the frontier, knowledge size, skills
 """
 

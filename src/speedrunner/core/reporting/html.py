@@ -18,6 +18,7 @@ from speedrunner.core.reporting.aggregate import Group, RunNumbers
 from speedrunner.core.reporting.knowledge import diffs, sleep_notes
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
 from speedrunner.core.reporting.tables import Table
+from speedrunner.core.sandbox.tiers import WEAK_ISOLATION_NOTE
 
 MAX_EMBEDDED_BYTES = 40_000_000
 """Episode JSON embedded in one report, shared evenly by its runs (a Crafter episode of 2,000
@@ -140,6 +141,10 @@ def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: s
     if scripted:
         banners.append(f'<div class="banner scripted" id="scripted-banner">{escape(SCRIPTED_BANNER)}. '
                        "Scripted runs are marked SCRIPTED in every legend, table and episode.</div>")
+    weak = [r.run.run_id for g in groups for r in g.runs if r.run.summary.get("isolation")]
+    if weak:
+        banners.append(f'<div class="banner scripted" id="isolation-banner">WEAK ISOLATION in {escape(", ".join(weak))}: '
+                       f"{escape(WEAK_ISOLATION_NOTE.removeprefix('WEAK ISOLATION: '))}.</div>")
     if partial:
         names = ", ".join(f"{r.run.run_id} ({r.run.status}, {len(r.run.metrics)}/{r.run.rollouts_planned} rollouts)"
                           for r in partial)

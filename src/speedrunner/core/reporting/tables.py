@@ -162,5 +162,7 @@ def answers_table(groups: list[Group]) -> Table:
 
 
 def all_tables(groups: list[Group]) -> list[Table]:
+    from speedrunner.core.reporting.caps_table import caps_table
+
     return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups),
-            answers_table(groups)]
+            answers_table(groups), caps_table(groups)]

@@ -26,6 +26,7 @@ from speedrunner.core.runtime.actor import (
     parse_answer,
     render_actions,
 )
+from speedrunner.core.runtime.caps import episode_actions_left, resolve_call_caps, skill_cap_hit
 from speedrunner.core.runtime.skill_call import SkillCall, SkillRunner, Skills, outcome_note
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory
 from speedrunner.errors import ContextLengthError, InvalidActionError
@@ -44,10 +45,10 @@ class EpisodeContext:
     like the process-wide ``interrupt.STOP`` that Ctrl-C and SIGTERM set."""
     open_skills: Callable[[Skills], SkillRunner] | None = None
     """Starts the episode's sandbox for skill calls (needed when the knowledge has skills)."""
-    max_skill_actions: int = 50
-    """Cap on the primitive actions of one skill call."""
-    skill_timeout_s: float = 60.0
-    """Wall-clock cap of one skill call."""
+    max_skill_actions: int | None = None
+    """Cap on the primitive actions of one skill call; ``None``: the episode's remaining budget."""
+    skill_timeout_s: float | None = None
+    """Wall-clock limit of one skill call; ``None``: derived from its action cap (``core/runtime/caps.py``)."""
 
 
 def call_prefix(spec: EpisodeSpec, eval_point: int | None) -> str:
@@ -120,7 +121,8 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                 if runner is None:
                     runner = _open_runner(ctx, skills)
                     traj.sandbox_tier = runner.tier
-                current = _call_skill(runner, parsed.skill_call, act, step, traj, state, ctx)
+                current = _call_skill(runner, parsed.skill_call, act, step, traj, state, ctx,
+                                      episode_actions_left(env, ctx.budget.max_env_actions, traj.env_actions))
             if env.success:
                 stop = "success"
             elif state["done"]:
@@ -163,14 +165,16 @@ def _open_runner(ctx: EpisodeContext, skills: Skills | None) -> SkillRunner:
 
 
 def _call_skill(runner: SkillRunner, call: SkillCall, act: Callable[[str], dict[str, Any]], step: ActorStep,
-                traj: Trajectory, state: dict[str, Any], ctx: EpisodeContext) -> str:
-    """Run one skill call in the sandbox; return what the actor sees next."""
-    cap = ctx.max_skill_actions
-    if ctx.budget.max_env_actions is not None:
-        cap = min(cap, ctx.budget.max_env_actions - traj.env_actions)
-    outcome = runner.call(call, step=act, observation=dict(state), max_actions=cap, timeout_s=ctx.skill_timeout_s)
+                traj: Trajectory, state: dict[str, Any], ctx: EpisodeContext, actions_left: int | None) -> str:
+    """Run one skill call in the sandbox under its resolved caps; return what the actor sees next."""
+    caps = resolve_call_caps(ctx.max_skill_actions, ctx.skill_timeout_s, actions_left)
+    outcome = runner.call(call, step=act, observation=dict(state), max_actions=caps.max_actions,
+                          timeout_s=caps.timeout_s)
     step.skill_call = outcome.tree  # a skill's own error stays in the tree and the note, not in step.error
-    return f"{state['text']}\n{outcome_note(call, outcome, len(step.executed))}"
+    hit = skill_cap_hit(outcome.stopped_by, caps)
+    if hit is not None:
+        traj.cap_hits[hit] = traj.cap_hits.get(hit, 0) + 1
+    return f"{state['text']}\n{outcome_note(call, outcome, len(step.executed), per_call_cap=caps.per_call_cap)}"
 
 
 def _budget_stop(traj: Trajectory, budget: Budget, started: float) -> StopReason | None:

@@ -35,6 +35,7 @@ from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
 from speedrunner.core.runtime import skill_metrics
+from speedrunner.core.runtime.caps import count_caps, run_cap_hits, skill_hits, sum_skill_hits
 from speedrunner.core.runtime.checkpoint import (
     Checkpoint,
     load_checkpoint,
@@ -50,6 +51,7 @@ from speedrunner.core.runtime.trajectory import (
     load_trajectory,
     save_trajectory,
 )
+from speedrunner.core.sandbox.tiers import sandbox_summary
 from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
@@ -139,7 +141,8 @@ class Runner:
         self._write_summary(checkpoint, status="running")
         start_run = getattr(self.benchmark, "start_run", None)
         if start_run is not None:
-            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}")
+            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}",
+                      self.run_dir)
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.episode_metric
         progress = ProgressReporter(
@@ -192,8 +195,8 @@ class Runner:
         if self.skill_support is not None:
             method = self.config.method
             ctx = replace(ctx, open_skills=self.skill_support.open_skills,
-                          max_skill_actions=getattr(method, "max_skill_actions", ctx.max_skill_actions),
-                          skill_timeout_s=getattr(method, "skill_timeout_s", ctx.skill_timeout_s))
+                          max_skill_actions=getattr(method, "max_skill_actions", None),
+                          skill_timeout_s=getattr(method, "skill_timeout_s", None))
         results: dict[int, Trajectory] = {}
         todo = []
         for spec in specs:
@@ -268,6 +271,7 @@ class Runner:
                 "cost_episode_usd": t.cost_usd, "cost_sleep_share_usd": share, "cost_usd": cost,
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
                 **skill_metrics.episode_fields(t), **library,
+                "cap_hits": skill_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
             })
             totals.episodes += 1
             totals.successes += int(t.success)
@@ -308,7 +312,9 @@ class Runner:
             "per_episode": [{"index": t.index, "task": t.task, "seed": t.seed, "success": t.success,
                              "progress": t.progress, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
                              "output_tokens": t.usage.output, "cost_usd": t.cost_usd,
-                             "stop_reason": t.stop_reason, **skill_metrics.episode_fields(t)} for t in trajectories],
+                             "stop_reason": t.stop_reason, "cap_hits": skill_hits(t.cap_hits),
+                             **skill_metrics.episode_fields(t)} for t in trajectories],
+            "cap_hits": sum_skill_hits(t.cap_hits for t in trajectories),
             "scripted": any(t.scripted for t in trajectories),
             "wall_time_s": round(time.monotonic() - started, 3),
             **skill_metrics.eval_fields(trajectories, knowledge, self.skill_support is not None),
@@ -360,6 +366,9 @@ class Runner:
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
             "format": format_counts(self.run_dir),
+            "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)),
+            "eval_cap_hits": sum_skill_hits(e.get("cap_hits") or {} for e in evals),
+            **sandbox_summary(self.skill_support),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary

@@ -13,6 +13,7 @@ from typing import Any
 
 from speedrunner.core.env import TextEnv
 from speedrunner.core.runtime.actor import parse_answer
+from speedrunner.core.runtime.caps import episode_actions_left, resolve_call_caps
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
 from speedrunner.errors import InvalidActionError
 
@@ -42,8 +43,8 @@ def called_names(tree: dict[str, Any]) -> set[str]:
 
 
 def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, skills: Skills,
-                  open_skills: Callable[[Skills], SkillRunner], max_skill_actions: int,
-                  timeout_s: float, max_env_actions: int | None) -> ReplayResult:
+                  open_skills: Callable[[Skills], SkillRunner], max_skill_actions: int | None,
+                  timeout_s: float | None, max_env_actions: int | None) -> ReplayResult:
     """Reset ``env`` to (task, seed) and play ``lines``, one actor action each, until the
     episode ends, the lines run out, or a line cannot be played."""
     observation = env.reset(task, seed)
@@ -83,10 +84,10 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
                 continue
             if runner is None:
                 runner = open_skills(skills)
-            cap = max_skill_actions if max_env_actions is None else min(
-                max_skill_actions, max(0, max_env_actions - result.env_actions))
-            outcome = runner.call(parsed.skill_call, step=act, observation=dict(state), max_actions=cap,
-                                  timeout_s=timeout_s)
+            caps = resolve_call_caps(max_skill_actions, timeout_s,
+                                     episode_actions_left(env, max_env_actions, result.env_actions))
+            outcome = runner.call(parsed.skill_call, step=act, observation=dict(state), max_actions=caps.max_actions,
+                                  timeout_s=caps.timeout_s)
             result.called |= called_names(outcome.tree)
             result.returned = outcome.tree.get("returned")
             if outcome.error is not None:

@@ -122,14 +122,16 @@ class SkillRunner(Protocol):
     def close(self) -> None: ...
 
 
-def outcome_note(call: SkillCall, outcome: SkillOutcome, actions: int, max_chars: int = 300) -> str:
-    """The concise result the actor sees after the call's final observation."""
+def outcome_note(call: SkillCall, outcome: SkillOutcome, actions: int, max_chars: int = 300, *,
+                 per_call_cap: bool = True) -> str:
+    """The concise result the actor sees after the call's final observation; ``per_call_cap``
+    False: a ``max_actions`` stop was the episode's budget running out, not the call's cap."""
     took = f"{actions} action{'s' if actions != 1 else ''}"
     if outcome.error is not None:
         lines = [line for line in outcome.error.strip().splitlines() if line.strip()]
         what = "raised " + " | ".join(lines[-3:])
     elif outcome.stopped_by == "max_actions":
-        what = "stopped at the per-call action cap"
+        what = "stopped at the per-call action cap" if per_call_cap else "stopped: the episode's action budget is spent"
     elif outcome.stopped_by == "timeout":
         what = "stopped at the per-call time limit"
     elif outcome.stopped_by == "episode_done":

@@ -20,6 +20,7 @@ from speedrunner.core.sandbox import (
     open_skill_runner,
     resolve_tier,
 )
+from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
 __all__ = ["build_skill_support", "first_observation", "import_in_sandbox", "sandbox_tier", "skill_api_module"]
@@ -47,6 +48,11 @@ def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> S
     api = importlib.import_module(api_module)
     primitives = tuple(getattr(api, "ACTIONS", None) or getattr(api, "ACTION_NAMES", None) or ())
     tier = sandbox_tier(config.run.sandbox)
+    if getattr(config.method, "analysis_timeout_s", None) is not None:  # it runs analysis code over the run
+        try:
+            check_analysis_tier(config.run.sandbox, tier)
+        except SandboxUnavailableError as e:
+            raise ConfigError(f"run.sandbox: {e}") from e
     open_skills: Callable[[Skills], SkillRunner] = partial(open_skill_runner, tier=tier)
     method = config.method
 
@@ -54,8 +60,8 @@ def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> S
         env = make_env()
         try:
             return replay_script(env, task, seed, lines, skills=skills, open_skills=open_skills,
-                                 max_skill_actions=getattr(method, "max_skill_actions", 50),
-                                 timeout_s=getattr(method, "skill_timeout_s", 60.0),
+                                 max_skill_actions=getattr(method, "max_skill_actions", None),
+                                 timeout_s=getattr(method, "skill_timeout_s", None),
                                  max_env_actions=config.benchmark.max_env_actions)
         finally:
             env.close()
@@ -65,7 +71,7 @@ def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> S
 
     return SkillSupport(api_module=api_module, api_names=tuple(getattr(api, "__all__", ())), primitives=primitives,
                         open_skills=open_skills, smoke_test=smoke_test, replay=replay, sandbox_tier=tier,
-                        observe=partial(first_observation, make_env))
+                        observe=partial(first_observation, make_env), sandbox_requested=config.run.sandbox)
 
 
 def first_observation(make_env: Callable[[], TextEnv], task: str, seed: int) -> Observation:

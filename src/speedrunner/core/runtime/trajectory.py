@@ -54,6 +54,9 @@ class Trajectory:
     """What a method with its own training phase records about the rollout (Voyager: the
     iterations played in this world, in order: run-wide number, number in the world, task,
     attempt, skill added). Empty for the actor's episodes."""
+    cap_hits: dict[str, int] = field(default_factory=dict)
+    """Skill calls stopped by a per-call cap: ``max_skill_actions`` or ``skill_timeout`` -> count
+    (absent: never; each call's tree says ``stopped_by``). Older files have no field: none counted."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -5,8 +5,9 @@ the same kind of child as skills (no network, no keys, limits, uid 65534) but wi
 whole language: any stdlib import, ``open`` included. Under ``bwrap`` the only files it
 can see besides the interpreter are the ``mounts`` it was given, read-only at the same
 paths (e.g. one run's experience directory), so nothing else under the run directory —
-configs, caches, logs with secrets — is readable. Under ``unshare`` and ``rlimits``
-mounts are not enforced: the session can read whatever uid 65534 can.
+configs, caches, logs with secrets — is readable; ``unshare`` builds the same view. Under
+``rlimits`` mounts are not enforced (the session can read whatever its uid can), so a
+session with mounts runs there only if the user named that tier.
 
 State (variables, imported modules) persists between ``run`` calls of one session. A
 timeout or a crash kills the process; the next ``run`` starts a fresh one, and the
@@ -24,7 +25,7 @@ from pathlib import Path
 from speedrunner.core.sandbox.channel import ChannelTimeout
 from speedrunner.core.sandbox.limits import Limits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess
-from speedrunner.core.sandbox.tiers import resolve_tier
+from speedrunner.core.sandbox.tiers import check_analysis_tier, resolve_tier
 
 PRELOAD = ("argparse", "ast", "base64", "bisect", "collections", "collections.abc", "contextlib", "copy", "csv",
            "dataclasses", "datetime", "decimal", "difflib", "encodings.idna", "enum", "fnmatch", "fractions", "functools", "glob",
@@ -47,17 +48,28 @@ class AnalysisResult:
 
 
 def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = (),
-                          limits: Limits | None = None) -> AnalysisSession:
-    """Start a session; ``mounts`` (existing paths) are readable in it, read-only, at the same paths."""
+                          limits: Limits | None = None, requested: str | None = None,
+                          preload: Sequence[str] = ()) -> AnalysisSession:
+    """Start a session; ``mounts`` (existing paths) are readable in it, read-only, at the same paths.
+
+    With ``mounts`` (a run directory's data) the ``rlimits`` tier is refused unless it was
+    chosen by name: ``requested`` is what the user asked for (``run.sandbox``), when ``tier``
+    is what it resolved to; it defaults to ``tier``. ``preload``: modules imported (besides
+    ``PRELOAD``) before the child drops privileges, for interpreters other uids cannot read.
+    """
     paths = [Path(m).resolve(strict=True) for m in mounts]
-    return AnalysisSession(resolve_tier(tier), paths, limits or Limits())
+    resolved = resolve_tier(tier)
+    if paths:
+        check_analysis_tier(tier if requested is None else requested, resolved)
+    return AnalysisSession(resolved, paths, limits or Limits(), tuple(preload))
 
 
 class AnalysisSession:
     """``run(code, timeout_s)`` as many times as needed, then ``close()``."""
 
-    def __init__(self, tier: str, mounts: list[Path], limits: Limits) -> None:
+    def __init__(self, tier: str, mounts: list[Path], limits: Limits, preload: tuple[str, ...] = ()) -> None:
         self.tier = tier
+        self.preload = (*PRELOAD, *preload)
         self.mounts = mounts
         self.limits = limits
         self._process: SandboxProcess | None = None
@@ -73,7 +85,7 @@ class AnalysisSession:
             raise RuntimeError("the analysis session is closed")
         if self._process is None or not self._process.alive:
             self._discard()
-            self._process = SandboxProcess(self.tier, self.limits, mode="analysis", preload=PRELOAD,
+            self._process = SandboxProcess(self.tier, self.limits, mode="analysis", preload=self.preload,
                                            read_only=self.mounts)
         return self._process
 

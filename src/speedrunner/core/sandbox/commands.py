@@ -11,20 +11,29 @@
   can read every root-owned file that is mounted, and has no process limit), keeping only
   CAP_SETUID/CAP_SETGID for the child's bootstrap to drop to 65534 before it runs
   untrusted code. A non-root parent uses a user namespace with uid 65534.
-- ``unshare``: util-linux ``unshare`` with new network (no interface up), pid and mount
-  namespaces (a fresh ``/proc``: the parent's pid is not even nameable); files are only
-  protected by the uid the child drops to.
-- ``rlimits``: the command as it is; only limits and the uid drop protect the machine.
+- ``unshare``: util-linux ``unshare`` with new network (no interface up), pid, ipc, uts and
+  mount namespaces; inside, ``enter.py`` builds the same read-only view as bwrap's (sized
+  tmpfs ``/tmp``, ``/dev/shm`` and scratch, a fresh ``/proc``) and ``pivot_root``s into it.
+- ``rlimits``: the command as it is (through ``enter.py`` for the seccomp filter); only
+  limits and the uid drop protect the machine (a root parent gives each sandbox a uid of
+  its own, so sandboxes cannot signal each other).
+
+Every tier runs under the seccomp filter of ``seccomp.py`` (no new user namespaces), and
+``cgroups.join_prefix`` puts the whole command in the sandbox's cgroup first.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import shutil
 import sys
 import sysconfig
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from speedrunner.core.sandbox import seccomp
 
 TIERS = ("bwrap", "unshare", "rlimits")
 """Isolation tiers, strongest first."""
@@ -38,9 +47,38 @@ _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/
 _TMP_BYTES = 16 * 1024 * 1024
 
 
-def drop_to_uid() -> int | None:
-    """The uid the child becomes before untrusted code runs (``None``: it already runs unprivileged)."""
-    return NOBODY if os.geteuid() == 0 else None
+OWN_UIDS = range(2_100_000_000, 2_140_000_000)
+"""Where a root parent's rlimits-tier sandboxes take a uid of their own (no pid namespace
+separates them, so only a uid of its own keeps ``kill(-1)`` from reaching another sandbox,
+and lets the parent find a double-forked daemon by its uid)."""
+
+
+def drop_to_uid(tier: str = "bwrap") -> int | None:
+    """The uid the child becomes before untrusted code runs (``None``: it already runs unprivileged).
+
+    A root parent: 65534 under bwrap and unshare (their pid namespaces keep sandboxes apart),
+    a fresh uid no process has under rlimits.
+    """
+    if os.geteuid() != 0:
+        return None
+    if tier != "rlimits":
+        return NOBODY
+    rng = secrets.SystemRandom()
+    while True:
+        uid = rng.randrange(OWN_UIDS.start, OWN_UIDS.stop)
+        if not _uid_in_use(uid):
+            return uid
+
+
+def _uid_in_use(uid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def tool(name: str) -> str | None:
@@ -67,24 +105,67 @@ def interpreter_paths() -> list[Path]:
 
 
 def wrap(tier: str, argv: Sequence[str], *, scratch: Path, read_only: Iterable[Path] = (),
-         scratch_bytes: int = 64 * 1024 * 1024) -> list[str]:
-    """``argv`` run under ``tier``; ``read_only`` paths are mounted at the same place (bwrap)."""
+         scratch_bytes: int = 64 * 1024 * 1024, seccomp_fd: int | None = None,
+         root: Path | None = None) -> list[str]:
+    """``argv`` run under ``tier``; ``read_only`` paths are mounted at the same place (bwrap, unshare).
+
+    ``seccomp_fd`` (bwrap) holds the filter of ``seccomp.py``; the other tiers install it in
+    ``enter.py``. ``root`` (unshare) is an empty directory to build the private root on.
+    """
     if tier == "rlimits":
-        return list(argv)
+        return [*enter_prefix({"seccomp": seccomp.supported()}), *argv]
     if tier == "unshare":
         unshare = tool("unshare")
         if unshare is None:
             raise FileNotFoundError("unshare (util-linux) is not installed")
+        if root is None:
+            raise ValueError("the unshare tier needs an empty directory to build its root on")
         user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
         setpriv = tool("setpriv")  # unshare itself must die with the run, then --kill-child does the rest
         outer = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
-        return [*outer, unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--", *argv]
+        spec = unshare_root_spec(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes, root=root)
+        return [*outer, unshare, *user, "--mount", "--propagation", "private", "--net", "--pid", "--ipc", "--uts",
+                "--fork", "--kill-child", "--", *enter_prefix(spec), *argv]
     if tier == "bwrap":
-        return [*bwrap_prefix(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes), "--", *argv]
+        return [*bwrap_prefix(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes,
+                              seccomp_fd=seccomp_fd), "--", *argv]
     raise ValueError(f"unknown sandbox tier {tier!r} (tiers: {', '.join(TIERS)})")
 
 
-def bwrap_prefix(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int) -> list[str]:
+ENTER_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                   "from speedrunner.core.sandbox.enter import main; main(sys.argv[2], sys.argv[3:])")
+
+
+def enter_prefix(spec: dict[str, object]) -> list[str]:
+    """``enter.py`` with ``spec``: it sets the sandbox up, then execs the argv that follows."""
+    return [sys.executable, "-I", "-B", "-c", ENTER_BOOTSTRAP, str(package_root()), json.dumps(spec)]
+
+
+def visible_paths(read_only: Iterable[Path]) -> tuple[list[str], list[tuple[str, str]]]:
+    """What a sandbox's private root shows, read-only: (paths to bind, (target, link) symlinks)."""
+    binds, links = ["/usr"], []
+    for link in _SYSTEM_LINKS:
+        if os.path.islink(link):
+            links.append((os.readlink(link), link))
+        elif os.path.isdir(link):
+            binds.append(link)
+    binds += [p for p in _ETC_FILES if os.path.exists(p)]
+    binds += [str(p) for p in _outermost([*interpreter_paths(), package_root(), *(Path(p).resolve() for p in read_only)])]
+    return binds, links
+
+
+def unshare_root_spec(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int, root: Path) -> dict[str, object]:
+    """What ``enter.py`` builds under unshare: the same view as bwrap's (see the module docstring)."""
+    binds, links = visible_paths(read_only)
+    scratch = scratch.resolve()
+    return {"root": str(root), "binds": binds, "symlinks": links, "seccomp": seccomp.supported(),
+            "tmpfs": [("/tmp", _TMP_BYTES, "1777"), ("/dev/shm", _TMP_BYTES, "1777"),
+                      (str(scratch), scratch_bytes, "1777")],
+            "chdir": str(scratch)}
+
+
+def bwrap_prefix(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int,
+                 seccomp_fd: int | None = None) -> list[str]:
     bwrap = tool("bwrap")
     if bwrap is None:
         raise FileNotFoundError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
@@ -94,6 +175,8 @@ def bwrap_prefix(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(_TMP_BYTES), "--tmpfs", "/dev/shm",
              "--perms", "1777", "--size", str(_TMP_BYTES), "--tmpfs", "/tmp"]
     args += ["--ro-bind", "/usr", "/usr"]

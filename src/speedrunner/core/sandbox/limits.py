@@ -19,7 +19,10 @@ class Limits:
     """What one sandbox process may use (``RLIMIT_*``), and how much of its output is kept."""
 
     memory_mb: int = 1024
-    """Address space (``RLIMIT_AS``): a bigger allocation raises ``MemoryError`` in the child."""
+    """Address space of each process (``RLIMIT_AS``): a bigger allocation raises ``MemoryError``."""
+    tree_memory_mb: int = 2048
+    """Memory of the sandbox's whole process tree (a cgroup, where the machine offers one; see
+    ``cgroups.py``): going over it gets a process of the tree killed by the kernel."""
     cpu_s: int = 600
     """CPU seconds for the process's lifetime (``RLIMIT_CPU``; SIGXCPU, then SIGKILL 1 s later)."""
     file_size_mb: int = 16
@@ -30,9 +33,11 @@ class Limits:
     """Processes and threads a sandbox may add to its user's (``RLIMIT_NPROC``, which the kernel
     counts machine-wide: the child's limit is this plus the uid's tasks when it starts); stops
     fork bombs. Only enforced for a non-root user, which is why a root parent runs the child as
-    uid 65534."""
+    uid 65534. Where cgroups work, the whole tree is also capped at this many tasks (plus the
+    wrappers') by ``pids.max``."""
     scratch_mb: int = 64
-    """Size of the scratch directory under bwrap (a private tmpfs, so nothing reaches the disk)."""
+    """Size of the scratch directory (a private tmpfs under bwrap and unshare, so nothing reaches
+    the disk); ``/tmp`` and ``/dev/shm`` are private tmpfs mounts of 16 MiB each there."""
     max_print_chars: int = 10_000
     """Printed characters kept per call (skills) or per ``run`` (analysis); the rest is counted."""
 

@@ -26,8 +26,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from speedrunner.core.sandbox import cgroups, seccomp
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
-from speedrunner.core.sandbox.commands import drop_to_uid, package_root, wrap
+from speedrunner.core.sandbox.commands import NOBODY, drop_to_uid, package_root, wrap
 from speedrunner.core.sandbox.limits import Limits
 
 BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -40,6 +41,10 @@ _SIGNAL_HINTS = {
     signal.SIGSEGV: "it crashed (segmentation fault)",
     signal.SIGABRT: "it aborted",
 }
+
+
+_WRAPPER_TASKS = 4
+"""Tasks of the wrappers (bwrap and its init, unshare, setpriv) counted by the cgroup's ``pids.max``."""
 
 
 class SandboxStartError(RuntimeError):
@@ -85,6 +90,7 @@ class SandboxProcess:
         self.tier = tier
         self.limits = limits
         self.scratch = Path(tempfile.mkdtemp(prefix="speedrunner-sandbox-"))
+        self._root = _private_root_dir() if tier == "unshare" else None
         self._log = tempfile.TemporaryFile(prefix="speedrunner-sandbox-log-")  # noqa: SIM115 - lives as long as the child
         self._popen: subprocess.Popen[bytes] | None = None
         self.channel: Channel | None = None
@@ -93,8 +99,12 @@ class SandboxProcess:
         self.child_uid: int | None = None
         self._host_pid: int | None = None
         self._cpu: int | None = None
-        drop = drop_to_uid()
+        self.cgroup: cgroups.Cgroup | None = None
+        """The sandbox's memory+pids cgroup (``None`` where the machine offers none: rlimits only)."""
+        drop = drop_to_uid(tier)
+        self._own_uid = drop if drop is not None and drop != NOBODY else None
         try:
+            self.cgroup = cgroups.create(limits.tree_memory_mb * 1024 * 1024, limits.processes + _WRAPPER_TASKS)
             if drop is not None:
                 os.chown(self.scratch, drop, drop)
             self._start(mode, [*CHILD_BASE_MODULES, *preload], read_only, drop, startup_timeout_s)
@@ -108,16 +118,20 @@ class SandboxProcess:
         from_child_r, from_child_w = os.pipe()
         argv = [sys.executable, "-I", "-B", "-c", BOOTSTRAP, str(package_root()), str(to_child_r),
                 str(from_child_w)]
-        command = wrap(self.tier, argv, scratch=self.scratch, read_only=read_only,
-                       scratch_bytes=self.limits.scratch_mb * 1024 * 1024)
+        filter_fd = seccomp.program_fd() if self.tier == "bwrap" and seccomp.supported() else None
         try:
+            command = cgroups.join_prefix(self.cgroup) + wrap(
+                self.tier, argv, scratch=self.scratch, read_only=read_only,
+                scratch_bytes=self.limits.scratch_mb * 1024 * 1024, seccomp_fd=filter_fd, root=self._root)
             self._popen = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
-                pass_fds=(to_child_r, from_child_w), cwd=self.scratch, env=child_env(self.scratch),
-                start_new_session=True)
+                pass_fds=(to_child_r, from_child_w, *([] if filter_fd is None else [filter_fd])),
+                cwd=self.scratch, env=child_env(self.scratch), start_new_session=True)
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+            if filter_fd is not None:
+                os.close(filter_fd)
         self.channel = Channel(from_child_r, to_child_w, nonblocking=True)
         deadline = time.monotonic() + timeout_s
         limits = self.limits.to_json()
@@ -210,6 +224,9 @@ class SandboxProcess:
                 what += f" ({hint})"
         else:
             what = f"the sandbox process exited with status {code}"
+        if self.cgroup is not None and self.cgroup.oom_kills():
+            what += (f"; the kernel killed {self.cgroup.oom_kills()} of its processes for going over the "
+                     f"sandbox's memory limit ({self.limits.tree_memory_mb} MB for all its processes)")
         tail = self.stderr_tail()
         return what + (f"; its last output:\n{tail}" if tail else "")
 
@@ -230,12 +247,36 @@ class SandboxProcess:
                 os.killpg(self._popen.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._popen.wait(timeout=5)
+        if self.cgroup is not None:  # what left the process tree (a double-forked daemon) is still here
+            self.cgroup.remove()
+        if self._own_uid is not None:  # the same, found by the uid only this sandbox runs as
+            kill_uid(self._own_uid)
         if self.channel is not None:
             self.channel.close()
             self.channel = None
         with contextlib.suppress(OSError, ValueError):
             self._log.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._root is not None:
+            with contextlib.suppress(OSError):
+                self._root.rmdir()  # the private root was mounted in the sandbox's namespace only
+
+
+_ROOT_PREFIX = "speedrunner-root-"
+
+
+def _private_root_dir() -> Path:
+    """An empty directory for the unshare tier to build its root on (mounted only in the
+    sandbox's namespace); the ones killed runs left (named after their pid) are removed."""
+    tmp = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tmp):
+            if entry.name.startswith(_ROOT_PREFIX):
+                pid = entry.name[len(_ROOT_PREFIX):].split("-", 1)[0]
+                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(entry.path)  # empty, unless someone else put something there
+    return Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
 
 
 def _host_pid(wrapper_pid: int, child_pid: int) -> int | None:
@@ -285,6 +326,36 @@ def kill_tree(root: int, rounds: int = 20) -> None:
     for pid in stopped:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def kill_uid(uid: int, rounds: int = 20) -> None:
+    """SIGSTOP, then SIGKILL, every process whose real uid is ``uid`` (a uid one sandbox owns)."""
+    stopped: set[int] = set()
+    for _ in range(rounds):
+        new = {pid for pid in _processes_of_uid(uid)} - stopped
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= new
+    for pid in stopped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _processes_of_uid(uid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
+                    line = next(x for x in f if x.startswith("Uid:"))
+                if int(line.split()[1]) == uid:
+                    found.add(int(entry))
+            except (OSError, StopIteration, ValueError, IndexError):
+                continue
+    return found
 
 
 def _descendants(root: int) -> set[int]:

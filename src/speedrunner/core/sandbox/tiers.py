@@ -26,6 +26,39 @@ _WEAK_TIER_WARNING = (
     "(apt-get install bubblewrap) for real isolation.")
 
 
+WEAK_ISOLATION_NOTE = (
+    "WEAK ISOLATION: LLM-written code ran under the 'rlimits' sandbox tier (chosen by name, run.sandbox=rlimits): "
+    "resource limits and a uid of its own only, no mount, network or pid namespace: it could read whatever that "
+    "uid may read, reach the network and the host's /tmp")
+"""What summary.json, the sleep records and the report say about a run under the rlimits tier."""
+
+
+def isolation_note(tier: str | None) -> str | None:
+    """``WEAK_ISOLATION_NOTE`` for the rlimits tier, else ``None`` (for artifacts that record a tier)."""
+    return WEAK_ISOLATION_NOTE if tier == "rlimits" else None
+
+
+def sandbox_summary(support: object | None) -> dict[str, str | None]:
+    """summary.json's ``sandbox_tier`` (``None``: the method runs no LLM-written code) and ``isolation``."""
+    tier = getattr(support, "sandbox_tier", None)
+    return {"sandbox_tier": tier, "isolation": isolation_note(tier)}
+
+
+def check_analysis_tier(requested: str, resolved: str) -> None:
+    """The rule for analysis code over a run directory: never under ``rlimits`` unless the user named it.
+
+    Without a mount namespace, analysis code reads the whole run directory (its
+    ``llm_calls.jsonl``, config, cache) and other runs' held-out episodes, and what it prints
+    goes to the LLM; ``auto`` must not quietly land there.
+    """
+    if resolved == "rlimits" and requested != "rlimits":
+        raise SandboxUnavailableError(
+            "only the 'rlimits' sandbox tier works here, and analysis code under it could read the whole run "
+            "directory (LLM call logs, config, caches) and other runs' evaluation episodes: install bubblewrap "
+            "(apt-get install bubblewrap) or make unshare work, or accept the risk by naming the tier: "
+            "run.sandbox=rlimits (--set run.sandbox=rlimits); every artifact then says so")
+
+
 def available_tiers() -> list[str]:
     """The tiers that really start a child here, strongest first (probed once, then cached)."""
     with _lock:

@@ -55,12 +55,14 @@ class VoyagerConfig(MethodConfig):
     max_iterations_per_world: int = Field(10, ge=1)
     """Iterations (curriculum -> skill -> critic) played in one training world before the next
     world starts, unless the world ends first (its env-action or LLM-call budget is spent, or
-    the game is over). Bounds a world's LLM calls when its skills take few actions; 10 skills
-    of the default 200 actions fill Crafter's 2,000-action world."""
-    max_skill_actions: int = Field(200, ge=1)
-    """Cap on primitive actions one skill execution may take."""
-    skill_timeout_s: float = Field(60.0, gt=0)
-    """Wall-clock cap of one skill execution in the sandbox."""
+    the game is over). Bounds a world's LLM calls when its skills take few actions."""
+    max_skill_actions: int | None = Field(None, ge=1)
+    """Cap on primitive actions one skill execution may take; null (default) = the world's
+    remaining budget of env actions, the rule of the codebook methods: the Voyager paper fixes
+    no action cap (its programs run until they return or time out)."""
+    skill_timeout_s: float | None = Field(None, gt=0)
+    """Wall-clock limit of one skill execution in the sandbox; null (default) = 60 s + 0.25 s per
+    action it may take (its resolved action cap)."""
     curriculum_warmup: dict[str, int] = Field(
         default_factory=lambda: {"nearby": 0, "facing": 1, "status": 2, "achievements": 3})
     """Completed tasks after which the curriculum prompt also shows each part of the state

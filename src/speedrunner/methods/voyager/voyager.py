@@ -66,6 +66,7 @@ from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.actor import ActorStep
+from speedrunner.core.runtime.caps import resolve_call_caps
 from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
@@ -272,11 +273,10 @@ class VoyagerMethod:
                     Message("user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left))]
         answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000")
         calls.append(answer)
-        cap = self.config.max_skill_actions if actions_left is None else min(self.config.max_skill_actions,
-                                                                              actions_left)
+        caps = resolve_call_caps(self.config.max_skill_actions, self.config.skill_timeout_s, actions_left)
         attempt = write_and_run(answer.text, env, now.text, start, base=self.base, draft=self.draft,
                                 earlier=self.batch_edits, rules=self.rules, support=self.support,
-                                max_actions=cap, timeout_s=self.config.skill_timeout_s)
+                                max_actions=caps.max_actions, timeout_s=caps.timeout_s)
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:

@@ -30,6 +30,7 @@ from speedrunner.core.codebook import (
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
+from speedrunner.core.runtime.caps import count_caps, rejected_caps
 from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.methods.wake_sleep.asi_parse import Induction, parse_induction
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
@@ -53,7 +54,7 @@ class ASIMethod:
         self.model = ctx.inducer
         self.run_dir = Path(ctx.run_dir)
         self.support: SkillSupport = skill_support(self.name, ctx)
-        self.rules = codebook_rules(self.support)
+        self.rules = codebook_rules(self.support, config)
         self.codebook = empty_codebook(self.name)
 
     # ----------------------------------------------------------- ALGO LOGIC
@@ -88,10 +89,11 @@ class ASIMethod:
         if isinstance(final, EditRejected):  # every addition was validated with all earlier ones
             raise RuntimeError(f"ASI's accepted additions no longer validate together:\n{final.message}")
         self.codebook = final.commit(self.run_dir)
+        cap_hits = count_caps(cap for n in notes for cap in n.get("cap_hits", []))
         atomic_write_json(self.run_dir / "sleep" / f"asi_{batch_index:04d}.json", {
             "batch": batch_index, "generation": self.codebook.generation, "inductions": notes,
-            "scripted": author.scripted, **reading.record()})
-        return SleepResult(self.knowledge(), completions)
+            "cap_hits": cap_hits, "scripted": author.scripted, **reading.record()})
+        return SleepResult(self.knowledge(), completions, cap_hits)
 
     def _prompt(self, view: str, current: Codebook, trajectory: Trajectory) -> str:
         return PROMPTS.render(
@@ -107,7 +109,7 @@ class ASIMethod:
         """What one induction adds: new names only, validated with everything accepted so
         far, and (``replay_verify``) proven by a replay that succeeds and calls them."""
         note: dict[str, Any] = {"episode": trajectory.index, "proposed": [f.name for f in induction.functions],
-                                "added": [], "skipped": [], "rejected": None, "replay": None}
+                                "added": [], "skipped": [], "rejected": None, "cap_hits": [], "replay": None}
         if induction.problem:
             note["rejected"] = induction.problem
             return note, None
@@ -125,6 +127,7 @@ class ASIMethod:
         candidate = apply_edits(base, accepted + edits, author, rules=self.rules)
         if isinstance(candidate, EditRejected):
             note["rejected"] = candidate.message
+            note["cap_hits"] = rejected_caps(candidate.problems)
             return note, None
         codebook = Codebook(candidate.source, candidate.meta)  # in memory; stored once, at the end
         if self.config.replay_verify:

@@ -10,6 +10,7 @@ from pathlib import Path
 from speedrunner.core.codebook import Codebook, Rules
 from speedrunner.core.codebook.api_view import render_api_view, state_example
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport
+from speedrunner.core.runtime.caps import codebook_limits
 from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.errors import ConfigError
 
@@ -25,9 +26,10 @@ def skill_support(method: str, ctx: MethodContext) -> SkillSupport:
     return ctx.skills
 
 
-def codebook_rules(support: SkillSupport) -> Rules:
-    """The benchmark's validation rules, with the sandbox's import check as the smoke test."""
-    return Rules.for_api(support.api_module, support.primitives, support.smoke_test)
+def codebook_rules(support: SkillSupport, method: object = None) -> Rules:
+    """The benchmark's validation rules, with the sandbox's import check as the smoke test and
+    the method config's library caps (``max_functions``, ``max_codebook_chars``; absent: none)."""
+    return Rules.for_api(support.api_module, support.primitives, support.smoke_test, limits=codebook_limits(method))
 
 
 def codebook_knowledge(codebook: Codebook, support: SkillSupport) -> Knowledge:

@@ -32,10 +32,24 @@ class OPOConfig(MethodConfig):
 class CodebookMethodConfig(MethodConfig):
     """Shared parameters of the codebook methods (speedrunner, speedrunner_no_cl, asi)."""
 
-    max_skill_actions: int = Field(50, ge=1)
-    """Cap on primitive actions one skill call may take; the call stops cleanly at the cap."""
-    skill_timeout_s: float = Field(60.0, gt=0)
-    """Wall-clock cap of one skill call in the sandbox."""
+    max_skill_actions: int | None = Field(None, ge=1)
+    """Cap on the primitive actions of one skill call; null (default) = the episode's remaining
+    budget of env actions (Crafter: up to 2,000; BabyAI: the level's step limit; ScienceWorld:
+    ``benchmark.env_step_limit``), so one high-level call may play the rest of an episode. The
+    call stops cleanly at the cap; each such stop is counted as a ``max_skill_actions`` cap hit."""
+    skill_timeout_s: float | None = Field(None, gt=0)
+    """Wall-clock limit of one skill call in the sandbox; null (default) = 60 s + 0.25 s per action
+    the call may take (its resolved action cap: 560 s for 2,000 actions). Each call killed by it is
+    counted as a ``skill_timeout`` cap hit."""
+    max_functions: int | None = Field(None, ge=1)
+    """Cap on the codebook's functions (public and private); null (default) = no cap: how large
+    the library grows is a finding (the paper's ASI library reaches about 160 functions). An edit
+    that would exceed it is rejected and counted as a ``max_functions`` cap hit."""
+    max_codebook_chars: int | None = Field(None, ge=1)
+    """Cap on the whole codebook module's characters; null (default) = no cap, for speedrunner and
+    speedrunner_no_cl too (a cap would make their library size a ceiling, not a result). An
+    edit that would exceed it is rejected
+    and counted as a ``max_codebook_chars`` cap hit."""
     max_inducer_turns: int = Field(20, ge=1)
     """Turns the sleep-phase inducer may take per sleep phase."""
 

@@ -45,8 +45,10 @@ from speedrunner.core.codebook.api_view import (
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
+from speedrunner.core.runtime.caps import count_caps, rejected_caps
 from speedrunner.core.runtime.trajectory import Trajectory, episode_path, load_trajectory
 from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
+from speedrunner.core.sandbox.tiers import isolation_note
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
     codebook_rules,
@@ -82,7 +84,7 @@ class SpeedRunnerMethod:
         self.model = ctx.inducer
         self.run_dir = Path(ctx.run_dir)
         self.support: SkillSupport = skill_support(self.name, ctx)
-        self.rules = codebook_rules(self.support)
+        self.rules = codebook_rules(self.support, config)
         self.codebook = empty_codebook(self.name)
         self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
 
@@ -96,7 +98,7 @@ class SpeedRunnerMethod:
             self.codebook = phase.run()
         finally:
             phase.close()
-        return SleepResult(self.knowledge(), phase.completions)
+        return SleepResult(self.knowledge(), phase.completions, count_caps(phase.capped))
 
     def system_prompt(self) -> str:
         docs = "\n".join(PROMPTS.render(f"tool_{t}") for t in TOOLS if t in self.tools)
@@ -128,6 +130,7 @@ class _Phase:
         self.session: AnalysisSession | None = None
         self.ran_code = 0
         self.reading = FormatTally("inducer")
+        self.capped: list[str] = []  # the library cap behind each edit it rejected (one per cap)
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
@@ -169,7 +172,9 @@ class _Phase:
             "ended_by": ended_by, "note": note if ended_by == "submit" else
             f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
+            "cap_hits": count_caps(self.capped),
             "analysis_tier": self.session.tier if self.session is not None else None,
+            "isolation": isolation_note(self.session.tier if self.session is not None else None),
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
             "system_prompt": messages[0].content, "tool_protocol": "native" if native else "text"})
         return codebook
@@ -218,6 +223,7 @@ class _Phase:
         author = Author(method=self.m.name, batch_index=self.b)
         candidate = apply_edits(self.base, [*self.edits, edit], author, rules=self.m.rules)
         if isinstance(candidate, EditRejected):
+            self.capped += rejected_caps(candidate.problems)
             return _in_tool_words(candidate.message.replace(f"generation {self.base.generation} stays current",
                                                             "the draft is unchanged"))
         before = {f.name for f in self.draft.functions}
@@ -235,6 +241,8 @@ class _Phase:
         if self.session is None:
             mounts = [self.m.run_dir / "episodes" / "train", self.m.run_dir / "codebook"]
             self.session = open_analysis_session(tier=self.m.support.sandbox_tier,
+                                                 requested=self.m.support.sandbox_requested,
+                                                 preload=("speedrunner.core.experience",),
                                                  mounts=[p for p in mounts if p.exists()])
         self.ran_code += 1
         setup = SETUP.format(episodes=str(self.m.run_dir / "episodes" / "train"),

@@ -1,0 +1,165 @@
+"""The protocol's caps, resolved where they apply, and the count of every time one binds.
+
+A cap is a protocol decision, so its defaults never bind the paper's protocol and every
+binding is on record:
+
+- ``max_skill_actions`` (method config; null = the episode's remaining budget of env
+  actions) and ``skill_timeout_s`` (null = ``SKILL_TIMEOUT_BASE_S`` +
+  ``SKILL_TIMEOUT_PER_ACTION_S`` x the call's action cap) are resolved per skill call by
+  ``resolve_call_caps``; a call stopped by either is counted in the trajectory's
+  ``cap_hits`` (a call that runs into the episode's own budget is not: the episode's
+  ``stop_reason`` says that);
+- ``max_functions`` and ``max_codebook_chars`` (null = no cap) reach the validator's
+  ``Limits``; every edit they reject is counted in the sleep record's ``cap_hits``.
+
+``metrics.jsonl`` rows, ``eval.jsonl`` rows and ``summary.json`` carry the counts under
+``cap_hits`` (keys: ``CAP_NAMES``); the report shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from speedrunner.core.codebook.limits import LEGACY_MAX_FUNCTIONS, LEGACY_MAX_TOTAL_CHARS, Limits
+
+SKILL_TIMEOUT_BASE_S = 60.0
+"""Wall clock of a skill call that may take no action at all (loading, planning)."""
+SKILL_TIMEOUT_PER_ACTION_S = 0.25
+"""Per action the call may take: a primitive step costs milliseconds here (Crafter, BabyAI;
+a ScienceWorld step tens of), so this leaves a skill's own planning per step ample room."""
+UNKNOWN_LIMIT_ACTIONS = 10_000
+"""The action cap of a call when neither the budget nor the env says how many actions the
+episode has left (no shipped benchmark lacks a limit; ScienceWorld's default is this)."""
+
+CAP_NAMES = ("max_skill_actions", "skill_timeout", "max_functions", "max_codebook_chars")
+"""Every cap whose hits are counted, as ``cap_hits`` keys."""
+SKILL_CAPS = ("max_skill_actions", "skill_timeout")
+"""The caps of one skill call (counted per trajectory)."""
+LIBRARY_CAPS = ("max_functions", "max_codebook_chars")
+"""The codebook's caps (counted per sleep phase)."""
+_CODEBOOK_METHODS = ("asi", "speedrunner", "speedrunner_no_cl")
+
+
+@dataclass(frozen=True)
+class CallCaps:
+    """The limits one skill call runs under, as the sandbox receives them."""
+
+    max_actions: int
+    timeout_s: float
+    per_call_cap: bool
+    """Whether ``max_actions`` is the per-call cap (stopping at it is a cap hit) rather than
+    the episode's remaining budget (stopping at it ends the episode, not a cap hit)."""
+
+
+def episode_actions_left(env: object, max_env_actions: int | None, taken: int) -> int | None:
+    """Env actions the episode may still take: the smaller of the budget's and the env's own
+    step limit (BabyAI ``max_steps``, ScienceWorld ``env_step_limit``); ``None`` if neither is known."""
+    limits = [max_env_actions]
+    for name in ("max_steps", "env_step_limit"):
+        value = getattr(env, name, None)
+        limits.append(value if isinstance(value, int) and not isinstance(value, bool) else None)
+    known = [n for n in limits if n is not None]
+    return None if not known else max(0, min(known) - taken)
+
+
+def derived_timeout_s(max_actions: int) -> float:
+    """The default wall-clock limit of a call that may take ``max_actions`` actions."""
+    return SKILL_TIMEOUT_BASE_S + SKILL_TIMEOUT_PER_ACTION_S * max_actions
+
+
+def resolve_call_caps(max_skill_actions: int | None, skill_timeout_s: float | None,
+                      actions_left: int | None) -> CallCaps:
+    """The caps of the next skill call from the method's settings and the episode's budget."""
+    left = UNKNOWN_LIMIT_ACTIONS if actions_left is None else max(0, actions_left)
+    per_call = actions_left is None or (max_skill_actions is not None and max_skill_actions < left)
+    cap = left if max_skill_actions is None else min(max_skill_actions, left)
+    timeout = derived_timeout_s(cap) if skill_timeout_s is None else skill_timeout_s
+    return CallCaps(cap, timeout, per_call)
+
+
+def skill_cap_hit(stopped_by: str, caps: CallCaps) -> str | None:
+    """The cap a skill call's stop counts against, if any."""
+    if stopped_by == "max_actions" and caps.per_call_cap:
+        return "max_skill_actions"
+    if stopped_by == "timeout":
+        return "skill_timeout"
+    return None
+
+
+def rejected_caps(problems: Iterable[Any]) -> list[str]:
+    """The library caps among a rejected edit's validation problems (each counts one hit)."""
+    return sorted({p.cap for p in problems if getattr(p, "cap", None)})
+
+
+def count_caps(names: Iterable[str]) -> dict[str, int]:
+    """``{cap: hits}`` for the library caps, every one present (0 when it never bound)."""
+    counts = dict.fromkeys(LIBRARY_CAPS, 0)
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def codebook_limits(method: object) -> Limits:
+    """The validator's ``Limits`` with the method's library caps (absent: no cap)."""
+    return Limits(max_functions=getattr(method, "max_functions", None),
+                  max_total_chars=getattr(method, "max_codebook_chars", None))
+
+
+def skill_hits(hits: Mapping[str, int] | None) -> dict[str, int]:
+    """One trajectory's skill-call cap hits with every ``SKILL_CAPS`` key (0 when it never bound)."""
+    return {name: int((hits or {}).get(name, 0)) for name in SKILL_CAPS}
+
+
+def sum_skill_hits(many: Iterable[Mapping[str, int] | None]) -> dict[str, int]:
+    total = skill_hits(None)
+    for hits in many:
+        for name in SKILL_CAPS:
+            total[name] += int((hits or {}).get(name, 0))
+    return total
+
+
+def add_hits(total: dict[str, int], hits: Mapping[str, int] | None) -> dict[str, int]:
+    """``total`` plus ``hits`` (in place; returned), every ``CAP_NAMES`` key present."""
+    for name in CAP_NAMES:
+        total[name] = total.get(name, 0) + int((hits or {}).get(name, 0))
+    return total
+
+
+def zero_hits() -> dict[str, int]:
+    return dict.fromkeys(CAP_NAMES, 0)
+
+
+def run_cap_hits(metrics_rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """A run's training cap hits from its ``metrics.jsonl`` rows: every episode's, and each
+    batch's sleep once (its rows all repeat it). Rows written before caps were counted add 0."""
+    total, batches = zero_hits(), set()
+    for row in metrics_rows:
+        add_hits(total, row.get("cap_hits"))
+        if row.get("batch") not in batches:
+            batches.add(row.get("batch"))
+            add_hits(total, row.get("sleep_cap_hits"))
+    return total
+
+
+def upgrade_stored_method(resolved: dict[str, Any]) -> dict[str, Any]:
+    """A stored resolved config written before the library caps were method config: a
+    codebook method's section gets the caps it ran under (40 functions, 60,000 characters),
+    so a resumed run keeps its protocol. ``max_skill_actions`` and ``skill_timeout_s`` were
+    stored explicitly (50, 60 s) and are kept as they are."""
+    method = resolved.get("method")
+    if not isinstance(method, dict) or method.get("name") not in _CODEBOOK_METHODS:
+        return resolved
+    if "max_functions" in method or "max_codebook_chars" in method:
+        return resolved
+    upgraded = dict(method, max_functions=LEGACY_MAX_FUNCTIONS, max_codebook_chars=LEGACY_MAX_TOTAL_CHARS)
+    return dict(resolved, method=upgraded)
+
+
+def drop_legacy_caps(method: dict[str, Any]) -> None:
+    """For the results fingerprint: the library caps at the values every run had before they
+    were config are left out, so a run started then still resumes (its hash lacks them)."""
+    if method.get("max_functions") == LEGACY_MAX_FUNCTIONS and method.get("max_codebook_chars") == LEGACY_MAX_TOTAL_CHARS:
+        method.pop("max_functions", None)
+        method.pop("max_codebook_chars", None)
