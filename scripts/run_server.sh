@@ -22,6 +22,7 @@ TOOL_CALL_PARSER="${SR_TOOL_CALL_PARSER:-qwen3_coder}"
 LANGUAGE_MODEL_ONLY="${SR_LANGUAGE_MODEL_ONLY:-1}"
 GENERATION_CONFIG="${SR_GENERATION_CONFIG:-vllm}"
 VLLM_BIN="${SR_VLLM_BIN:-vllm}"
+REPLICAS="${SR_REPLICAS:-1}"
 DRY_RUN=0
 EXTRA=()
 
@@ -57,6 +58,10 @@ Options (environment variable in brackets; flags win):
                                 [SR_GENERATION_CONFIG] (default: vllm; SpeedRunner sends all
                                 sampling parameters explicitly anyway)
   --vllm-bin PATH               the vllm executable [SR_VLLM_BIN] (default: vllm)
+  --replicas N                  N independent servers on ports PORT..PORT+N-1, replica i on
+                                GPUs i*TP..i*TP+TP-1 (CUDA_VISIBLE_DEVICES); prints the base_url
+                                list to paste into model.base_url; stops them all on Ctrl-C
+                                [SR_REPLICAS] (default: 1)
   --dry-run                     print the command instead of running it
   -h, --help                    this help
 
@@ -92,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --no-language-model-only) LANGUAGE_MODEL_ONLY=0; shift ;;
     --generation-config) need_value "$@"; GENERATION_CONFIG="$2"; shift 2 ;;
     --vllm-bin) need_value "$@"; VLLM_BIN="$2"; shift 2 ;;
+    --replicas) need_value "$@"; REPLICAS="$2"; shift 2 ;;
     --dry-run) DRY_RUN=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; EXTRA=("$@"); break ;;
@@ -101,6 +107,10 @@ done
 
 if ! [[ "$PORT" =~ ^[0-9]+$ ]]; then
   echo "run_server.sh: port must be a number, got '$PORT'" >&2
+  exit 2
+fi
+if ! [[ "$REPLICAS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_server.sh: --replicas must be a positive number, got '$REPLICAS'" >&2
   exit 2
 fi
 SERVED_NAME="${SERVED_NAME:-$MODEL}"
@@ -126,6 +136,40 @@ CMD+=("${EXTRA[@]}")
 CLIENT_HOST="$HOST"
 if [[ "$HOST" == 0.0.0.0 || "$HOST" == "::" ]]; then CLIENT_HOST=127.0.0.1; fi
 BANNER="base_url: http://${CLIENT_HOST}:${PORT}/v1   (model.name: ${SERVED_NAME})"
+
+if [[ "$REPLICAS" -gt 1 ]]; then
+  # N servers, one per GPU group, each its own process: SpeedRunner spreads calls over them
+  # (model.base_url as a list), holds max_concurrency per replica and skips a dead one.
+  echo "model.base_url for ${REPLICAS} replicas (model.name: ${SERVED_NAME}):"
+  for ((i = 0; i < REPLICAS; i++)); do echo "  - http://${CLIENT_HOST}:$((PORT + i))/v1"; done
+  replica_cmd() {  # the command of replica $1
+    local i="$1" port=$((PORT + $1)) c=("${CMD[@]}") j
+    for j in "${!c[@]}"; do if [[ "${c[$j]}" == --port ]]; then c[$((j + 1))]="$port"; fi; done
+    printf '%q ' "${c[@]}"
+  }
+  gpus() {  # CUDA_VISIBLE_DEVICES of replica $1
+    local first=$(( $1 * TP )) list="" k
+    for ((k = first; k < first + TP; k++)); do list+="${list:+,}$k"; done
+    echo "$list"
+  }
+  if [[ "$DRY_RUN" == 1 ]]; then
+    for ((i = 0; i < REPLICAS; i++)); do echo "CUDA_VISIBLE_DEVICES=$(gpus "$i") $(replica_cmd "$i")"; done
+    exit 0
+  fi
+  if ! command -v "$VLLM_BIN" >/dev/null 2>&1; then
+    echo "run_server.sh: '$VLLM_BIN' not found: vLLM is not installed in this environment." >&2
+    exit 127
+  fi
+  PIDS=()
+  trap 'kill "${PIDS[@]}" 2>/dev/null; wait' INT TERM EXIT
+  for ((i = 0; i < REPLICAS; i++)); do
+    eval "CUDA_VISIBLE_DEVICES=$(gpus "$i") $(replica_cmd "$i") &"
+    PIDS+=($!)
+  done
+  wait -n "${PIDS[@]}"  # one replica ended: say so, stop the rest
+  echo "run_server.sh: a replica exited; stopping the others" >&2
+  exit 1
+fi
 
 if [[ "$DRY_RUN" == 1 ]]; then
   echo "$BANNER"

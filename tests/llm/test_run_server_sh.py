@@ -152,3 +152,35 @@ def test_missing_vllm_fails_clearly(tmp_path):
     r = _run([], f"{empty}:/usr/bin:/bin")
     assert r.returncode != 0
     assert "vLLM is not installed" in r.stderr and "pip install" in r.stderr
+
+
+def test_replicas_start_one_server_per_gpu_group_and_print_the_url_list(tmp_path):
+    """--replicas N: N servers on consecutive ports, replica i on GPUs i*TP.., the list to
+    paste into model.base_url; each replica is a real process (a stand-in that records)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "vllm"
+    exe.write_text('#!/bin/sh\nport=""; prev=""\nfor a in "$@"; do [ "$prev" = --port ] && port="$a"; prev="$a"; done\n'
+                   f'echo "$CUDA_VISIBLE_DEVICES $*" > {tmp_path}/replica-$port.txt\nsleep 30\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    proc = subprocess.Popen(["bash", str(SCRIPT), "--replicas", "3", "--tensor-parallel-size", "2", "--port", "6000"],
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("SR_")},
+                                 "PATH": f"{bindir}:/usr/bin:/bin"}, stdout=subprocess.PIPE, text=True)
+    import time
+
+    deadline = time.monotonic() + 20
+    while len(list(tmp_path.glob("replica-*.txt"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.terminate()
+    out, _ = proc.communicate(timeout=30)
+    assert [line.strip() for line in out.splitlines()[1:4]] == [
+        "- http://127.0.0.1:6000/v1", "- http://127.0.0.1:6001/v1", "- http://127.0.0.1:6002/v1"]
+    seen = {p.name: p.read_text().split() for p in tmp_path.glob("replica-*.txt")}
+    assert seen["replica-6000.txt"][0] == "0,1" and seen["replica-6002.txt"][0] == "4,5"
+    assert all(v[1:3] == ["serve", "Qwen/Qwen3.5-35B-A3B"] for v in seen.values())
+
+
+@pytest.mark.parametrize("bad", ["0", "x", "-1"])
+def test_replicas_must_be_a_positive_number(tmp_path, bad):
+    r = _run(["--replicas", bad], "/usr/bin:/bin")
+    assert r.returncode == 2 and "--replicas" in r.stderr

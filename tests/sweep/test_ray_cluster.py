@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -157,3 +158,63 @@ def test_a_sweep_on_two_nodes_survives_the_loss_of_one(cluster, tmp_path):
                 paid[(row["namespace"], row["call_id"])] += 1
     assert max(paid.values()) == 1                                  # no call paid twice
     assert sum(answered.values()) >= sum(paid.values())
+
+
+def test_one_llm_limit_per_endpoint_holds_across_the_clusters_nodes(cluster, tmp_path):
+    """Two nodes, four runs at once (two per node), one endpoint with max_concurrency 1: the
+    fake server never sees two calls in flight. Slot files could not do it on a real cluster
+    (each machine has its own), so a Ray-cluster sweep takes its slots from one named actor."""
+    from speedrunner.testing.fake_llm_server import FakeLLMServer
+
+    from ..e2e.harness import policy_reply
+
+    address, _ = cluster
+    deadline = time.monotonic() + 60
+    while nodes_alive(address) < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    lock = threading.Lock()
+    state = {"in_flight": 0, "peak": 0, "calls": 0}
+
+    def policy(body):
+        with lock:
+            state["in_flight"] += 1
+            state["calls"] += 1
+            state["peak"] = max(state["peak"], state["in_flight"])
+        time.sleep(0.05)
+        with lock:
+            state["in_flight"] -= 1
+        return policy_reply(body)
+
+    server = FakeLLMServer(callback=policy, model_name="fake-model").start()
+    path = tmp_path / "limited.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: limited
+        configs: [{BABYAI}/react-gpt-seq.yaml]
+        output_root: {tmp_path / "out"}
+        resources: {{num_cpus: 0.5}}
+        set:
+          model.provider: vllm
+          model.base_url: {server.base_url}
+          model.name: fake-model
+          model.max_concurrency: 1
+          model.prices: {{input: 1.0, cached_input: 0.1, output: 2.0}}
+          run.rollouts: 8
+          run.sleep_every: 4
+          run.eval_every: 8
+          run.eval_episodes: 1
+          run.parallel_episodes: 2
+          benchmark.max_llm_calls: 5
+        grid:
+          run.seed: [0, 1, 2, 3]
+    """))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "sweep", str(path), "--backend", "ray",
+                               "--address", address], env=cluster_env(), capture_output=True, text=True,
+                              timeout=600, cwd=tmp_path)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    nodes = {line.split("=== Ray node ", 1)[1].strip() for r in load_sweep(path).runs
+             for line in r.log_file.read_text().splitlines() if line.startswith("=== Ray node ")}
+    assert len(nodes) == 2                                          # runs on both nodes at once
+    assert state["calls"] > 20 and state["peak"] == 1, state

@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
+from speedrunner.core.llm.slots import SLOTS_DIR_ENV
 from speedrunner.errors import SpeedRunnerError
 from speedrunner.sweep.execute import Outcome, execute, read_outcome
 from speedrunner.sweep.spec import SweepRun
@@ -118,6 +120,17 @@ def import_ray() -> Any:
     return ray
 
 
+def cluster_llm_limits(ray: Any) -> dict[str, str]:
+    """Start the sweep's cluster-wide LLM limiter (``core/llm/ray_limits``); the environment
+    that makes each run's calls take their slots from it instead of this machine's slot files,
+    which the other nodes cannot see."""
+    from speedrunner.core.llm.ray_limits import limiter_env, start_limiter
+
+    name = f"speedrunner-llm-limits-{os.getpid()}-{int(time.time())}"
+    start_limiter(ray, name)
+    return limiter_env(ray.get_runtime_context().gcs_address, name)
+
+
 def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, str],
             report: Report, operational: Callable[[SweepRun], list[str]] = lambda r: [],
             init_kwargs: dict[str, Any] | None = None) -> list[Outcome]:
@@ -141,6 +154,8 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
                                     f"start one with `ray start --head` or drop --address.{auth}") from None
     from speedrunner.sweep.execute import plan
 
+    if address or os.environ.get("RAY_ADDRESS"):  # a cluster: one LLM limit for all its nodes
+        extra_env = {**cluster_llm_limits(ray), **{k: v for k, v in extra_env.items() if k != SLOTS_DIR_ENV}}
     planned = {r.run_id: plan(r)[0] for r in runs}
     task = ray.remote(max_retries=RAY_RETRIES, retry_exceptions=False)(_ray_execute)
     refs = {}

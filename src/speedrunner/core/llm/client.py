@@ -82,7 +82,8 @@ class ManagedModel:
         self.backoff = backoff or Backoff()
         self.log_full_messages = log_full_messages
         self._semaphores = {  # machine-wide under a sweep (SPEEDRUNNER_LLM_SLOTS_DIR)
-            e: endpoint_limit(provider.name, e, config.max_concurrency) for e in provider.endpoints
+            e: endpoint_limit(provider.name, e, config.max_concurrency, lease_s=4 * config.timeout_s + 60)
+            for e in provider.endpoints
         }
         self._replicas = Replicas(provider.endpoints)
         self._tally = Tally()

@@ -48,10 +48,18 @@ class EndpointLimit(Protocol):
                  tb: TracebackType | None) -> bool | None: ...
 
 
-def endpoint_limit(provider: str, endpoint: str, limit: int) -> EndpointLimit:
-    """The limiter for one endpoint: machine-wide when ``SPEEDRUNNER_LLM_SLOTS_DIR`` is set."""
+def endpoint_limit(provider: str, endpoint: str, limit: int, *, lease_s: float = 900.0) -> EndpointLimit:
+    """The limiter for one endpoint: cluster-wide under a Ray-cluster sweep (``ray_limits``),
+    machine-wide when ``SPEEDRUNNER_LLM_SLOTS_DIR`` is set, else per process. ``lease_s``
+    bounds how long a cluster slot outlives a run killed while holding it."""
+    if provider == "scripted":  # the scripted model has no endpoint to protect
+        return threading.BoundedSemaphore(limit)
+    from speedrunner.core.llm.ray_limits import LIMITER_ACTOR_ENV, RayLimit
+
+    if os.environ.get(LIMITER_ACTOR_ENV):
+        return RayLimit(f"{provider} {endpoint}", limit, lease_s=lease_s)
     directory = os.environ.get(SLOTS_DIR_ENV)
-    if not directory or provider == "scripted":  # the scripted model has no endpoint to protect
+    if not directory:
         return threading.BoundedSemaphore(limit)
     return SharedSlots(Path(directory), f"{provider} {endpoint}", limit)
 
