@@ -168,6 +168,7 @@ def _call_skill(runner: SkillRunner, call: SkillCall, act: Callable[[str], dict[
         cap = min(cap, ctx.budget.max_env_actions - traj.env_actions)
     outcome = runner.call(call, step=act, observation=dict(state), max_actions=cap, timeout_s=ctx.skill_timeout_s)
     step.skill_call = outcome.tree  # a skill's own error stays in the tree and the note, not in step.error
+    traj.sandbox_violations += "sandbox_violation" in outcome.tree
     return f"{state['text']}\n{outcome_note(call, outcome, len(step.executed))}"
 
 

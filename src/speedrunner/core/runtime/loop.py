@@ -45,9 +45,10 @@ from speedrunner.core.runtime.speedrun import SpeedrunTracker
 from speedrunner.core.runtime.trajectory import (
     Trajectory,
     episode_path,
-    load_trajectory,
+    load_or_quarantine,
     save_trajectory,
 )
+from speedrunner.core.runtime.trust import count_violations
 from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
@@ -194,8 +195,9 @@ class Runner:
         todo = []
         for spec in specs:
             path = episode_path(self.run_dir, spec.split, spec.index, eval_point)
-            if path.exists():
-                results[spec.index] = load_trajectory(path)
+            stored = load_or_quarantine(path) if path.exists() else None  # a corrupt file is moved aside
+            if stored is not None:
+                results[spec.index] = stored
             else:
                 todo.append(spec)
 
@@ -260,6 +262,7 @@ class Runner:
                 "sleep_output_tokens_share": sleep_output / len(trajectories),
                 "cost_episode_usd": t.cost_usd, "cost_sleep_share_usd": share, "cost_usd": cost,
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
+                "sandbox_violations": t.sandbox_violations,
             })
             totals.episodes += 1
             totals.successes += int(t.success)
@@ -300,7 +303,8 @@ class Runner:
             "per_episode": [{"index": t.index, "task": t.task, "seed": t.seed, "success": t.success,
                              "progress": t.progress, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
                              "output_tokens": t.usage.output, "cost_usd": t.cost_usd,
-                             "stop_reason": t.stop_reason} for t in trajectories],
+                             "stop_reason": t.stop_reason, "sandbox_violations": t.sandbox_violations}
+                            for t in trajectories],
             "scripted": any(t.scripted for t in trajectories),
             "wall_time_s": round(time.monotonic() - started, 3),
         }
@@ -348,6 +352,7 @@ class Runner:
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
+            "sandbox_violations": count_violations(self.run_dir),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary

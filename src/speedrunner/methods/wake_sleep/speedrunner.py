@@ -112,6 +112,8 @@ class _Phase:
         self.dir = method.run_dir / "sleep" / f"batch_{batch_index:04d}"
         self.session: AnalysisSession | None = None
         self.ran_code = 0
+        self.violations = 0
+        """Analysis turns that ended in a sandbox protocol violation (recorded in sleep.json)."""
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
@@ -144,6 +146,7 @@ class _Phase:
             "ended_by": ended_by, "note": note if ended_by == "submit" else
             f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
+            "sandbox_violations": self.violations,
             "analysis_tier": self.session.tier if self.session is not None else None,
             "public": sorted(codebook.signatures()), "scripted": author.scripted,
             "system_prompt": messages[0].content})
@@ -215,10 +218,18 @@ class _Phase:
         setup = SETUP.format(episodes=str(self.m.run_dir / "episodes" / "train"),
                              codebook=str(self.m.run_dir / "codebook"), upto=self.upto)
         prepared = self.session.run(setup, timeout)  # again each time: a timeout restarts the process
+        notes = []
         if prepared.error is not None and not prepared.timed_out:
-            raise RuntimeError(f"the analysis session could not load the experience helper:\n{prepared.error}")
+            # Earlier code broke the session (or its pipe): a fresh process, then the setup must work.
+            self.violations += prepared.violation is not None
+            self.session.restart()
+            notes.append("(earlier code left the session broken; it was restarted and variables are lost)")
+            prepared = self.session.run(setup, timeout)
+            if prepared.error is not None and not prepared.timed_out:
+                raise RuntimeError(f"the analysis session could not load the experience helper:\n{prepared.error}")
         result = self.session.run(code, timeout)
-        parts = [result.stdout.rstrip("\n")] if result.stdout else []
+        self.violations += result.violation is not None
+        parts = notes + ([result.stdout.rstrip("\n")] if result.stdout else [])
         if result.error is not None:
             parts.append(("Timed out: " if result.timed_out else "Error:\n") + result.error.rstrip())
         return "\n".join(parts) or "(no output)"
