@@ -54,8 +54,7 @@ _ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__qualname__", "__init__",
 _ALLOWED_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_field_defaults", "_make"})
 """Private-looking attributes that are public API (namedtuple's)."""
 _CLASS_DUNDERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
-                            "__slots__", "__match_args__", "__dataclass_fields__", "__dataclass_params__",
-                            "__orig_bases__", "__parameters__", "__static_attributes__", "__firstlineno__",
+                            "__slots__", "__match_args__", "__orig_bases__", "__parameters__", "__static_attributes__", "__firstlineno__",
                             "__abstractmethods__", "_abc_impl"})
 """Entries Python itself puts in a class's namespace."""
 _BLOCKED_ATTRIBUTES = frozenset({
@@ -228,7 +227,7 @@ class _TypeMeta(type):
         return isinstance(obj, type)
 
     def __subclasscheck__(cls, sub: Any) -> bool:
-        return isinstance(sub, type) and issubclass(sub, type)
+        return sub is cls or (isinstance(sub, type) and issubclass(sub, type))
 
 
 class GuardedType(metaclass=_TypeMeta):

@@ -94,13 +94,17 @@ class SandboxSkillRunner:
             raise RuntimeError("the skill runner is closed")
         if self._process is None or not self._process.alive:
             self._discard_process()
-            self._process = SandboxProcess(self.tier, self.limits, mode="skills",
-                                           preload=[*ALLOWED_MODULES, self.skills.api_module],
-                                           max_message_bytes=SKILL_MESSAGE_BYTES)
+            self._process = self._start_process()
             self.processes_started += 1
             self._loaded = False
             self._load_error = None
         return self._process
+
+    def _start_process(self) -> SandboxProcess:
+        """A fresh skill child (tests replace it by one running hostile code, to check that the
+        parent holds even when the restricted layer has been left)."""
+        return SandboxProcess(self.tier, self.limits, mode="skills", preload=[*ALLOWED_MODULES, self.skills.api_module],
+                              max_message_bytes=SKILL_MESSAGE_BYTES)
 
     def _discard_process(self) -> None:
         if self._process is not None:
