@@ -206,13 +206,3 @@ def load_experience(run_dir: Path, split: str = "train") -> list[Trajectory]:
     root = run_dir / "episodes" / split
     return [load_trajectory(p) for p in sorted(root.rglob("*.json"))]
 
-
-def load_readable(paths: list[Path]) -> list[Trajectory]:
-    """The trajectories of ``paths`` that can be read; a corrupt one is skipped (and named on stderr)."""
-    out = []
-    for p in paths:
-        try:
-            out.append(load_trajectory(p))
-        except CorruptTrajectory as e:
-            print(f"speedrunner: skipping {e}", file=sys.stderr)
-    return out

@@ -38,7 +38,12 @@ from speedrunner.core.codebook import (
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
-from speedrunner.core.runtime.trajectory import Trajectory, episode_path, load_trajectory
+from speedrunner.core.runtime.trajectory import (
+    CorruptTrajectory,
+    Trajectory,
+    episode_path,
+    load_trajectory,
+)
 from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
     codebook_knowledge,
@@ -259,7 +264,10 @@ class _Phase:
         path = episode_path(self.m.run_dir, "train", int(index))
         if not path.exists():
             return f"No training episode {index!r} is stored"
-        return load_trajectory(path)
+        try:
+            return load_trajectory(path)
+        except CorruptTrajectory as e:
+            return f"Training episode {index} cannot be read: {e}"
 
     def _view_function(self, name: str) -> str:
         try:
