@@ -27,8 +27,10 @@ import inspect, json, os
 ch = next(f.frame.f_locals["channel"] for f in inspect.stack() if "channel" in f.frame.f_locals)
 
 def node(name, actions=(), calls=(), **extra):
-    return {"name": name, "args": [], "kwargs": {}, "calls": list(calls), "actions": [{"i": i} for i in actions],
-            "returned": None, "error": None, "prints": "", **extra}
+    base = {"name": name, "args": [], "kwargs": {}, "calls": list(calls), "actions": [{"i": i} for i in actions],
+            "returned": None, "error": None, "prints": ""}
+    base.update(extra)
+    return base
 
 def result(rid, tree, **extra):
     return {"id": rid, "result": {"tree": tree, "returned": None, "error": None, "stopped_by": "returned",
@@ -127,6 +129,12 @@ def scenario(req, rid):
     "garbage": '''
 def scenario(req, rid):
     write_line("this is not json {")
+''',
+    # Near the largest tree the parent accepts: 999 nodes of 120-character arguments, every call.
+    "max_valid_tree": '''
+def scenario(req, rid):
+    kids = [node("n", args=["k" * 120]) for _ in range(999)]
+    ch.send(result(rid, node(req["name"], calls=kids, prints="p" * 1900)))
 ''',
     # env.scratch far over its cap.
     "huge_scratch": '''

@@ -39,7 +39,7 @@ def hostile(tier, request):
     runner.close()
 
 
-@pytest.mark.parametrize("hostile", sorted(SCENARIOS), indirect=True)
+@pytest.mark.parametrize("hostile", sorted(VIOLATIONS), indirect=True)
 def test_a_forged_or_broken_reply_ends_the_call_as_a_counted_violation(hostile) -> None:
     env = CounterEnv()
     pid = hostile.pid
@@ -142,5 +142,19 @@ def _echo(env, items):
 
 
 def test_hostile_scenarios_are_all_checked() -> None:
-    assert set(VIOLATIONS) == set(SCENARIOS)
+    assert set(VIOLATIONS) | {"max_valid_tree"} == set(SCENARIOS)
     assert inspect.getsource(HostileRunner._start_process)
+
+
+def test_the_largest_accepted_trees_stop_being_kept_past_the_episodes_budget(tier) -> None:
+    """Trees at the caps are accepted (no violation), but an episode keeps at most
+    ``MAX_EPISODE_TREE_CHARS`` of annotations: later calls keep only the served actions."""
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "max_valid_tree")
+    try:
+        trees = [call(runner, "forward", 1, timeout_s=20).tree for _ in range(12)]
+    finally:
+        runner.close()
+    assert runner.violations == 0
+    kept = [len(t["calls"]) for t in trees]
+    assert kept[0] == 999 and kept[-1] == 0 and "annotations_dropped" in trees[-1]
+    assert sum(len(json.dumps(t)) for t in trees) < 3_500_000
