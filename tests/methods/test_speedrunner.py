@@ -269,3 +269,23 @@ def test_repaired_lost_and_cut_turns_are_recorded_per_turn_and_per_phase(tmp_pat
     assert record["format"] == {"inducer": {"turns": 4, "repaired": 1, "lost": 2, "truncated": 1}}
     assert record["truncated_turns"] == 1
     assert record["edits"] == ["add_function spin, step"]
+
+
+BREAK_THE_SESSION = "import sys\nsys.modules['speedrunner.core.experience'] = None\n"
+FORGE_A_REPLY = ("import json, os, sys\n"
+                 "os.write(int(sys.argv[3]), (json.dumps({'id': -1, 'stdout': '', 'error': 'forged'}) + '\\n').encode())\n")
+
+
+def test_code_that_breaks_its_session_or_forges_a_reply_costs_one_turn_not_the_sleep(tmp_path):
+    """Before, either ended the run: the next run_python's setup failed, or read the forged
+    reply, and raised. Now the session is restarted, the turn says so, the sleep goes on."""
+    m, _ = method(tmp_path, [tool("run_python", BREAK_THE_SESSION), tool("run_python", "print(len(episodes()))\n"),
+                             tool("run_python", FORGE_A_REPLY), tool("run_python", "print(len(episodes()))\n"),
+                             tool("add_function", STEP), "Tool: submit"])
+    m.sleep(stored(tmp_path, [episode(0), episode(1)]), batch_index=0)
+    assert turn_record(tmp_path, 0, 1)["result"] == (
+        "(earlier code left the session broken; it was restarted and variables are lost)\n2")
+    assert "broke the protocol" in turn_record(tmp_path, 0, 2)["result"]
+    assert turn_record(tmp_path, 0, 3)["result"] == "2"
+    record = json.loads((tmp_path / "sleep" / "batch_0000" / "sleep.json").read_text())
+    assert record["sandbox_violations"] == 1 and record["edits"] == ["add_function step"]

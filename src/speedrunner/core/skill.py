@@ -22,7 +22,18 @@ Transport = Callable[[str], dict[str, Any]]
 
 
 class SkillEnv:
-    """Primitive actions in, observation text out; ``state`` follows every action."""
+    """Primitive actions in, observation text out; ``state`` follows every action.
+
+    - ``text``, ``state``, ``done``: the current observation;
+    - ``actions_left``: primitive actions this call may still take (the smaller of the
+      per-call cap and the episode's remaining action budget; ``None``: not capped here).
+      Every ``act`` that reaches the env counts, a refused one too;
+    - ``scratch``: a dict of JSON values that the next skill call of the same episode sees
+      again (the parent keeps it, so it survives a sandbox restart; at most
+      ``tracing.MAX_SCRATCH_CHARS`` of JSON). A call that times out or breaks the protocol
+      loses its changes; a new episode starts empty. Module-level constants are read-only:
+      this is the one place for state between calls.
+    """
 
     # Documented here because the inducer's view of ``env`` is rendered from this class.
     text: str
@@ -31,17 +42,27 @@ class SkillEnv:
     """The current observation as a JSON-able dict (the same facts as ``text``)."""
     done: bool
     """True once the episode has ended: return then (a further ``act`` ends the skill call)."""
+    actions_left: int | None
+    """Primitive actions this call may still take (None: not capped); every ``act`` counts."""
+    scratch: dict[str, Any]
+    """Per-episode notes (JSON values) the next skill call of this episode sees again; survives
+    a sandbox restart; the only state allowed between calls (module constants are read-only)."""
 
-    def __init__(self, send: Transport, text: str, state: State, done: bool = False) -> None:
+    def __init__(self, send: Transport, text: str, state: State, done: bool = False, *,
+                 actions_left: int | None = None, scratch: dict[str, Any] | None = None) -> None:
         self._send = send
         self.text = text
         self.state = state
         self.done = done
+        self.actions_left = actions_left
+        self.scratch: dict[str, Any] = {} if scratch is None else scratch
 
     def act(self, action: str) -> str:
         """Take one primitive action; returns the new observation text (``state`` updates too)."""
         if self.done:
             raise EnvError(f"the episode is over; {action!r} was not taken")
+        if self.actions_left is not None and isinstance(action, str):
+            self.actions_left = max(self.actions_left - 1, 0)
         reply = self._send(action)
         self.text, self.state, self.done = reply["text"], reply["structured"], reply["done"]
         return self.text

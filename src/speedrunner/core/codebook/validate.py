@@ -30,8 +30,18 @@ from speedrunner.core.names import suggest
 Rule = Literal[
     "syntax", "top-level", "constant", "class", "async", "decorator", "global", "import",
     "import-in-function", "forbidden-name", "dunder", "private-member", "dynamic-attribute", "size", "name-collision",
-    "duplicate", "docstring", "env-parameter", "undefined-name", "smoke-test", "edit",
+    "duplicate", "docstring", "env-parameter", "undefined-name", "smoke-test", "edit", "module-state",
+    "attribute-hook",
 ]
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+                       "setdefault", "popitem", "add", "discard", "difference_update", "intersection_update",
+                       "symmetric_difference_update"})
+"""Methods that change a list, dict or set in place (a module constant is read-only)."""
+_HOOK_KEYWORDS = {"make_dataclass": ("namespace", "bases", "decorator"), "update_wrapper": ("assigned", "updated"),
+                  "wraps": ("assigned", "updated")}
+"""Keyword arguments through which the interpreter would read or write dunder attributes for the code."""
+_STATE_FIX = ("keep state between calls of one episode in env.scratch (a dict of JSON values that survives a "
+              "sandbox restart); module constants are read-only")
 _CONSTANT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -280,11 +290,53 @@ class _Checker:
                                       f"first parameter, named {env!r} (the sandbox passes it; the actor's call "
                                       "leaves it out)", node=func, func=func, fix=f"def {func.name}({env}, ...)")
 
+    def check_state(self, func: Function) -> None:
+        """Module constants are read-only and defaults are not a store: state between calls goes in
+        ``env.scratch``. The sandbox freezes constants anyway; this says so at edit time."""
+        constants = {n for n, (what, _) in self.module_names.items() if what == "constant"}
+        refs = {id(r.node) for r in global_refs(func) if r.node.id in constants}
+        parents = {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(func):
+            if not (isinstance(node, ast.Name) and id(node) in refs):
+                continue
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store | ast.Del):
+                what = f"`{self.statement(parent)}` changes the module constant {node.id}"
+            elif (isinstance(parent, ast.Attribute) and parent.attr in _MUTATORS
+                  and isinstance(parents.get(id(parent)), ast.Call)):
+                what = f"{node.id}.{parent.attr}(...) changes the module constant {node.id}"
+            else:
+                continue
+            self.add("module-state", what, node=node, func=func, fix=_STATE_FIX)
+        for default in [*func.args.defaults, *(d for d in func.args.kw_defaults if d is not None)]:
+            if isinstance(default, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+                self.add("module-state", f"{func.name!r} has a mutable default argument (it would carry state "
+                                         "from call to call until the sandbox restarts)", node=default, func=func,
+                         fix="default to None and build the value inside; " + _STATE_FIX)
+
+    def check_hooks(self, node: ast.Call, func: Function) -> None:
+        """Calls that would make the interpreter read or write dunder attributes by name."""
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        for keyword in node.keywords:
+            if keyword.arg in _HOOK_KEYWORDS.get(str(callee), ()):
+                self.add("attribute-hook", f"{callee}(..., {keyword.arg}=...) is not allowed (it reaches "
+                                           "attributes by name, past the dunder rule)", node=node, func=func,
+                         fix=f"call {callee} without {keyword.arg}=")
+        if callee == "type" and len(node.args) == 3:
+            self.add("class", "type(name, bases, dict) makes a class, which a codebook may not", node=node,
+                     func=func, fix="use functions, and dicts or tuples for data")
+        elif callee in ("update_wrapper", "wraps") and len(node.args) > (2 if callee == "update_wrapper" else 1):
+            self.add("attribute-hook", f"{callee} takes no attribute names in skill code", node=node, func=func,
+                     fix=f"call {callee} with the functions only")
+
     def check_body(self, func: Function) -> None:
         call_funcs = {id(n.func) for n in ast.walk(func) if isinstance(n, ast.Call)}
+        self.check_state(func)
         for node in ast.walk(func):
             if node is func:
                 continue
+            if isinstance(node, ast.Call):
+                self.check_hooks(node, func)
             if isinstance(node, ast.ClassDef):
                 self.add("class", f"class {node.name!r} is not allowed", node=node, func=func,
                          fix="use functions, and dicts or tuples for data")
@@ -302,6 +354,11 @@ class _Checker:
             elif isinstance(node, ast.Attribute) and node.attr.startswith("__"):
                 self.add("dunder", f"the attribute .{node.attr} is not allowed", node=node, func=func,
                          fix="do not reach into interpreter internals")
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                  and node.attr not in ("_asdict", "_replace", "_fields", "_field_defaults", "_make")
+                  and not (isinstance(node.value, ast.Name) and node.value.id in self.modules)):
+                self.add("private-member", f"the private attribute .{node.attr} is not allowed", node=node, func=func,
+                         fix="use public attributes only")
             elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_MEMBERS:
                 self.add("forbidden-name", f".{node.attr} is not allowed (it evaluates strings as code)",
                          node=node, func=func, fix="do not use it")

@@ -92,6 +92,13 @@ class RunData:
         return int(self.config["run"]["rollouts"])
 
     @property
+    def sandbox_violations(self) -> int | None:
+        """Protocol violations of the run's sandboxes (``summary.json``); ``None`` for older runs."""
+        counts = self.summary.get("sandbox_violations")
+        total = counts.get("total") if isinstance(counts, dict) else None
+        return total if isinstance(total, int) else None
+
+    @property
     def resumes(self) -> int:
         return len(self.extra.get("provenance", {}).get("resumes") or [])
 
@@ -104,8 +111,8 @@ class RunData:
             for p in sorted((root / split).rglob("*.json")):
                 try:
                     out[split].append(json.loads(p.read_text("utf-8")))
-                except (OSError, json.JSONDecodeError):
-                    continue  # written atomically; a reader racing a live run just skips it
+                except (OSError, ValueError, RecursionError):
+                    continue  # written atomically; a reader racing a live run (or a corrupt file) is skipped
         return out
 
 

@@ -116,10 +116,13 @@ def runs_table(groups: list[Group]) -> Table:
                          "rollouts": f"{len(run.metrics)}/{run.rollouts_planned}",
                          "final_eval_progress": fmt(r.finals["final_eval_progress"]),
                          "final_eval_success": fmt(r.finals["final_eval_success"]),
-                         "path": str(run.path)})
+                         "sandbox_violations": fmt(run.sandbox_violations), "path": str(run.path)})
     columns = [*KEY_COLUMNS, "seed", "run_id", "status", "resumes", "scripted", "rollouts",
-               "final_eval_progress", "final_eval_success", "path"]
-    return Table("runs", "Runs", columns, rows, [])
+               "final_eval_progress", "final_eval_success", "sandbox_violations", "path"]
+    notes = {"sandbox_violations": "messages from a sandbox that broke the protocol (forged, out of step or "
+                                   "oversized): each ended one skill call or analysis turn and restarted that "
+                                   "sandbox; summary.json has them by train/eval/sleep"}
+    return Table("runs", "Runs", columns, rows, [], notes)
 
 
 def curves_table(groups: list[Group]) -> Table:

@@ -174,6 +174,7 @@ def _call_skill(runner: SkillRunner, call: SkillCall, act: Callable[[str], dict[
     hit = skill_cap_hit(outcome.stopped_by, caps)
     if hit is not None:
         traj.cap_hits[hit] = traj.cap_hits.get(hit, 0) + 1
+    traj.sandbox_violations += "sandbox_violation" in outcome.tree
     return f"{state['text']}\n{outcome_note(call, outcome, len(step.executed), per_call_cap=caps.per_call_cap)}"
 
 

@@ -48,9 +48,10 @@ from speedrunner.core.runtime.speedrun import SpeedrunTracker
 from speedrunner.core.runtime.trajectory import (
     Trajectory,
     episode_path,
-    load_trajectory,
+    load_or_quarantine,
     save_trajectory,
 )
+from speedrunner.core.runtime.trust import count_violations
 from speedrunner.core.sandbox.tiers import sandbox_summary
 from speedrunner.errors import EnvError
 
@@ -201,8 +202,9 @@ class Runner:
         todo = []
         for spec in specs:
             path = episode_path(self.run_dir, spec.split, spec.index, eval_point)
-            if path.exists():
-                results[spec.index] = load_trajectory(path)
+            stored = load_or_quarantine(path) if path.exists() else None  # a corrupt file is moved aside
+            if stored is not None:
+                results[spec.index] = stored
             else:
                 todo.append(spec)
 
@@ -272,6 +274,7 @@ class Runner:
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
                 **skill_metrics.episode_fields(t), **library,
                 "cap_hits": skill_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
+                "sandbox_violations": t.sandbox_violations,
             })
             totals.episodes += 1
             totals.successes += int(t.success)
@@ -313,6 +316,7 @@ class Runner:
                              "progress": t.progress, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
                              "output_tokens": t.usage.output, "cost_usd": t.cost_usd,
                              "stop_reason": t.stop_reason, "cap_hits": skill_hits(t.cap_hits),
+                             "sandbox_violations": t.sandbox_violations,
                              **skill_metrics.episode_fields(t)} for t in trajectories],
             "cap_hits": sum_skill_hits(t.cap_hits for t in trajectories),
             "scripted": any(t.scripted for t in trajectories),
@@ -369,6 +373,7 @@ class Runner:
             "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)),
             "eval_cap_hits": sum_skill_hits(e.get("cap_hits") or {} for e in evals),
             **sandbox_summary(self.skill_support),
+            "sandbox_violations": count_violations(self.run_dir),
         }
         atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary

@@ -2,12 +2,19 @@
 
 Files are written atomically when an episode ends, so an episode file on disk is
 always complete; a resumed run treats its presence as "this episode is done".
+
+Writing and reading never recurse on stored data: ``to_json`` converts iteratively and cuts
+anything nested deeper than ``MAX_STORED_DEPTH`` (call trees come bounded from the sandbox
+already; this is the belt to those braces), and ``load_trajectory`` turns every way a file
+can be broken into ``CorruptTrajectory``, which a resumed run answers by moving the file
+aside (``quarantine``) and playing the episode again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -57,21 +64,29 @@ class Trajectory:
     cap_hits: dict[str, int] = field(default_factory=dict)
     """Skill calls stopped by a per-call cap: ``max_skill_actions`` or ``skill_timeout`` -> count
     (absent: never; each call's tree says ``stopped_by``). Older files have no field: none counted."""
+    sandbox_violations: int = 0
+    """Skill calls that ended because the sandbox broke the protocol (each restarted it)."""
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_plain(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Trajectory:
-        data = dict(data)
-        data["usage"] = Usage(**data["usage"])
-        steps = []
-        for raw in data["steps"]:
-            raw = dict(raw)
-            raw["usage"] = Usage(**raw["usage"])
-            steps.append(ActorStep(**raw))
-        data["steps"] = steps
-        return cls(**data)
+        """Raises ``CorruptTrajectory`` for anything that is not a stored trajectory."""
+        try:
+            data = _known(cls, data)
+            data["usage"] = Usage(**_known(Usage, data.get("usage", {})))
+            steps = []
+            for raw in data.get("steps", []):
+                raw = _known(ActorStep, raw)
+                raw["usage"] = Usage(**_known(Usage, raw.get("usage", {})))
+                if raw.get("skill_call") is not None and not isinstance(raw["skill_call"], dict):
+                    raise TypeError("a skill call tree that is not an object")
+                steps.append(ActorStep(**raw))
+            data["steps"] = steps
+            return cls(**data)
+        except (TypeError, ValueError, AttributeError) as e:
+            raise CorruptTrajectory(f"not a stored trajectory ({type(e).__name__}: {str(e)[:200]})") from None
 
     def summary(self, max_chars: int = 4000) -> str:
         """A compact text rendering for sleep-phase prompts (outcome first, then the turns)."""
@@ -105,6 +120,48 @@ class Trajectory:
         return [a for s in self.steps for a in s.executed]
 
 
+MAX_STORED_DEPTH = 200
+"""Nesting kept when a trajectory is written; deeper parts become a marker string."""
+
+
+class CorruptTrajectory(ValueError):
+    """A stored episode file cannot be read back (torn by a disk fault, edited, or from a bug)."""
+
+
+def _known(cls: type, data: Any) -> dict[str, Any]:
+    """``data``'s keys that are fields of ``cls`` (files of a newer version may carry more)."""
+    if not isinstance(data, dict):
+        raise TypeError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def to_plain(obj: Any, max_depth: int = MAX_STORED_DEPTH) -> Any:
+    """``obj`` (dataclasses, dicts, lists, tuples, scalars) as JSON-able data, without recursion;
+    containers nested deeper than ``max_depth`` are replaced by a marker string."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(obj, root, 0, 0)]  # (value, parent container, key, depth)
+    while stack:
+        value, parent, key, depth = stack.pop()
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        if isinstance(value, dict | list | tuple) and depth >= max_depth:
+            parent[key] = f"[cut: nested deeper than {max_depth} levels]"
+        elif isinstance(value, dict):
+            out: dict[str, Any] = {}
+            parent[key] = out
+            for k, v in value.items():
+                stack.append((v, out, str(k), depth + 1))
+        elif isinstance(value, list | tuple):
+            items: list[Any] = [None] * len(value)
+            parent[key] = items
+            for i, v in enumerate(value):
+                stack.append((v, items, i, depth + 1))
+        else:
+            parent[key] = value
+    return root[0]
+
+
 def episode_path(run_dir: Path, split: str, index: int, eval_point: int | None = None) -> Path:
     if split == "eval":
         return run_dir / "episodes" / "eval" / f"at{eval_point:04d}" / f"{index:04d}.json"
@@ -118,10 +175,41 @@ def save_trajectory(run_dir: Path, trajectory: Trajectory) -> Path:
 
 
 def load_trajectory(path: Path) -> Trajectory:
-    return Trajectory.from_json(json.loads(path.read_text("utf-8")))
+    """The stored episode; ``CorruptTrajectory`` (with the reason) if the file is not one."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (ValueError, RecursionError, MemoryError) as e:  # JSONDecodeError, UnicodeDecodeError
+        raise CorruptTrajectory(f"{path}: not readable JSON ({type(e).__name__})") from None
+    try:
+        return Trajectory.from_json(data)
+    except CorruptTrajectory as e:
+        raise CorruptTrajectory(f"{path}: {e}") from None
+
+
+def quarantine(path: Path, reason: str) -> Path:
+    """Move a corrupt file aside as ``<name>.corrupt`` (never overwriting an earlier one) and say so
+    on stderr; returns where it went. Nothing is deleted: the bytes stay for a post-mortem."""
+    target = path.with_name(path.name + ".corrupt")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt{n}")
+    path.rename(target)
+    print(f"speedrunner: {reason}; moved it to {target.name} and playing the episode again", file=sys.stderr)
+    return target
+
+
+def load_or_quarantine(path: Path) -> Trajectory | None:
+    """The stored episode at ``path``, or ``None`` after moving a corrupt file aside (resume)."""
+    try:
+        return load_trajectory(path)
+    except CorruptTrajectory as e:
+        quarantine(path, str(e))
+        return None
 
 
 def load_experience(run_dir: Path, split: str = "train") -> list[Trajectory]:
     """All stored trajectories of a split, in index order (for sleep-phase analysis code)."""
     root = run_dir / "episodes" / split
     return [load_trajectory(p) for p in sorted(root.rglob("*.json"))]
+

@@ -12,6 +12,11 @@ session with mounts runs there only if the user named that tier.
 State (variables, imported modules) persists between ``run`` calls of one session. A
 timeout or a crash kills the process; the next ``run`` starts a fresh one, and the
 result says that state was lost.
+
+The code may write on the protocol pipe itself. Each ``run`` carries an id its reply must
+echo, the reply is checked (``schema.py``), and anything more arriving after it is a
+protocol violation too: the run ends with an error saying so (``violation``), the process
+is replaced, and ``violations`` counts it. A forged reply never reaches a later ``run``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from pathlib import Path
 
 from speedrunner.core.sandbox.channel import ChannelTimeout
 from speedrunner.core.sandbox.limits import Limits
-from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess
+from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
+from speedrunner.core.sandbox.schema import analysis_message_bytes, check_run_reply
 from speedrunner.core.sandbox.tiers import check_analysis_tier, resolve_tier
 
 PRELOAD = ("argparse", "ast", "base64", "bisect", "collections", "collections.abc", "contextlib", "copy", "csv",
@@ -45,6 +51,8 @@ class AnalysisResult:
     error: str | None
     timed_out: bool
     duration_s: float
+    violation: str | None = None
+    """Set when the sandbox broke the protocol (e.g. the code wrote a reply of its own)."""
 
 
 def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = (),
@@ -74,6 +82,9 @@ class AnalysisSession:
         self.limits = limits
         self._process: SandboxProcess | None = None
         self._closed = False
+        self._request_id = 0
+        self.violations = 0
+        """Protocol violations so far (each ended its run and replaced the process)."""
         self._ensure_process()
 
     @property
@@ -86,7 +97,8 @@ class AnalysisSession:
         if self._process is None or not self._process.alive:
             self._discard()
             self._process = SandboxProcess(self.tier, self.limits, mode="analysis", preload=self.preload,
-                                           read_only=self.mounts)
+                                           read_only=self.mounts,
+                                           max_message_bytes=analysis_message_bytes(self.limits.max_print_chars))
         return self._process
 
     def _discard(self) -> None:
@@ -99,14 +111,24 @@ class AnalysisSession:
         started = time.monotonic()
         deadline = started + timeout_s
         process = self._ensure_process()
+        self._request_id += 1
         try:
-            process.request({"op": "run", "code": code}, deadline)
-            reply = process.receive(deadline)
+            process.request({"op": "run", "id": self._request_id, "code": code}, deadline)
+            stdout, error = check_run_reply(process.receive(deadline), self._request_id, self.limits.max_print_chars)
+            if process.channel is not None and process.channel.pending():
+                raise SandboxViolation("it broke the protocol (more arrived after the reply: the code wrote to "
+                                       "the sandbox's protocol pipe itself)")
         except ChannelTimeout:
             self._discard()
             return AnalysisResult("", f"timed out after {timeout_s:g} s: the session's process was killed; "
                                       "the next run starts a fresh one (variables are lost)",
                                   True, time.monotonic() - started)
+        except SandboxViolation as e:
+            self._discard()
+            self.violations += 1
+            return AnalysisResult("", f"the sandbox {str(e).removeprefix('it ')}; this run's output was discarded "
+                                      "and the session restarted (variables are lost)", False,
+                                  time.monotonic() - started, violation=str(e))
         except SandboxDied as e:
             self._discard()
             return AnalysisResult("", f"{e}\n(the next run starts a fresh process; variables are lost)", False,
@@ -114,9 +136,11 @@ class AnalysisSession:
         except BaseException:
             self._discard()
             raise
-        error = reply.get("error")
-        return AnalysisResult(str(reply.get("stdout", "")), None if error is None else str(error), False,
-                              time.monotonic() - started)
+        return AnalysisResult(stdout, error, False, time.monotonic() - started)
+
+    def restart(self) -> None:
+        """Replace the process (the next ``run`` starts a fresh one; variables are lost)."""
+        self._discard()
 
     def close(self) -> None:
         """Kill the process and remove its scratch directory (idempotent)."""

@@ -71,9 +71,12 @@ class Channel:
     (the child blocks; the parent never does).
     """
 
-    def __init__(self, read_fd: int, write_fd: int, *, nonblocking: bool = False) -> None:
+    def __init__(self, read_fd: int, write_fd: int, *, nonblocking: bool = False,
+                 max_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self.max_bytes = max_bytes
+        """Longest message accepted; the parent lowers it to what its side of the protocol needs."""
         self._buffer = bytearray()
         self._scanned = 0
         if nonblocking:
@@ -113,19 +116,21 @@ class Channel:
             else:
                 if not chunk:
                     raise ChannelClosed("end of stream")
-                if chunk.find(b"\n") == len(chunk) - 1:
+                if chunk.find(b"\n") == len(chunk) - 1 and len(chunk) <= self.max_bytes:
                     return _decode(chunk[:-1])
                 self._buffer += chunk
         while True:
             end = self._buffer.find(b"\n", self._scanned)
+            if end > self.max_bytes:
+                raise ProtocolError(f"a message longer than {self.max_bytes} bytes")
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[:end + 1]
                 self._scanned = 0
                 return _decode(line)
             self._scanned = len(self._buffer)
-            if self._scanned > MAX_MESSAGE_BYTES:
-                raise ProtocolError(f"a message longer than {MAX_MESSAGE_BYTES} bytes")
+            if self._scanned > self.max_bytes:
+                raise ProtocolError(f"a message longer than {self.max_bytes} bytes")
             try:
                 chunk = os.read(self.read_fd, 1 << 16)
             except BlockingIOError:
@@ -136,6 +141,24 @@ class Channel:
             if not chunk:
                 raise ChannelClosed("end of stream")
             self._buffer += chunk
+
+    def pending(self) -> bool:
+        """Whether more has arrived (or the other side hung up) than the messages read so far:
+        after a reply, anything pending was written by someone other than the honest server."""
+        if self._buffer:
+            return True
+        try:
+            ready, _, _ = select.select([self.read_fd], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self.read_fd, 1 << 16)
+        except (BlockingIOError, OSError):
+            return False
+        self._buffer += chunk
+        return bool(chunk)
 
     def close(self) -> None:
         for fd in {self.read_fd, self.write_fd}:

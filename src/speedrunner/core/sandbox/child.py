@@ -7,12 +7,16 @@ imports everything it will need while it can still read the interpreter's files,
 uid 65534 if it started as root, and only then accepts requests that carry untrusted
 code. Requests, one at a time:
 
-- ``{"op": "load", "source", "api_module"}``: load the codebook (restricted, traced);
-- ``{"op": "call", "name", "args", "kwargs", "observation"}``: run a skill; each
-  primitive action is a ``{"act"}`` message answered by the parent before the skill goes on;
-  ends with ``{"result": {"tree", "returned", "error", "stopped_by"}}``;
-- ``{"op": "run", "code"}`` (analysis mode): exec arbitrary code in a persistent
-  namespace; answers ``{"stdout", "error"}``.
+- ``{"op": "load", "id", "source", "api_module"}``: load the codebook (restricted, traced);
+- ``{"op": "call", "id", "name", "args", "kwargs", "observation", "max_actions", "scratch"}``:
+  run a skill; each primitive action is an ``{"act", "id"}`` message answered by the parent
+  before the skill goes on; ends with ``{"id", "result": {"tree", "returned", "error",
+  "stopped_by", "scratch"}}``;
+- ``{"op": "run", "id", "code"}`` (analysis mode): exec arbitrary code in a persistent
+  namespace; answers ``{"id", "stdout", "error"}``.
+
+Every reply echoes the request's ``id``; the parent treats a reply with another id (one
+queued by code that wrote to the pipe itself) as a protocol violation.
 
 The parent's side is ``skills.py`` / ``analysis.py``; this module imports nothing heavy.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import json
 import os
 import resource
 import signal
@@ -30,10 +35,12 @@ from typing import Any
 
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed
 from speedrunner.core.sandbox.tracing import (
+    MAX_ACTION_CHARS,
     PrintSink,
     Recorder,
     Stop,
     check_returned,
+    check_scratch,
     own_traceback,
     traced,
 )
@@ -61,10 +68,11 @@ def main(argv: list[str]) -> None:
         except ChannelClosed:
             os._exit(0)
         reply = server.handle(request)
+        reply["id"] = request.get("id")
         try:
             channel.send(reply)
         except (TypeError, ValueError, RecursionError) as e:  # our bug if it happens; say so rather than die
-            channel.send({"error": f"the sandbox could not encode its reply: {e}"})
+            channel.send({"id": request.get("id"), "error": f"the sandbox could not encode its reply: {e}"})
 
 
 def _die_with_parent(parent: int) -> None:
@@ -160,6 +168,7 @@ class SkillServer:
         self.namespace: dict[str, Any] | None = None
         self.functions: set[str] = set()
         self.recorder: Recorder | None = None
+        self.call_id: Any = None
         self.env_error = EnvError
         server = self
 
@@ -204,7 +213,9 @@ class SkillServer:
         """The ``Transport`` of the call's env: one action to the parent, its reply back."""
         if not isinstance(action, str):
             raise TypeError(f"act() takes an action string, not {type(action).__name__}")
-        self.channel.send({"act": action})
+        if len(action) > MAX_ACTION_CHARS:
+            raise ValueError(f"an action has at most {MAX_ACTION_CHARS} characters, not {len(action)}")
+        self.channel.send({"act": action, "id": self.call_id})
         try:
             reply = self.channel.recv()
         except ChannelClosed:
@@ -212,38 +223,46 @@ class SkillServer:
         rec = self.recorder
         if "stop" in reply:
             raise self.stop(str(reply["stop"]))
+        if rec is not None:  # the parent fills in what it served for action number i
+            rec.action({"i": rec.actions_sent})
+            rec.actions_sent += 1
         if "error" in reply:
-            if rec is not None:
-                rec.action({"action": action, "error": reply["error"]})
             raise self.env_error(reply["error"])
-        if rec is not None:
-            rec.action({"action": action, "text": reply["text"], "done": reply["done"]})
         return reply
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         name = request["name"]
         observation = request["observation"]
+        self.call_id = request.get("id")
         rec = self.recorder = Recorder(self.max_print_chars, self.env_type)
         returned: Any = None
         error: str | None = None
+        given = request.get("scratch") or {}
+        env = None
         try:
             if self.namespace is None:
                 raise RuntimeError("no codebook is loaded")
             if name not in self.functions:
                 raise LookupError(f"no skill named {name!r} in the codebook")
             env = self.env_type(self.send, observation["text"], observation["structured"],
-                                bool(observation.get("done")))
+                                bool(observation.get("done")), actions_left=request.get("max_actions"),
+                                scratch=json.loads(json.dumps(given)))
             with _Capture(rec.write):
                 value = self.namespace[name](env, *request["args"], **request["kwargs"])
             returned, error = check_returned(value)
-            if rec.root is not None:
-                rec.root["returned"] = returned
         except Stop:
             pass
         except BaseException as e:  # SystemExit, KeyboardInterrupt and MemoryError included: we go on
             error = own_traceback(e)
         finally:
             self.recorder = None
+        scratch = given
+        if env is not None:
+            kept, scratch_error = check_scratch(getattr(env, "scratch", None))
+            if scratch_error is None:
+                scratch = kept
+            else:
+                error = error or scratch_error
         tree = rec.finish()
         if tree["name"] == "?":
             tree.update(name=name, args=request["args"], kwargs=request["kwargs"])
@@ -251,7 +270,8 @@ class SkillServer:
             tree["error"] = error
         stopped_by = rec.stopped or ("error" if error is not None else "returned")
         tree["stopped_by"] = stopped_by
-        return {"tree": tree, "returned": returned, "error": error, "stopped_by": stopped_by}
+        return {"tree": tree, "returned": returned, "error": error, "stopped_by": stopped_by,
+                "scratch": scratch}
 
 
 class AnalysisServer:

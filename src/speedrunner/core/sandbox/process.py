@@ -55,6 +55,10 @@ class SandboxDied(Exception):
     """The child ended (or broke the protocol) in the middle of a request."""
 
 
+class SandboxViolation(SandboxDied):
+    """The child sent something an honest child never sends (see ``schema.py``): counted."""
+
+
 def child_env(scratch: Path) -> dict[str, str]:
     """The child's whole environment: nothing inherited but the locale."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch),
@@ -86,7 +90,8 @@ class SandboxProcess:
     """A started child, ready for requests; ``kill()`` ends it and everything it started."""
 
     def __init__(self, tier: str, limits: Limits, *, mode: str, preload: Sequence[str] = (),
-                 read_only: Sequence[Path] = (), startup_timeout_s: float = 60.0) -> None:
+                 read_only: Sequence[Path] = (), startup_timeout_s: float = 60.0,
+                 max_message_bytes: int | None = None) -> None:
         self.tier = tier
         self.limits = limits
         self.scratch = Path(tempfile.mkdtemp(prefix="speedrunner-sandbox-"))
@@ -108,6 +113,8 @@ class SandboxProcess:
             if drop is not None:
                 os.chown(self.scratch, drop, drop)
             self._start(mode, [*CHILD_BASE_MODULES, *preload], read_only, drop, startup_timeout_s)
+            if max_message_bytes is not None and self.channel is not None:
+                self.channel.max_bytes = max_message_bytes
         except BaseException:
             self.kill()
             raise
@@ -202,7 +209,7 @@ class SandboxProcess:
         except ChannelClosed:
             raise SandboxDied(self.describe_exit()) from None
         except ProtocolError as e:
-            raise SandboxDied(f"it broke the protocol ({e})") from None
+            raise SandboxViolation(f"it broke the protocol ({e})") from None
 
     def describe_exit(self) -> str:
         """Why the child is gone, for the author: exit status or signal, and its last stderr."""

@@ -12,16 +12,28 @@ should never need, before it gets as far as the process boundary:
 - no ``open``, ``eval``, ``exec``, ``compile``, ``globals``, ``vars``, ``breakpoint``,
   ``input``, ``exit``; ``getattr`` and friends refuse dunder names;
 - no dunder attribute access (``x.__class__.__subclasses__()`` is the classic escape),
-  nor frame and code attributes (``f_globals``, ``gi_frame``...): a function that uses
-  them is replaced by one that raises ``SkillCodeError``; module-level code that does
-  fails the load.
+  no private attribute (``ForwardRef._evaluate`` runs ``eval`` with the real builtins;
+  only namedtuple's ``_asdict``/``_replace``/``_fields``/``_make`` are allowed), nor frame
+  and code attributes (``f_globals``, ``gi_frame``...): a function that uses them is
+  replaced by one that raises ``SkillCodeError``; module-level code that does fails the load;
+- no way to have the interpreter read or write a dunder attribute on the code's behalf:
+  ``functools.update_wrapper``/``wraps`` take only the default attribute names and a
+  function to copy from; ``dataclasses.make_dataclass`` takes no ``namespace``, ``bases``
+  or ``decorator`` and no field named with a leading underscore; a class (``class``
+  statement or ``type(name, bases, dict)``) may define only the ordinary dunder methods
+  (``__init__``, ``__eq__``, ...), never hooks such as ``__setattr__``, ``__getattribute__``
+  or ``__set_name__``, nor take a metaclass. ``make_dataclass(namespace={"__setattr__": f})``
+  plus ``update_wrapper(obj, target, assigned=(name,))`` read any dunder attribute before.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
+import functools
 import importlib
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -32,13 +44,19 @@ CODEBOOK_FILENAME = "codebook.py"
 
 ALLOWED_MODULES = ("re", "math", "itertools", "collections", "collections.abc", "functools",
                    "dataclasses", "typing")
-_HIDDEN_NAMES = {"typing": {"get_type_hints", "ForwardRef"},
+_HIDDEN_NAMES = {"typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
                  "functools": {"singledispatch", "singledispatchmethod"}}
 """Public names that evaluate strings as code (annotations), which would bypass the checks."""
 _ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__qualname__", "__init__", "__post_init__", "__len__",
                               "__iter__", "__next__", "__repr__", "__str__", "__eq__", "__hash__", "__lt__",
                               "__le__", "__gt__", "__ge__", "__contains__", "__getitem__", "__enter__",
                               "__exit__"})
+_ALLOWED_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_field_defaults", "_make"})
+"""Private-looking attributes that are public API (namedtuple's)."""
+_CLASS_DUNDERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
+                            "__slots__", "__match_args__", "__orig_bases__", "__parameters__", "__static_attributes__", "__firstlineno__",
+                            "__abstractmethods__", "_abc_impl"})
+"""Entries Python itself puts in a class's namespace."""
 _BLOCKED_ATTRIBUTES = frozenset({
     "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "gi_frame", "gi_code",
     "cr_frame", "cr_code", "ag_frame", "ag_code", "co_code", "mro", "format_map"})
@@ -49,6 +67,53 @@ _BLOCKED_BUILTINS = frozenset({
 
 class SkillCodeError(Exception):
     """Skill code used something skills may not use; the message says what and where."""
+
+
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_READ_ONLY = ("module constants are read-only: keep state between calls of one episode in env.scratch "
+              "(a dict of JSON values that survives a sandbox restart)")
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise TypeError(_READ_ONLY)
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A module constant's list: reads like a list, refuses every change."""
+
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A module constant's dict: reads like a dict, refuses every change."""
+
+    pop = popitem = clear = update = setdefault = _refuse
+    __setitem__ = __delitem__ = __ior__ = _refuse
+
+
+class FrozenSet(set):  # type: ignore[type-arg]
+    """A module constant's set: reads like a set, refuses every change."""
+
+    add = discard = remove = pop = clear = update = _refuse
+    difference_update = intersection_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+
+def frozen(value: Any, depth: int = 0) -> Any:
+    """``value`` with every list, dict and set in it replaced by a read-only one (the rule that
+    module constants hold no state; ``env.scratch`` is where state goes)."""
+    if depth > 50:
+        return value
+    if isinstance(value, dict):
+        return FrozenDict({k: frozen(v, depth + 1) for k, v in value.items()})
+    if isinstance(value, list):
+        return FrozenList(frozen(v, depth + 1) for v in value)
+    if isinstance(value, tuple):
+        return tuple(frozen(v, depth + 1) for v in value)
+    if isinstance(value, set):
+        return FrozenSet(value)
+    return value
 
 
 def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[str]]:
@@ -86,6 +151,9 @@ def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[st
     sys.modules["codebook"] = module
     namespace = module.__dict__
     exec(compile(tree, CODEBOOK_FILENAME, "exec"), namespace)
+    for name, value in list(namespace.items()):
+        if _CONSTANT.match(name):
+            namespace[name] = frozen(value)
     for name, problems in refused.items():
         namespace[name] = _refusing(name, problems)
     functions = [name for name, value in namespace.items()
@@ -98,6 +166,8 @@ def safe_builtins(api_module: str) -> dict[str, Any]:
     """The builtins skill code sees: the usual ones minus file, eval and introspection escapes."""
     names = {k: v for k, v in vars(builtins).items() if k not in _BLOCKED_BUILTINS}
     names["__import__"] = _importer(api_module)
+    names["__build_class__"] = _build_class
+    names["type"] = GuardedType
     names["getattr"] = _guarded(getattr)
     names["hasattr"] = _guarded(hasattr)
     names["setattr"] = _guarded(setattr)
@@ -115,13 +185,115 @@ def _problems(nodes: list[Any]) -> list[str]:
                 found.append(f"line {node.lineno}: name {node.id!r} is not allowed in skill code")
             elif isinstance(node, ast.ImportFrom) and node.level:
                 found.append(f"line {node.lineno}: relative imports are not allowed in skill code")
+            elif (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("__")
+                  and node.name.endswith("__") and node.name not in _ALLOWED_DUNDERS):
+                found.append(f"line {node.lineno}: a method named {node.name!r} is not allowed in skill code")
     return found
 
 
 def _attribute_allowed(name: str) -> bool:
     if name.startswith("__") and name.endswith("__"):
         return name in _ALLOWED_DUNDERS
+    if name.startswith("_"):
+        return name in _ALLOWED_PRIVATE
     return name not in _BLOCKED_ATTRIBUTES
+
+
+def _check_class(name: Any, bases: tuple[Any, ...], namespace: Any, metaclass: Any = None) -> None:
+    """Refuse a class that could hook attribute access or creation (see the module docstring)."""
+    if metaclass is not None:
+        raise SkillCodeError(f"class {name!r}: a metaclass is not allowed in skill code")
+    for base in bases:
+        if isinstance(base, type) and issubclass(base, type):
+            raise SkillCodeError(f"class {name!r}: deriving from {base.__name__} (a metaclass) is not allowed")
+    for key in list(namespace):
+        if not isinstance(key, str):
+            raise SkillCodeError(f"class {name!r}: a non-string attribute name is not allowed")
+        if (key.startswith("__") or key.endswith("__")) and key not in _ALLOWED_DUNDERS | _CLASS_DUNDERS:
+            raise SkillCodeError(f"class {name!r}: defining {key!r} is not allowed in skill code (only "
+                                 f"{', '.join(sorted(_ALLOWED_DUNDERS))})")
+
+
+def _build_class(func: Any, name: Any, *bases: Any, **kwargs: Any) -> Any:
+    """``__build_class__`` for skill code: the ``class`` statement, checked (``_check_class``)."""
+    _check_class(name, bases, {}, kwargs.pop("metaclass", None))
+    cls = builtins.__build_class__(func, name, *bases, **kwargs)
+    _check_class(name, (), dict(vars(cls)))
+    return cls
+
+
+class _TypeMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, type)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return sub is cls or (isinstance(sub, type) and issubclass(sub, type))
+
+
+class GuardedType(metaclass=_TypeMeta):
+    """``type`` in skill code: ``type(x)`` as usual (a metaclass answer is this class again, so
+    the real ``type`` never reaches skill code), ``type(name, bases, dict)`` checked."""
+
+    def __new__(cls, *args: Any) -> Any:  # noqa: D102
+        if len(args) == 1:
+            kind = type(args[0])
+            return GuardedType if issubclass(kind, type) else kind
+        if len(args) != 3:
+            raise TypeError("type() takes 1 or 3 arguments")
+        name, bases, namespace = args
+        if not isinstance(namespace, dict) or not isinstance(bases, tuple):
+            raise TypeError("type(name, bases, dict): bases must be a tuple and dict a dict")
+        _check_class(name, bases, namespace)
+        return type(name, bases, dict(namespace))
+
+
+_WRAPPER_NAMES = frozenset(functools.WRAPPER_ASSIGNMENTS) | frozenset(functools.WRAPPER_UPDATES)
+
+
+def _check_wrapper_names(assigned: Any, updated: Any, wrapped: Any) -> None:
+    for names in (assigned, updated):
+        if isinstance(names, str) or not all(isinstance(n, str) and n in _WRAPPER_NAMES for n in names):
+            raise SkillCodeError(f"functools.update_wrapper/wraps take only the attribute names of "
+                                 f"WRAPPER_ASSIGNMENTS and WRAPPER_UPDATES ({', '.join(sorted(_WRAPPER_NAMES))})")
+    if isinstance(wrapped, type | types.ModuleType) or not callable(wrapped):
+        raise SkillCodeError("functools.update_wrapper/wraps copy from a function only, not from "
+                             f"{type(wrapped).__name__!r} objects")
+
+
+def _update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
+                    updated: Any = functools.WRAPPER_UPDATES) -> Any:
+    _check_wrapper_names(assigned, updated, wrapped)
+    if isinstance(wrapper, type | types.ModuleType):
+        raise SkillCodeError("functools.update_wrapper updates a function only")
+    return functools.update_wrapper(wrapper, wrapped, tuple(assigned), tuple(updated))
+
+
+def _wraps(wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
+           updated: Any = functools.WRAPPER_UPDATES) -> Any:
+    _check_wrapper_names(assigned, updated, wrapped)
+    return functools.partial(_update_wrapper, wrapped=wrapped, assigned=tuple(assigned), updated=tuple(updated))
+
+
+_MAKE_DATACLASS_OPTIONS = frozenset({"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args",
+                                     "kw_only", "slots", "weakref_slot"})
+
+
+def _make_dataclass(cls_name: Any, fields: Any, **options: Any) -> Any:
+    refused = sorted(set(options) - _MAKE_DATACLASS_OPTIONS)
+    if refused:
+        raise SkillCodeError(f"dataclasses.make_dataclass(..., {refused[0]}=...) is not allowed in skill code")
+    fields = list(fields)
+    for item in fields:
+        name = item if isinstance(item, str) else (item[0] if isinstance(item, tuple | list) and item else None)
+        if not isinstance(name, str) or name.startswith("_"):
+            raise SkillCodeError(f"dataclasses.make_dataclass: field {name!r} is not allowed (a field name may "
+                                 "not start with an underscore)")
+    return dataclasses.make_dataclass(cls_name, fields, **options)
+
+
+_GUARDED = {"functools": {"update_wrapper": _update_wrapper, "wraps": _wraps},
+            "dataclasses": {"make_dataclass": _make_dataclass}}
+"""Members of allowed modules replaced by checked versions (they read or write attributes by name)."""
 
 
 def _refusing(name: str, problems: list[str]) -> Callable[..., Any]:
@@ -178,7 +350,7 @@ def _public_view(module: types.ModuleType, hidden: set[str]) -> types.ModuleType
         value = getattr(module, name, None)
         if name in hidden or name.startswith("_") or isinstance(value, types.ModuleType):
             continue
-        setattr(view, name, value)
+        setattr(view, name, _GUARDED.get(module.__name__, {}).get(name, value))
     return view
 
 

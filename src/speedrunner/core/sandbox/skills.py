@@ -10,6 +10,10 @@ actions as it goes. The runner alone decides when a call ends early:
   that reaches ``step`` counts, a refused one too (a skill retrying a refused action in a
   loop is stopped by the cap, not only by the clock);
 - ``episode_done``: same, for an ``act`` after the episode ended;
+- a protocol violation (``schema.py``: a message of the wrong shape or size, a reply to
+  another request, a tree that does not account for exactly the served actions): the call
+  ends as an error built from the served actions (``sandbox_violation`` in its tree), the
+  process is killed and ``violations`` counts it;
 - ``timeout``: wall clock. The process group is killed (a skill stuck in C code or a loop
   cannot be unwound); the tree is rebuilt from the actions the parent served, and the next
   call transparently starts a fresh process (reloading the codebook).
@@ -31,11 +35,20 @@ from typing import Any
 from speedrunner.core.runtime.skill_call import SkillCall, SkillOutcome, Skills
 from speedrunner.core.sandbox.channel import ChannelTimeout
 from speedrunner.core.sandbox.limits import Limits
-from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess
+from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
 from speedrunner.core.sandbox.restrict import ALLOWED_MODULES
+from speedrunner.core.sandbox.schema import (
+    SKILL_MESSAGE_BYTES,
+    check_act,
+    check_load_reply,
+    check_result,
+    reconcile,
+)
 from speedrunner.core.sandbox.tiers import resolve_tier
 
-MAX_ACTION_CHARS = 10_000
+MAX_EPISODE_TREE_CHARS = 2_000_000
+"""Annotations (the child's tree around the served actions) one episode keeps in all; past it,
+a call is stored as its served actions only. Bounds the parent's memory under a flood of trees."""
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -54,6 +67,13 @@ class SandboxSkillRunner:
         self.tier = tier
         self.limits = limits
         self.processes_started = 0
+        self.violations = 0
+        """Protocol violations so far (each ended its call and restarted the sandbox)."""
+        self.episode_scratch: dict[str, Any] = {}
+        """The authoritative ``env.scratch`` of the episode: sent with every call, replaced by what
+        a call that ended cleanly left (checked), kept across sandbox restarts."""
+        self.tree_chars = 0
+        self._request_id = 0
         self._process: SandboxProcess | None = None
         self._load_error: str | None = None
         self._loaded = False
@@ -74,12 +94,17 @@ class SandboxSkillRunner:
             raise RuntimeError("the skill runner is closed")
         if self._process is None or not self._process.alive:
             self._discard_process()
-            self._process = SandboxProcess(self.tier, self.limits, mode="skills",
-                                           preload=[*ALLOWED_MODULES, self.skills.api_module])
+            self._process = self._start_process()
             self.processes_started += 1
             self._loaded = False
             self._load_error = None
         return self._process
+
+    def _start_process(self) -> SandboxProcess:
+        """A fresh skill child (tests replace it by one running hostile code, to check that the
+        parent holds even when the restricted layer has been left)."""
+        return SandboxProcess(self.tier, self.limits, mode="skills", preload=[*ALLOWED_MODULES, self.skills.api_module],
+                              max_message_bytes=SKILL_MESSAGE_BYTES)
 
     def _discard_process(self) -> None:
         if self._process is not None:
@@ -98,20 +123,27 @@ class SandboxSkillRunner:
         served: list[dict[str, Any]] = []
         try:
             if not self._loaded:
-                process.request({"op": "load", "source": self.skills.source, "api_module": self.skills.api_module},
-                                deadline)
-                reply = process.receive(deadline)
+                request_id = self._next_id()
+                process.request({"op": "load", "id": request_id, "source": self.skills.source,
+                                 "api_module": self.skills.api_module}, deadline)
+                self._load_error = check_load_reply(process.receive(deadline), request_id)
                 self._loaded = True
-                self._load_error = None if reply.get("loaded") else str(reply.get("error", "the codebook did not load"))
             if self._load_error is not None:
                 return _failed(call, self._load_error)
-            process.request({"op": "call", "name": call.name, "args": list(call.args), "kwargs": dict(call.kwargs),
+            call_id = self._next_id()
+            process.request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
+                             "kwargs": dict(call.kwargs), "max_actions": max_actions, "scratch": self.episode_scratch,
                              "observation": {"text": observation["text"], "structured": observation["structured"],
                                              "done": bool(observation.get("done"))}}, deadline)
-            return self._serve(process, call, step, bool(observation.get("done")), max_actions, deadline, served)
+            return self._serve(process, call, call_id, step, bool(observation.get("done")), max_actions, deadline,
+                               served)
         except ChannelTimeout:
             self._discard_process()
             return _timed_out(call, served, timeout_s)
+        except SandboxViolation as e:
+            self._discard_process()
+            self.violations += 1
+            return _violated(call, served, str(e))
         except SandboxDied as e:
             self._discard_process()
             return _failed(call, f"{e}\n(the sandbox process is restarted for the next call)", served)
@@ -119,37 +151,46 @@ class SandboxSkillRunner:
             self._discard_process()
             raise
 
-    def _serve(self, process: SandboxProcess, call: SkillCall, step: Callable[[str], dict[str, Any]], done: bool,
-               max_actions: int, deadline: float, served: list[dict[str, Any]]) -> SkillOutcome:
+    def _next_id(self) -> int:
+        self._request_id += 1
+        return self._request_id
+
+    def _serve(self, process: SandboxProcess, call: SkillCall, call_id: int, step: Callable[[str], dict[str, Any]],
+               done: bool, max_actions: int, deadline: float, served: list[dict[str, Any]]) -> SkillOutcome:
         stop: str | None = None
         while True:
             if time.monotonic() >= deadline:  # a child that never waits would never see the deadline
                 raise ChannelTimeout("deadline passed")
             message = process.receive(deadline)
             if "act" in message:
-                action = message["act"]
+                action = check_act(message, call_id)
                 if stop is None and done:
                     stop = "episode_done"
                 elif stop is None and len(served) >= max_actions:
                     stop = "max_actions"
                 if stop is not None:
                     reply: dict[str, Any] = {"stop": stop}
-                elif not isinstance(action, str) or len(action) > MAX_ACTION_CHARS:
-                    reply = {"error": f"an action must be a string of at most {MAX_ACTION_CHARS} characters"}
                 else:
                     reply = step(action)
                     if "error" in reply:
-                        served.append({"action": action, "error": reply["error"]})
+                        served.append({"action": action, "error": str(reply["error"])})
                         reply = {"error": str(reply["error"])}
                     else:
                         served.append({"action": action, "text": reply["text"], "done": bool(reply["done"])})
                         reply = {"text": reply["text"], "structured": reply["structured"], "done": bool(reply["done"])}
                         done = reply["done"]
                 process.request(reply, deadline)
-            elif isinstance(message.get("result"), dict):
-                return _outcome(call, message["result"], stop)
-            else:
-                raise SandboxDied(f"it broke the protocol (unexpected message {sorted(message)[:3]})")
+                continue
+            result, annotations = check_result(message, call_id, self.limits.max_print_chars)
+            if process.channel is not None and process.channel.pending():
+                raise SandboxViolation("it broke the protocol (more arrived after the call's result: code in the "
+                                       "sandbox wrote to the protocol pipe itself)")
+            tree = reconcile(result["tree"], served)
+            self.episode_scratch = result.get("scratch", {})
+            self.tree_chars += annotations
+            if stop is None and done and result["stopped_by"] == "episode_done":  # the child saw it end too
+                stop = "episode_done"
+            return _outcome(call, tree, result, stop, served, self.tree_chars <= MAX_EPISODE_TREE_CHARS)
 
     def close(self) -> None:
         """Kill the sandbox process and remove its scratch directory (idempotent)."""
@@ -167,17 +208,30 @@ class SandboxSkillRunner:
             self.close()
 
 
-def _outcome(call: SkillCall, result: dict[str, Any], stop: str | None) -> SkillOutcome:
-    tree = result.get("tree") if isinstance(result.get("tree"), dict) else _tree(call, [])
+def _outcome(call: SkillCall, tree: dict[str, Any], result: dict[str, Any], stop: str | None,
+             served: list[dict[str, Any]], keep_annotations: bool) -> SkillOutcome:
     error = result.get("error")
-    stopped_by = result.get("stopped_by")
+    stopped_by = result["stopped_by"]
     if stop is not None:  # the parent's word on why the call stopped wins over the child's
         stopped_by = stop
-    if stopped_by not in ("returned", "error", "max_actions", "episode_done"):
+    elif stopped_by in ("max_actions", "episode_done"):  # the parent never said so
         stopped_by = "error" if error is not None else "returned"
+    if not keep_annotations:
+        tree = _tree(call, served, tree.get("error"))
+        tree["annotations_dropped"] = (f"the episode's call trees passed {MAX_EPISODE_TREE_CHARS} characters: "
+                                       "this call keeps only the actions the parent served")
+    tree["name"], tree["args"], tree["kwargs"] = call.name, list(call.args), dict(call.kwargs)
     tree["stopped_by"] = stopped_by
-    return SkillOutcome(tree, returned=result.get("returned"), error=None if error is None else str(error),
-                        stopped_by=stopped_by)
+    return SkillOutcome(tree, returned=result.get("returned"), error=error, stopped_by=stopped_by)
+
+
+def _violated(call: SkillCall, served: list[dict[str, Any]], message: str) -> SkillOutcome:
+    """A protocol violation: the call ends as an error built from what the parent served."""
+    error = f"the skill's sandbox {message.removeprefix('it ')}; the call was ended and the sandbox restarted"
+    tree = _tree(call, served, error)
+    tree["stopped_by"] = "error"
+    tree["sandbox_violation"] = message
+    return SkillOutcome(tree, error=error, stopped_by="error")
 
 
 def _tree(call: SkillCall, served: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:

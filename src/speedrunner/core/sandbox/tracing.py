@@ -5,6 +5,13 @@ Every codebook function is wrapped, so a skill calling another (``go_to`` inside
 running call; prints land in the call that printed them, under one character budget per
 top-level call. Everything recorded is JSON-able (values that are not become their
 ``repr``), because the tree crosses the pipe and is stored in the trajectory.
+
+The tree is bounded here, before it is sent: nodes, depth, each recorded value
+(``MAX_VALUE_CHARS`` of JSON) and the whole tree (``MAX_TREE_CHARS`` as measured by
+``value_cost``; prints have their own budget). The parent applies the same measure to what
+it receives (``schema.py``), so an honest child never trips it and a forged tree does. An
+action is recorded as its index among the call's actions and its text only: the parent
+fills in what it served.
 """
 
 from __future__ import annotations
@@ -26,6 +33,18 @@ MAX_REPR = 500
 MAX_ITEMS = 100
 MAX_ERROR_CHARS = 4000
 MAX_RETURN_BYTES = 1_000_000
+MAX_VALUE_DEPTH = 100
+"""Nesting of a returned value (the parent refuses deeper JSON)."""
+MAX_VALUE_CHARS = 2_000
+"""JSON characters of one recorded argument or return value; a longer one becomes a short ``repr``."""
+MAX_TREE_CHARS = 200_000
+"""``value_cost`` of a whole tree (arguments, return values, errors; prints apart); past it,
+values are replaced by a marker and further calls are not recorded."""
+NODE_COST = 64
+"""What one node costs against ``MAX_TREE_CHARS`` besides its values."""
+MAX_ACTION_CHARS = 10_000
+"""Longest action string a skill may send; a longer one is refused in the child."""
+OVER_BUDGET = "[not recorded: the call tree's size budget is used up]"
 
 
 class Stop(BaseException):  # noqa: N818 - a control-flow signal, not an error
@@ -55,15 +74,42 @@ class Recorder:
         self.print_budget = max_print_chars
         self.prints_dropped = 0
         self.stopped: str | None = None
+        self.actions_sent = 0
+        self.tree_budget = MAX_TREE_CHARS
         self._env_type = env_type
 
+    def value(self, value: Any) -> Any:
+        """``value`` as it is recorded: bounded JSON, charged to the tree's budget."""
+        shown = jsonable(value)
+        cost = value_cost(shown)
+        if cost > MAX_VALUE_CHARS:
+            shown = _repr(value)[:MAX_REPR]
+            cost = value_cost(shown)
+        if cost > self.tree_budget:
+            shown = OVER_BUDGET
+            cost = value_cost(shown)
+        self.tree_budget -= cost
+        return shown
+
+    def error_text(self, text: str) -> str:
+        """An error line charged to the budget (cut short once it is used up)."""
+        if value_cost(text) > self.tree_budget:
+            text = text[:200]
+        self.tree_budget -= value_cost(text)
+        return text
+
     def enter(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-        if self.nodes >= MAX_NODES or len(self.stack) >= MAX_DEPTH:
+        if (self.nodes >= MAX_NODES or len(self.stack) >= MAX_DEPTH
+                or self.tree_budget < NODE_COST + 4 * value_cost(OVER_BUDGET)):
             self.calls_dropped += 1
             self.stack.append(None)
             return None
-        shown = [jsonable(a) for a in args if not isinstance(a, self._env_type)]
-        node = new_node(name, shown, {k: jsonable(v) for k, v in kwargs.items()})
+        self.tree_budget -= NODE_COST + value_cost(name)
+        shown = self.value([a for a in args if not isinstance(a, self._env_type)])
+        node = new_node(name, shown if isinstance(shown, list) else [shown],
+                        self.value({k: v for k, v in kwargs.items()}) if kwargs else {})
+        if not isinstance(node["kwargs"], dict):
+            node["kwargs"] = {"...": node["kwargs"]}
         self.nodes += 1
         parent = self.innermost()
         if parent is None:
@@ -111,10 +157,12 @@ class Recorder:
         return root
 
 
-def _join_prints(node: dict[str, Any]) -> None:
-    node["prints"] = "".join(node["prints"])
-    for child in node["calls"]:
-        _join_prints(child)
+def _join_prints(root: dict[str, Any]) -> None:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        node["prints"] = "".join(node["prints"])
+        stack.extend(node["calls"])
 
 
 class PrintSink:
@@ -151,15 +199,15 @@ def traced(fn: Callable[..., Any], recorder: Callable[[], Recorder | None]) -> C
             value = fn(*args, **kwargs)
         except Stop as e:
             if node is not None:
-                node["error"] = f"stopped ({e.reason})"
+                node["error"] = rec.error_text(f"stopped ({e.reason})")
             raise
         except BaseException as e:
             if node is not None and node["error"] is None:
-                node["error"] = exception_line(e)
+                node["error"] = rec.error_text(exception_line(e))
             raise
         else:
             if node is not None:
-                node["returned"] = jsonable(value)
+                node["returned"] = rec.value(value)
             return value
         finally:
             rec.leave()
@@ -185,6 +233,15 @@ def jsonable(value: Any, depth: int = 0) -> Any:
     return _repr(value)
 
 
+def value_cost(value: Any) -> int:
+    """Characters of ``value`` as compact ASCII JSON: the one measure of a tree's size, in the
+    child (to stay inside the budget) and in the parent (to check it)."""
+    return len(_compact(value))
+
+
+_compact = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
+
+
 def _repr(value: Any) -> str:
     try:
         text = repr(value)
@@ -197,6 +254,8 @@ def check_returned(value: Any) -> tuple[Any, str | None]:
     """``(value, None)`` if ``value`` can be sent back as JSON, else ``(None, error message)``."""
     try:
         encoded = json.dumps(value, allow_nan=False)
+        if _depth_over(value, MAX_VALUE_DEPTH):
+            raise ValueError(f"nested deeper than {MAX_VALUE_DEPTH} levels")
     except (TypeError, ValueError, RecursionError) as e:
         kind = type(value).__name__
         detail = "" if isinstance(e, TypeError) else f" ({e})"
@@ -205,6 +264,38 @@ def check_returned(value: Any) -> tuple[Any, str | None]:
     if len(encoded) > MAX_RETURN_BYTES:
         return None, (f"the skill returned {len(encoded)} characters of JSON; the limit is {MAX_RETURN_BYTES}")
     return json.loads(encoded), None  # what the parent will see (tuples are lists)
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+MAX_SCRATCH_CHARS = 64_000
+"""``value_cost`` of ``env.scratch``, the per-episode state a skill may keep between calls."""
+
+
+def check_scratch(value: Any) -> tuple[dict[str, Any], str | None]:
+    """``(scratch, None)`` if ``value`` may be kept as ``env.scratch``, else ``({}, error message)``."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return {}, (f"env.scratch must stay a dict with string keys, not {type(value).__name__}; "
+                    "the scratch of the call before was kept")
+    kept, error = check_returned(value)
+    if error is not None:
+        return {}, "env.scratch " + error.split("the skill returned ", 1)[-1] + "; the scratch of the call before was kept"
+    cost = value_cost(kept)
+    if cost > MAX_SCRATCH_CHARS:
+        return {}, (f"env.scratch holds {cost} characters of JSON, more than {MAX_SCRATCH_CHARS}; "
+                    "the scratch of the call before was kept")
+    return kept, None
 
 
 def exception_line(e: BaseException) -> str:

@@ -46,7 +46,12 @@ from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.caps import count_caps, rejected_caps
-from speedrunner.core.runtime.trajectory import Trajectory, episode_path, load_trajectory
+from speedrunner.core.runtime.trajectory import (
+    CorruptTrajectory,
+    Trajectory,
+    episode_path,
+    load_trajectory,
+)
 from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
 from speedrunner.core.sandbox.tiers import isolation_note
 from speedrunner.methods.wake_sleep.codebook_knowledge import (
@@ -131,6 +136,8 @@ class _Phase:
         self.ran_code = 0
         self.reading = FormatTally("inducer")
         self.capped: list[str] = []  # the library cap behind each edit it rejected (one per cap)
+        self.violations = 0
+        """Analysis turns that ended in a sandbox protocol violation (recorded in sleep.json)."""
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
@@ -173,6 +180,7 @@ class _Phase:
             f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
             "cap_hits": count_caps(self.capped),
+            "sandbox_violations": self.violations,
             "analysis_tier": self.session.tier if self.session is not None else None,
             "isolation": isolation_note(self.session.tier if self.session is not None else None),
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
@@ -249,10 +257,18 @@ class _Phase:
                              codebook=str(self.m.run_dir / "codebook"), upto=self.upto,
                              helpers=", ".join(analysis_helper_names()))
         prepared = self.session.run(setup, timeout)  # again each time: a timeout restarts the process
+        notes = []
         if prepared.error is not None and not prepared.timed_out:
-            raise RuntimeError(f"the analysis session could not load the experience helper:\n{prepared.error}")
+            # Earlier code broke the session (or its pipe): a fresh process, then the setup must work.
+            self.violations += prepared.violation is not None
+            self.session.restart()
+            notes.append("(earlier code left the session broken; it was restarted and variables are lost)")
+            prepared = self.session.run(setup, timeout)
+            if prepared.error is not None and not prepared.timed_out:
+                raise RuntimeError(f"the analysis session could not load the experience helper:\n{prepared.error}")
         result = self.session.run(code, timeout)
-        parts = [result.stdout.rstrip("\n")] if result.stdout else []
+        self.violations += result.violation is not None
+        parts = notes + ([result.stdout.rstrip("\n")] if result.stdout else [])
         if result.error is not None:
             parts.append(("Timed out: " if result.timed_out else "Error:\n") + result.error.rstrip())
         return "\n".join(parts) or "(no output)"
@@ -282,7 +298,10 @@ class _Phase:
         path = episode_path(self.m.run_dir, "train", int(index))
         if not path.exists():
             return f"No training episode {index!r} is stored"
-        return load_trajectory(path)
+        try:
+            return load_trajectory(path)
+        except CorruptTrajectory as e:
+            return f"Training episode {index} cannot be read: {e}"
 
     def _view_function(self, name: str) -> str:
         try:

@@ -1,0 +1,220 @@
+"""What the parent accepts from a sandbox child: every message checked before it is believed.
+
+The child runs code that may have left the restricted layer and may write anything on the
+protocol pipe. So every message is checked against the shape an honest child sends, with
+caps on size, depth and count (the same caps the child applies to itself in
+``tracing.py``, so an honest child never trips them), and every reply must echo the id of
+the request it answers: a reply queued earlier, or forged next to the real one, does not.
+
+A skill call's record is the parent's: the actions it served, in order, with the
+observations it produced. The child's call tree only says which (recorded) call each of
+those actions happened in; ``reconcile`` accepts it only if it accounts for exactly the
+served actions, and then copies the served records into it. Anything else raises
+``SandboxViolation``: the caller ends the call or analysis turn as an error, restarts the
+sandbox and counts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from speedrunner.core.sandbox.process import SandboxViolation
+from speedrunner.core.sandbox.tracing import (
+    MAX_ACTION_CHARS,
+    MAX_DEPTH,
+    MAX_ERROR_CHARS,
+    MAX_NODES,
+    MAX_RETURN_BYTES,
+    MAX_SCRATCH_CHARS,
+    MAX_TREE_CHARS,
+    MAX_VALUE_CHARS,
+    MAX_VALUE_DEPTH,
+    NODE_COST,
+    value_cost,
+)
+
+__all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "check_act", "check_id", "check_load_reply",
+           "check_result", "check_run_reply", "reconcile"]
+
+SKILL_MESSAGE_BYTES = 4 * 1024 * 1024
+"""Longest line a skill sandbox may send: a result holds a bounded tree, a return value of at
+most ``MAX_RETURN_BYTES`` and the scratch; anything longer is refused before it is parsed."""
+_NODE_KEYS = frozenset({"name", "args", "kwargs", "calls", "actions", "returned", "error", "prints",
+                        "calls_dropped", "stopped_by"})
+_STOPPED_BY = ("returned", "error", "max_actions", "episode_done")
+_ERROR_SLACK = 200
+_VALUE_DEPTH = 12
+"""Nesting of one recorded value in a tree (``jsonable`` keeps 7 levels)."""
+
+
+def analysis_message_bytes(max_print_chars: int) -> int:
+    """Longest reply an analysis session may send: its capped output, as ASCII JSON, and an error."""
+    return 6 * (max_print_chars + MAX_ERROR_CHARS) + 64 * 1024
+
+
+def _fail(what: str) -> SandboxViolation:
+    return SandboxViolation(f"it broke the protocol ({what})")
+
+
+def check_id(message: dict[str, Any], expected: int) -> None:
+    """The reply answers request ``expected``, or the child is out of step (a forged or queued reply)."""
+    got = message.get("id")
+    if got != expected or isinstance(got, bool):
+        shown = repr(got)[:40]
+        raise _fail(f"a message for request {shown} arrived while request {expected} was waiting: "
+                    "code in the sandbox wrote to the protocol pipe itself")
+
+
+def _shape(value: Any, max_depth: int, what: str) -> None:
+    """``value`` is JSON nested at most ``max_depth`` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise _fail(f"{what} is nested deeper than {max_depth} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+        elif not (item is None or isinstance(item, str | int | float | bool)):
+            raise _fail(f"{what} holds a {type(item).__name__}")
+
+
+def _text(value: Any, limit: int, what: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise _fail(f"{what} is a {type(value).__name__}, not a string")
+    if len(value) > limit:
+        raise _fail(f"{what} has {len(value)} characters, more than {limit}")
+    return value
+
+
+def check_act(message: dict[str, Any], call_id: int) -> str:
+    """The action of an ``{"act", "id"}`` message."""
+    check_id(message, call_id)
+    if set(message) != {"act", "id"}:
+        raise _fail(f"an act message with keys {sorted(message)[:5]}")
+    return _text(message["act"], MAX_ACTION_CHARS, "an action") or ""
+
+
+def check_load_reply(message: dict[str, Any], request_id: int) -> str | None:
+    """``None`` if the codebook loaded, else the load error to show the author."""
+    check_id(message, request_id)
+    if message.get("loaded") is True:
+        return None
+    return _text(message.get("error", "the codebook did not load"), MAX_ERROR_CHARS + _ERROR_SLACK,
+                 "the load error")
+
+
+def check_run_reply(message: dict[str, Any], request_id: int, max_print_chars: int) -> tuple[str, str | None]:
+    """``(stdout, error)`` of an analysis ``run`` reply."""
+    check_id(message, request_id)
+    if not set(message) <= {"id", "stdout", "error", "duration_s"}:
+        raise _fail(f"a run reply with keys {sorted(message)[:5]}")
+    stdout = _text(message.get("stdout", ""), max_print_chars + _ERROR_SLACK, "the output") or ""
+    error = _text(message.get("error"), MAX_ERROR_CHARS + _ERROR_SLACK, "the error", optional=True)
+    return stdout, error
+
+
+def check_result(message: dict[str, Any], call_id: int, max_print_chars: int) -> tuple[dict[str, Any], int]:
+    """The ``result`` of a call reply, every part checked (the tree's actions by ``reconcile``
+    after), and the size of the tree's annotations (values, errors, prints)."""
+    check_id(message, call_id)
+    result = message.get("result")
+    if set(message) != {"id", "result"} or not isinstance(result, dict):
+        raise _fail(f"a call reply with keys {sorted(message)[:5]}")
+    if not set(result) <= {"tree", "returned", "error", "stopped_by", "scratch"}:
+        raise _fail(f"a result with keys {sorted(result)[:6]}")
+    _text(result.get("error"), MAX_ERROR_CHARS + _ERROR_SLACK, "the call's error", optional=True)
+    if result.get("stopped_by") not in _STOPPED_BY:
+        raise _fail(f"stopped_by {str(result.get('stopped_by'))[:40]!r}")
+    _shape(result.get("returned"), MAX_VALUE_DEPTH + 1, "the returned value")
+    if value_cost(result.get("returned")) > MAX_RETURN_BYTES:
+        raise _fail(f"the returned value is more than {MAX_RETURN_BYTES} characters of JSON")
+    scratch = result.get("scratch", {})
+    if not isinstance(scratch, dict):
+        raise _fail("env.scratch is not a dict")
+    _shape(scratch, MAX_VALUE_DEPTH + 1, "env.scratch")
+    if value_cost(scratch) > MAX_SCRATCH_CHARS:
+        raise _fail(f"env.scratch is more than {MAX_SCRATCH_CHARS} characters of JSON")
+    if not isinstance(result.get("tree"), dict):
+        raise _fail("a result without a call tree")
+    return result, _check_tree(result["tree"], max_print_chars)
+
+
+def _check_tree(root: dict[str, Any], max_print_chars: int) -> int:
+    """Shape and size of the child's tree, iteratively: nodes, depth, values, prints."""
+    nodes, cost, prints = 0, 0, 0
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES + 1:
+            raise _fail(f"a call tree of more than {MAX_NODES} calls")
+        if depth > MAX_DEPTH + 1:
+            raise _fail(f"a call tree nested deeper than {MAX_DEPTH} calls")
+        if not isinstance(node, dict) or not set(node) <= _NODE_KEYS:
+            raise _fail("a call tree node that is not a node")
+        name = _text(node.get("name"), 200, "a call's name") or ""
+        args, kwargs = node.get("args", []), node.get("kwargs", {})
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise _fail("a call's arguments are not a list and a dict")
+        for part in (args, kwargs, node.get("returned")):
+            _shape(part, _VALUE_DEPTH, "a recorded value")
+            cost += value_cost(part)
+        cost += NODE_COST + value_cost(name)
+        error = _text(node.get("error"), MAX_ERROR_CHARS + _ERROR_SLACK, "a call's error", optional=True)
+        if error is not None and node is not root:
+            cost += value_cost(error)
+        prints += len(_text(node.get("prints", ""), max_print_chars + _ERROR_SLACK, "printed output") or "")
+        dropped = node.get("calls_dropped", 0)
+        if not isinstance(dropped, int) or isinstance(dropped, bool) or dropped < 0:
+            raise _fail("calls_dropped is not a count")
+        actions, calls = node.get("actions", []), node.get("calls", [])
+        if not isinstance(actions, list) or not isinstance(calls, list):
+            raise _fail("a call's actions or nested calls are not lists")
+        for record in actions:
+            if (not isinstance(record, dict) or set(record) != {"i"} or not isinstance(record["i"], int)
+                    or isinstance(record["i"], bool)):
+                raise _fail("an action record that is not {\"i\": index}")
+        stack.extend((child, depth + 1) for child in calls)
+    if cost > MAX_TREE_CHARS + MAX_VALUE_CHARS * 4:
+        raise _fail(f"a call tree of {cost} characters, more than {MAX_TREE_CHARS}")
+    if prints > max_print_chars + _ERROR_SLACK:
+        raise _fail(f"{prints} printed characters, more than {max_print_chars}")
+    return cost + prints
+
+
+def reconcile(tree: dict[str, Any], served: list[dict[str, Any]]) -> dict[str, Any]:
+    """The parent's record of the call: the child's (checked) tree with each action replaced by
+    the record of what the parent served, or ``SandboxViolation`` if the tree claims actions
+    the parent did not serve, or leaves out some it did."""
+    seen: set[int] = set()
+    out_root: dict[str, Any] = {}
+    stack = [(tree, out_root)]
+    while stack:
+        node, out = stack.pop()
+        out.update({k: v for k, v in node.items() if k not in ("calls", "actions")})
+        out.setdefault("args", [])
+        out.setdefault("kwargs", {})
+        out.setdefault("returned", None)
+        out.setdefault("error", None)
+        out.setdefault("prints", "")
+        records = []
+        for record in node.get("actions", []):
+            i = record["i"]
+            if not 0 <= i < len(served) or i in seen:
+                raise _fail(f"the call tree claims an action (#{i}) the parent did not serve "
+                            f"(it served {len(served)})")
+            seen.add(i)
+            records.append(dict(served[i]))
+        out["actions"] = records
+        out["calls"] = []
+        for child in node.get("calls", []):
+            copy: dict[str, Any] = {}
+            out["calls"].append(copy)
+            stack.append((child, copy))
+    if len(seen) != len(served):
+        raise _fail(f"the call tree accounts for {len(seen)} of the {len(served)} actions the parent served")
+    return out_root

@@ -1,0 +1,167 @@
+"""A skill sandbox whose restricted layer has been left: real sandboxed children running
+unrestricted code that speaks the skill protocol the way an attacker would.
+
+The restricted layer is defence in depth; the parent must hold without it. So these tests
+start the child in analysis mode (the whole language, same tier, limits and uid) and run a
+small server in it that answers ``load`` honestly and each ``call`` with one of the
+``SCENARIOS``: forged trees, replies to the wrong request, queued replies, absurd nesting,
+huge messages. ``HostileRunner`` is the real ``SandboxSkillRunner`` with its first
+``hostile_starts`` processes replaced by such a child (later ones are honest again, so a
+test can check the runner recovers).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from speedrunner.core.runtime.skill_call import Skills
+from speedrunner.core.sandbox.analysis import PRELOAD
+from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.process import SandboxProcess
+from speedrunner.core.sandbox.schema import SKILL_MESSAGE_BYTES
+from speedrunner.core.sandbox.skills import SandboxSkillRunner
+
+SERVER = '''
+import inspect, json, os
+ch = next(f.frame.f_locals["channel"] for f in inspect.stack() if "channel" in f.frame.f_locals)
+
+def node(name, actions=(), calls=(), **extra):
+    base = {"name": name, "args": [], "kwargs": {}, "calls": list(calls), "actions": [{"i": i} for i in actions],
+            "returned": None, "error": None, "prints": ""}
+    base.update(extra)
+    return base
+
+def result(rid, tree, **extra):
+    return {"id": rid, "result": {"tree": tree, "returned": None, "error": None, "stopped_by": "returned",
+                                  "scratch": {}, **extra}}
+
+def act(rid, action="inc"):
+    ch.send({"act": action, "id": rid})
+    return ch.recv()
+
+def write_line(text):
+    data = text.encode() + b"\\n"
+    while data:
+        data = data[os.write(ch.write_fd, data):]
+
+SCENARIO
+while True:
+    req = ch.recv()
+    rid = req.get("id")
+    if req.get("op") == "load":
+        ch.send({"id": rid, "loaded": True, "functions": []})
+    else:
+        scenario(req, rid)
+'''
+
+SCENARIOS = {
+    # The tree claims five actions; the parent served none.
+    "forged_actions": '''
+def scenario(req, rid):
+    ch.send(result(rid, node(req["name"], actions=range(5)), returned=5))
+''',
+    # An honest-looking result with a second one queued behind it (the protocol out of step).
+    "two_results": '''
+def scenario(req, rid):
+    act(rid)
+    line = json.dumps(result(rid, node(req["name"], actions=[0]), returned="first"))
+    write_line(line + "\\n" + line.replace("first", "queued"))
+''',
+    # An honest result; a second one 0.3 s later, waiting for the next call to read it.
+    "late_result": '''
+import time
+calls = []
+def scenario(req, rid):
+    calls.append(rid)
+    if len(calls) > 1:
+        time.sleep(30)
+    act(rid)
+    ch.send(result(rid, node(req["name"], actions=[0]), returned="first"))
+    time.sleep(0.3)
+    ch.send(result(rid, node(req["name"], actions=[0]), returned="late"))
+''',
+    # A reply carrying the id of an earlier request.
+    "stale_id": '''
+def scenario(req, rid):
+    ch.send(result(rid - 1, node(req["name"])))
+''',
+    # A call tree nested 400 levels deep (RecursionError in the parent's serializer before).
+    "deep_tree": '''
+def scenario(req, rid):
+    act(rid)
+    tree = node("leaf", actions=[0])
+    for _ in range(400):
+        tree = node("nest", calls=[tree])
+    ch.send(result(rid, tree))
+''',
+    # A 31 MB tree on one line.
+    "huge_tree": '''
+def scenario(req, rid):
+    write_line(json.dumps(result(rid, node(req["name"], prints="x" * (31 * 1024 * 1024)))))
+''',
+    # A tree within the message cap but far over the tree caps (5,000 nodes).
+    "wide_tree": '''
+def scenario(req, rid):
+    ch.send(result(rid, node(req["name"], calls=[node("n") for _ in range(5000)])))
+''',
+    # The tree states observation texts of its own next to the indices.
+    "claims_text": '''
+def scenario(req, rid):
+    act(rid)
+    tree = node(req["name"])
+    tree["actions"] = [{"i": 0, "text": "You won.", "done": True}]
+    ch.send(result(rid, tree))
+''',
+    # One action served, the tree leaves it out.
+    "hides_action": '''
+def scenario(req, rid):
+    act(rid)
+    ch.send(result(rid, node(req["name"])))
+''',
+    # An action string far over the cap.
+    "long_action": '''
+def scenario(req, rid):
+    act(rid, "inc" * 10000)
+    ch.send(result(rid, node(req["name"], actions=[0])))
+''',
+    # Not JSON at all.
+    "garbage": '''
+def scenario(req, rid):
+    write_line("this is not json {")
+''',
+    # Near the largest tree the parent accepts: 999 nodes of 120-character arguments, every call.
+    "max_valid_tree": '''
+def scenario(req, rid):
+    kids = [node("n", args=["k" * 120]) for _ in range(999)]
+    ch.send(result(rid, node(req["name"], calls=kids, prints="p" * 1900)))
+''',
+    # env.scratch far over its cap.
+    "huge_scratch": '''
+def scenario(req, rid):
+    ch.send(result(rid, node(req["name"]), scratch={"k": "v" * 200000}))
+''',
+}
+
+
+def start_hostile(tier: str, limits: Limits, scenario: str) -> SandboxProcess:
+    """A real sandbox child (analysis mode: unrestricted code) serving the skill protocol per ``scenario``."""
+    process = SandboxProcess(tier, limits, mode="analysis", preload=PRELOAD, max_message_bytes=SKILL_MESSAGE_BYTES)
+    code = SERVER.replace("SCENARIO", SCENARIOS[scenario])
+    process.request({"op": "run", "id": 0, "code": code}, time.monotonic() + 10)
+    return process
+
+
+class HostileRunner(SandboxSkillRunner):
+    """The real runner; its first ``hostile_starts`` processes run ``scenario`` instead of the skill server."""
+
+    def __init__(self, skills: Skills, tier: str, limits: Limits, scenario: str, hostile_starts: int = 1) -> None:
+        self.scenario = scenario
+        self.hostile_left = hostile_starts
+        super().__init__(skills, tier, limits)
+
+    def _start_process(self) -> Any:
+        if self.hostile_left > 0:
+            self.hostile_left -= 1
+            return start_hostile(self.tier, self.limits, self.scenario)
+        return super()._start_process()

@@ -1,0 +1,160 @@
+"""The parent trusts only what it observed: a sandbox that left the restricted layer and
+writes what it likes on the protocol pipe costs one skill call (or analysis turn), counted
+as a violation, and the record of that call is what the parent served."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+from speedrunner.core.runtime.skill_call import Skills
+from speedrunner.core.runtime.trajectory import Trajectory, load_trajectory, save_trajectory
+from speedrunner.core.sandbox import open_analysis_session
+
+from .conftest import API, CODEBOOK, LIMITS, CounterEnv, call, still_works
+from .hostile import SCENARIOS, HostileRunner
+
+VIOLATIONS = {
+    "forged_actions": "claims an action (#0) the parent did not serve",
+    "two_results": "more arrived after the call's result",
+    "late_result": "a message for request 2 arrived while request 3 was waiting",
+    "stale_id": "arrived while request",
+    "deep_tree": "nested deeper than 40 calls",
+    "huge_tree": "a message longer than",
+    "wide_tree": "a call tree of more than 1000 calls",
+    "claims_text": "an action record that is not",
+    "hides_action": "accounts for 0 of the 1 actions",
+    "long_action": "an action has 30000 characters",
+    "garbage": "not JSON",
+    "huge_scratch": "env.scratch is more than",
+}
+
+
+@pytest.fixture
+def hostile(tier, request):
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, request.param)
+    yield runner
+    runner.close()
+
+
+@pytest.mark.parametrize("hostile", sorted(VIOLATIONS), indirect=True)
+def test_a_forged_or_broken_reply_ends_the_call_as_a_counted_violation(hostile) -> None:
+    env = CounterEnv()
+    pid = hostile.pid
+    if hostile.scenario == "late_result":  # this call looks fine; the next one reads the late reply
+        first = call(hostile, "forward", 3, timeout_s=20)
+        assert first.error is None and first.returned == "first" and hostile.violations == 0
+    outcome = call(hostile, "forward", 3, env=env, timeout_s=20)
+    assert outcome.stopped_by == "error" and "broke the protocol" in outcome.error
+    assert VIOLATIONS[hostile.scenario] in outcome.tree["sandbox_violation"], outcome.tree["sandbox_violation"]
+    assert "the sandbox restarted" in outcome.error
+    # The record is what the parent served: the actions it took, with the observations it saw.
+    assert [a["action"] for a in outcome.tree["actions"]] == env.steps
+    assert all(a["text"].startswith("The counter shows") for a in outcome.tree["actions"])
+    assert outcome.tree["calls"] == [] and outcome.returned is None
+    assert hostile.violations == 1
+    json.dumps(outcome.tree)  # storable as it is
+    still_works(hostile)  # a fresh (honest) process takes the next call
+    assert hostile.pid != pid and hostile.violations == 1
+
+
+def test_a_flood_of_deep_trees_never_breaks_the_stored_trajectory(tier, tmp_path) -> None:
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "deep_tree", hostile_starts=3)
+    try:
+        trees = [call(runner, "forward", 1, timeout_s=20).tree for _ in range(3)]
+    finally:
+        runner.close()
+    assert runner.violations == 3
+    from speedrunner.core.runtime.actor import ActorStep
+
+    traj = Trajectory(split="train", index=0, task="t", seed=1, knowledge_version=1, instruction="i")
+    traj.steps = [ActorStep(index=i, call_id="c", observation="", raw_text="", reasoning=None, thought="",
+                            parsed_action="forward(1)", skill_call=tree) for i, tree in enumerate(trees)]
+    path = save_trajectory(tmp_path, traj)
+    assert load_trajectory(path).steps[2].skill_call["sandbox_violation"]
+
+
+def test_an_honest_call_is_reconciled_with_what_the_parent_served(runner) -> None:
+    """Nested calls keep their place; every action record is the parent's (text and done)."""
+    env = CounterEnv()
+    outcome = call(runner, "climb", 5, env=env, label="up")
+    actions = [a for h in outcome.tree["calls"] for f in h["calls"] for a in f["actions"]]
+    assert [a["text"] for a in actions] == ["The counter shows 1.", "The counter shows 2.", "The counter shows 3."]
+    assert runner.violations == 0 and "sandbox_violation" not in outcome.tree
+
+
+# ------------------------------------------------------------------ analysis
+FORGE_WITH_THE_RIGHT_ID = '''
+import inspect, json, os, sys
+rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack() if "request" in f.frame.f_locals)
+os.write(int(sys.argv[3]), (json.dumps({"id": rid, "stdout": "", "error": "forged"}) + "\\n").encode())
+print("real output")
+'''
+FORGE_WITHOUT_ID = '''
+import json, os, sys
+os.write(int(sys.argv[3]), (json.dumps({"stdout": "", "error": "the experience helper is broken"}) + "\\n").encode())
+'''
+
+
+@pytest.mark.parametrize("code", [FORGE_WITH_THE_RIGHT_ID, FORGE_WITHOUT_ID])
+def test_analysis_code_that_writes_its_own_reply_is_a_violation_and_later_runs_are_clean(tier, code) -> None:
+    """Caught at once when the forged reply is out of step or the real one is already queued;
+    else by the next run's id check, before that run's code is believed. Either way exactly one
+    violation, and no later run ever reads the forged reply."""
+    session = open_analysis_session(tier=tier, limits=LIMITS)
+    try:
+        session.run("x = 1", timeout_s=10)
+        result = session.run(code, timeout_s=10)
+        following = session.run("print('next')", timeout_s=10)
+        assert session.violations == 1
+        caught = result if result.violation is not None else following
+        assert "broke the protocol" in caught.error and "restarted" in caught.error
+        assert "forged" not in (following.error or "") and "broken" not in (following.error or "")
+        after = session.run("print('fresh', 'x' in dir())", timeout_s=10)
+        assert (after.stdout, after.error, after.violation) == ("fresh False\n", None, None)
+    finally:
+        session.close()
+
+
+def test_the_child_caps_traced_values_and_the_parent_accepts_them(runner) -> None:
+    """A validator-clean skill that traces huge arguments: the tree stays small (it made 19 MB trees)."""
+    source = CODEBOOK + '''
+
+def big(env, n):
+    return _echo(env, ["y" * 100_000] * n)
+
+
+def _echo(env, items):
+    return len(items)
+'''
+    from .conftest import open_runner
+
+    r = open_runner(runner.tier, source)
+    try:
+        outcome = call(r, "big", 50)
+    finally:
+        r.close()
+    assert outcome.error is None and outcome.returned == 50
+    assert len(json.dumps(outcome.tree)) < 20_000
+    assert r.violations == 0
+
+
+def test_hostile_scenarios_are_all_checked() -> None:
+    assert set(VIOLATIONS) | {"max_valid_tree"} == set(SCENARIOS)
+    assert inspect.getsource(HostileRunner._start_process)
+
+
+def test_the_largest_accepted_trees_stop_being_kept_past_the_episodes_budget(tier) -> None:
+    """Trees at the caps are accepted (no violation), but an episode keeps at most
+    ``MAX_EPISODE_TREE_CHARS`` of annotations: later calls keep only the served actions."""
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "max_valid_tree")
+    try:
+        trees = [call(runner, "forward", 1, timeout_s=20).tree for _ in range(12)]
+    finally:
+        runner.close()
+    assert runner.violations == 0
+    kept = [len(t["calls"]) for t in trees]
+    assert kept[0] == 999 and kept[-1] == 0 and "annotations_dropped" in trees[-1]
+    assert sum(len(json.dumps(t)) for t in trees) < 3_500_000
