@@ -186,6 +186,7 @@ def test_one_llm_limit_per_endpoint_holds_across_the_clusters_nodes(cluster, tmp
         return policy_reply(body)
 
     server = FakeLLMServer(callback=policy, model_name="fake-model").start()
+    url = server.base_url.rstrip("/")
     path = tmp_path / "limited.yaml"
     path.write_text(textwrap.dedent(f"""
         name: limited
@@ -218,3 +219,6 @@ def test_one_llm_limit_per_endpoint_holds_across_the_clusters_nodes(cluster, tmp
              for line in r.log_file.read_text().splitlines() if line.startswith("=== Ray node ")}
     assert len(nodes) == 2                                          # runs on both nodes at once
     assert state["calls"] > 20 and state["peak"] == 1, state
+    # The cluster's one limiter held it (not this machine's slot files, which on a real
+    # cluster every node would have on its own).
+    assert f"LLM limit across the cluster: vllm {url}: at most 1 call(s) in flight" in proc.stdout

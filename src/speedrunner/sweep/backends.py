@@ -120,15 +120,26 @@ def import_ray() -> Any:
     return ray
 
 
-def cluster_llm_limits(ray: Any) -> dict[str, str]:
-    """Start the sweep's cluster-wide LLM limiter (``core/llm/ray_limits``); the environment
+def cluster_llm_limits(ray: Any) -> tuple[Any, dict[str, str]]:
+    """Start the sweep's cluster-wide LLM limiter (``core/llm/ray_limits``), and the environment
     that makes each run's calls take their slots from it instead of this machine's slot files,
     which the other nodes cannot see."""
     from speedrunner.core.llm.ray_limits import limiter_env, start_limiter
 
     name = f"speedrunner-llm-limits-{os.getpid()}-{int(time.time())}"
-    start_limiter(ray, name)
-    return limiter_env(ray.get_runtime_context().gcs_address, name)
+    return start_limiter(ray, name), limiter_env(ray.get_runtime_context().gcs_address, name)
+
+
+def _report_limits(ray: Any, limiter: Any) -> None:
+    """Say what the cluster-wide limit held (peak calls in flight per endpoint), then stop it."""
+    from speedrunner.core.redact import scrub
+
+    try:
+        peaks = ray.get(limiter.peaks.remote())
+        for key, peak in sorted(peaks.items()):
+            print(f"LLM limit across the cluster: {scrub(key)}: at most {peak} call(s) in flight", flush=True)
+    finally:
+        ray.kill(limiter)
 
 
 def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, str],
@@ -154,8 +165,10 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
                                     f"start one with `ray start --head` or drop --address.{auth}") from None
     from speedrunner.sweep.execute import plan
 
+    limiter = None
     if address or os.environ.get("RAY_ADDRESS"):  # a cluster: one LLM limit for all its nodes
-        extra_env = {**cluster_llm_limits(ray), **{k: v for k, v in extra_env.items() if k != SLOTS_DIR_ENV}}
+        limiter, limits_env = cluster_llm_limits(ray)
+        extra_env = {**limits_env, **{k: v for k, v in extra_env.items() if k != SLOTS_DIR_ENV}}
     planned = {r.run_id: plan(r)[0] for r in runs}
     task = ray.remote(max_retries=RAY_RETRIES, retry_exceptions=False)(_ray_execute)
     refs = {}
@@ -186,4 +199,6 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
         print("sweep: stopping the Ray tasks; rerun the sweep to continue", file=sys.stderr)
         raise SweepInterrupted([results.get(r.run_id) or read_outcome(r, "skip", None, note="stopped")
                                 for r in runs]) from None
+    if limiter is not None:
+        _report_limits(ray, limiter)
     return [results[r.run_id] for r in runs]
