@@ -4,6 +4,7 @@ no answered LLM call paid for again, and the final metrics equal an uninterrupte
 import collections
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, reference, ki
         code, _ = launch(server, run_dir, policy)
         assert policy.killed and code == -9                   # really killed by SIGKILL
         assert json.loads((run_dir / "summary.json").read_text())["status"] == "running"   # never finished
-        resumed = run(["python", "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(run_dir)])
+        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(run_dir)])
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-2000:]
@@ -64,6 +65,6 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, reference, ki
 
 def test_resume_refuses_overrides(tmp_path, reference):
     ref_dir, _ = reference
-    proc = run(["python", "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(ref_dir),
+    proc = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(ref_dir),
                 "--set", "run.seed=3"])
     assert proc.returncode == 2 and "run.seed cannot change on --resume" in proc.stderr
