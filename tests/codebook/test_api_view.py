@@ -239,7 +239,7 @@ def test_no_cap_reads_as_the_episode_budget_and_library_caps_as_enforced(tmp_pat
 
 def test_env_members_added_to_the_class_appear_and_private_ones_do_not(monkeypatch):
     class GrownEnv(SkillEnv):
-        scratch: dict
+        notes: dict
         """Per-episode notes that survive between skill calls."""
 
         def __init__(self, *args, **kwargs) -> None:
@@ -247,8 +247,8 @@ def test_env_members_added_to_the_class_appear_and_private_ones_do_not(monkeypat
             self._secret = 1
 
         @property
-        def actions_left(self) -> int:
-            """Env actions this call may still take."""
+        def steps_taken(self) -> int:
+            """Env actions this call has taken."""
             return 3
 
         def _internal(self) -> None:
@@ -267,8 +267,10 @@ def test_env_members_added_to_the_class_appear_and_private_ones_do_not(monkeypat
     view = render_api_view("fake_skill_api", Rules("fake_skill_api", frozenset(module.__all__), (), None),
                            SimpleNamespace(), example=StateExample("text", {"k": list(range(20))}, "a test"))
     env = section(view, "## The `env` object")
-    assert "`env.actions_left -> int`: Env actions this call may still take." in env
-    assert "`env.scratch: dict`: Per-episode notes that survive between skill calls." in env
+    assert "`env.steps_taken -> int`: Env actions this call has taken." in env
+    assert "`env.notes: dict`: Per-episode notes that survive between skill calls." in env
+    # The real members skills rely on (the sandbox's budget and scratch) are shown too.
+    assert "`env.actions_left: int | None`" in env and "`env.scratch: dict[str, Any]`" in env
     assert "`env.act(action: str) -> str`" in env and "_secret" not in view and "_internal" not in view
     assert "`helper(state: dict) -> int`: A pure view." in view
     assert '"... (12 more)"' in view  # long lists in the example are cut, saying so

@@ -10,6 +10,7 @@ import collections
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -36,10 +37,18 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+TOKEN_FILE: Path | None = None
+"""The cluster's token, written by the fixture: every process (head, second node, driver, the
+sweep) reads it from ``RAY_AUTH_TOKEN_PATH``, as every node of a real cluster needs it."""
+
+
 def cluster_env() -> dict[str, str]:
-    """Ray's ``ray start --head`` turns token authentication on; its clients (the driver, the
-    second node) must then say so too, as on a real cluster."""
-    return {**env(), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    """Token authentication on, as recent Ray turns it on for ``ray start --head``; the token
+    lives in the test's own file, never in ``~/.ray``."""
+    out = {**env(), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    if TOKEN_FILE is not None:
+        out["RAY_AUTH_TOKEN_PATH"] = str(TOKEN_FILE)
+    return out
 
 
 def ray_cmd(*args: str, temp: Path) -> subprocess.CompletedProcess:
@@ -51,7 +60,10 @@ def cluster(tmp_path):
     import tempfile
 
     port = _port()
+    global TOKEN_FILE
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))   # unix socket paths must stay short
+    TOKEN_FILE = temp / "auth_token"
+    TOKEN_FILE.write_text(secrets.token_hex(32))
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats"]
     head = ray_cmd("start", "--head", f"--port={port}", f"--temp-dir={temp}", "--include-dashboard=false",
                    '--resources={"head_node": 1}', *common, temp=temp)

@@ -136,6 +136,11 @@ def _report_limits(ray: Any, limiter: Any) -> None:
 
     try:
         peaks = ray.get(limiter.peaks.remote())
+    except ray.exceptions.RayError as e:  # the runs are done; losing the figure must not fail the sweep
+        print(f"LLM limit across the cluster: its actor was lost ({type(e).__name__}); runs that called "
+              "after that held their limit per process and said so in their logs", flush=True)
+        return
+    try:
         for key, peak in sorted(peaks.items()):
             print(f"LLM limit across the cluster: {scrub(key)}: at most {peak} call(s) in flight", flush=True)
     finally:

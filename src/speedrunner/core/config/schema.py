@@ -318,4 +318,8 @@ def results_view(config: RunConfig) -> dict[str, Any]:
     from speedrunner.core.runtime.caps import drop_legacy_caps
 
     drop_legacy_caps(data["method"])
+    # The text tool protocol is what every run used before native tool calls existed.
+    for section in ("model", "inducer"):
+        if isinstance(data.get(section), dict) and data[section].get("tool_protocol") == "text":
+            data[section].pop("tool_protocol")
     return data

@@ -12,7 +12,9 @@ The run processes connect to the cluster lazily, on their first call, as Ray cli
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 import time
 import uuid
@@ -55,10 +57,16 @@ class _Limiter:
         return dict(self.peak)
 
 
+HEAD_NODE = "node:__internal_head__"
+"""Ray's resource that only the head node has: the limiter lives there, so losing a worker
+node (what a sweep must survive) never takes the cluster's limit with it."""
+
+
 def start_limiter(ray: Any, name: str) -> Any:
-    """Start (or find) the sweep's limiter actor on the connected cluster."""
+    """Start (or find) the sweep's limiter actor on the connected cluster's head node."""
     actor = ray.remote(num_cpus=0, max_concurrency=1)(_Limiter)
-    return actor.options(name=name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True).remote()
+    return actor.options(name=name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+                         resources={HEAD_NODE: 0.001}).remote()
 
 
 def limiter_env(address: str, name: str) -> dict[str, str]:
@@ -88,23 +96,44 @@ class RayLimit:
     def __init__(self, key: str, limit: int, *, lease_s: float) -> None:
         self.key, self.limit, self.lease_s = key, limit, lease_s
         self._local = threading.local()
+        self._fallback: threading.BoundedSemaphore | None = None
+        self._fallback_lock = threading.Lock()
 
     def __enter__(self) -> RayLimit:
         import ray
 
-        actor = _limiter()
-        while True:
-            lease = ray.get(actor.acquire.remote(self.key, self.limit, self.lease_s))
-            if lease is not None:
-                self._local.lease = lease
-                return self
-            sleep_unless_stopped(POLL_S)
+        if self._fallback is not None:
+            self._fallback.acquire()
+            return self
+        try:
+            actor = _limiter()
+            while True:
+                lease = ray.get(actor.acquire.remote(self.key, self.limit, self.lease_s))
+                if lease is not None:
+                    self._local.lease = lease
+                    return self
+                sleep_unless_stopped(POLL_S)
+        except (ray.exceptions.RayError, ConnectionError, ValueError) as e:
+            # The cluster's limiter is gone (its head died, or the sweep ended it): the run goes
+            # on under this process's own limit rather than failing its calls.
+            with self._fallback_lock:
+                if self._fallback is None:
+                    print(f"warning: the cluster-wide LLM limit is unreachable ({type(e).__name__}); this "
+                          f"run now holds {self.key} to {self.limit} call(s) in flight by itself",
+                          file=sys.stderr)
+                    self._fallback = threading.BoundedSemaphore(self.limit)
+            self._fallback.acquire()
+            return self
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
         import ray
 
         lease = getattr(self._local, "lease", None)
-        if lease is not None:
-            self._local.lease = None
+        if lease is None:
+            if self._fallback is not None:
+                self._fallback.release()
+            return
+        self._local.lease = None
+        with contextlib.suppress(ray.exceptions.RayError):  # a lost limiter ends the lease anyway
             ray.get(_limiter().release.remote(self.key, lease))
