@@ -134,6 +134,30 @@ def test_without_cgroups_it_says_so_once_and_falls_back_to_rlimits(
     assert list(tmp_path.glob("*/speedrunner-sandbox-*")) == []  # nothing half-made is left
 
 
+def test_on_a_v2_host_whose_run_cgroup_holds_processes_the_warning_names_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """cgroup v2 enables controllers for a cgroup's children only while it holds no process: a run
+    started from a shell cannot give its sandboxes memory limits. Simulated (this host is v1): the
+    parent refuses ``+memory +pids`` and a new child cgroup has no ``memory.max``. The sandbox falls
+    back to rlimits, and the one warning says why and how to fix it."""
+    parent = tmp_path / "user.slice"
+    (parent / "cgroup.subtree_control").mkdir(parents=True)  # writing it fails, as EBUSY would
+    real_mkdir = Path.mkdir
+
+    def mkdir_as_cgroupfs(self: Path, *args: object, **kwargs: object) -> None:
+        real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self.parent == parent:
+            (self / "cgroup.procs").touch()  # a cgroup, but without the controllers' files
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_as_cgroupfs)
+    monkeypatch.setattr(cgroups, "_warned", __import__("threading").Event())
+    with caplog.at_level(logging.WARNING, logger="speedrunner.core.sandbox.cgroups"):
+        assert cgroups.create(1 << 30, 64, where=cgroups.Hierarchies(2, (parent,))) is None
+    [warning] = [r.getMessage() for r in caplog.records if "cgroup" in r.getMessage()]
+    assert "holds no process itself" in warning and "systemd-run --user --scope -p Delegate=yes" in warning
+    assert "per process" in warning
+
+
 def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     """Attack (rlimits): a double-forked, setsid() daemon outlived the episode. Now the sandbox's
     cgroup (or, without one, its own uid under rlimits, or its pid namespace) takes it down."""
