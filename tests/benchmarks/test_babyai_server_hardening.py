@@ -178,7 +178,7 @@ def create(srv: BabyAIServer, owner: str, token: str | None = None, seed: int = 
 def test_a_known_owner_still_creates_while_another_client_floods_with_invented_owners() -> None:
     """Attack: 4 invented owner names x 256 episodes each = the whole 1,024-episode store, so the quota
     per owner did not protect anyone. Now each known owner keeps ``reserved_episodes_per_owner`` (here
-    the default 32, capped at an eighth of the store) free for itself. Scaled down: a 256-episode store,
+    the default 16) free for itself. Scaled down: a 256-episode store,
     64 per owner; 16 flooding threads, each inventing owner names and opening a connection per
     request (at most 60 requests each), while a run that registered its owner before the flood
     creates 8 episodes during it and 8 after it: all 16 succeed (before: the flood filled the store

@@ -94,14 +94,15 @@ class ServerSettings:
     """Seconds an episode may stay idle before it is discarded (clients that died leak nothing):
     longer than the worst model call between two steps with all its retries (6 attempts of
     120 s and their capped waits, about 23 minutes); lower it for models with shorter limits."""
-    max_episodes: int = 1024
-    """Most episodes alive at once; creating one more answers 503 after expiring idle ones."""
+    max_episodes: int = 4096
+    """Most episodes alive at once; creating one more answers 503 after expiring idle ones. An
+    episode holds ~14 KiB (measured), so a full store is ~60 MB; room for 255 owners' reservations."""
     max_episodes_per_owner: int = 256
     """Most episodes one owner may have alive (all clients that send no owner count as one);
     more answer 429, so one client cannot fill the store for the others."""
     max_owners: int = 4096
     """Most owners known at once (an owner is forgotten once it has no episode and is idle)."""
-    reserved_episodes_per_owner: int = 32
+    reserved_episodes_per_owner: int = 16
     """Episodes kept free for each known owner (and for the clients without one, together) until it
     has that many: other owners' creates cannot take them, and a new owner is accepted only while
     its reservation fits (else 503 ``too_many_owners``). So a client that invents owner names can
