@@ -239,6 +239,32 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
     assert not list(Path("/tmp").glob(f"{name}-*")) and not list(Path("/dev/shm").glob(f"{name}-*"))
 
 
+def test_the_scratch_directory_is_a_tmpfs_of_scratch_mb(tier: str) -> None:
+    """The scratch directory (cwd, HOME, TMPDIR) is the one writable place; under bwrap and unshare
+    it is a tmpfs of ``Limits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC, in files
+    each far under the per-file limit, and nothing lands in the host's scratch directory."""
+    if tier == "rlimits":
+        pytest.skip("the rlimits tier has no mount namespace: scratch is on disk, bounded per file (README)")
+    limits = Limits(memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8)
+    with open_analysis_session(tier=tier, limits=limits) as session:
+        result = run(session, """
+            import os
+            written = 0
+            try:
+                for i in range(16):  # 16 x 1 MiB, twice the scratch size
+                    with open(f"fill-{i}", "wb") as f:
+                        f.write(b"x" * (1024 * 1024))
+                    written += 1
+            except OSError as e:
+                print(os.getcwd() == os.environ["HOME"], written, e.errno)
+        """)
+        host_scratch = session._process.scratch
+        assert result.error is None, result.error
+        same, written, errno = result.stdout.split()
+        assert same == "True" and int(written) <= 8 and int(errno) == 28  # ENOSPC
+        assert not list(host_scratch.glob("fill-*"))
+
+
 def test_host_unix_sockets_are_unreachable(tier: str, tmp_path: Path) -> None:
     """Attack (unshare): a unix socket on the host file system was reached from inside the
     network namespace. Path sockets are outside the private root now; abstract ones belong to
