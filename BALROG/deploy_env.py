@@ -2,7 +2,7 @@
 
 Arguments are dotted ``key=value`` pairs under ``deploy.``: every field of
 ``ServerSettings`` (host, port, episode_ttl_s, max_episodes, max_episodes_per_owner,
-max_owners, max_body_bytes, read_timeout_s, request_timeout_s, max_connections, verbose);
+max_owners, reserved_episodes_per_owner, max_body_bytes, read_timeout_s, request_timeout_s, max_connections, verbose);
 ``--help`` lists them with their defaults. Works from a plain repo checkout: if ``speedrunner``
 is not importable, the checkout's ``src`` directory is put on ``sys.path`` first.
 """

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = ["honest", "huge_tree", "deep_tree", "wide_tree", "max_valid_tree", "forged_actions"]
@@ -57,6 +58,26 @@ def measure(scenario: str, calls: int, tier: str) -> dict[str, float]:
             "seconds": time.monotonic() - started}
 
 
+def measure_in_subprocess(scenario: str, calls: int, tier: str) -> dict[str, float]:
+    """``measure`` in a fresh interpreter, so each scenario's peak is its own."""
+    out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--calls", str(calls), "--tier", tier],
+                         capture_output=True, text=True, check=True, cwd=REPO)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def rows(calls: int, tier: str = "auto") -> list[Any]:
+    """One row per scenario for ``run_all.py``: the parent's peak RSS against the 1 GiB target."""
+    from perf_common import Row
+
+    out = []
+    for scenario in SCENARIOS:
+        r = measure_in_subprocess(scenario, calls, tier)
+        out.append(Row(f"6. peak parent RSS, {calls} skill calls answered by: {scenario}", r["peak_mib"], "MiB",
+                       TARGET_MIB, "<", f"{r['violations']:.0f} violations, {r['stored_mib']:.1f} MiB of trees kept, "
+                                        f"RSS before {r['before_mib']:.0f} MiB"))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100)
@@ -70,9 +91,7 @@ def main() -> None:
           f"peak/target")
     worst = 0.0
     for scenario in SCENARIOS:
-        out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--calls", str(args.calls),
-                              "--tier", args.tier], capture_output=True, text=True, check=True, cwd=REPO)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = measure_in_subprocess(scenario, args.calls, args.tier)
         worst = max(worst, r["peak_mib"])
         print(f"{scenario:16} {args.calls:5d} {r['violations']:10d} {r['before_mib']:9.0f} MiB {r['peak_mib']:5.0f} MiB "
               f"{r['stored_mib']:5.1f} MiB  {r['peak_mib'] / TARGET_MIB:.2f}")

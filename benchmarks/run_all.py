@@ -13,6 +13,7 @@ runnable on their own for more repetitions:
 5. env wrappers vs raw steps, LLM layer vs raw SDK, prompt prefix reuse, skill-call overhead
    (babyai_/crafter_/scienceworld_step_overhead.py, llm_call_overhead.py,
    llm_request_cost.py, prompt_prefix_reuse.py, skill_call_overhead.py), fewer repetitions
+6. peak parent RSS while hostile sandboxes answer 40 skill calls (issue #22)  hostile_tree_rss.py
 
 A missed target says by how much; targets are the issue's and are never relaxed here. The
 load average is printed before and after: the machine may be shared. ``--smoke`` runs
@@ -114,6 +115,12 @@ def prefix_and_skills(smoke: bool) -> list[Row]:
     return out
 
 
+def hostile_trees(smoke: bool) -> list[Row]:
+    import hostile_tree_rss
+
+    return hostile_tree_rss.rows(calls=2 if smoke else 40)
+
+
 SECTIONS: dict[str, tuple[str, Callable[[bool], list[Row]]]] = {
     "1": ("harness per step", figure_1),
     "2": ("wake batch and evaluation parallelism", figure_2),
@@ -122,6 +129,7 @@ SECTIONS: dict[str, tuple[str, Callable[[bool], list[Row]]]] = {
     "5a": ("env wrappers", env_wrappers),
     "5b": ("LLM layer", llm_layer),
     "5c": ("prompt prefix, skill calls", prefix_and_skills),
+    "6": ("parent memory under hostile sandboxes", hostile_trees),
 }
 
 

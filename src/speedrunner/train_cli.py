@@ -259,8 +259,10 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
         run_id = provenance["run_id"]
         if not isinstance(resolved, dict) or not isinstance(run_id, str):
             raise TypeError("not a JSON object with a run_id")
-    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt ({e})") from e
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
+        raise CheckpointError(f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt "
+                              f"({type(e).__name__}: {str(e)[:300]}); it cannot be resumed: restore the file "
+                              "from a backup, or start a new run") from None
     from speedrunner.core.runtime.caps import upgrade_stored_method
 
     config = loader.from_resolved(upgrade_stored_method(resolved), source=read_yaml_source(run_dir / CONFIG_FILE))

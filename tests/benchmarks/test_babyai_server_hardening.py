@@ -7,7 +7,9 @@ import contextlib
 import http.client
 import json
 import socket
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -141,8 +143,9 @@ def test_deleting_an_owners_episodes_needs_its_token(server) -> None:
 
 
 def test_one_owner_cannot_fill_the_store_for_another() -> None:
-    """Attack: 1,011 concurrent creates filled the 1,024-episode store and a legitimate create got 503
-    (no per-client quota). Scaled down to the same ratio: 64 episodes, 16 per owner."""
+    """Attack: 1,011 creates filled the 1,024-episode store and a legitimate create got 503 (no
+    per-client quota). Scaled down to the same ratio: 64 episodes, 16 per owner; sent one after
+    another on one keep-alive connection (the concurrent test below uses many)."""
     srv = start_in_thread(ServerSettings(port=0, max_episodes=64, max_episodes_per_owner=16))
     try:
         host, port = srv.server_address[:2]
@@ -161,6 +164,59 @@ def test_one_owner_cannot_fill_the_store_for_another() -> None:
         status, payload = call(srv, "POST", "/episodes", {"task": "goto", "seed": 5, "owner": "legit"})
         assert status == 200, payload
         assert_still_serving(srv)  # clients without an owner have their own quota too
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def create(srv: BabyAIServer, owner: str, token: str | None = None, seed: int = 0) -> tuple[int, dict]:
+    """One create on a connection of its own (a fresh one per request)."""
+    body = {"task": "goto", "seed": seed, "owner": owner, **({"owner_token": token} if token else {})}
+    return call(srv, "POST", "/episodes", body)
+
+
+def test_a_known_owner_still_creates_while_another_client_floods_with_invented_owners() -> None:
+    """Attack: 4 invented owner names x 256 episodes each = the whole 1,024-episode store, so the quota
+    per owner did not protect anyone. Now each known owner keeps ``reserved_episodes_per_owner`` (here
+    the default 16) free for itself. Scaled down: a 256-episode store,
+    64 per owner; 16 flooding threads, each inventing owner names and opening a connection per
+    request (at most 60 requests each), while a run that registered its owner before the flood
+    creates 8 episodes during it and 8 after it: all 16 succeed (before: the flood filled the store
+    and the run got 503)."""
+    srv = start_in_thread(ServerSettings(port=0, max_episodes=256, max_episodes_per_owner=64))
+    statuses: Counter[str] = Counter()
+    lock = threading.Lock()
+    try:
+        status, claimed = call(srv, "POST", "/owners", {"owner": "legit-run"})
+        assert status == 200
+        token = claimed["owner_token"]
+
+        def flood(worker: int) -> None:
+            owner, owner_token, refused = f"flood-{worker}-0", None, 0
+            for i in range(60):
+                status, payload = create(srv, owner, owner_token, seed=i)
+                with lock:
+                    statuses[payload.get("code", str(status))] += 1
+                if status == 200:
+                    owner_token, refused = owner_token or payload.get("owner_token"), 0
+                    continue
+                refused += 1
+                if refused >= 8:
+                    return
+                owner, owner_token = f"flood-{worker}-{i + 1}", None  # refused: invent another owner
+
+        threads = [threading.Thread(target=flood, args=(w,), daemon=True) for w in range(16)]
+        for t in threads:
+            t.start()
+        legit = [create(srv, "legit-run", token, seed=s)[0] for s in range(8)]  # during the flood
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads)
+        legit += [create(srv, "legit-run", token, seed=s)[0] for s in range(8, 16)]  # after it
+        assert legit == [200] * 16, (legit, statuses)
+        assert statuses["200"] > 100 and statuses["too_many_owners"] + statuses["too_many_episodes"] > 0
+        assert episodes(srv) <= 256
+        assert_still_serving(srv)
     finally:
         srv.shutdown()
         srv.server_close()

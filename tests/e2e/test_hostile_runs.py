@@ -26,8 +26,10 @@ LAUNCHER = str(REPO / "tests" / "e2e" / "hostile_train.py")
 MODULE = "speedrunner.benchmarks.babyai.train"
 FORGE = '''import json, os, sys
 me = next(f.frame.f_locals["request"]["id"] for f in __import__("inspect").stack() if "request" in f.frame.f_locals)
-# A reply to the *next* request (the setup of the next run_python), written ahead of the real one.
-os.write(int(sys.argv[3]), (json.dumps({"id": me + 1, "stdout": "", "error": "forged"}) + "\\n").encode())
+# A reply to the *next* request (the setup of the next run_python), written ahead of the real one:
+# ids are random, so it can only guess the next one.
+nxt = me + 1 if isinstance(me, int) else "0" * 32
+os.write(int(sys.argv[3]), (json.dumps({"id": nxt, "stdout": "", "error": "forged"}) + "\\n").encode())
 print("analysed")
 '''
 

@@ -289,3 +289,34 @@ def test_code_that_breaks_its_session_or_forges_a_reply_costs_one_turn_not_the_s
     assert turn_record(tmp_path, 0, 3)["result"] == "2"
     record = json.loads((tmp_path / "sleep" / "batch_0000" / "sleep.json").read_text())
     assert record["sandbox_violations"] == 1 and record["edits"] == ["add_function step"]
+
+
+FORGE_THE_NEXT_SETUP = '''import inspect, json, os, sys, threading, time
+import speedrunner.core.experience as experience
+rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack() if "request" in f.frame.f_locals)
+real = experience.configure
+def slow(*args, **kwargs):  # the next setup's real reply comes a second late
+    time.sleep(1)
+    return real(*args, **kwargs)
+experience.configure = slow
+def forge():
+    time.sleep(0.3)  # after this run's real reply: an error "reply" for the next request, the setup
+    guess = rid + 1 if isinstance(rid, int) else "0" * 32
+    os.write(int(sys.argv[3]), (json.dumps({"id": guess, "stdout": "", "error": "forged"}) + "\\n").encode())
+threading.Thread(target=forge, daemon=True).start()
+print("ok")
+'''
+
+
+def test_a_forged_reply_to_the_next_setup_is_a_counted_violation(tmp_path):
+    """Attack: a thread left by one run_python answered the next turn's setup with an error of its
+    own ahead of the real reply; the session was restarted as if earlier code had broken it, and no
+    violation was counted. Now the forged reply is a violation, counted in sleep.json."""
+    m, _ = method(tmp_path, [tool("run_python", FORGE_THE_NEXT_SETUP), tool("run_python", "print(len(episodes()))\n"),
+                             "Tool: submit"])
+    m.sleep(stored(tmp_path, [episode(0), episode(1)]), batch_index=0)
+    assert turn_record(tmp_path, 0, 0)["result"] == "ok"
+    assert turn_record(tmp_path, 0, 1)["result"] == (
+        "(earlier code left the session broken; it was restarted and variables are lost)\n2")
+    record = json.loads((tmp_path / "sleep" / "batch_0000" / "sleep.json").read_text())
+    assert record["sandbox_violations"] == 1

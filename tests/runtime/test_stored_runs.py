@@ -97,3 +97,32 @@ def test_resume_quarantines_a_corrupt_episode_and_replays_it(tmp_path, capsys) -
         assert strip_wall(read_jsonl(run_dir / name)) == strip_wall(read_jsonl(reference / name))
     assert any(c.startswith("train/0004/") for _, c, _ in resumed.calls)  # played again
     assert load_trajectory(stored).index == 4
+
+
+def test_an_episode_file_beyond_the_size_bound_is_quarantined_unread(tmp_path, monkeypatch) -> None:
+    """A huge file (a runaway writer, a planted file) was read whole, and JSON costs several times its
+    size in memory. Past ``MAX_TRAJECTORY_BYTES`` it is a corrupt episode: moved aside, never parsed."""
+    from speedrunner.core.runtime import trajectory
+
+    path = save_trajectory(tmp_path, trajectory_with({"name": "go", "calls": [], "actions": []}))
+    monkeypatch.setattr(trajectory, "MAX_TRAJECTORY_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(trajectory.json, "loads", lambda *a, **k: pytest.fail("the file was parsed"))
+    with pytest.raises(CorruptTrajectory, match=r"0000\.json: \d+ bytes, more than an episode file may have"):
+        load_trajectory(path)
+    assert load_or_quarantine(path) is None and (path.parent / "0000.json.corrupt").exists()
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"format": ' * 50_000, "\x00" * 2_000_000],
+                         ids=["nested-array", "nested-object", "2-MB"])
+def test_a_checkpoint_nested_too_deep_or_too_large_is_a_clear_error_not_a_traceback(tmp_path, content) -> None:
+    """``json`` raised RecursionError for a checkpoint nested thousands deep, which escaped as a
+    traceback. Now every unreadable checkpoint is a ``CheckpointError`` naming the file and what to do."""
+    from speedrunner.core.runtime.checkpoint import load_checkpoint
+    from speedrunner.errors import CheckpointError
+
+    (tmp_path / "checkpoint.json").write_text(content)
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(tmp_path, run_id="r0001", results_config_sha256="abc")
+    message = str(caught.value)
+    assert str(tmp_path / "checkpoint.json") in message and "is corrupt" in message
+    assert "Start a new run, or restore the file from a backup" in message

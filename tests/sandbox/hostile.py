@@ -45,10 +45,13 @@ def write_line(text):
     while data:
         data = data[os.write(ch.write_fd, data):]
 
+seen = []  # the ids of the requests so far
+
 SCENARIO
 while True:
     req = ch.recv()
     rid = req.get("id")
+    seen.append(rid)
     if req.get("op") == "load":
         ch.send({"id": rid, "loaded": True, "functions": []})
     else:
@@ -81,10 +84,26 @@ def scenario(req, rid):
     time.sleep(0.3)
     ch.send(result(rid, node(req["name"], actions=[0]), returned="late"))
 ''',
-    # A reply carrying the id of an earlier request.
+    # A reply carrying the id of an earlier request (the codebook's load).
     "stale_id": '''
 def scenario(req, rid):
-    ch.send(result(rid - 1, node(req["name"])))
+    ch.send(result(seen[0], node(req["name"])))
+''',
+    # An honest call that leaves a thread behind; 0.3 s after the real result, the thread writes a
+    # result for the request it expects next (the next id if ids count up, else a guess): "FORGED",
+    # 50 nested calls of codebook functions, no action. The next call does nothing itself.
+    "delayed_forgery": '''
+import threading, time
+def forge(after):
+    time.sleep(0.3)
+    guess = after + 1 if isinstance(after, int) else "0" * 32
+    ch.send(result(guess, node("forward", calls=[node("forward") for _ in range(50)]), returned="FORGED"))
+def scenario(req, rid):
+    if len(seen) > 2:  # the second call: wait, and let the forged result answer it
+        time.sleep(30)
+    act(rid)
+    ch.send(result(rid, node(req["name"], actions=[0]), returned="first"))
+    threading.Thread(target=forge, args=(rid,), daemon=True).start()
 ''',
     # A call tree nested 400 levels deep (RecursionError in the parent's serializer before).
     "deep_tree": '''
@@ -103,7 +122,7 @@ def scenario(req, rid):
     # A tree within the message cap but far over the tree caps (5,000 nodes).
     "wide_tree": '''
 def scenario(req, rid):
-    ch.send(result(rid, node(req["name"], calls=[node("n") for _ in range(5000)])))
+    ch.send(result(rid, node(req["name"], calls=[node("forward") for _ in range(5000)])))
 ''',
     # The tree states observation texts of its own next to the indices.
     "claims_text": '''
@@ -125,6 +144,12 @@ def scenario(req, rid):
     act(rid, "inc" * 10000)
     ch.send(result(rid, node(req["name"], actions=[0])))
 ''',
+    # A nested call of a function the codebook does not have.
+    "invented_name": '''
+def scenario(req, rid):
+    act(rid)
+    ch.send(result(rid, node(req["name"], calls=[node("forward"), node("solve_the_level", actions=[0])])))
+''',
     # Not JSON at all.
     "garbage": '''
 def scenario(req, rid):
@@ -133,7 +158,7 @@ def scenario(req, rid):
     # Near the largest tree the parent accepts: 999 nodes of 120-character arguments, every call.
     "max_valid_tree": '''
 def scenario(req, rid):
-    kids = [node("n", args=["k" * 120]) for _ in range(999)]
+    kids = [node("forward", args=["k" * 120]) for _ in range(999)]
     ch.send(result(rid, node(req["name"], calls=kids, prints="p" * 1900)))
 ''',
     # env.scratch far over its cap.

@@ -134,6 +134,30 @@ def test_without_cgroups_it_says_so_once_and_falls_back_to_rlimits(
     assert list(tmp_path.glob("*/speedrunner-sandbox-*")) == []  # nothing half-made is left
 
 
+def test_on_a_v2_host_whose_run_cgroup_holds_processes_the_warning_names_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """cgroup v2 enables controllers for a cgroup's children only while it holds no process: a run
+    started from a shell cannot give its sandboxes memory limits. Simulated (this host is v1): the
+    parent refuses ``+memory +pids`` and a new child cgroup has no ``memory.max``. The sandbox falls
+    back to rlimits, and the one warning says why and how to fix it."""
+    parent = tmp_path / "user.slice"
+    (parent / "cgroup.subtree_control").mkdir(parents=True)  # writing it fails, as EBUSY would
+    real_mkdir = Path.mkdir
+
+    def mkdir_as_cgroupfs(self: Path, *args: object, **kwargs: object) -> None:
+        real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self.parent == parent:
+            (self / "cgroup.procs").touch()  # a cgroup, but without the controllers' files
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_as_cgroupfs)
+    monkeypatch.setattr(cgroups, "_warned", __import__("threading").Event())
+    with caplog.at_level(logging.WARNING, logger="speedrunner.core.sandbox.cgroups"):
+        assert cgroups.create(1 << 30, 64, where=cgroups.Hierarchies(2, (parent,))) is None
+    [warning] = [r.getMessage() for r in caplog.records if "cgroup" in r.getMessage()]
+    assert "holds no process itself" in warning and "systemd-run --user --scope -p Delegate=yes" in warning
+    assert "per process" in warning
+
+
 def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     """Attack (rlimits): a double-forked, setsid() daemon outlived the episode. Now the sandbox's
     cgroup (or, without one, its own uid under rlimits, or its pid namespace) takes it down."""
@@ -213,6 +237,32 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
             assert int(written) <= 16 and int(errno) == 28  # ENOSPC
         assert len(result.stdout.splitlines()) == 2
     assert not list(Path("/tmp").glob(f"{name}-*")) and not list(Path("/dev/shm").glob(f"{name}-*"))
+
+
+def test_the_scratch_directory_is_a_tmpfs_of_scratch_mb(tier: str) -> None:
+    """The scratch directory (cwd, HOME, TMPDIR) is the one writable place; under bwrap and unshare
+    it is a tmpfs of ``Limits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC, in files
+    each far under the per-file limit, and nothing lands in the host's scratch directory."""
+    if tier == "rlimits":
+        pytest.skip("the rlimits tier has no mount namespace: scratch is on disk, bounded per file (README)")
+    limits = Limits(memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8)
+    with open_analysis_session(tier=tier, limits=limits) as session:
+        result = run(session, """
+            import os
+            written = 0
+            try:
+                for i in range(16):  # 16 x 1 MiB, twice the scratch size
+                    with open(f"fill-{i}", "wb") as f:
+                        f.write(b"x" * (1024 * 1024))
+                    written += 1
+            except OSError as e:
+                print(os.getcwd() == os.environ["HOME"], written, e.errno)
+        """)
+        host_scratch = session._process.scratch
+        assert result.error is None, result.error
+        same, written, errno = result.stdout.split()
+        assert same == "True" and int(written) <= 8 and int(errno) == 28  # ENOSPC
+        assert not list(host_scratch.glob("fill-*"))
 
 
 def test_host_unix_sockets_are_unreachable(tier: str, tmp_path: Path) -> None:

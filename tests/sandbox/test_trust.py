@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import select
 
 import pytest
 
@@ -19,7 +20,7 @@ from .hostile import SCENARIOS, HostileRunner
 VIOLATIONS = {
     "forged_actions": "claims an action (#0) the parent did not serve",
     "two_results": "more arrived after the call's result",
-    "late_result": "a message for request 2 arrived while request 3 was waiting",
+    "late_result": "code in the sandbox wrote to the protocol pipe itself",
     "stale_id": "arrived while request",
     "deep_tree": "nested deeper than 40 calls",
     "huge_tree": "a message longer than",
@@ -29,6 +30,7 @@ VIOLATIONS = {
     "long_action": "an action has 30000 characters",
     "garbage": "not JSON",
     "huge_scratch": "env.scratch is more than",
+    "invented_name": "names a nested call 'solve_the_level', which is not a function of the loaded codebook",
 }
 
 
@@ -58,6 +60,32 @@ def test_a_forged_or_broken_reply_ends_the_call_as_a_counted_violation(hostile) 
     json.dumps(outcome.tree)  # storable as it is
     still_works(hostile)  # a fresh (honest) process takes the next call
     assert hostile.pid != pid and hostile.violations == 1
+
+
+def wait_for_bytes(process, timeout_s: float = 10.0) -> None:
+    """Until the child has written something the parent has not read (bounded): orders the test's
+    next request after a forgery without timing it."""
+    ready, _, _ = select.select([process.channel.read_fd], [], [], timeout_s)
+    assert ready, "the forgery was never written"
+
+
+def test_a_result_forged_ahead_by_a_leftover_thread_is_never_believed(tier) -> None:
+    """Attack: ids counted up, so a thread the first call left behind wrote, after that call's real
+    result, a result for request n+1 ("FORGED", 50 invented nested calls, no action); the next call
+    read it as its own answer, no violation. Now ids are random and anything waiting on the pipe
+    before a request is sent is a violation: the call ends as one, and nothing forged is kept."""
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "delayed_forgery")
+    try:
+        first = call(runner, "forward", 3, timeout_s=20)
+        assert (first.returned, first.error, runner.violations) == ("first", None, 0)
+        wait_for_bytes(runner._process)
+        outcome = call(runner, "forward", 3, timeout_s=20)
+        assert outcome.returned != "FORGED" and outcome.tree["calls"] == []
+        assert "wrote to the protocol pipe itself" in outcome.tree["sandbox_violation"]
+        assert runner.violations == 1 and outcome.stopped_by == "error"
+        still_works(runner)
+    finally:
+        runner.close()
 
 
 def test_a_flood_of_deep_trees_never_breaks_the_stored_trajectory(tier, tmp_path) -> None:
@@ -96,6 +124,36 @@ FORGE_WITHOUT_ID = '''
 import json, os, sys
 os.write(int(sys.argv[3]), (json.dumps({"stdout": "", "error": "the experience helper is broken"}) + "\\n").encode())
 '''
+
+
+LEAVE_A_FORGER = '''
+import inspect, json, os, sys, threading, time
+rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack() if "request" in f.frame.f_locals)
+def forge():
+    time.sleep(0.3)  # after this run's real reply
+    guess = rid + 1 if isinstance(rid, int) else "0" * 32
+    os.write(int(sys.argv[3]), (json.dumps({"id": guess, "stdout": "", "error": "forged"}) + "\\n").encode())
+threading.Thread(target=forge, daemon=True).start()
+print("started")
+'''
+
+
+def test_a_reply_a_thread_writes_ahead_for_the_next_run_is_a_violation(tier) -> None:
+    """Attack: with counting ids, analysis code left a thread that wrote, after its run's reply, an
+    error reply for the next run; that run (busy for a second) got "forged" as its result and no
+    violation was counted. Now the reply waiting before the run is sent is a violation."""
+    session = open_analysis_session(tier=tier, limits=LIMITS)
+    try:
+        first = session.run(LEAVE_A_FORGER, timeout_s=10)
+        assert (first.stdout, first.error, first.violation) == ("started\n", None, None)
+        wait_for_bytes(session._process)
+        result = session.run("import time\ntime.sleep(1)\nprint('real')", timeout_s=10)
+        assert result.violation is not None and "broke the protocol" in result.error
+        assert "forged" not in result.error and session.violations == 1
+        after = session.run("print('fresh')", timeout_s=10)
+        assert (after.stdout, after.error, after.violation) == ("fresh\n", None, None)
+    finally:
+        session.close()
 
 
 @pytest.mark.parametrize("code", [FORGE_WITH_THE_RIGHT_ID, FORGE_WITHOUT_ID])
@@ -142,7 +200,7 @@ def _echo(env, items):
 
 
 def test_hostile_scenarios_are_all_checked() -> None:
-    assert set(VIOLATIONS) | {"max_valid_tree"} == set(SCENARIOS)
+    assert set(VIOLATIONS) | {"max_valid_tree", "delayed_forgery"} == set(SCENARIOS)
     assert inspect.getsource(HostileRunner._start_process)
 
 

@@ -61,3 +61,18 @@ def test_the_weak_tier_is_named_in_the_summary_fields() -> None:
     fields = tiers.sandbox_summary(Support())
     assert fields["sandbox_tier"] == "rlimits" and fields["isolation"].startswith("WEAK ISOLATION")
     assert tiers.sandbox_summary(None) == {"sandbox_tier": None, "isolation": None}
+
+
+def test_the_note_says_how_the_weak_tier_was_reached() -> None:
+    """Under run.sandbox=auto the skills of ASI and Voyager run under rlimits when nothing stronger
+    works; the note said "chosen by name, run.sandbox=rlimits" there too, which the user never did."""
+    class Support:
+        sandbox_tier = "rlimits"
+        sandbox_requested = "auto"
+
+    auto = tiers.sandbox_summary(Support())["isolation"]
+    assert auto.startswith("WEAK ISOLATION") and "chosen by name" not in auto
+    assert "run.sandbox=auto, and no stronger tier worked on this machine" in auto and "bubblewrap" in auto
+    Support.sandbox_requested = "rlimits"
+    assert "(chosen by name, run.sandbox=rlimits)" in tiers.sandbox_summary(Support())["isolation"]
+    assert tiers.isolation_note("bwrap", "auto") is None

@@ -100,6 +100,21 @@ def test_a_pre_created_symlink_does_not_redirect_the_slot_files(tmp_path):
     assert list(victim.iterdir()) == []
 
 
+def test_a_symlink_planted_at_a_slot_file_is_refused_not_followed(tmp_path):
+    """A slot file is opened (and created) as the running user: a symlink in its place would create
+    or lock a file of the planter's choice. It is refused with a message, never followed."""
+    slots_dir = tmp_path / "slots"
+    slots_dir.mkdir(mode=0o700)
+    slots = SharedSlots(slots_dir, "vllm http://127.0.0.1:8000/v1", 2)
+    target = tmp_path / "elsewhere" / "victim"
+    target.parent.mkdir()
+    for i in range(2):
+        (slots.dir / f"slot{i}").symlink_to(target)
+    with pytest.raises(UnsafeSlotsDirError, match=r"slot file .*slot[01] is a symlink \(not followed\)"), slots:
+        pass
+    assert not target.exists()
+
+
 def test_a_slot_directory_open_to_others_is_refused(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()

@@ -32,7 +32,12 @@ predecessor left, instead of leaving it until the idle expiry. The first client 
 owner (``POST /owners``, or a create with that owner) gets its ``owner_token`` (its own
 ``owner_token`` if it sent one, else a fresh secret); every later create for that owner and
 every ``DELETE ?owner=`` must present it. Each owner (and all clients without one, together)
-may have at most ``max_episodes_per_owner`` episodes. Requests have a total deadline
+may have at most ``max_episodes_per_owner`` episodes, and has ``reserved_episodes_per_owner``
+of them kept free for it: no other owner's create may take them, and a new owner is accepted
+only while its own reservation still fits. Owner names cost nothing, so one client inventing
+names can still take what is not reserved and then keep new owners out (503
+``too_many_owners``) until its episodes expire; every owner already known keeps its
+reservation. Requests have a total deadline
 (``request_timeout_s`` from their first byte), not just a per-read timeout.
 
 Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
@@ -64,7 +69,7 @@ import sys
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -89,13 +94,20 @@ class ServerSettings:
     """Seconds an episode may stay idle before it is discarded (clients that died leak nothing):
     longer than the worst model call between two steps with all its retries (6 attempts of
     120 s and their capped waits, about 23 minutes); lower it for models with shorter limits."""
-    max_episodes: int = 1024
-    """Most episodes alive at once; creating one more answers 503 after expiring idle ones."""
+    max_episodes: int = 4096
+    """Most episodes alive at once; creating one more answers 503 after expiring idle ones. An
+    episode holds ~14 KiB (measured), so a full store is ~60 MB; room for 255 owners' reservations."""
     max_episodes_per_owner: int = 256
     """Most episodes one owner may have alive (all clients that send no owner count as one);
     more answer 429, so one client cannot fill the store for the others."""
     max_owners: int = 4096
     """Most owners known at once (an owner is forgotten once it has no episode and is idle)."""
+    reserved_episodes_per_owner: int = 16
+    """Episodes kept free for each known owner (and for the clients without one, together) until it
+    has that many: other owners' creates cannot take them, and a new owner is accepted only while
+    its reservation fits (else 503 ``too_many_owners``). So a client that invents owner names can
+    fill what is unreserved but never starve an owner that is already known. Capped at
+    ``max_episodes_per_owner`` and at an eighth of ``max_episodes`` (small stores); 0 turns it off."""
     max_body_bytes: int = 65536
     """Largest request body accepted (413 above it)."""
     read_timeout_s: float = 300.0
@@ -187,10 +199,12 @@ class EpisodeStore:
     _REMEMBER_EXPIRED = 10000
 
     def __init__(self, ttl_s: float, max_episodes: int, max_per_owner: int | None = None,
-                 max_owners: int = 4096) -> None:
+                 max_owners: int = 4096, reserved_per_owner: int = 0) -> None:
         self.ttl_s, self.max_episodes = ttl_s, max_episodes
         self.max_per_owner = max_episodes if max_per_owner is None else max_per_owner
         self.max_owners = max_owners
+        self.reserve = max(0, min(reserved_per_owner, self.max_per_owner, max_episodes // 8))
+        """Episodes held free for each known owner (and the no-owner group) until it has that many."""
         self._owners: dict[str, Owner] = {}
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}
@@ -213,6 +227,13 @@ class EpisodeStore:
         for name in [n for n, o in self._owners.items() if n not in used and now - o.last_used > self.ttl_s]:
             del self._owners[name]
 
+    def _reserved(self, counts: Counter[str | None]) -> int:
+        """Free slots still held for known owners and the no-owner group (lock held). The store keeps
+        ``max_episodes - alive >= this``: every create and every new owner is checked against it."""
+        if not self.reserve:
+            return 0
+        return sum(max(0, self.reserve - counts[o]) for o in [*self._owners, None])
+
     def _claim(self, owner: str, token: str | None, now: float) -> str:
         """The owner's token: registers an unknown owner, checks a known one's (lock held)."""
         known = self._owners.get(owner)
@@ -220,6 +241,11 @@ class EpisodeStore:
             if len(self._owners) >= self.max_owners:
                 raise ApiError(503, "too_many_owners", f"{self.max_owners} owners are known; retry later "
                                "or start the server with a larger deploy.max_owners")
+            free = self.max_episodes - len(self._episodes)
+            if self.reserve and free - self._reserved(Counter(e.owner for e in self._episodes.values())) < self.reserve:
+                raise ApiError(503, "too_many_owners", f"the store's free episodes are reserved for the "
+                               f"{len(self._owners)} owners already known ({self.reserve} each); retry when one "
+                               "ends, or start the server with a larger deploy.max_episodes")
             known = self._owners[owner] = Owner(token or secrets.token_urlsafe(24), now)
         elif token is None or not hmac.compare_digest(token.encode(), known.token.encode()):
             raise ApiError(403, "owner_token_mismatch", f"owner {owner!r} belongs to another client: send "
@@ -242,7 +268,8 @@ class EpisodeStore:
             now = time.monotonic()
             self._sweep(now, force=True)
             token = None if owner is None else self._claim(owner, token, now)
-            if sum(1 for e in self._episodes.values() if e.owner == owner) >= self.max_per_owner:
+            counts = Counter(e.owner for e in self._episodes.values())
+            if counts[owner] >= self.max_per_owner:
                 who = f"owner {owner!r}" if owner is not None else "clients without an owner"
                 raise ApiError(429, "owner_quota", f"{who} already have {self.max_per_owner} episodes alive; "
                                "DELETE finished ones (or raise deploy.max_episodes_per_owner)")
@@ -250,6 +277,12 @@ class EpisodeStore:
                 raise ApiError(503, "too_many_episodes",
                                f"{self.max_episodes} episodes are alive; DELETE finished ones or "
                                "start the server with a larger deploy.max_episodes")
+            counts[owner] += 1
+            if self.max_episodes - len(self._episodes) - 1 < self._reserved(counts):
+                raise ApiError(503, "too_many_episodes",
+                               f"the free episodes are reserved for other owners ({self.reserve} each until they "
+                               "have that many); DELETE finished ones or start the server with a larger "
+                               "deploy.max_episodes")
             self._episodes[episode.id] = episode
         return episode, token
 
@@ -597,7 +630,7 @@ class BabyAIServer(ThreadingHTTPServer):
         if ":" in settings.host:
             self.address_family = socket.AF_INET6
         self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner,
-                                  settings.max_owners)
+                                  settings.max_owners, settings.reserved_episodes_per_owner)
         self._connections = threading.BoundedSemaphore(settings.max_connections)
         super().__init__((settings.host, settings.port), Handler)
 
@@ -669,6 +702,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="most episodes alive at once")
     parser.add_argument("--max-episodes-per-owner", type=int, default=defaults.max_episodes_per_owner,
                         help="most episodes one owner may have alive")
+    parser.add_argument("--max-owners", type=int, default=defaults.max_owners, help="most owners known at once")
+    parser.add_argument("--reserved-episodes-per-owner", type=int, default=defaults.reserved_episodes_per_owner,
+                        help="episodes kept free for each known owner (0: none)")
     parser.add_argument("--request-timeout-s", type=float, default=defaults.request_timeout_s,
                         help="seconds a whole request may take from its first byte")
     parser.add_argument("--parent-pid", type=int, default=None,
@@ -677,6 +713,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     settings = ServerSettings(host=args.host, port=args.port, episode_ttl_s=args.episode_ttl_s,
                               max_episodes=args.max_episodes, max_episodes_per_owner=args.max_episodes_per_owner,
+                              max_owners=args.max_owners, reserved_episodes_per_owner=args.reserved_episodes_per_owner,
                               request_timeout_s=args.request_timeout_s, verbose=args.verbose)
     serve(settings, parent_pid=args.parent_pid)
 

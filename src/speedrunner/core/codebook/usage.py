@@ -4,6 +4,11 @@ A trajectory stores each top-level skill call as a tree (``ActorStep.skill_call`
 ``{"name", "args", "kwargs", "calls": [...], "actions": [...], "returned", "error"}``);
 a skill's calls of other codebook functions are the nested ``calls``. Every node counts,
 so a private helper that only skills call gets counts too.
+
+The top node is the actor's call, observed by the parent; nested nodes are the sandbox's
+annotations, checked (``core/sandbox/schema.py``: each names a function of the loaded
+codebook, and together they account for exactly the actions served) but not observed. A
+skill that escaped its sandbox could skew the nested counts among the codebook's functions.
 """
 
 from __future__ import annotations

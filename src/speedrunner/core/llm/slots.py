@@ -26,6 +26,7 @@ open to others, or a symlink is refused with a message saying what to do.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -137,8 +138,15 @@ class SharedSlots:
         """A locked slot file's descriptor, or None when every slot is held."""
         start = threading.get_ident() % self.limit  # spread first tries over the slots
         for i in range(self.limit):
-            fd = os.open(f"slot{(start + i) % self.limit}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600, dir_fd=self._dir_fd)
+            name = f"slot{(start + i) % self.limit}"
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self._dir_fd)
+            except OSError as e:
+                if e.errno != errno.ELOOP:
+                    raise
+                raise UnsafeSlotsDirError(f"LLM slot file {self.dir / name} is a symlink (not followed): someone "
+                                          f"with access to {self.dir} planted it; remove it, or point "
+                                          f"{SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return fd

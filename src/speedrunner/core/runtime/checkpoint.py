@@ -20,6 +20,9 @@ from speedrunner.errors import CheckpointError
 CHECKPOINT_FILE = "checkpoint.json"
 FORMAT = "speedrunner-checkpoint/2"
 OLD_FORMATS = ("speedrunner-checkpoint/1",)
+MAX_CHECKPOINT_BYTES = 1024 * 1024
+"""A checkpoint is a few hundred bytes (it grows by one number per evaluation point); a larger
+file is not one, and is refused before it is read."""
 
 
 class Totals(BaseModel):
@@ -98,12 +101,16 @@ def load_checkpoint(run_dir: Path, *, run_id: str, results_config_sha256: str) -
     if not path.exists():
         return None
     try:
+        if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+            raise ValueError(f"{path.stat().st_size} bytes, more than a checkpoint ever has ({MAX_CHECKPOINT_BYTES})")
         checkpoint = Checkpoint.model_validate(_upgrade(json.loads(path.read_text("utf-8"))))
-    except (json.JSONDecodeError, ValidationError, UnicodeDecodeError, AttributeError) as e:
+    except (ValueError, ValidationError, AttributeError, TypeError, RecursionError, MemoryError) as e:
+        # ValueError: JSONDecodeError, UnicodeDecodeError; RecursionError: JSON nested thousands deep
+        reason = (str(e).splitlines() or [""])[0][:300] or "nested too deep to read"
         raise CheckpointError(
-            f"{path} is corrupt ({type(e).__name__}: {str(e).splitlines()[0]}); it cannot be resumed. "
+            f"{path} is corrupt ({type(e).__name__}: {reason}); it cannot be resumed. "
             "Start a new run, or restore the file from a backup"
-        ) from e
+        ) from None
     if checkpoint.format != FORMAT:
         raise CheckpointError(f"{path} has format {checkpoint.format!r}; this SpeedRunner reads {FORMAT!r}")
     if checkpoint.run_id != run_id or checkpoint.results_config_sha256 != results_config_sha256:

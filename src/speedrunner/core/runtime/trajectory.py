@@ -174,8 +174,19 @@ def save_trajectory(run_dir: Path, trajectory: Trajectory) -> Path:
     return path
 
 
+MAX_TRAJECTORY_BYTES = 256 * 1024 * 1024
+"""Largest episode file read back. A real one stays far below (tens of MB at most): the sandbox
+bounds each call tree, an episode keeps at most 2,000,000 characters of tree annotations, and the
+rest is one observation per action and one answer per LLM call. A larger file (a runaway writer, a planted file) is refused without being
+read, so it cannot take the parent's memory (JSON costs several times its size in objects)."""
+
+
 def load_trajectory(path: Path) -> Trajectory:
     """The stored episode; ``CorruptTrajectory`` (with the reason) if the file is not one."""
+    size = path.stat().st_size
+    if size > MAX_TRAJECTORY_BYTES:
+        raise CorruptTrajectory(f"{path}: {size} bytes, more than an episode file may have "
+                                f"({MAX_TRAJECTORY_BYTES}); not read")
     try:
         data = json.loads(path.read_text("utf-8"))
     except (ValueError, RecursionError, MemoryError) as e:  # JSONDecodeError, UnicodeDecodeError

@@ -13,15 +13,20 @@ State (variables, imported modules) persists between ``run`` calls of one sessio
 timeout or a crash kills the process; the next ``run`` starts a fresh one, and the
 result says that state was lost.
 
-The code may write on the protocol pipe itself. Each ``run`` carries an id its reply must
-echo, the reply is checked (``schema.py``), and anything more arriving after it is a
-protocol violation too: the run ends with an error saying so (``violation``), the process
-is replaced, and ``violations`` counts it. A forged reply never reaches a later ``run``.
+The code may write on the protocol pipe itself. Each ``run`` carries a fresh random id its
+reply must echo; the reply is checked (``schema.py``); anything waiting on the pipe before a
+``run`` is sent, and anything more arriving after its reply, is a protocol violation too: the
+run ends with an error saying so (``violation``), the process is replaced, and
+``violations`` counts it. So a reply written before the ``run`` it claims to answer (queued,
+or left by a thread for later) is never believed. What is not prevented: code running in
+the session can read the id of the ``run`` being served from the process's own memory and
+answer it in the server's place; the output of analysis code is that code's word anyway.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,7 +87,6 @@ class AnalysisSession:
         self.limits = limits
         self._process: SandboxProcess | None = None
         self._closed = False
-        self._request_id = 0
         self.violations = 0
         """Protocol violations so far (each ended its run and replaced the process)."""
         self._ensure_process()
@@ -111,10 +115,10 @@ class AnalysisSession:
         started = time.monotonic()
         deadline = started + timeout_s
         process = self._ensure_process()
-        self._request_id += 1
+        request_id = secrets.token_hex(16)  # unguessable: no reply written before this run can carry it
         try:
-            process.request({"op": "run", "id": self._request_id, "code": code}, deadline)
-            stdout, error = check_run_reply(process.receive(deadline), self._request_id, self.limits.max_print_chars)
+            process.start_request({"op": "run", "id": request_id, "code": code}, deadline)
+            stdout, error = check_run_reply(process.receive(deadline), request_id, self.limits.max_print_chars)
             if process.channel is not None and process.channel.pending():
                 raise SandboxViolation("it broke the protocol (more arrived after the reply: the code wrote to "
                                        "the sandbox's protocol pipe itself)")

@@ -19,9 +19,10 @@ first act (``join_prefix``: before the interpreter starts, so nothing it runs is
 emptied with SIGKILL and removed when the sandbox ends.
 
 Where cgroups cannot be used (not root, a read-only ``/sys/fs/cgroup``, a container
-without delegation), ``create`` returns ``None`` and logs one warning that names the gap:
-then only the per-process rlimits hold (the tree's memory is unbounded in total; a fork
-bomb is still capped by ``RLIMIT_NPROC`` for a root parent).
+without delegation, or a v2 host where the run's own cgroup holds processes, so the
+controllers cannot be enabled below it), ``create`` returns ``None`` and logs one warning
+that names the gap and its fix: then only the per-process rlimits hold (the tree's memory is
+unbounded in total; a fork bomb is still capped by ``RLIMIT_NPROC`` for a root parent).
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 PREFIX = "speedrunner-sandbox-"
+V2_NOT_DELEGATED = (
+    "the memory and pids controllers cannot be enabled for sandboxes under {parent} ({error}): cgroup v2 "
+    "enables them for a cgroup's children only while it holds no process itself, and this run's cgroup holds "
+    "the run (and whatever shares it, e.g. a login shell). Fix: start the run in a cgroup of its own with the "
+    "controllers delegated, e.g. `systemd-run --user --scope -p Delegate=yes python -m ...` "
+    "(as root: `systemd-run --scope -p Delegate=yes ...`), or in a container whose cgroup is delegated")
+"""The warning's reason on a cgroup v2 host where the run's own cgroup has processes (the usual case
+for a program started from a shell): the sandbox then falls back to per-process rlimits."""
 _warned = threading.Event()
 
 
@@ -177,10 +186,13 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
         return _unavailable(where)
     name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
     made: list[Path] = []
+    enabling: OSError | None = None
     try:
         if where.version == 2:  # the controllers must be enabled for our children (best effort)
-            with contextlib.suppress(OSError):
+            try:
                 (where.parents[0] / "cgroup.subtree_control").write_text("+memory +pids")
+            except OSError as e:  # EBUSY: our own cgroup holds processes (v2's "no internal processes")
+                enabling = e
         for parent in where.parents:
             _remove_stale(parent)
             d = parent / name
@@ -190,8 +202,7 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
                 raise OSError(f"{parent} is not a cgroup file system (no cgroup.procs in a new directory)")
         if where.version == 2:
             if not (made[0] / "memory.max").exists():
-                raise OSError(f"the memory and pids controllers are not enabled in {where.parents[0]} (cgroup v2 "
-                              "enables them for the children of a cgroup only while it holds no process itself)")
+                raise OSError(V2_NOT_DELEGATED.format(parent=where.parents[0], error=enabling or "not enabled"))
             (made[0] / "memory.max").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):
                 (made[0] / "memory.swap.max").write_text("0")

@@ -201,6 +201,21 @@ class SandboxProcess:
         except ChannelClosed:
             raise SandboxDied(self.describe_exit()) from None
 
+    def start_request(self, message: dict[str, Any], deadline: float) -> None:
+        """Send a new request (``load``, ``call``, ``run``) to a child that should be idle.
+
+        An honest child writes nothing between its reply and the next request, so anything
+        already waiting on the pipe was written by code in the sandbox — e.g. a thread that
+        outlived its call, answering ahead for the request it expects next. Refused here
+        (``SandboxViolation``) before the request is sent, so such a reply is never read as
+        the answer to it.
+        """
+        assert self.channel is not None
+        if self.channel.pending():
+            raise SandboxViolation("it broke the protocol (a message was waiting on the protocol pipe before the "
+                                   "request was sent: code in the sandbox wrote to the protocol pipe itself)")
+        self.request(message, deadline)
+
     def receive(self, deadline: float) -> dict[str, Any]:
         """The next message; raises ``SandboxDied`` (exit or protocol violation) or ``ChannelTimeout``."""
         assert self.channel is not None

@@ -4,18 +4,23 @@ The child runs code that may have left the restricted layer and may write anythi
 protocol pipe. So every message is checked against the shape an honest child sends, with
 caps on size, depth and count (the same caps the child applies to itself in
 ``tracing.py``, so an honest child never trips them), and every reply must echo the id of
-the request it answers: a reply queued earlier, or forged next to the real one, does not.
+the request it answers: a fresh random id, so a reply written before its request (queued
+earlier, or left by a thread for later) cannot carry it.
 
 A skill call's record is the parent's: the actions it served, in order, with the
-observations it produced. The child's call tree only says which (recorded) call each of
-those actions happened in; ``reconcile`` accepts it only if it accounts for exactly the
-served actions, and then copies the served records into it. Anything else raises
-``SandboxViolation``: the caller ends the call or analysis turn as an error, restarts the
-sandbox and counts it.
+observations it produced, under the call the actor made. The child's call tree only says
+which nested call each of those actions happened in; ``reconcile`` accepts it only if it
+accounts for exactly the served actions, and then copies the served records into it; a
+nested call must name a function of the loaded codebook (``codebook_functions``, parsed by
+the parent). The nesting, the nested calls' arguments, return values and errors, and the
+prints stay the child's word: code that took over the child can invent them within those
+rules. Anything else raises ``SandboxViolation``: the caller ends the call or analysis turn
+as an error, restarts the sandbox and counts it.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from speedrunner.core.sandbox.process import SandboxViolation
@@ -34,7 +39,7 @@ from speedrunner.core.sandbox.tracing import (
 )
 
 __all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "check_act", "check_id", "check_load_reply",
-           "check_result", "check_run_reply", "reconcile"]
+           "check_result", "check_run_reply", "codebook_functions", "reconcile"]
 
 SKILL_MESSAGE_BYTES = 4 * 1024 * 1024
 """Longest line a skill sandbox may send: a result holds a bounded tree, a return value of at
@@ -56,13 +61,23 @@ def _fail(what: str) -> SandboxViolation:
     return SandboxViolation(f"it broke the protocol ({what})")
 
 
-def check_id(message: dict[str, Any], expected: int) -> None:
+def codebook_functions(source: str) -> frozenset[str]:
+    """The names of the codebook's top-level functions: the only names the child traces, so the
+    only ones a nested call may have (empty if the source does not parse: then it never loads)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+
+
+def check_id(message: dict[str, Any], expected: str) -> None:
     """The reply answers request ``expected``, or the child is out of step (a forged or queued reply)."""
     got = message.get("id")
-    if got != expected or isinstance(got, bool):
-        shown = repr(got)[:40]
-        raise _fail(f"a message for request {shown} arrived while request {expected} was waiting: "
-                    "code in the sandbox wrote to the protocol pipe itself")
+    if not isinstance(got, str) or got != expected:
+        shown = repr(got)[:14]
+        raise _fail(f"a message for another request ({shown}) arrived while request {expected[:12]!r} was "
+                    "waiting: code in the sandbox wrote to the protocol pipe itself")
 
 
 def _shape(value: Any, max_depth: int, what: str) -> None:
@@ -90,7 +105,7 @@ def _text(value: Any, limit: int, what: str, *, optional: bool = False) -> str |
     return value
 
 
-def check_act(message: dict[str, Any], call_id: int) -> str:
+def check_act(message: dict[str, Any], call_id: str) -> str:
     """The action of an ``{"act", "id"}`` message."""
     check_id(message, call_id)
     if set(message) != {"act", "id"}:
@@ -98,7 +113,7 @@ def check_act(message: dict[str, Any], call_id: int) -> str:
     return _text(message["act"], MAX_ACTION_CHARS, "an action") or ""
 
 
-def check_load_reply(message: dict[str, Any], request_id: int) -> str | None:
+def check_load_reply(message: dict[str, Any], request_id: str) -> str | None:
     """``None`` if the codebook loaded, else the load error to show the author."""
     check_id(message, request_id)
     if message.get("loaded") is True:
@@ -107,7 +122,7 @@ def check_load_reply(message: dict[str, Any], request_id: int) -> str | None:
                  "the load error")
 
 
-def check_run_reply(message: dict[str, Any], request_id: int, max_print_chars: int) -> tuple[str, str | None]:
+def check_run_reply(message: dict[str, Any], request_id: str, max_print_chars: int) -> tuple[str, str | None]:
     """``(stdout, error)`` of an analysis ``run`` reply."""
     check_id(message, request_id)
     if not set(message) <= {"id", "stdout", "error", "duration_s"}:
@@ -117,9 +132,11 @@ def check_run_reply(message: dict[str, Any], request_id: int, max_print_chars: i
     return stdout, error
 
 
-def check_result(message: dict[str, Any], call_id: int, max_print_chars: int) -> tuple[dict[str, Any], int]:
+def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
+                 functions: frozenset[str] | None = None) -> tuple[dict[str, Any], int]:
     """The ``result`` of a call reply, every part checked (the tree's actions by ``reconcile``
-    after), and the size of the tree's annotations (values, errors, prints)."""
+    after), and the size of the tree's annotations (values, errors, prints). ``functions``: the
+    names a nested call may have (``codebook_functions``; ``None`` = any)."""
     check_id(message, call_id)
     result = message.get("result")
     if set(message) != {"id", "result"} or not isinstance(result, dict):
@@ -140,12 +157,13 @@ def check_result(message: dict[str, Any], call_id: int, max_print_chars: int) ->
         raise _fail(f"env.scratch is more than {MAX_SCRATCH_CHARS} characters of JSON")
     if not isinstance(result.get("tree"), dict):
         raise _fail("a result without a call tree")
-    return result, _check_tree(result["tree"], max_print_chars)
+    return result, _check_tree(result["tree"], max_print_chars, functions)
 
 
-def _check_tree(root: dict[str, Any], max_print_chars: int) -> int:
-    """Shape and size of the child's tree, iteratively: nodes, depth, values, prints."""
+def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset[str] | None) -> int:
+    """Shape and size of the child's tree, iteratively: nodes, depth, values, prints, names."""
     nodes, cost, prints = 0, 0, 0
+    invented: str | None = None
     stack: list[tuple[Any, int]] = [(root, 1)]
     while stack:
         node, depth = stack.pop()
@@ -157,6 +175,8 @@ def _check_tree(root: dict[str, Any], max_print_chars: int) -> int:
         if not isinstance(node, dict) or not set(node) <= _NODE_KEYS:
             raise _fail("a call tree node that is not a node")
         name = _text(node.get("name"), 200, "a call's name") or ""
+        if functions is not None and node is not root and name not in functions and invented is None:
+            invented = name  # the child traces only the codebook's functions: this name was made up
         args, kwargs = node.get("args", []), node.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise _fail("a call's arguments are not a list and a dict")
@@ -183,6 +203,9 @@ def _check_tree(root: dict[str, Any], max_print_chars: int) -> int:
         raise _fail(f"a call tree of {cost} characters, more than {MAX_TREE_CHARS}")
     if prints > max_print_chars + _ERROR_SLACK:
         raise _fail(f"{prints} printed characters, more than {max_print_chars}")
+    if invented is not None:  # (the root's name is the parent's own, from the actor's call)
+        raise _fail(f"the call tree names a nested call {invented[:60]!r}, which is not a function of the "
+                    "loaded codebook")
     return cost + prints
 
 

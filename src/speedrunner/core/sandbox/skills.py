@@ -11,7 +11,9 @@ actions as it goes. The runner alone decides when a call ends early:
   loop is stopped by the cap, not only by the clock);
 - ``episode_done``: same, for an ``act`` after the episode ended;
 - a protocol violation (``schema.py``: a message of the wrong shape or size, a reply to
-  another request, a tree that does not account for exactly the served actions): the call
+  another request or one waiting on the pipe before its request was sent, a tree that does
+  not account for exactly the served actions or names a function the codebook does not
+  have): the call
   ends as an error built from the served actions (``sandbox_violation`` in its tree), the
   process is killed and ``violations`` counts it;
 - ``timeout``: wall clock. The process group is killed (a skill stuck in C code or a loop
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +45,7 @@ from speedrunner.core.sandbox.schema import (
     check_act,
     check_load_reply,
     check_result,
+    codebook_functions,
     reconcile,
 )
 from speedrunner.core.sandbox.tiers import resolve_tier
@@ -73,7 +77,9 @@ class SandboxSkillRunner:
         """The authoritative ``env.scratch`` of the episode: sent with every call, replaced by what
         a call that ended cleanly left (checked), kept across sandbox restarts."""
         self.tree_chars = 0
-        self._request_id = 0
+        self._functions = codebook_functions(skills.source)
+        """What a nested call in a tree may be named: the codebook's own functions (parsed here, not
+        taken from the child's word)."""
         self._process: SandboxProcess | None = None
         self._load_error: str | None = None
         self._loaded = False
@@ -124,14 +130,14 @@ class SandboxSkillRunner:
         try:
             if not self._loaded:
                 request_id = self._next_id()
-                process.request({"op": "load", "id": request_id, "source": self.skills.source,
+                process.start_request({"op": "load", "id": request_id, "source": self.skills.source,
                                  "api_module": self.skills.api_module}, deadline)
                 self._load_error = check_load_reply(process.receive(deadline), request_id)
                 self._loaded = True
             if self._load_error is not None:
                 return _failed(call, self._load_error)
             call_id = self._next_id()
-            process.request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
+            process.start_request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
                              "kwargs": dict(call.kwargs), "max_actions": max_actions, "scratch": self.episode_scratch,
                              "observation": {"text": observation["text"], "structured": observation["structured"],
                                              "done": bool(observation.get("done"))}}, deadline)
@@ -151,11 +157,13 @@ class SandboxSkillRunner:
             self._discard_process()
             raise
 
-    def _next_id(self) -> int:
-        self._request_id += 1
-        return self._request_id
+    @staticmethod
+    def _next_id() -> str:
+        """A fresh request id: 128 random bits, so no reply written before the request (by a thread
+        that outlived its call, say) can carry it; counting ids could be guessed."""
+        return secrets.token_hex(16)
 
-    def _serve(self, process: SandboxProcess, call: SkillCall, call_id: int, step: Callable[[str], dict[str, Any]],
+    def _serve(self, process: SandboxProcess, call: SkillCall, call_id: str, step: Callable[[str], dict[str, Any]],
                done: bool, max_actions: int, deadline: float, served: list[dict[str, Any]]) -> SkillOutcome:
         stop: str | None = None
         while True:
@@ -181,7 +189,7 @@ class SandboxSkillRunner:
                         done = reply["done"]
                 process.request(reply, deadline)
                 continue
-            result, annotations = check_result(message, call_id, self.limits.max_print_chars)
+            result, annotations = check_result(message, call_id, self.limits.max_print_chars, self._functions)
             if process.channel is not None and process.channel.pending():
                 raise SandboxViolation("it broke the protocol (more arrived after the call's result: code in the "
                                        "sandbox wrote to the protocol pipe itself)")

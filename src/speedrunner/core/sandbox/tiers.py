@@ -26,22 +26,31 @@ _WEAK_TIER_WARNING = (
     "(apt-get install bubblewrap) for real isolation.")
 
 
-WEAK_ISOLATION_NOTE = (
-    "WEAK ISOLATION: LLM-written code ran under the 'rlimits' sandbox tier (chosen by name, run.sandbox=rlimits): "
-    "resource limits and a uid of its own only, no mount, network or pid namespace: it could read whatever that "
-    "uid may read, reach the network and the host's /tmp")
-"""What summary.json, the sleep records and the report say about a run under the rlimits tier."""
+_WEAK_WHAT = ("resource limits and a uid of its own only, no mount, network or pid namespace: it could read whatever "
+              "that uid may read, reach the network and the host's /tmp")
+WEAK_ISOLATION_NOTE = f"WEAK ISOLATION: LLM-written code ran under the 'rlimits' sandbox tier: {_WEAK_WHAT}"
+"""What the report's banner says about runs under the rlimits tier (each run's own note says why)."""
+_WHY_RLIMITS = {
+    "rlimits": "chosen by name, run.sandbox=rlimits",
+    "auto": "run.sandbox=auto, and no stronger tier worked on this machine (install bubblewrap: "
+            "apt-get install bubblewrap); skill code runs there, analysis code over the run never does",
+}
 
 
-def isolation_note(tier: str | None) -> str | None:
-    """``WEAK_ISOLATION_NOTE`` for the rlimits tier, else ``None`` (for artifacts that record a tier)."""
-    return WEAK_ISOLATION_NOTE if tier == "rlimits" else None
+def isolation_note(tier: str | None, requested: str | None = None) -> str | None:
+    """What summary.json and the sleep records say about a run whose LLM-written code ran under
+    ``tier``: a note for the rlimits tier, else ``None``. ``requested`` (``run.sandbox``) says how it
+    got there: named, or ``auto`` finding nothing stronger (the skills of ASI and Voyager may)."""
+    if tier != "rlimits":
+        return None
+    why = _WHY_RLIMITS.get(requested or "")
+    return f"WEAK ISOLATION: LLM-written code ran under the 'rlimits' sandbox tier{f' ({why})' if why else ''}: {_WEAK_WHAT}"
 
 
 def sandbox_summary(support: object | None) -> dict[str, str | None]:
     """summary.json's ``sandbox_tier`` (``None``: the method runs no LLM-written code) and ``isolation``."""
     tier = getattr(support, "sandbox_tier", None)
-    return {"sandbox_tier": tier, "isolation": isolation_note(tier)}
+    return {"sandbox_tier": tier, "isolation": isolation_note(tier, getattr(support, "sandbox_requested", None))}
 
 
 def check_analysis_tier(requested: str, resolved: str) -> None:

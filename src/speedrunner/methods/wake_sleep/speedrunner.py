@@ -182,7 +182,8 @@ class _Phase:
             "cap_hits": count_caps(self.capped),
             "sandbox_violations": self.violations,
             "analysis_tier": self.session.tier if self.session is not None else None,
-            "isolation": isolation_note(self.session.tier if self.session is not None else None),
+            "isolation": isolation_note(self.session.tier if self.session is not None else None,
+                                        self.m.support.sandbox_requested),
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
             "system_prompt": messages[0].content, "tool_protocol": "native" if native else "text"})
         return codebook
