@@ -57,6 +57,7 @@ from speedrunner.core.codebook import (
     EditRejected,
     apply_edits,
 )
+from speedrunner.core.codebook.api_view import caps_lines
 from speedrunner.core.codebook.parse import split_module
 from speedrunner.core.codebook.render import render_api
 from speedrunner.core.env import TextEnv
@@ -365,8 +366,9 @@ class VoyagerMethod:
             if inspect.isfunction(obj) and not name.startswith("local_"):
                 doc = (inspect.getdoc(obj) or "").splitlines()
                 lines.append(f"    - `{name}{inspect.signature(obj)}`: {doc[0] if doc else ''}")
+        caps = caps_lines(self.rules, self.config, at_cap="the critic judges what it did", episode="world")
         return PROMPTS.render("action_system", primitives=", ".join(self.support.primitives),
-                              skill_api="\n".join(lines), api_module=self.support.api_module)
+                              skill_api="\n".join(lines), api_module=self.support.api_module, caps="\n".join(caps))
 
     def _action_prompt(self, task: str, attempt: int, retrieved: list[str], observation: str,
                        actions_left: int | None) -> str:

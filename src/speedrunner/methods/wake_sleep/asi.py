@@ -27,6 +27,7 @@ from speedrunner.core.codebook import (
     EditRejected,
     apply_edits,
 )
+from speedrunner.core.codebook.api_view import inducer_caps
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
@@ -99,6 +100,7 @@ class ASIMethod:
         return PROMPTS.render(
             "induce",
             api_view=view,
+            inducer_caps=inducer_caps(self.config),
             codebook=current.source.strip() or "# (no skills yet)",
             trajectory=trajectory.summary(self.config.max_trajectory_chars),
             max_functions=self.config.max_functions_per_episode,

@@ -40,6 +40,7 @@ from speedrunner.core.codebook import (
 from speedrunner.core.codebook.api_view import (
     add_function_rule,
     analysis_helper_names,
+    inducer_caps,
     render_analysis_helpers,
 )
 from speedrunner.core.llm.types import Completion, Message
@@ -195,7 +196,8 @@ class _Phase:
         # The same view as speedrunner_no_cl's and asi's; only the analysis helpers are extra.
         api = inducer_api_view(self.m.support, self.m.rules, self.m.config, self.batch)
         helpers = render_analysis_helpers() + "\n\n" if self.m.code_execution else ""
-        return PROMPTS.render("start", batch_index=self.b, api_view=api, add_function_rule=add_function_rule(),
+        return PROMPTS.render("start", batch_index=self.b, api_view=api, inducer_caps=inducer_caps(self.m.config),
+                              add_function_rule=add_function_rule(),
                               analysis_helpers=helpers,
                               codebook=self.base.source.strip(), stats=_stats(self.base),
                               episodes="\n".join(_episode_line(t) for t in self.batch) or "(no episodes)")
