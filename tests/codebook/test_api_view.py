@@ -38,6 +38,7 @@ from speedrunner.core.codebook.api_view import (
     add_function_rule,
     analysis_helper_names,
     api_names,
+    inducer_caps,
     render_analysis_helpers,
     render_api_view,
 )
@@ -51,7 +52,7 @@ from speedrunner.core.runtime.trajectory import Trajectory, save_trajectory
 from speedrunner.core.skill import SkillEnv
 from speedrunner.methods.wake_sleep import speedrunner as sr
 from speedrunner.methods.wake_sleep.asi import ASIMethod
-from speedrunner.methods.wake_sleep.codebook_knowledge import inducer_api_view
+from speedrunner.methods.wake_sleep.codebook_knowledge import codebook_rules, inducer_api_view
 from speedrunner.methods.wake_sleep.configs import (
     ASIConfig,
     SpeedRunnerConfig,
@@ -226,15 +227,40 @@ def test_the_three_skill_methods_show_one_view_rendered_from_the_skill_api(tmp_p
     assert size < 3000  # in every inducer prompt: keep it a page, not a manual
 
 
-def test_no_cap_reads_as_the_episode_budget_and_library_caps_as_enforced(tmp_path):
+def test_the_caps_line_states_each_cap_in_force_in_plain_numbers():
+    """What the inducer reads: no cap reads as the episode's budget and the derived time limit;
+    a configured cap (the library's through ``codebook_rules``) as its number; env.scratch's size."""
     api = api_module("babyai")
-    rules = Rules.for_api(api, ("go forward",), None)
-    view = render_api_view(api, rules, SimpleNamespace(max_skill_actions=None, skill_timeout_s=None), example=None)
-    assert "up to the episode's remaining budget of env actions" in view
-    assert "wall-clock limit is scaled to the actions it may take" in view
-    library = "no cap on functions" if rules.limits.max_functions is None else f"at most {rules.limits.max_functions} functions"
-    assert library in view
-    assert "No episode of this batch has an observation" in view
+    support = support_for("babyai", None)
+    free = render_api_view(api, codebook_rules(support, ASIConfig()), ASIConfig(), example=None)
+    assert ("- One skill call may take up to the episode's remaining budget of env actions; it is stopped "
+            "after 60 s plus 0.25 s per action it may take (wall-clock time).") in free
+    assert ("each function at most 60 lines and 3000 characters, a public docstring at most 800 characters; "
+            "the whole library: no cap on functions, no cap on characters.") in free
+    assert "`env.scratch` keeps at most 64000 characters of JSON between the skill calls of one episode" in free
+    assert "No episode of this batch has an observation" in free
+
+    config = ASIConfig(max_skill_actions=50, skill_timeout_s=60.0, max_functions=40, max_codebook_chars=60000)
+    capped = render_api_view(api, codebook_rules(support, config), config, example=None)
+    assert ("- One skill call takes at most 50 primitive actions; at the cap it stops cleanly and the actor's "
+            "turn ends; it is stopped after 60 s of wall-clock time.") in capped
+    assert "the whole library: at most 40 functions, at most 60000 characters." in capped
+
+
+def test_each_inducer_is_told_the_caps_on_its_own_work(tmp_path):
+    """Next to the shared view: SpeedRunner's turns, tool output, episode view and analysis time;
+    ASI's functions per answer and episode length. From the config, in the first prompt."""
+    prompts, _, _ = first_prompts(tmp_path, "babyai")
+    assert ("Caps on your own work: at most 20 turns (then the last valid draft is submitted); each tool result "
+            "is cut at 4000 characters (a note says so); `view_episode` shows at most 6000 characters of an "
+            "episode; `run_python` code is stopped after 60 s.") in prompts["speedrunner"]
+    assert ("each tool result is cut at 4000 characters" in prompts["speedrunner_no_cl"]
+            and "run_python" not in prompts["speedrunner_no_cl"])
+    assert ("Caps on your own work: at most 5 new functions are read from one answer (later ones are ignored); "
+            "the episode is shown in at most 12000 characters.") in prompts["asi"]
+    assert inducer_caps(SpeedRunnerConfig(max_inducer_turns=7, max_tool_output_chars=900)).startswith(
+        "Caps on your own work: at most 7 turns (then the last valid draft is submitted); each tool result is "
+        "cut at 900 characters")
 
 
 def test_env_members_added_to_the_class_appear_and_private_ones_do_not(monkeypatch):
@@ -301,13 +327,16 @@ def test_analysis_helpers_are_the_experience_modules_public_functions(monkeypatc
         episodes="e", codebook="c", upto=0, helpers=", ".join(analysis_helper_names()))
 
 
-def test_the_add_function_rule_says_what_the_edit_machinery_does():
+def test_one_add_function_may_hold_a_helper_with_its_caller_as_the_inducer_is_told():
+    """The rule in the start prompt, the tool's description and the edit machinery agree: a
+    caller and its new helper in one block are accepted as one edit."""
+    assert add_function_rule() == ("One `add_function` may hold several functions (e.g. helpers with their caller), "
+                                   "checked together as one edit.")
+    assert "one or more new functions" in sr.PROMPTS.render("tool_add_function")
     two = AddFunction("def _b():\n    return 1\n\n\ndef _a():\n    return _b()\n")
     result = apply_edits(Codebook.empty(), [two], Author(method="test"), rules=Rules("m", frozenset(), (), None))
-    if isinstance(result, EditRejected):
-        assert add_function_rule().startswith("One function per `add_function`")
-    else:
-        assert "may hold several functions" in add_function_rule()
+    assert not isinstance(result, EditRejected)
+    assert [f.name for f in Codebook(result.source, result.meta).functions] == ["_b", "_a"]
 
 
 def test_babyai_coordinates_are_what_the_level_does():

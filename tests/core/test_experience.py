@@ -4,13 +4,15 @@ process, and in the real analysis sandbox through the same setup code SpeedRunne
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
+import re
 import textwrap
 
 import pytest
 
 from speedrunner.core import experience
-from speedrunner.core.codebook.api_view import analysis_helper_names
+from speedrunner.core.codebook.api_view import analysis_helper_names, render_analysis_helpers
 from speedrunner.core.codebook.callgraph import SkillStats
 from speedrunner.core.runtime.actor import ActorStep
 from speedrunner.core.runtime.trajectory import Trajectory, save_trajectory
@@ -123,9 +125,18 @@ def test_ast_and_complexity_of_any_generation(configured):
 
 
 def test_every_helper_says_what_it_returns():
-    for name in experience.__all__:
-        doc = getattr(experience, name).__doc__
-        assert doc and doc.strip().split("\n\n")[0], name
+    """The inducer sees only each helper's signature and first docstring paragraph: each shows
+    its return type, and the records it returns have their fields in that text."""
+    text = render_analysis_helpers()
+    lines = {name: next(line for line in text.splitlines() if line.startswith(f"- `{name}("))
+             for name in analysis_helper_names()}
+    for name, line in lines.items():
+        assert re.search(r"\) -> [^`]+`", line), name
+    stats = text[text.index("- `skill_stats("):text.index("- `static_call_depth(")]
+    for field in [f.name for f in dataclasses.fields(SkillStats)] + ["actions_per_call"]:
+        assert re.search(rf"\b{field}\b", stats), field
+    listed = text.split("- `Trajectory` fields: ", 1)[1].split(";", 1)[0].split(", ")
+    assert listed == [f.name for f in dataclasses.fields(Trajectory)]
 
 
 def test_the_helpers_run_in_the_analysis_sandbox(run_dir):

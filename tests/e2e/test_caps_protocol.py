@@ -22,7 +22,8 @@ from .caps_fakes import babyai_fake, crafter_fake
 from .harness import REPO, clean_env, start_server
 
 pytestmark = pytest.mark.slow
-NO_CAP_HITS = {"max_skill_actions": 0, "skill_timeout": 0, "max_functions": 0, "max_codebook_chars": 0}
+NO_CAP_HITS = {"max_skill_actions": 0, "skill_timeout": 0, "max_iterations_per_world": 0, "max_functions": 0,
+               "max_codebook_chars": 0, "max_functions_per_episode": 0, "max_inducer_turns": 0}
 
 
 def train(benchmark: str, config: str, run_dir: Path, fake, *extra: str) -> Path:

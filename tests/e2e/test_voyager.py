@@ -24,7 +24,7 @@ import pytest
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 from .harness import REPO, body_key, clean_env, rows, start_server
-from .voyager_fakes import DESCRIPTION, VoyagerFakeLLM
+from .voyager_fakes import DESCRIPTION, CappedVoyagerFakeLLM, VoyagerFakeLLM
 
 pytestmark = pytest.mark.slow
 ROLLOUTS = 2          # worlds
@@ -270,3 +270,43 @@ def test_a_run_from_when_every_iteration_had_a_fresh_world_is_refused_on_resume(
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "from before tasks continued in one world" in proc.stderr and "Start a new run" in proc.stderr
     assert stored() == before
+
+
+def test_voyager_skills_stopped_by_a_cap_and_a_world_ended_by_the_iteration_cap_are_counted(tmp_path):
+    """A skill at ``max_skill_actions`` (40 of the world's 160 actions), one killed by
+    ``skill_timeout_s``, and the world ended by ``max_iterations_per_world`` reach the world's
+    trajectory, its metrics.jsonl row, summary.json and the report's caps table; the action
+    agent was told both skill caps."""
+    from speedrunner.core.reporting import build_report
+
+    run_dir, server = play(tmp_path / "run", CappedVoyagerFakeLLM(), "--set", "run.rollouts=1",
+                           "--set", "run.eval_episodes=0", "--set", "method.skill_timeout_s=2",
+                           "--set", "method.max_iterations_per_world=2")
+    its = [json.loads((run_dir / "voyager" / "iterations" / "0000" / f"{k:04d}.json").read_text()) for k in (0, 1)]
+    assert [(i["cap_hit"], i["env_actions"]) for i in its] == [("max_skill_actions", 40), ("skill_timeout", 0)]
+    world = json.loads((run_dir / "episodes" / "train" / "0000.json").read_text())
+    assert [s["skill_call"]["stopped_by"] for s in world["steps"]] == ["max_actions", "timeout"]
+    assert world["stop_reason"] == "iteration_end" and world["env_actions"] == 40  # 120 actions were left
+    hits = {"max_skill_actions": 1, "skill_timeout": 1, "max_iterations_per_world": 1}
+    assert world["cap_hits"] == hits
+    assert rows(run_dir / "metrics.jsonl")[0]["cap_hits"] == hits
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["cap_hits"] == {**hits, "max_functions": 0, "max_codebook_chars": 0,
+                                   "max_functions_per_episode": 0, "max_inducer_turns": 0}
+    [row] = table_rows(build_report([run_dir], tmp_path / "report").out, "caps")
+    assert row["caps_in_force"] == "max_skill_actions=40; skill_timeout_s=2.0; max_iterations_per_world=2"
+    assert (row["train_max_skill_actions"], row["train_skill_timeout"], row["train_max_iterations_per_world"]) == (
+        "1", "1", "1")
+    assert row["train_max_functions"] == row["train_max_inducer_turns"] == "n/a"  # Voyager has no such cap
+
+    system = asked(server, "writes Python skills for Crafter")[0]["messages"][0]["content"]
+    assert ("- One skill call takes at most 40 primitive actions; at the cap it stops cleanly and the critic "
+            "judges what it did; it is stopped after 2 s of wall-clock time.") in system
+    assert "a few hundred actions" not in system
+
+
+def table_rows(out: Path, name: str) -> list[dict]:
+    import csv
+
+    with open(out / "tables" / f"{name}.csv", newline="") as f:
+        return list(csv.DictReader(f))

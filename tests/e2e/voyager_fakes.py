@@ -168,3 +168,36 @@ class VoyagerFakeLLM:
         if "collect_wood()" in first and turns == 0:
             return "Thought: use my skill.\nAction: collect_wood()"
         return "Thought: wait.\nAction: Noop"
+
+
+WAIT_FOREVER = '''def collect_wood(env) -> str:
+    """Wait for a tree to walk by (it never does).
+
+    Returns:
+        What happened.
+    """
+    for _ in range(1000):
+        env.act("Noop")
+    return "waited"
+'''
+THINK_FOREVER = '''def collect_wood(env) -> str:
+    """Think about wood without acting (it never ends).
+
+    Returns:
+        Never returns.
+    """
+    n = 0
+    while n >= 0:
+        n += 1
+    return "thought"
+'''
+
+
+class CappedVoyagerFakeLLM(VoyagerFakeLLM):
+    """The action agent's first attempt at the fixed first task plays ``Noop`` until the
+    per-call action cap stops it, its second computes until the time limit kills it; no
+    achievement follows, so no critic or curriculum call is made."""
+
+    @staticmethod
+    def action(user: str) -> str:
+        return code_answer(WAIT_FOREVER if _line(user, "Context").startswith("attempt 1") else THINK_FOREVER)

@@ -189,3 +189,33 @@ def test_config_refuses_unknown_warmup_parts():
     assert VoyagerConfig().curriculum_warmup["status"] == 2
     with pytest.raises(ValidationError, match="unknown curriculum_warmup parts"):
         VoyagerConfig(curriculum_warmup={"biome": 1})
+
+
+def test_the_action_agent_is_told_the_caps_in_force_not_a_guess(tmp_path):
+    """Voyager's skill writer reads the per-function, library and skill-call caps, in the
+    codebook inducers' words; the default action cap is the world's remaining budget."""
+    from speedrunner.benchmarks.crafter.text import ACTION_NAMES
+    from speedrunner.core.method import MethodContext, SkillSupport
+    from speedrunner.core.runtime.replay import ReplayResult
+    from speedrunner.methods.voyager.voyager import VoyagerMethod, VoyagerWorld
+
+    support = SkillSupport(api_module="speedrunner.benchmarks.crafter.skill_api", api_names=(),
+                           primitives=tuple(ACTION_NAMES), open_skills=lambda skills: None,
+                           smoke_test=lambda source: None, replay=lambda *a: ReplayResult(success=True),
+                           sandbox_tier="test-double")
+
+    def system(tmp_path, **config) -> str:
+        voyager = VoyagerMethod(VoyagerConfig(**config), MethodContext(run_dir=tmp_path, inducer=None,
+                                                                       benchmark="crafter", skills=support),
+                                VoyagerWorld(ACHIEVEMENT_ORDER, "collect wood", "play"))
+        return voyager._action_system()
+
+    default = system(tmp_path / "default")
+    assert ("- Caps in force: each function at most 60 lines and 3000 characters, a public docstring at most 800 "
+            "characters; the whole library: no cap on functions, no cap on characters.") in default
+    assert ("- One skill call may take up to the world's remaining budget of env actions; it is stopped after "
+            "60 s plus 0.25 s per action it may take (wall-clock time).") in default
+    assert "a few hundred actions" not in default
+    capped = system(tmp_path / "capped", max_skill_actions=300, skill_timeout_s=90.0)
+    assert ("- One skill call takes at most 300 primitive actions; at the cap it stops cleanly and the critic "
+            "judges what it did; it is stopped after 90 s of wall-clock time.") in capped

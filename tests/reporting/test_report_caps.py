@@ -28,10 +28,12 @@ def test_cap_hits_reach_metrics_summary_and_the_report(fixture_runs, tmp_path):
 
     rows = jsonl(run / "metrics.jsonl")
     assert {r["index"]: r["cap_hits"]["max_skill_actions"] for r in rows} == stops
-    assert all(r["sleep_cap_hits"] == {"max_functions": 0, "max_codebook_chars": 0} for r in rows)
+    assert all(r["sleep_cap_hits"] == {"max_functions": 0, "max_codebook_chars": 0, "max_functions_per_episode": 0,
+                                       "max_inducer_turns": 0} for r in rows)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["cap_hits"] == {"max_skill_actions": sum(stops.values()), "skill_timeout": 0,
-                                   "max_functions": 0, "max_codebook_chars": 0}
+                                   "max_iterations_per_world": 0, "max_functions": 0, "max_codebook_chars": 0,
+                                   "max_functions_per_episode": 0, "max_inducer_turns": 0}
     evals = jsonl(run / "eval.jsonl")
     assert summary["eval_cap_hits"]["max_skill_actions"] == sum(e["cap_hits"]["max_skill_actions"] for e in evals)
 

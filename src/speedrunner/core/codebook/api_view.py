@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
 from speedrunner.core.codebook.rules import Rules
+from speedrunner.core.runtime.caps import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S
+from speedrunner.core.sandbox.tracing import MAX_SCRATCH_CHARS
 from speedrunner.core.skill import SkillEnv
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from speedrunner.core.runtime.trajectory import Trajectory
 
 __all__ = ["ANALYSIS_MODULE", "StateExample", "add_function_rule", "analysis_helper_names", "api_names",
-           "render_analysis_helpers", "render_api_view", "state_example"]
+           "caps_lines", "inducer_caps", "render_analysis_helpers", "render_api_view", "state_example"]
 
 ANALYSIS_MODULE = "speedrunner.core.experience"
 """What SpeedRunner's analysis code imports its helpers from."""
@@ -95,7 +97,6 @@ def api_names(api_module: str) -> list[str]:
 
 
 def _rules(api_module: str, rules: Rules, cfg: object) -> str:
-    limits = rules.limits
     reserved = sorted(rules.reserved_actions())
     forbidden = ", ".join(f"`{n}`" for n in sorted(FORBIDDEN_NAMES))
     members = ", ".join(f"`typing.{n}`" for n in sorted(FORBIDDEN_MEMBERS))
@@ -122,27 +123,66 @@ def _rules(api_module: str, rules: Rules, cfg: object) -> str:
         "builtins, and then import cleanly in the sandbox. So a function that calls a new helper is accepted only "
         "with or after that helper (callees before callers). A rejected edit changes nothing; the reply lists "
         "every problem with a fix.",
-        f"- Caps in force: each function at most {limits.max_function_lines} lines and {limits.max_function_chars} "
-        f"characters, a public docstring at most {limits.max_docstring_chars} characters; the whole library "
-        f"{_cap(getattr(limits, 'max_functions', None), 'functions')} and "
-        f"{_cap(getattr(limits, 'max_total_chars', None), 'characters')}.",
-        "- One skill call " + _skill_call_caps(cfg),
+        *caps_lines(rules, cfg),
+        f"- `env.scratch` keeps at most {MAX_SCRATCH_CHARS} characters of JSON between the skill calls of one "
+        "episode; a call that leaves more keeps the scratch of the call before (and says so).",
     ]
     return "\n".join(lines)
+
+
+def caps_lines(rules: Rules, cfg: object, *, at_cap: str = "the actor's turn ends",
+               episode: str = "episode") -> list[str]:
+    """The caps a skill is held to, as rule lines: the validator's per-function and library
+    caps (from ``rules``) and one call's action and time caps (from the method config
+    ``cfg``: ``max_skill_actions``, ``skill_timeout_s``; ``None`` = the episode's remaining
+    budget, a limit scaled to it). Every skill writer is shown these (the codebook
+    inducers in the API view, Voyager's action agent in its system prompt); ``at_cap`` says
+    what follows a call stopped at the action cap, ``episode`` what the budget belongs to."""
+    limits = rules.limits
+    return [
+        f"- Caps in force: each function at most {limits.max_function_lines} lines and {limits.max_function_chars} "
+        f"characters, a public docstring at most {limits.max_docstring_chars} characters; the whole library: "
+        f"{_cap(limits.max_functions, 'functions')}, {_cap(limits.max_total_chars, 'characters')}.",
+        "- One skill call " + _skill_call_caps(cfg, at_cap, episode),
+    ]
 
 
 def _cap(value: int | None, what: str) -> str:
     return f"no cap on {what}" if value is None else f"at most {value} {what}"
 
 
-def _skill_call_caps(cfg: object) -> str:
+def _skill_call_caps(cfg: object, at_cap: str, episode: str) -> str:
     actions = getattr(cfg, "max_skill_actions", None)
     timeout = getattr(cfg, "skill_timeout_s", None)
-    text = ("may take up to the episode's remaining budget of env actions" if actions is None else
-            f"takes at most {actions} primitive actions; at the cap it stops cleanly and the actor's turn ends")
-    text += ("; its wall-clock limit is scaled to the actions it may take." if timeout is None else
-             f"; it is stopped after {timeout:g} s of wall-clock time.")
+    text = (f"may take up to the {episode}'s remaining budget of env actions" if actions is None else
+            f"takes at most {actions} primitive actions; at the cap it stops cleanly and {at_cap}")
+    if timeout is None:
+        text += (f"; it is stopped after {SKILL_TIMEOUT_BASE_S:g} s plus {SKILL_TIMEOUT_PER_ACTION_S:g} s per "
+                 "action it may take (wall-clock time).")
+    else:
+        text += f"; it is stopped after {timeout:g} s of wall-clock time."
     return text
+
+
+def inducer_caps(cfg: object) -> str:
+    """The caps on the inducer's own work in one sleep phase, from its method config: turns,
+    tool output and analysis time (SpeedRunner's multi-turn inducer), new functions read
+    from one answer and the episode's length (ASI). Rendered next to the API view, which
+    stays one text for every codebook method; "" for a config with neither."""
+    parts = []
+    tool_output = getattr(cfg, "max_tool_output_chars", None)
+    if tool_output is not None:  # SpeedRunner's inducer, with or without code execution
+        parts += [f"at most {cfg.max_inducer_turns} turns (then the last valid draft is submitted)",
+                  f"each tool result is cut at {tool_output} characters (a note says so)",
+                  f"`view_episode` shows at most {cfg.max_trajectory_chars} characters of an episode"]
+        timeout = getattr(cfg, "analysis_timeout_s", None)
+        if timeout is not None:  # only speedrunner runs analysis code
+            parts.append(f"`run_python` code is stopped after {timeout:g} s")
+    per_answer = getattr(cfg, "max_functions_per_episode", None)
+    if per_answer is not None:  # ASI
+        parts += [f"at most {per_answer} new functions are read from one answer (later ones are ignored)",
+                  f"the episode is shown in at most {cfg.max_trajectory_chars} characters"]
+    return "Caps on your own work: " + "; ".join(parts) + "." if parts else ""
 
 
 @functools.cache

@@ -1,19 +1,28 @@
 """The protocol's caps, resolved where they apply, and the count of every time one binds.
 
-A cap is a protocol decision, so its defaults never bind the paper's protocol and every
-binding is on record:
+A cap is a protocol decision, so every one is configurable, its defaults are chosen not to
+bind the paper's protocol (``max_iterations_per_world`` is the exception, stated in its
+config and the README), and every binding is on record:
 
 - ``max_skill_actions`` (method config; null = the episode's remaining budget of env
   actions) and ``skill_timeout_s`` (null = ``SKILL_TIMEOUT_BASE_S`` +
   ``SKILL_TIMEOUT_PER_ACTION_S`` x the call's action cap) are resolved per skill call by
-  ``resolve_call_caps``; a call stopped by either is counted in the trajectory's
-  ``cap_hits`` (a call that runs into the episode's own budget is not: the episode's
-  ``stop_reason`` says that);
+  ``resolve_call_caps``, for the actor's calls and Voyager's skills alike; a call stopped
+  by either is counted in the trajectory's ``cap_hits`` (a call that runs into the
+  episode's own budget is not: the episode's ``stop_reason`` says that);
+- ``max_iterations_per_world`` (Voyager): a training world it ends (``stop_reason``
+  ``iteration_end``) counts one hit in that world's trajectory;
 - ``max_functions`` and ``max_codebook_chars`` (null = no cap) reach the validator's
-  ``Limits``; every edit they reject is counted in the sleep record's ``cap_hits``.
+  ``Limits``; every edit they reject is counted in the sleep record's ``cap_hits``;
+- ``max_functions_per_episode`` (ASI): an induction answer with more new functions than it
+  allows (the rest are ignored) counts one hit in the sleep record;
+- ``max_inducer_turns`` (speedrunner, speedrunner_no_cl): a sleep phase that runs out of
+  turns (``ended_by: out_of_turns``) counts one hit in its sleep record.
 
-``metrics.jsonl`` rows, ``eval.jsonl`` rows and ``summary.json`` carry the counts under
-``cap_hits`` (keys: ``CAP_NAMES``); the report shows them.
+``metrics.jsonl`` rows (``cap_hits``: the episode's, ``EPISODE_CAPS``; ``sleep_cap_hits``:
+its batch's sleep, ``SLEEP_CAPS``), ``eval.jsonl`` rows (``SKILL_CAPS``) and
+``summary.json`` (``cap_hits``: every ``CAP_NAMES`` key) carry the counts; the report's
+caps table shows them next to ``caps_in_force``.
 """
 
 from __future__ import annotations
@@ -33,13 +42,20 @@ UNKNOWN_LIMIT_ACTIONS = 10_000
 """The action cap of a call when neither the budget nor the env says how many actions the
 episode has left (no shipped benchmark lacks a limit; ScienceWorld's default is this)."""
 
-CAP_NAMES = ("max_skill_actions", "skill_timeout", "max_functions", "max_codebook_chars")
-"""Every cap whose hits are counted, as ``cap_hits`` keys."""
 SKILL_CAPS = ("max_skill_actions", "skill_timeout")
-"""The caps of one skill call (counted per trajectory)."""
+"""The caps of one skill call (counted per trajectory, and per evaluation episode)."""
+EPISODE_CAPS = (*SKILL_CAPS, "max_iterations_per_world")
+"""The caps counted per training trajectory (a ``metrics.jsonl`` row's ``cap_hits``)."""
 LIBRARY_CAPS = ("max_functions", "max_codebook_chars")
-"""The codebook's caps (counted per sleep phase)."""
+"""The codebook's caps (counted per sleep phase, one per edit they reject)."""
+SLEEP_CAPS = (*LIBRARY_CAPS, "max_functions_per_episode", "max_inducer_turns")
+"""The caps counted per sleep phase (a sleep record's and a row's ``sleep_cap_hits``)."""
+CAP_NAMES = (*EPISODE_CAPS, *SLEEP_CAPS)
+"""Every cap whose hits are counted, as ``cap_hits`` keys."""
 _CODEBOOK_METHODS = ("asi", "speedrunner", "speedrunner_no_cl")
+_MULTI_TURN_INDUCERS = ("speedrunner", "speedrunner_no_cl")
+"""The methods whose sleep phase is a conversation of at most ``max_inducer_turns`` turns
+(ASI's config carries the key from the shared base, but makes one call per episode)."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +110,9 @@ def rejected_caps(problems: Iterable[Any]) -> list[str]:
 
 
 def count_caps(names: Iterable[str]) -> dict[str, int]:
-    """``{cap: hits}`` for the library caps, every one present (0 when it never bound)."""
-    counts = dict.fromkeys(LIBRARY_CAPS, 0)
+    """``{cap: hits}`` of one sleep phase from the cap behind each binding, every
+    ``SLEEP_CAPS`` key present (0 when it never bound)."""
+    counts = dict.fromkeys(SLEEP_CAPS, 0)
     for name in names:
         counts[name] = counts.get(name, 0) + 1
     return counts
@@ -110,6 +127,11 @@ def codebook_limits(method: object) -> Limits:
 def skill_hits(hits: Mapping[str, int] | None) -> dict[str, int]:
     """One trajectory's skill-call cap hits with every ``SKILL_CAPS`` key (0 when it never bound)."""
     return {name: int((hits or {}).get(name, 0)) for name in SKILL_CAPS}
+
+
+def episode_hits(hits: Mapping[str, int] | None) -> dict[str, int]:
+    """One training trajectory's cap hits with every ``EPISODE_CAPS`` key (0 when it never bound)."""
+    return {name: int((hits or {}).get(name, 0)) for name in EPISODE_CAPS}
 
 
 def sum_skill_hits(many: Iterable[Mapping[str, int] | None]) -> dict[str, int]:
@@ -129,6 +151,22 @@ def add_hits(total: dict[str, int], hits: Mapping[str, int] | None) -> dict[str,
 
 def zero_hits() -> dict[str, int]:
     return dict.fromkeys(CAP_NAMES, 0)
+
+
+def caps_in_force(method: Mapping[str, Any]) -> dict[str, Any]:
+    """``{cap: setting}`` for the caps a run's method section (``config.resolved.json``) has,
+    in ``CAP_NAMES`` order; ``None`` is the protocol's default rule (no cap, or derived from
+    the episode's budget). A cap absent here cannot bind that run."""
+    shown: dict[str, Any] = {}
+    if "max_skill_actions" in method:
+        shown["max_skill_actions"] = method["max_skill_actions"]
+        shown["skill_timeout"] = method.get("skill_timeout_s")
+    for cap in ("max_iterations_per_world", *LIBRARY_CAPS, "max_functions_per_episode"):
+        if cap in method:  # the setting has the cap's name
+            shown[cap] = method[cap]
+    if method.get("name") in _MULTI_TURN_INDUCERS and "max_inducer_turns" in method:
+        shown["max_inducer_turns"] = method["max_inducer_turns"]
+    return {cap: shown[cap] for cap in CAP_NAMES if cap in shown}
 
 
 def run_cap_hits(metrics_rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""The online wake/sleep loop (ARCHITECTURE.md, "The online loop").
+"""The online wake/sleep loop: the schedule every method runs on (README "The actor and the online loop").
 
     for each batch of ``sleep_every`` training rollouts:
         evaluate first if this rollout count is an evaluation point
@@ -35,7 +35,13 @@ from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
 from speedrunner.core.runtime import skill_metrics
-from speedrunner.core.runtime.caps import count_caps, run_cap_hits, skill_hits, sum_skill_hits
+from speedrunner.core.runtime.caps import (
+    count_caps,
+    episode_hits,
+    run_cap_hits,
+    skill_hits,
+    sum_skill_hits,
+)
 from speedrunner.core.runtime.checkpoint import (
     Checkpoint,
     load_checkpoint,
@@ -273,7 +279,7 @@ class Runner:
                 "cost_episode_usd": t.cost_usd, "cost_sleep_share_usd": share, "cost_usd": cost,
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
                 **skill_metrics.episode_fields(t), **library,
-                "cap_hits": skill_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
+                "cap_hits": episode_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
                 "sandbox_violations": t.sandbox_violations,
             })
             totals.episodes += 1

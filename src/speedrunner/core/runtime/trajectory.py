@@ -63,7 +63,9 @@ class Trajectory:
     attempt, skill added). Empty for the actor's episodes."""
     cap_hits: dict[str, int] = field(default_factory=dict)
     """Skill calls stopped by a per-call cap: ``max_skill_actions`` or ``skill_timeout`` -> count
-    (absent: never; each call's tree says ``stopped_by``). Older files have no field: none counted."""
+    (absent: never; each call's tree says ``stopped_by``); a Voyager world ended by
+    ``method.max_iterations_per_world`` also has ``max_iterations_per_world: 1``. Older files
+    have no field: none counted."""
     sandbox_violations: int = 0
     """Skill calls that ended because the sandbox broke the protocol (each restarted it)."""
 

@@ -78,6 +78,8 @@ class Attempt:
     done: bool = False
     info: dict[str, Any] = field(default_factory=dict)
     tier: str | None = None
+    stopped_by: str | None = None
+    """How the skill's call ended (``SkillOutcome.stopped_by``); ``None``: it never ran."""
 
 
 def write_and_run(text: str, env: TextEnv, first_text: str, start: dict[str, Any], *, base: Codebook,
@@ -143,4 +145,5 @@ def _run(attempt: Attempt, env: TextEnv, start: dict[str, Any], first_text: str,
     finally:
         runner.close()
     attempt.tree, attempt.returned, attempt.error = outcome.tree, outcome.returned, outcome.error
+    attempt.stopped_by = outcome.stopped_by
     attempt.end, attempt.end_text, attempt.done = state["structured"], state["text"], state["done"]

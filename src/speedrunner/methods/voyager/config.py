@@ -55,7 +55,11 @@ class VoyagerConfig(MethodConfig):
     max_iterations_per_world: int = Field(10, ge=1)
     """Iterations (curriculum -> skill -> critic) played in one training world before the next
     world starts, unless the world ends first (its env-action or LLM-call budget is spent, or
-    the game is over). Bounds a world's LLM calls when its skills take few actions."""
+    the game is over). Bounds a world's LLM calls when its skills take few actions.
+    This default binds harder than the Voyager paper, which plays all its iterations in one
+    world with no such cap: a world whose 10 skills average under 200 actions ends before
+    Crafter's 2,000 (``stop_reason`` ``iteration_end``). Each world it ends is counted as a
+    ``max_iterations_per_world`` cap hit; set it to 2000 to let only the world's budgets end it."""
     max_skill_actions: int | None = Field(None, ge=1)
     """Cap on primitive actions one skill execution may take; null (default) = the world's
     remaining budget of env actions, the rule of the codebook methods: the Voyager paper fixes

@@ -5,7 +5,8 @@ run seed, the split and the rollout index, like every other method's rollout). A
 Voyager's Minecraft world, tasks follow each other in it: Voyager plays *iterations* in the
 world until it ends — its env-action budget (Crafter: 2,000) or LLM-call budget is spent,
 the game is over (the player died, or every achievement is unlocked), or
-``max_iterations_per_world`` iterations were played — and the next rollout is a new world.
+``max_iterations_per_world`` iterations were played (a cap hit: the world's trajectory
+counts it) — and the next rollout is a new world.
 One iteration:
 
 1. the curriculum agent proposes a task, unless one is in progress (the first task of the
@@ -14,7 +15,9 @@ One iteration:
 2. the action agent writes one skill for it (seeing the primitives, the skill API, the
    top-k retrieved skills' code, the previous attempt's code, error and critique);
 3. the skill runs in the sandbox from where the world is now (the env stays here), with at
-   most ``max_skill_actions`` actions and never more than the world has left;
+   most ``max_skill_actions`` actions and never more than the world has left, for at most
+   ``skill_timeout_s`` (the action agent is told both); a skill stopped by either counts a
+   cap hit in the world's trajectory, as the actor's skill calls do in an episode's;
 4. the critic decides from the state change when it can, else asks the LLM;
 5. a success joins the library with an LLM-written description (skill manager); a task
    failed ``max_task_attempts`` times joins the failed list. A task in progress when its
@@ -57,6 +60,7 @@ from speedrunner.core.codebook import (
     EditRejected,
     apply_edits,
 )
+from speedrunner.core.codebook.api_view import caps_lines
 from speedrunner.core.codebook.parse import split_module
 from speedrunner.core.codebook.render import render_api
 from speedrunner.core.env import TextEnv
@@ -66,7 +70,7 @@ from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.actor import ActorStep
-from speedrunner.core.runtime.caps import resolve_call_caps
+from speedrunner.core.runtime.caps import resolve_call_caps, skill_cap_hit
 from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
@@ -141,8 +145,13 @@ class _WorldLog:
     actions: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     tier: str | None = None
+    cap_hits: dict[str, int] = field(default_factory=dict)
+    """Skills stopped by a per-call cap (``max_skill_actions``, ``skill_timeout``) -> count."""
 
-    def add(self, step: ActorStep, calls: list[Completion], attempt: Attempt, summary: dict[str, Any]) -> None:
+    def add(self, step: ActorStep, calls: list[Completion], attempt: Attempt, summary: dict[str, Any],
+            cap_hit: str | None) -> None:
+        if cap_hit is not None:
+            self.cap_hits[cap_hit] = self.cap_hits.get(cap_hit, 0) + 1
         self.steps.append(step)
         self.calls += calls
         self.iterations.append(summary)
@@ -277,6 +286,8 @@ class VoyagerMethod:
         attempt = write_and_run(answer.text, env, now.text, start, base=self.base, draft=self.draft,
                                 earlier=self.batch_edits, rules=self.rules, support=self.support,
                                 max_actions=caps.max_actions, timeout_s=caps.timeout_s)
+        cap_hit = None if attempt.stopped_by is None else skill_cap_hit(attempt.stopped_by, caps)
+        record["cap_hit"] = cap_hit
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:
@@ -306,8 +317,9 @@ class VoyagerMethod:
         atomic_write_json(self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}" / f"{k:04d}.json", record)
         world.add(self._step(k, prefix, now.text, answer, attempt), calls, attempt, {
             key: record.get(key) for key in ("iteration", "in_world", "task", "attempt", "main", "error",
-                                             "skill_added")} | {"success": verdict.success,
-                                                                "decided_by": verdict.decided_by})
+                                             "skill_added", "cap_hit")} | {"success": verdict.success,
+                                                                           "decided_by": verdict.decided_by},
+                  cap_hit)
         return _Now(attempt.end_text, attempt.end, now.done or attempt.done)
 
     # ------------------------------------------------------------ the agents
@@ -365,8 +377,9 @@ class VoyagerMethod:
             if inspect.isfunction(obj) and not name.startswith("local_"):
                 doc = (inspect.getdoc(obj) or "").splitlines()
                 lines.append(f"    - `{name}{inspect.signature(obj)}`: {doc[0] if doc else ''}")
+        caps = caps_lines(self.rules, self.config, at_cap="the critic judges what it did", episode="world")
         return PROMPTS.render("action_system", primitives=", ".join(self.support.primitives),
-                              skill_api="\n".join(lines), api_module=self.support.api_module)
+                              skill_api="\n".join(lines), api_module=self.support.api_module, caps="\n".join(caps))
 
     def _action_prompt(self, task: str, attempt: int, retrieved: list[str], observation: str,
                        actions_left: int | None) -> str:
@@ -434,6 +447,9 @@ class VoyagerMethod:
             usage = usage + c.usage
             cost = None if cost is None or c.cost_usd is None else cost + c.cost_usd
         tasks = list(dict.fromkeys(i["task"] for i in world.iterations))
+        cap_hits = dict(world.cap_hits)
+        if stop == "iteration_end":  # the world had actions, calls and time left: the cap ended it
+            cap_hits["max_iterations_per_world"] = 1
         return Trajectory(
             split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
             knowledge_version=self.base.generation,
@@ -442,7 +458,7 @@ class VoyagerMethod:
             progress=float(env.progress()), llm_calls=len(world.calls), env_actions=world.actions, usage=usage,
             cost_usd=cost, wall_time_s=time.monotonic() - started, scripted=any(c.scripted for c in world.calls),
             final_info=world.info or {"achievements": list(now.structured.get("achievements", []))},
-            sandbox_tier=world.tier, method_info={"iterations": world.iterations})
+            sandbox_tier=world.tier, method_info={"iterations": world.iterations}, cap_hits=cap_hits)
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:

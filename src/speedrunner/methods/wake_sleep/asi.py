@@ -2,14 +2,16 @@
 
 After each batch, every successful episode (in index order) gets one induction call: the
 inducer sees the episode and the current codebook, proposes new functions and rewrites the
-episode as a script that uses them. ASI only ever *adds*: a name that exists is never
-replaced or deleted. With ``method.replay_verify`` the script is played in the sandbox on
+episode as a script that uses them (at most ``method.max_functions_per_episode`` new
+functions are read from one answer; an answer with more counts a cap hit and the rest is
+ignored). ASI only ever *adds*: a name that exists is never replaced or deleted. With ``method.replay_verify`` the script is played in the sandbox on
 the same task and seed (no LLM), and the episode's new functions are kept only if that
 replay succeeds and calls at least one of them; the paper's main runs keep them unverified.
 
 Generation ``g`` of the codebook is ``codebook/gen_<g>.py`` (+ ``.json``); every sleep
 phase writes the next generation, changed or not, so knowledge version = batches slept.
-What each induction did (added, skipped, rejected and why) goes to ``sleep/asi_<b>.json``.
+What each induction did (added, skipped, rejected and why, the functions beyond the cap,
+the caps that bound) goes to ``sleep/asi_<b>.json`` with the phase's ``cap_hits``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from speedrunner.core.codebook import (
     EditRejected,
     apply_edits,
 )
+from speedrunner.core.codebook.api_view import inducer_caps
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
 from speedrunner.core.prompts import load_prompts
@@ -99,6 +102,7 @@ class ASIMethod:
         return PROMPTS.render(
             "induce",
             api_view=view,
+            inducer_caps=inducer_caps(self.config),
             codebook=current.source.strip() or "# (no skills yet)",
             trajectory=trajectory.summary(self.config.max_trajectory_chars),
             max_functions=self.config.max_functions_per_episode,
@@ -115,7 +119,11 @@ class ASIMethod:
             return note, None
         taken = {f.name for f in current.functions}
         edits, names = [], []
-        for function in induction.functions[: self.config.max_functions_per_episode]:
+        cap = self.config.max_functions_per_episode
+        if len(induction.functions) > cap:  # the rest of the answer is ignored: a cap hit
+            note["beyond_cap"] = [f.name for f in induction.functions[cap:]]
+            note["cap_hits"].append("max_functions_per_episode")
+        for function in induction.functions[:cap]:
             if function.name in taken:
                 note["skipped"].append(f"{function.name}: exists (ASI never replaces a function)")
                 continue
@@ -127,7 +135,7 @@ class ASIMethod:
         candidate = apply_edits(base, accepted + edits, author, rules=self.rules)
         if isinstance(candidate, EditRejected):
             note["rejected"] = candidate.message
-            note["cap_hits"] = rejected_caps(candidate.problems)
+            note["cap_hits"] += rejected_caps(candidate.problems)
             return note, None
         codebook = Codebook(candidate.source, candidate.meta)  # in memory; stored once, at the end
         if self.config.replay_verify:

@@ -6,8 +6,9 @@ episodes in brief and the skill statistics, then works for at most
 protocol): it analyses the experience by running code in a sandbox session (``run_python``;
 ``speedrunner_no_cl`` has no such tool and never starts that session), reads the draft
 and episodes, and edits the draft — add, edit, delete, rename, make private or public —
-each edit validated at once. ``submit`` (or running out of turns) makes the draft the
-next generation. Nothing is append-only and there is no replay gate.
+each edit validated at once. ``submit`` (or running out of turns, counted as a
+``max_inducer_turns`` cap hit) makes the draft the next generation. Nothing is append-only
+and there is no replay gate.
 
 Every turn is stored as ``sleep/batch_<b>/turn_<t>.json`` (prompt, answer, tool, result)
 and the phase as ``sleep/batch_<b>/sleep.json``. Call ids are ``sleep/<b>/inducer/<t>``,
@@ -40,6 +41,7 @@ from speedrunner.core.codebook import (
 from speedrunner.core.codebook.api_view import (
     add_function_rule,
     analysis_helper_names,
+    inducer_caps,
     render_analysis_helpers,
 )
 from speedrunner.core.llm.types import Completion, Message
@@ -135,7 +137,7 @@ class _Phase:
         self.session: AnalysisSession | None = None
         self.ran_code = 0
         self.reading = FormatTally("inducer")
-        self.capped: list[str] = []  # the library cap behind each edit it rejected (one per cap)
+        self.capped: list[str] = []  # the cap behind each binding: per rejected edit, and running out of turns
         self.violations = 0
         """Analysis turns that ended in a sandbox protocol violation (recorded in sleep.json)."""
 
@@ -169,6 +171,8 @@ class _Phase:
             feedback = PROMPTS.render("turn", tool=call.tool or "?", result=result, turns_left=left)
             messages += (native_messages(completion.text, completion.tool_calls, feedback) if completion.tool_calls
                          else [Message("assistant", completion.text), Message("user", feedback)])
+        if ended_by == "out_of_turns":  # the cap ended the phase, not the inducer
+            self.capped.append("max_inducer_turns")
         author = Author(method=self.m.name, batch_index=self.b, scripted=any(c.scripted for c in self.completions))
         final = apply_edits(self.base, self.edits, author, rules=self.m.rules)
         if isinstance(final, EditRejected):  # every edit was validated with all earlier ones
@@ -196,7 +200,8 @@ class _Phase:
         # The same view as speedrunner_no_cl's and asi's; only the analysis helpers are extra.
         api = inducer_api_view(self.m.support, self.m.rules, self.m.config, self.batch)
         helpers = render_analysis_helpers() + "\n\n" if self.m.code_execution else ""
-        return PROMPTS.render("start", batch_index=self.b, api_view=api, add_function_rule=add_function_rule(),
+        return PROMPTS.render("start", batch_index=self.b, api_view=api, inducer_caps=inducer_caps(self.m.config),
+                              add_function_rule=add_function_rule(),
                               analysis_helpers=helpers,
                               codebook=self.base.source.strip(), stats=_stats(self.base),
                               episodes="\n".join(_episode_line(t) for t in self.batch) or "(no episodes)")
