@@ -144,3 +144,20 @@ def test_online_logging_without_a_login_stops_before_anything_is_written(tmp_pat
     err = capsys.readouterr().err
     assert code == 2 and "wandb login" in err and "mode: offline" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_validate_config_notes_a_missing_login_and_accepts_the_file(tmp_path, monkeypatch, capsys):
+    """Checking a file needs no secret: the missing login is a note and the exit code 0, while
+    the train command (above) refuses the same file with exit 2."""
+    from speedrunner.cli import main
+
+    for name in ("WANDB_API_KEY", "WANDB_MODE", "NETRC"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))                          # no ~/.netrc
+    monkeypatch.chdir(tmp_path)
+    code = main(["validate-config", str(DEMO), "--set", "logging.wandb.project=p"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["logging"]["wandb"]["project"] == "p"
+    assert "note: the file is valid, but running it needs this first" in err and "wandb login" in err
+    assert list(tmp_path.iterdir()) == []                              # nothing written
