@@ -163,7 +163,8 @@ def _block(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
 
 def main() -> None:
     header = ("# Written by scripts/record_speedrunner_babyai.py: a RECORDED inducer and actor for the\n"
-              "# scripted provider (model.script). Not an LLM's answers; see that script's docstring.\n")
+              "# scripted provider (model.script). Not an LLM's answers; see that script's docstring.\n"
+              "# Protocol (docs/protocol.md): the demo config that reads this file says which parts it keeps.\n")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     dumper = type("Dumper", (yaml.SafeDumper,), {})
     dumper.add_representer(str, _block)

@@ -323,7 +323,8 @@ def _block(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
 def main() -> None:
     header = ("# Written by scripts/record_voyager_crafter.py: a RECORDED curriculum, action agent, critic\n"
               "# and actor for the scripted provider (model.script). Hand-written, not an LLM's answers;\n"
-              "# see that script's docstring.\n")
+              "# see that script's docstring.\n"
+              "# Protocol (docs/protocol.md): the demo config that reads this file says which parts it keeps.\n")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     dumper = type("Dumper", (yaml.SafeDumper,), {})
     dumper.add_representer(str, _block)

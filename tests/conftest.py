@@ -24,19 +24,28 @@ SYSTEM_PACKAGES = (
     ("bwrap", "bubblewrap", "tests of the bubblewrap sandbox tier (the tier that contains everything)"),
     ("chromium", "chromium", "the report's browser test"),
     ("chromedriver", "chromium-driver", "the report's browser test"),
+    ("slurmctld", "slurm-wlm", "the sweep tests on a real one-node SLURM cluster (they also need root)"),
+    ("munged", "munge", "the sweep tests on a real one-node SLURM cluster (they also need root)"),
 )
 
 
-def _missing_system_packages() -> list[tuple[str, str, str]]:
+def installed(command: str) -> str | None:
+    """Where a system package's command is: the one rule for "is it installed", used by this
+    summary and by the tests that need the command (e.g. the report's browser test)."""
     import shutil
 
-    return [p for p in SYSTEM_PACKAGES if shutil.which(p[0]) is None]
+    return shutil.which(command)
+
+
+def _missing_system_packages() -> list[tuple[str, str, str]]:
+    return [p for p in SYSTEM_PACKAGES if installed(p[0]) is None]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     missing = _missing_system_packages()
     if not missing:
-        return ["system packages: java, bwrap, chromium, chromedriver all present (every tier is tested)"]
+        commands = ", ".join(cmd for cmd, _, _ in SYSTEM_PACKAGES)
+        return [f"system packages: {commands} all present (every tier is tested)"]
     return [f"system package missing: {pkg} ({cmd}) -> not tested: {what}" for cmd, pkg, what in missing]
 
 

@@ -168,9 +168,9 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
                           "directory was made")
     from speedrunner.core.tracking import check_tracking
 
-    check_tracking(config)  # a missing wandb package or login: exit 2 before anything runs
     method_check = getattr(config.method, "check_runnable", None)  # e.g. Voyager's embedding key
-    checks = [lambda: make_provider(config.model)]
+    # A missing wandb package stops both commands; a missing W&B login is like a missing key.
+    checks = [lambda: check_tracking(config), lambda: make_provider(config.model)]
     if config.inducer is not None:
         checks.append(lambda: make_provider(config.inducer))
     if method_check is not None:

@@ -116,15 +116,26 @@ def test_repo_root_configs_is_the_package_data() -> None:
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", SHIPPED)
-def test_every_file_a_config_comment_names_exists(name: str) -> None:
-    """A header that points a user at a document must point at one the project ships."""
+EVERY_FILE = sorted(str(p.relative_to(configs_root())) for p in configs_root().rglob("*.yaml"))
+"""Run configs, sweep files and recorded scripts: everything ``configs/`` ships."""
+
+
+@pytest.mark.parametrize("rel", EVERY_FILE)
+def test_every_shipped_file_points_at_the_protocol_and_at_documents_that_exist(rel: str) -> None:
+    """A user who opens any shipped file finds where its numbers come from (docs/protocol.md),
+    and a header that points at a document points at one the project ships."""
     import re
 
-    text = shipped_config_path(name).read_text("utf-8")
-    named = re.findall(r"\(([\w./-]+\.md)\)", text)
-    for doc in named:
-        assert (REPO / doc).is_file(), f"{name} names {doc}, which the project does not have"
+    text = (configs_root() / rel).read_text("utf-8")
+    comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    assert any("(docs/protocol.md)" in line for line in comments), f"{rel}: no comment names (docs/protocol.md)"
+    for doc in re.findall(r"\(([\w./-]+\.md)\)", "\n".join(comments)):
+        assert (REPO / doc).is_file(), f"{rel} names {doc}, which the project does not have"
+
+
+def test_the_readme_links_the_protocol() -> None:
+    """Where a reader of the README learns the protocol's numbers come from."""
+    assert "](docs/protocol.md)" in (REPO / "README.md").read_text("utf-8")
 
 
 def test_protocol_doc_states_the_numbers_the_code_uses() -> None:

@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def result(results: Path, result_id: str, *, rollout: int | None = 40, cost: float | None = 0.5,
            benchmark: str = "babyai", scripted: bool = False, status: str = "finished",
-           final_progress: float | None = 0.9, mtime: int | None = None) -> Path:
+           final_progress: float | None = 0.9, mtime: int | None = None,
+           provider: str | None = None) -> Path:
     """A speedrun result as the tracker writes it (fields as in core/runtime/speedrun.py)."""
     record = {
         "format": "speedrunner-speedrun/2", "result_id": result_id, "run_id": "r0001", "status": status,
@@ -30,6 +31,8 @@ def result(results: Path, result_id: str, *, rollout: int | None = 40, cost: flo
         "config_file_sha256": "cd" * 32, "git_commit": "0" * 40, "git_dirty": False,
         "started_at": "2026-12-01T10:00:00+00:00", "written_at": "2026-12-02T11:00:00+00:00",
     }
+    if provider is not None:           # records written before the provider was kept have none
+        record["provider"] = provider
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{result_id}.json"
     path.write_text(json.dumps(record))
@@ -96,6 +99,19 @@ def test_a_duplicate_is_refused_and_the_board_is_unchanged(tmp_path, board, caps
     other = result(tmp_path / "results", "new-one")  # one refusal refuses the whole command
     assert lb("append", str(other), str(path), "--board", str(board)) == 2
     assert board.read_bytes() == before
+
+
+def test_the_same_model_name_on_another_provider_is_shown_as_such(tmp_path, board):
+    """gpt-5.4-mini served by vLLM is not OpenAI's gpt-5.4-mini: its row says "via vllm", the
+    OpenAI one and an older record without a provider show the name alone, and the board
+    parses back."""
+    results = tmp_path / "results"
+    for rid, provider in (("on-openai", "openai"), ("on-vllm", "vllm"), ("older", None)):
+        result(results, rid, provider=provider)
+        assert lb("append", str(results / f"{rid}.json"), "--board", str(board)) == 0
+    models = {r["run id"]: r["model"] for r in table(board)}
+    assert models == {"on-openai": "gpt-5.4-mini", "on-vllm": "gpt-5.4-mini via vllm", "older": "gpt-5.4-mini"}
+    assert {r.model for r in parse_board(board.read_text(), board).rows} == {"gpt-5.4-mini", "gpt-5.4-mini via vllm"}
 
 
 def test_a_scripted_result_needs_allow_scripted_and_is_marked(tmp_path, board, capsys):

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from speedrunner.core.llm.provider import CallFailure
 from speedrunner.core.llm.replicas import MAX_OUT_S, Replicas
 from speedrunner.core.llm.types import Message
@@ -114,3 +116,50 @@ def test_each_replicas_limit_holds_across_the_processes_of_a_sweep(tmp_path):
         assert all(p.wait(timeout=120) == 0 for p in procs)
     assert len(a.chat_requests()) + len(b.chat_requests()) == 4 * 4 * 6
     assert 1 <= peak["a"] <= 2 and 1 <= peak["b"] <= 2, peak
+
+
+@pytest.mark.slow
+def test_a_run_on_two_replicas_killed_mid_run_resumes_and_pays_no_call_twice(tmp_path):
+    """Issue #24's kill-and-resume on replicas: a run spread over two servers is SIGKILLed
+    with calls in flight, then ``--resume``d. It finishes; no call id is paid twice; every
+    paid answer is one a replica gave, recorded with the replica that gave it; what the
+    servers answered beyond the log is at most what the run reported in flight at the kill."""
+    from collections import Counter
+
+    from speedrunner.core.atomic import read_jsonl
+    from speedrunner.core.llm.accounting import messages_digest
+
+    from ..e2e.harness import REPO, KillingPolicy, clean_env, run, train_cmd
+
+    policy = KillingPolicy(kill_at=30)          # one count over both replicas
+    a = FakeLLMServer(callback=policy, model_name="fake-model", latency_s=0.1).start()
+    b = FakeLLMServer(callback=policy, model_name="fake-model", latency_s=0.1).start()
+    urls = [a.base_url.rstrip("/"), b.base_url.rstrip("/")]
+    run_dir = tmp_path / "run"
+    try:
+        cmd = train_cmd("babyai", "react-gpt-seq.yaml", run_dir, f"[{urls[0]}, {urls[1]}]",
+                        "--set", "run.rollouts=8", "--set", "run.sleep_every=4", "--set", "run.eval_every=8",
+                        "--set", "run.eval_episodes=1", "--set", "run.parallel_episodes=4")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env=clean_env())
+        policy.pid = proc.pid
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == -9 and policy.killed, err[-3000:]
+        before = len(read_jsonl(run_dir / "llm_calls.jsonl"))
+        resumed = run([*cmd[:3], "--resume", str(run_dir)])
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    finally:
+        a.stop()
+        b.stop()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+    rows = read_jsonl(run_dir / "llm_calls.jsonl")
+    assert 0 < before < len(rows)                                   # killed mid-run, then went on
+    paid = [r for r in rows if not r["cache_hit"] and r["error"] is None]
+    assert len({r["call_id"] for r in paid}) == len(paid)           # no call paid twice
+    assert {r["endpoint"] for r in paid} == set(urls)               # each row names its replica; both served
+    answered = Counter(messages_digest([Message(m["role"], m["content"]) for m in body["messages"]])
+                       for server in (a, b) for body in server.answered)
+    logged = Counter(r["messages_sha256"] for r in paid)
+    assert not logged - answered                                    # every paid answer came from a replica
+    in_flight = json.loads((run_dir / "summary.json").read_text())["unaccounted"]["calls_in_flight_at_kills"]
+    assert sum((answered - logged).values()) <= in_flight

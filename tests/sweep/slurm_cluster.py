@@ -18,6 +18,12 @@ BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sc
 MUNGE_KEY = Path("/etc/munge/munge.key")
 
 
+class Unavailable(Exception):
+    """The cluster cannot run on this machine (a daemon would not start, no munge user, ...):
+    a reason of the machine's, which the tests report as a skip. Anything else that goes wrong
+    (the project's sweep code included) stays a failure."""
+
+
 def why_unavailable() -> str | None:
     missing = [b for b in BINARIES if shutil.which(b) is None]
     if missing:
@@ -45,7 +51,9 @@ class Cluster:
         return subprocess.run(list(args), env=self.env, capture_output=True, text=True, timeout=timeout)
 
     def stop(self) -> None:
-        self.run("scancel", "--user=root", timeout=30)
+        if len(self.pids) == 3:        # slurmctld answers: cancel what is still queued
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                self.run("scancel", "--user=root", timeout=30)
         for pid in reversed(self.pids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 15)
@@ -56,7 +64,10 @@ def start(root: Path) -> Cluster:
     host = socket.gethostname()
     for name in ("state", "spool", "log", "run", "munge"):
         (root / name).mkdir(parents=True, exist_ok=True)
-    shutil.chown(root / "munge", "munge", "munge")
+    try:
+        shutil.chown(root / "munge", "munge", "munge")
+    except (LookupError, PermissionError) as e:
+        raise Unavailable(f"munged's folder cannot be given to the munge user: {e}") from e
     munge_socket = root / "munge" / "munge.socket.2"
     conf = root / "slurm.conf"
     conf.write_text(f"""\
@@ -91,20 +102,41 @@ NodeName={host} CPUs={os.cpu_count() or 1} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)
     env = {**os.environ, "SLURM_CONF": str(conf)}
-    subprocess.run(["munged", f"--socket={munge_socket}", f"--pid-file={root}/munge/munged.pid",
-                    f"--log-file={root}/log/munged.log", f"--seed-file={root}/munge/seed", "-f"],
-                   check=True, capture_output=True, timeout=30)
-    subprocess.run(["slurmctld", "-f", str(conf)], check=True, env=env, capture_output=True, timeout=30)
-    subprocess.run(["slurmd", "-f", str(conf)], check=True, env=env, capture_output=True, timeout=30)
-    pids = [int((root / p).read_text()) for p in ("munge/munged.pid",)]
-    cluster = Cluster(root, env, pids)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        state = cluster.run("sinfo", "-h", "-o", "%T").stdout.strip()
-        if state in ("idle", "mixed", "allocated"):
-            cluster.pids += [int((root / "run" / f).read_text()) for f in ("slurmctld.pid", "slurmd.pid")]
-            return cluster
-        time.sleep(0.5)
-    logs = "\n".join((root / "log" / f).read_text()[-1500:] for f in ("slurmctld.log", "slurmd.log")
-                     if (root / "log" / f).exists())
-    raise RuntimeError(f"the test SLURM cluster did not come up (sinfo: {state!r}):\n{logs}")
+    cluster = Cluster(root, env, [])
+    try:
+        _daemon(["munged", f"--socket={munge_socket}", f"--pid-file={root}/munge/munged.pid",
+                 f"--log-file={root}/log/munged.log", f"--seed-file={root}/munge/seed", "-f"],
+                env, root / "munge" / "munged.pid", cluster)
+        _daemon(["slurmctld", "-f", str(conf)], env, root / "run" / "slurmctld.pid", cluster)
+        _daemon(["slurmd", "-f", str(conf)], env, root / "run" / "slurmd.pid", cluster)
+        deadline = time.monotonic() + 30
+        state = ""
+        while time.monotonic() < deadline:
+            state = cluster.run("sinfo", "-h", "-o", "%T").stdout.strip()
+            if state in ("idle", "mixed", "allocated"):
+                return cluster
+            time.sleep(0.5)
+        logs = "\n".join((root / "log" / f).read_text()[-1500:] for f in ("slurmctld.log", "slurmd.log")
+                         if (root / "log" / f).exists())
+        raise Unavailable(f"the test SLURM cluster did not come up (sinfo: {state!r}):\n{logs}")
+    except BaseException:
+        cluster.stop()                 # never leave a half-started cluster's daemons behind
+        raise
+
+
+def _daemon(cmd: list[str], env: dict[str, str], pid_file: Path, cluster: Cluster) -> None:
+    """Start one daemon (it forks into the background and writes ``pid_file``); a daemon
+    that does not start is a reason of this machine's, with what it printed."""
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Unavailable(f"{cmd[0]} did not start: {e}") from e
+    if proc.returncode != 0:
+        raise Unavailable(f"{cmd[0]} did not start (exit {proc.returncode}): "
+                          f"{(proc.stderr or proc.stdout).strip()[-1500:]}")
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        if time.monotonic() > deadline:
+            raise Unavailable(f"{cmd[0]} started but wrote no pid file ({pid_file})")
+        time.sleep(0.1)
+    cluster.pids.append(int(pid_file.read_text()))

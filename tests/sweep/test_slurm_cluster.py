@@ -8,6 +8,7 @@ Skips (with the reason) only where the cluster cannot start: no slurm-wlm/munge,
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -28,7 +29,10 @@ def cluster(tmp_path_factory):
     why = slurm_cluster.why_unavailable()
     if why:
         pytest.skip(f"SLURM cluster tests did not run: {why}")
-    c = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
+    try:
+        c = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
+    except slurm_cluster.Unavailable as e:     # this machine's reason, never the project's code
+        pytest.skip(f"SLURM cluster tests did not run: {e}")
     yield c
     c.stop()
 
@@ -98,3 +102,19 @@ def test_a_cancelled_array_task_is_resumed_on_resubmit_and_finished_runs_are_ski
     for rel in finished_before:                                          # finished runs: not touched again
         assert not json.loads((root / rel / "provenance.json").read_text()).get("resumes")
     assert again.stdout.count("finished*") >= 3
+
+
+def test_daemons_that_cannot_start_here_are_a_reason_to_skip_not_an_error(tmp_path, monkeypatch):
+    """munged refusing to start (here: a stand-in that fails as munged does without its key)
+    is this machine's problem: ``start`` says so as ``Unavailable``, which the fixture turns
+    into a skip naming it, and leaves no daemon behind."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "munged"
+    fake.write_text("#!/bin/sh\necho 'munged: Error: Failed to find keyfile \"/etc/munge/munge.key\"' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    with pytest.raises(slurm_cluster.Unavailable) as caught:
+        slurm_cluster.start(tmp_path / "slurm")
+    assert "munge" in str(caught.value)
+    assert not (tmp_path / "slurm" / "run" / "slurmctld.pid").exists()   # nothing after munged ran

@@ -76,3 +76,25 @@ def run_ids(path: Path) -> set[str]:
 
 def offline_files(run_dir: Path) -> list[Path]:
     return sorted(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
+
+
+def steps(path: Path) -> list[int]:
+    """The W&B step of each ``history`` record, in file order."""
+    return [int(r.history.step.num) for r in records(path) if r.WhichOneof("record_type") == "history"]
+
+
+def summary(path: Path) -> dict[str, Any]:
+    """The run summary as the file leaves it (later updates win; W&B's own ``_`` keys left out)."""
+    out: dict[str, Any] = {}
+    for r in records(path):
+        if r.WhichOneof("record_type") == "summary":
+            for i in r.summary.update:
+                key = i.key or "/".join(i.nested_key)
+                if not key.startswith("_"):
+                    out[key] = json.loads(i.value_json)
+    return out
+
+
+def run_group(path: Path) -> str:
+    (group,) = {r.run.run_group for r in records(path) if r.WhichOneof("record_type") == "run"}
+    return group

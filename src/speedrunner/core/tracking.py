@@ -1,12 +1,14 @@
 """Optional experiment tracking: a copy of what the run's own files hold, sent to W&B.
 
 The run directory stays the record. The tracker only *follows* it: after every checkpoint it
-logs the metrics and evaluation rows that checkpoint made durable and it has not logged yet,
-then moves its cursor (``tracking.json``, written atomically). ``--resume`` reopens the same
-W&B run (its id is in ``tracking.json``) and continues from the cursor, so every episode is
-logged once, with the numbers ``metrics.jsonl`` has, whatever a kill interrupted. A kill
-lands inside an LLM call or an episode, not in the instant between a log call and the
-cursor write; were it to, that batch's rows would be logged twice, never lost.
+takes the metrics and evaluation rows that checkpoint made durable and it has not logged yet,
+names them in its state (``tracking.json``, written atomically) as the *pending* batch with
+the W&B step each row gets, logs them at those steps, then moves its cursor past them.
+``--resume`` reopens the same W&B run (its id is in ``tracking.json``), asks W&B which step
+it holds last (online: the resumed run's step; offline: the highest step in the run's earlier
+offline files), sends the pending rows above it and goes on from the cursor. So every row is
+logged exactly once, with the numbers ``metrics.jsonl`` has, wherever a kill lands — also
+between a log call and the cursor write.
 
 What is logged: the resolved config (``config.resolved.json``, which never holds a key), one
 row per training episode (``train/*``), one per evaluation point (``eval/*``), running cost
@@ -115,6 +117,10 @@ class WandbTracker:
         for key in ("metrics_rows", "eval_rows", "generations"):
             self.state.setdefault(key, 0)
         self._save_state()  # the id first: a kill before the first row must resume the same run
+        from speedrunner.core.wandb_log import last_offline_step
+
+        # Read before this process's own offline file exists: what earlier processes left.
+        held = last_offline_step(run_dir, self.state["id"]) if _mode(cfg) == "offline" else -1
         experiment = f"{config.benchmark.name}/{experiment_name(config)}"
         resolved = json.loads((run_dir / "config.resolved.json").read_text("utf-8"))
         (run_dir / WANDB_DIR).mkdir(exist_ok=True)
@@ -135,6 +141,12 @@ class WandbTracker:
                               ("totals", "totals/rollout"), ("knowledge", "knowledge/generation")):
             self.run.define_metric(step)
             self.run.define_metric(f"{section}/*", step_metric=step)
+        held = max(held, int(self.run.step) - 1)   # online: the step the resumed run holds last
+        pending = self.state.get("pending")
+        if pending is not None:                     # a kill fell inside a batch: send only what W&B lacks
+            self._send(pending, held=held)
+        # A run tracked before steps were explicit has no "step": continue after what W&B holds.
+        self.state["step"] = max(int(self.state.get("step", 0)), held + 1)
 
     # ---------------------------------------------------------------- the loop's calls
     def after_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -153,22 +165,39 @@ class WandbTracker:
 
     # ---------------------------------------------------------------- what is logged
     def _log_new_rows(self, checkpoint: Checkpoint) -> None:
+        records: list[dict[str, Any]] = []
         metrics = read_jsonl(self.run_dir / "metrics.jsonl")[: checkpoint.metrics_rows]
         for row in metrics[self.state["metrics_rows"]:]:
-            self.run.log({f"train/{k}": v for k, v in _flat(row).items()})
+            records.append({f"train/{k}": v for k, v in _flat(row).items()})
         evals = read_jsonl(self.run_dir / "eval.jsonl")[: checkpoint.eval_rows]
         for row in evals[self.state["eval_rows"]:]:
             row = {k: v for k, v in row.items() if k != "per_episode"}
-            self.run.log({f"eval/{k}": v for k, v in _flat(row).items()})
+            records.append({f"eval/{k}": v for k, v in _flat(row).items()})
         if len(metrics) > self.state["metrics_rows"]:
             t = checkpoint.totals
-            self.run.log({"totals/rollout": t.episodes, "totals/cost_usd": t.cost_usd,
-                          "totals/llm_calls": t.llm_calls, "totals/output_tokens": t.output_tokens})
+            records.append({"totals/rollout": t.episodes, "totals/cost_usd": t.cost_usd,
+                            "totals/llm_calls": t.llm_calls, "totals/output_tokens": t.output_tokens})
         generations = self._knowledge(checkpoint.knowledge_version)
         for g in generations[self.state["generations"]:]:
-            self.run.log({f"knowledge/{k}": v for k, v in g.items()})
-        self.state.update(metrics_rows=len(metrics), eval_rows=len(evals),
-                          generations=max(self.state["generations"], len(generations)))
+            records.append({f"knowledge/{k}": v for k, v in g.items()})
+        cursor = {"metrics_rows": len(metrics), "eval_rows": len(evals),
+                  "generations": max(self.state["generations"], len(generations))}
+        if records or any(self.state[k] != v for k, v in cursor.items()):
+            self._send({"first_step": self.state["step"], "records": records, "cursor": cursor})
+
+    def _send(self, batch: dict[str, Any], *, held: int = -1) -> None:
+        """Log a batch exactly once: named (pending, with its steps) before any row is sent, its
+        rows logged at their own steps, skipping those W&B already holds (``held``: the last
+        step it has), then the cursor moved past it."""
+        self.state["pending"] = batch
+        self._save_state()
+        first = int(batch["first_step"])
+        for i, record in enumerate(batch["records"]):
+            if first + i > held:
+                self.run.log(record, step=first + i, commit=True)   # written now, not held for more keys
+        self.state.update(batch["cursor"])
+        self.state["step"] = first + len(batch["records"])
+        del self.state["pending"]
         self._save_state()
 
     def _knowledge(self, upto: int) -> list[dict[str, Any]]:
@@ -197,7 +226,9 @@ class WandbTracker:
         report = build_report([self.run_dir], self.run_dir / "report")
         images = {f"report/{p.stem}": wandb.Image(str(p)) for p in sorted(report.out.glob("plots/*.png"))}
         if images:
-            self.run.log(images)
+            self.run.log(images, step=self.state["step"], commit=True)
+            self.state["step"] += 1
+            self._save_state()
 
     # ---------------------------------------------------------------- state
     def _save_state(self) -> None:

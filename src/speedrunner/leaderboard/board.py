@@ -79,13 +79,13 @@ class Row:
         target = f"{record.metric} >= {record.target:g}"
         if record.window is not None:
             target = f"{record.metric}({record.window}) >= {record.target:g}"
-        for name in ("benchmark", "task_set", "method", "model", "result_id"):
-            if "|" in getattr(record, name) or "\n" in getattr(record, name):
+        for name in ("benchmark", "task_set", "method", "model", "provider", "result_id"):
+            if "|" in (getattr(record, name) or "") or "\n" in (getattr(record, name) or ""):
                 raise LeaderboardError(f"result {record.result_id}: its {name} contains '|' or a line break, "
                                        "which a Markdown table cannot hold")
         reached = record.reached and record.rollout is not None
         row = cls(
-            benchmark=record.benchmark, task_set=record.task_set, method=record.method, model=record.model,
+            benchmark=record.benchmark, task_set=record.task_set, method=record.method, model=_model(record),
             scripted=record.scripted, seed=record.seed, target=target,
             rollouts=record.rollout if reached else None,
             cost_usd=record.train_cost_usd if reached else None,
@@ -99,6 +99,18 @@ class Row:
     def value(self, column: str) -> Any:
         """The typed value behind ``column`` (for sorting)."""
         return _VALUES[column](self)
+
+
+def _model(record: SpeedrunRecord) -> str:
+    """The model cell: the name, plus "via <provider>" when it is served by another provider than
+    its name implies (as in the report), so the same name on vLLM and on its own API are never
+    read as one result. Older records, without a provider, show the name alone."""
+    from speedrunner.core.rundir import implied_provider
+
+    provider = record.provider
+    if provider is None or record.scripted or provider in ("scripted", implied_provider(record.model)):
+        return record.model
+    return f"{record.model} via {provider}"
 
 
 _VALUES: dict[str, Callable[[Row], Any]] = {

@@ -162,10 +162,13 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
         kwargs = dict(init_kwargs or {})
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False, **kwargs)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            auth = (" The cluster uses token authentication (what `ray start --head` turns on): set "
-                    "RAY_AUTH_MODE=token here, with its token in ~/.ray/auth_token or RAY_AUTH_TOKEN."
-                    if "auth" in str(e).lower() else "")
+        except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
+            # Ray 2.60 says "Failed to connect" for a missing or wrong token unless
+            # RAY_AUTH_MODE=token is set here, so the hint is given for every cluster address.
+            auth = (" If the cluster uses token authentication, this machine needs RAY_AUTH_MODE=token "
+                    "and the head's token (made there by `ray get-auth-token --generate`): copied to "
+                    "~/.ray/auth_token, or named by RAY_AUTH_TOKEN_PATH, or in RAY_AUTH_TOKEN."
+                    if address or os.environ.get("RAY_ADDRESS") else "")
             raise SweepBackendError(f"cannot connect to Ray at {address or 'a new local cluster'}: {e}; "
                                     f"start one with `ray start --head` or drop --address.{auth}") from None
     from speedrunner.sweep.execute import plan

@@ -48,6 +48,8 @@ class SpeedrunRecord(BaseModel):
     task_set: str
     method: str
     model: str
+    provider: str | None = None
+    """The actor's provider (``model.provider``); None in records written before it was kept."""
     inducer_model: str
     seed: int
     scripted: bool
@@ -165,7 +167,8 @@ class SpeedrunTracker:
         record = SpeedrunRecord(
             format=FORMAT, result_id=self.result_id(checkpoint), run_id=self.run_id, status=status,
             benchmark=c.benchmark.name, task_set=c.benchmark.task_set, method=c.method.name,
-            model=c.model.name, inducer_model=c.inducer_model.name, seed=c.run.seed,
+            model=c.model.name, provider=c.model.provider, inducer_model=c.inducer_model.name,
+            seed=c.run.seed,
             scripted=self.scripted,
             note="SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
             metric=c.speedrun.metric, target=c.speedrun.target,
