@@ -231,7 +231,7 @@ def _guide(first: str, last: str, turn: int, rng: random.Random) -> str:
 
 
 def _curriculum(first: str, last: str, turn: int, rng: random.Random) -> str:
-    task = rng.choice(["collect wood", "collect sapling", "place table", "eat cow"])
+    task = rng.choice(["collect wood", "collect sapling", "place table", "eat cow", "explore the area"])  # the last: the LLM critic judges
     return f"Reasoning: it is doable from the start.\nTask: {task}"
 
 
