@@ -204,7 +204,7 @@ def main() -> int:
                     "results": {side: {m: {"failed": r.failed, "roles": {
                         role: {"turns": a.turns, "served": dict(a.served), "lost": dict(a.lost),
                                "served_by_variant": dict(a.variants), "lost_by_variant": dict(a.lost_variants),
-                               "lost_examples": a.examples}
+                               "lost_examples": a.examples[:20]}
                         for role, a in (r.roles or {}).items()}} for m, r in by.items()}
                         for side, by in results.items()}}
             args.out.parent.mkdir(parents=True, exist_ok=True)
