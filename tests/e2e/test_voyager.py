@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from speedrunner.core.reporting import build_report
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 from .harness import REPO, body_key, clean_env, rows, start_server
@@ -105,6 +106,17 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     curricula = asked(server, "next immediate task")
     assert "- status:" not in curricula[0]["messages"][1]["content"]  # warm-up: 1 task completed
     assert "- status:" in curricula[-1]["messages"][1]["content"]      # 2 completed: status shown
+
+    # How the agents' answers were read, per role, in each iteration record and in summary.json:
+    # the curriculum's and the critic's first answers in iteration 2 could not be read.
+    summary = json.loads((run_dir / "summary.json").read_text())
+    counts = summary["format"]
+    assert counts["action_agent"] == {"turns": ITERATIONS, "repaired": 0, "lost": 0, "truncated": 0, "dropped_calls": 0}
+    assert (counts["curriculum"]["turns"], counts["curriculum"]["lost"]) == (len(asked(server, "next immediate task")), 1)
+    assert (counts["critic"]["turns"], counts["critic"]["lost"]) == (len(asked(server, "assesses my progress")), 1)
+    assert its[2]["format"]["curriculum"] == {"turns": 2, "repaired": 0, "lost": 1, "truncated": 0, "dropped_calls": 0}
+    reask = [b for b in asked(server, "next immediate task") if len(b["messages"]) > 2][0]["messages"][-1]["content"]
+    assert reask.startswith("Your answer could not be used: the answer has no line 'Task: <the next task>'.")
 
     # Critic: an error fails without a call; achievements decide without a call; otherwise JSON.
     verdicts = [(i["verdict"]["success"], i["verdict"]["decided_by"]) for i in its]
@@ -207,7 +219,11 @@ class Killer:
             return self.fake(body)
 
 
-def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path, reference):
+@pytest.mark.parametrize("protocol", ["text", "native"])
+def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path, reference, protocol):
+    """Under native tool calls (the action agent calls ``submit_skill``) the killed and
+    resumed run learns what the uninterrupted text-protocol run learned, and its calls were
+    native and replayed as native calls."""
     reference, _ = reference
     # Killed at iteration 5's critic call: after its skill ran, mid-batch, with a skill added
     # earlier in the same batch (iteration 4) that the resumed run must rebuild.
@@ -215,7 +231,8 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
     try:
-        proc = subprocess.Popen(voyager_cmd(run_dir, server.base_url), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(voyager_cmd(run_dir, server.base_url, "--set", f"model.tool_protocol={protocol}"),
+                                stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
         killer.pid = proc.pid
         proc.communicate(timeout=600)
@@ -231,8 +248,13 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     for g in (1, 2):
         assert (run_dir / "codebook" / f"gen_{g}.py").read_bytes() == (reference / "codebook" / f"gen_{g}.py").read_bytes()
         assert (run_dir / "voyager" / f"state_{g}.json").read_bytes() == (reference / "voyager" / f"state_{g}.json").read_bytes()
+    # Native answers end with finish_reason "tool_calls" and carry no text; all else is the same.
+    differ = ("tool_protocol", "finish_reason") if protocol == "native" else ("tool_protocol",)
     for i in range(ITERATIONS):
-        assert iteration(run_dir, i) == iteration(reference, i)
+        mine = iteration(run_dir, i)
+        assert mine["tool_protocol"] == protocol
+        assert {k: v for k, v in mine.items() if k not in differ} == \
+            {k: v for k, v in iteration(reference, i).items() if k not in differ}
     for w in range(ROLLOUTS):  # the worlds' trajectories too (wall time aside)
         resumed_w, reference_w = (json.loads((d / "episodes" / "train" / f"{w:04d}.json").read_text())
                                   for d in (run_dir, reference))
@@ -240,6 +262,8 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
             t.pop("wall_time_s")
             for step in t["steps"]:
                 step.pop("latency_s"), step.pop("cached")
+                if protocol == "native" and "/action/" in step["call_id"]:  # the code came as a call
+                    step.pop("raw_text"), step.pop("finish_reason"), step.pop("thought")  # plan: its argument
         assert resumed_w == reference_w
     # No answered call was asked again, and every call id was paid once.
     assert not set(killer.after) & set(killer.answered)
@@ -250,6 +274,12 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     assert len({e["key"] for e in embedded}) == len(embedded)  # no vector paid twice
     logged = [c for c in calls if c["purpose"] == "embedding"]
     assert sum(c["spent_usd"] for c in logged) == pytest.approx(sum(e["cost_usd"] for e in embedded))
+    action = [c for c in calls if c["purpose"] == "inducer"]
+    if protocol == "native":  # the skills came as submit_skill calls, and were replayed as calls
+        assert all(c["tools_offered"] == ["submit_skill"] and c["tool_calls"] for c in action)
+        assert any(c["cache_hit"] for c in action)
+    else:
+        assert not any("tool_calls" in c or "tools_offered" in c for c in action)
 
 
 def test_a_run_from_when_every_iteration_had_a_fresh_world_is_refused_on_resume(tmp_path, reference):
@@ -310,3 +340,38 @@ def table_rows(out: Path, name: str) -> list[dict]:
 
     with open(out / "tables" / f"{name}.csv", newline="") as f:
         return list(csv.DictReader(f))
+
+
+class CutFirstAttempt(VoyagerFakeLLM):
+    """The action agent's first answer (whole code, fence closed) arrives cut at max_tokens."""
+
+    def __call__(self, body: dict) -> Reply:
+        reply = super().__call__(body)
+        messages = body["messages"]
+        if "writes Python skills for Crafter" in messages[0]["content"] and "Context: attempt 1" in messages[1]["content"]:
+            reply.finish_reason = "length"
+        return reply
+
+
+def test_a_cut_skill_never_runs_the_agent_is_told_and_every_role_is_counted(tmp_path):
+    run_dir, server = play(tmp_path / "run", CutFirstAttempt(), "--set", "run.rollouts=1",
+                           "--set", "run.eval_episodes=0", "--set", "method.max_iterations_per_world=2",
+                           "--set", "model.sampling.max_tokens=512")
+    first, second = (json.loads((run_dir / "voyager" / "iterations" / "0000" / f"{k:04d}.json").read_text())
+                     for k in (0, 1))
+    cut = ("your answer was cut off at max_tokens=512 (finish_reason 'length'); that is all the room an answer "
+           "has, so answer shorter: less reasoning, smaller code; the code was not run (an incomplete skill never runs)")
+    # Its code parsed (the fence had closed), but a cut answer's skill is not run: no action taken.
+    assert (first["error"], first["env_actions"], first["finish_reason"]) == (cut, 0, "length")
+    assert first["format"]["action_agent"] == {"turns": 1, "repaired": 0, "lost": 1, "truncated": 1,
+                                               "dropped_calls": 0}
+    actions = asked(server, "writes Python skills for Crafter")
+    assert f"Execution error: {cut}" in actions[1]["messages"][1]["content"]   # the agent was told
+    assert second["skill_added"] == "collect_wood" and second["finish_reason"] == "stop"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["format"]["action_agent"] == {"turns": 2, "repaired": 0, "lost": 1, "truncated": 1,
+                                                 "dropped_calls": 0}
+    build_report([run_dir], tmp_path / "report")
+    table = (tmp_path / "report" / "tables" / "answers.csv").read_text().splitlines()
+    assert table[0].endswith(",role,turns,repaired,lost,truncated,dropped_calls")
+    assert any(r.endswith(",action_agent,2,0,1,1,0") for r in table)

@@ -112,7 +112,9 @@ def _line(text: str, label: str) -> str:
 
 
 class VoyagerFakeLLM:
-    """Callback for ``FakeLLMServer``: Voyager's four agents and the evaluation actor."""
+    """Callback for ``FakeLLMServer``: Voyager's four agents and the evaluation actor. When the
+    request offers the ``submit_skill`` tool (``model.tool_protocol: native``), the action
+    agent calls it with the same plan and code instead of writing them as text."""
 
     def __call__(self, body: dict) -> Reply:
         messages = body["messages"]
@@ -121,7 +123,12 @@ class VoyagerFakeLLM:
         if "next immediate task" in system:
             return Reply(text=self.curriculum(user, reasked), prompt_tokens=300, completion_tokens=20)
         if "writes Python skills for Crafter" in system:
-            return Reply(text=self.action(user), prompt_tokens=900, completion_tokens=200)
+            text = self.action(user)
+            if any(t.get("function", {}).get("name") == "submit_skill" for t in body.get("tools") or ()):
+                code = text.split("```python\n", 1)[1].rsplit("```", 1)[0]
+                call = {"name": "submit_skill", "arguments": json.dumps({"plan": _line(text, "Plan"), "code": code})}
+                return Reply(text=None, tool_calls=[call], prompt_tokens=900, completion_tokens=200)
+            return Reply(text=text, prompt_tokens=900, completion_tokens=200)
         if "assesses my progress" in system:
             return Reply(text=self.critic(user, reasked), prompt_tokens=400, completion_tokens=30)
         if "writes a description" in system:

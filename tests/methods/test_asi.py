@@ -112,5 +112,5 @@ def test_the_sleep_record_counts_how_each_induction_was_read(tmp_path):
     asi.sleep([episode(0), episode(1), episode(2)], batch_index=0)
     record = json.loads((tmp_path / "sleep" / "asi_0000.json").read_text())
     assert [n["format"] for n in record["inductions"]] == ["ok", "repaired", "lost"]
-    assert record["format"] == {"inducer": {"turns": 3, "repaired": 1, "lost": 1, "truncated": 0}}
+    assert record["format"] == {"inducer": {"turns": 3, "repaired": 1, "lost": 1, "truncated": 0, "dropped_calls": 0}}
     assert record["truncated_turns"] == 0

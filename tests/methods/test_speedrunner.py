@@ -252,6 +252,7 @@ def test_repaired_lost_and_cut_turns_are_recorded_per_turn_and_per_phase(tmp_pat
         + TURN_AROUND.replace("turn_around", "spin") + "```",
         "Tool: add_function\n```python\ndef cut(env):\n    env.act('go forward')\n",   # cut by max_tokens
         "I am done.",                                                                   # no tool line
+        "Tool: view_codebook\nTool: view_function step\nTool: submit",                  # three calls, one runs
         "Tool: submit",
     ]
     turns = list(answers)
@@ -265,8 +266,10 @@ def test_repaired_lost_and_cut_turns_are_recorded_per_turn_and_per_phase(tmp_pat
     assert cut["result"].startswith("Not run: the ```python block of `add_function` was cut off before its closing "
                                     "fence (your answer was cut off at max_tokens=64")
     assert lost["format"] == "lost" and lost["finish_reason"] is None
+    three = turn_record(tmp_path, 0, 3)
+    assert (three["tool"], three["format"], three["dropped_calls"]) == ("view_codebook", "repaired", 2)
     record = json.loads((tmp_path / "sleep" / "batch_0000" / "sleep.json").read_text())
-    assert record["format"] == {"inducer": {"turns": 4, "repaired": 1, "lost": 2, "truncated": 1}}
+    assert record["format"] == {"inducer": {"turns": 5, "repaired": 2, "lost": 2, "truncated": 1, "dropped_calls": 2}}
     assert record["truncated_turns"] == 1
     assert record["edits"] == ["add_function spin, step"]
 

@@ -62,6 +62,8 @@ def test_several_calls_run_the_first_and_answer_each_with_its_own_tool_message()
     uses = (use("view_codebook"), use("add_function", code=CODE))
     call = read_turn("", uses, ALL)
     assert call.tool == "view_codebook" and "1 more call(s) were not run" in call.note
+    assert (call.format, call.dropped_calls) == ("repaired", 1)  # not an exact turn: one call dropped
+    assert (read_turn("", uses[:1], ALL).format, read_turn("", uses[:1], ALL).dropped_calls) == ("ok", 0)
     assistant, first, second = native_messages("", uses, "Result of view_codebook")
     assert assistant.tool_calls == uses
     assert (first.tool_call_id, first.content) == ("call_view_codebook", "Result of view_codebook")

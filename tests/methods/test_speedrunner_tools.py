@@ -52,6 +52,7 @@ READ = [
     ('{"tool": "view_episode", "args": [3]}', ("view_episode", ("3",), None, "repaired")),
     # submit's note
     ("Tool: submit\nadded a skill", ("submit", (), "added a skill", "ok")),
+    ("Sure!\nTool: submit\nadded a skill\n\nLet me know if you need more.", ("submit", (), "added a skill", "repaired")),
     ("**Tool:** submit — added go_to", ("submit", (), "— added go_to", "repaired")),
     ('{"tool": "submit", "note": "done"}', ("submit", (), "done", "repaired")),
 ]
@@ -96,6 +97,19 @@ def test_a_second_tool_call_does_not_run_and_the_result_says_so():
     assert call.note == ("this turn had 3 tool calls; only the first (`Tool: run_python`) ran, not "
                          "`Tool: add_function`, `Tool: submit`: send one tool call per turn and read its result "
                          "before the next")
+    # Counted as what it is: read with tolerance, two calls dropped (never an exact "ok" turn).
+    assert (call.format, call.dropped_calls) == ("repaired", 2)
+
+
+def test_a_turn_with_dropped_calls_is_counted_in_the_phase_record():
+    from speedrunner.core.answers import FormatTally
+
+    tally = FormatTally("inducer")
+    for answer in ("Tool: view_codebook", "Tool: view_codebook\nTool: submit"):
+        call = parse_tool_call(answer, OFFERED)
+        tally.add(call.format, dropped_calls=call.dropped_calls)
+    assert tally.record()["format"]["inducer"] == {"turns": 2, "repaired": 1, "lost": 0, "truncated": 0,
+                                                    "dropped_calls": 1}
 
 
 def test_a_block_cut_at_max_tokens_is_never_applied_as_an_edit():

@@ -136,9 +136,12 @@ REAL = [
     ("<think>\n</think>\n\nThought: x\nAction: pick up", "pick up", "repaired"),      # /no_think still emits tags
     ("I should turn. Action: drop would be wrong.\n</think>\nAction: turn left", "turn left", "repaired"),  # lone </think>
     # prose before and after, trailing period, quotes, fences
-    ("Let me think step by step.\nThe key is left.\n\nAction: turn left.\n\nThis should face the key.",
+    ("Let me think step by step.\nThe key is left.\n\nAction: turn left\n\nThis should face the key.",
      "turn left", "ok"),
-    ("Thought: x\nAction: \"pick up\".", "pick up", "ok"),
+    ("Thought: x\nAction: turn left.", "turn left", "repaired"),                # a trailing period
+    ("Thought: x\nAction: \"pick up\".", "pick up", "repaired"),
+    ("Thought: x\nAction: Pick Up", "pick up", "repaired"),
+    ("Thought: x\nAction: go", "go forward", "repaired"),                      # a unique prefix
     ("```\nThought: x\nAction: go forward\n```", "go forward", "repaired"),     # whole answer fenced (DB-GPT #3074)
     # JSON answers
     ('{"thought": "the key is ahead", "action": "pick up"}', "pick up", "repaired"),
@@ -193,6 +196,48 @@ AMBIGUOUS = [
 def test_two_readings_are_never_chosen_between(text, problem):
     parsed = parse_answer(text, BABYAI)
     assert (parsed.action, parsed.error, parsed.format) == (None, problem, "lost")
+
+
+CUT = [
+    # cut at max_tokens inside the action: never completed into the action it starts
+    ("Thought: the key is here.\nAction: pi", "pick up",
+     "the answer was cut off inside its action ('pi', the start of pick up); a cut action is never completed"),
+    ("Thought: x\nAction: tog", "toggle",
+     "the answer was cut off inside its action ('tog', the start of toggle); a cut action is never completed"),
+    ("Thought: x\nAction: go to", None, "the answer was cut off inside its action ('go to', the start of go to red "
+                                        "ball, go to red ball 2); a cut action is never completed"),
+    # a whole action that is also the start of a longer one, as the answer's last words
+    ("Thought: x\nAction: go to red ball", "go to red ball", "the answer was cut off right after 'go to red ball', "
+                                                             "which may be the start of go to red ball 2: a cut action "
+                                                             "is never run"),
+]
+
+
+@pytest.mark.parametrize("text, uncut, problem", CUT)
+def test_an_action_cut_at_max_tokens_is_lost_not_completed(text, uncut, problem):
+    actions = [*BABYAI, "go to red ball", "go to red ball 2"]
+    parsed = parse_answer(text, actions, finish_reason="length")
+    assert (parsed.action, parsed.error, parsed.format) == (None, problem, "lost")
+    assert parse_answer(text, actions).action == uncut  # the same text, not cut: a prefix is completed
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Thought: x\nAction: pick up\nThat is all.", "pick up"),     # the cut came after the whole action line
+    ("Thought: x\nAction: go to red ball 2", "go to red ball 2"),  # no longer action starts with it
+    ("Thought: x\nAction: pick up", "pick up"),
+])
+def test_a_whole_action_in_a_cut_answer_still_runs(text, expected):
+    parsed = parse_answer(text, [*BABYAI, "go to red ball", "go to red ball 2"], finish_reason="length")
+    assert (parsed.action, parsed.error) == (expected, None)
+
+
+def test_a_free_text_command_cut_at_its_end_is_not_run():
+    parsed = parse_answer("Thought: x\nAction: open door to kit", ["look around"], free_text=True,
+                          finish_reason="length")
+    assert (parsed.action, parsed.format) == (None, "lost")
+    assert parsed.error == "the answer was cut off inside its action ('open door to kit'); a cut action is never run"
+    assert parse_answer("Thought: x\nAction: open door to kit", ["look around"], free_text=True).action == \
+        "open door to kit"
 
 
 def test_an_empty_answer_cut_at_max_tokens_says_so():

@@ -1,8 +1,10 @@
 """How a run's answers were read, per role, summed from what the run stored.
 
 Each actor step records ``answer_format`` (``ok`` / ``repaired`` / ``lost``) and
-``finish_reason``; each sleep record (``sleep/**/*.json``) that read answers holds a
-``format`` object, role -> counts, written by ``core.answers.FormatTally``. Summing the files,
+``finish_reason``; each sleep record (``sleep/**/*.json``) that read answers, and each
+Voyager iteration record (``voyager/iterations/<world>/<k>.json``: its curriculum, action
+agent and critic turns), holds a ``format`` object, role -> counts, written by
+``core.answers.FormatTally``. Summing the files,
 not counters kept in memory, makes the figure the same after a resume, and a run stored
 before these fields existed simply counts nothing for them.
 """
@@ -15,9 +17,11 @@ from typing import Any
 
 __all__ = ["COUNT_KEYS", "format_counts"]
 
-COUNT_KEYS = ("turns", "repaired", "lost", "truncated")
+COUNT_KEYS = ("turns", "repaired", "lost", "truncated", "dropped_calls")
 """``repaired``: read only thanks to tolerance; ``lost``: no meaning could be read from the
-answer's form; ``truncated``: cut at ``max_tokens`` (``finish_reason`` ``length``)."""
+answer's form; ``truncated``: cut at ``max_tokens`` (``finish_reason`` ``length``);
+``dropped_calls``: tool calls written after a turn's first one, which never ran (the turn
+itself counts as ``repaired``)."""
 
 
 def format_counts(run_dir: Path) -> dict[str, dict[str, int]]:
@@ -34,11 +38,12 @@ def format_counts(run_dir: Path) -> dict[str, dict[str, int]]:
         data = _read(path)
         for step in data.get("steps") or []:
             if not isinstance(step, dict) or "/actor/" not in str(step.get("call_id", "")):
-                continue  # e.g. Voyager's action agent: its reading is not an actor turn
+                continue  # Voyager's action agent: counted from its iteration records
             form = step.get("answer_format", "ok")
             add("actor", {"turns": 1, "repaired": int(form == "repaired"), "lost": int(form == "lost"),
                           "truncated": int(step.get("finish_reason") == "length")})
-    for path in sorted((run_dir / "sleep").rglob("*.json")):
+    records = [*sorted((run_dir / "sleep").rglob("*.json")), *sorted((run_dir / "voyager" / "iterations").rglob("*.json"))]
+    for path in records:
         record = _read(path).get("format")
         if isinstance(record, dict):
             for role, counts in record.items():

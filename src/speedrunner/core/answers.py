@@ -19,8 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Block", "FormatOutcome", "FormatTally", "with_cut_note", "TRUNCATED", "cut_note", "fenced_blocks", "format_outcome",
-           "json_objects", "Line", "label_lines", "label_regex", "strip_think", "truncated"]
+__all__ = ["ANSWER_KEYS", "Block", "FormatOutcome", "FormatTally", "JsonField", "with_cut_note", "TRUNCATED", "cut_note",
+           "distinct", "fenced_blocks", "format_outcome", "json_fields", "json_objects", "json_spans", "mostly_json", "outside_json",
+           "Line", "label_lines", "label_regex", "partial_json_string", "strip_think", "truncated", "unfinished_json"]
 
 FormatOutcome = Literal["ok", "repaired", "lost"]
 TRUNCATED = "length"
@@ -121,10 +122,11 @@ def fenced_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
+def json_spans(text: str) -> list[tuple[dict[str, Any], int, int]]:
     """The JSON objects written in ``text`` (bare, or in a ```` ```json ```` fence), outermost
-    only, in order. Text that merely contains braces (code, prose) yields nothing."""
-    found: list[dict[str, Any]] = []
+    only, in order, each with where it starts and ends. Text that merely contains braces
+    (code, prose) yields nothing."""
+    found: list[tuple[dict[str, Any], int, int]] = []
     decoder = json.JSONDecoder()
     i = text.find("{")
     while i >= 0:
@@ -134,9 +136,105 @@ def json_objects(text: str) -> list[dict[str, Any]]:
             i = text.find("{", i + 1)
             continue
         if isinstance(value, dict):
-            found.append(value)
+            found.append((value, i, end))
         i = text.find("{", end)
     return found
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects written in ``text`` (:func:`json_spans` without the places)."""
+    return [value for value, _, _ in json_spans(text)]
+
+
+ANSWER_KEYS = ("answer", "response", "output", "content", "text", "result")
+"""Keys under which a model that answers in JSON puts the whole answer it was asked to write
+as text (``{"answer": "<guide>...</guide>"}``): the string is read again as that text."""
+
+
+@dataclass(frozen=True)
+class JsonField:
+    """The field of one JSON object that holds an answer."""
+
+    key: str
+    """The key, lower case (one of the parser's keys, or of :data:`ANSWER_KEYS`)."""
+    value: Any
+    start: int
+    end: int
+    """Where the object is in the text."""
+    obj: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The whole object, its keys lower case (a parser may read more than one field)."""
+
+    @property
+    def wrapped(self) -> bool:
+        """The whole text answer written as a JSON string: read it again as text."""
+        return self.key in ANSWER_KEYS
+
+
+def json_fields(text: str, keys: tuple[str, ...]) -> list[JsonField]:
+    """For each JSON object in ``text`` that holds an answer: its first key of ``keys`` (in that
+    order of preference, any case), else its first :data:`ANSWER_KEYS` key with a string value.
+    Objects with neither (a dict in an example, a tool call) are not answers here."""
+    found = []
+    for obj, start, end in json_spans(text):
+        lowered = {str(k).lower(): v for k, v in obj.items()}
+        key = next((k for k in keys if lowered.get(k) not in (None, "", [])), None)
+        if key is None:
+            key = next((k for k in ANSWER_KEYS if isinstance(lowered.get(k), str) and lowered[k].strip()), None)
+        if key is not None:
+            found.append(JsonField(key, lowered[key], start, end, lowered))
+    return found
+
+
+def mostly_json(text: str, fields: list[JsonField]) -> bool:
+    """The answer *is* its JSON objects: they make up at least half of its non-blank text (prose
+    or a fence around them is fine; a JSON example inside a prose answer is not the answer)."""
+    inside = sum(f.end - f.start for f in fields)
+    return bool(fields) and 2 * inside >= len("".join(text.split())) - 8
+
+
+def outside_json(text: str, fields: list[JsonField]) -> str:
+    """``text`` without the JSON objects of ``fields`` (what was written around them)."""
+    out, pos = [], 0
+    for f in sorted(fields, key=lambda f: f.start):
+        out.append(text[pos:f.start])
+        pos = max(pos, f.end)
+    return "".join(out) + text[pos:]
+
+
+def distinct(values: list[Any]) -> list[Any]:
+    """``values`` without repeats (compared as JSON), in order: the same answer twice is one."""
+    seen: dict[str, Any] = {}
+    for v in values:
+        seen.setdefault(json.dumps(v, sort_keys=True, default=str), v)
+    return list(seen.values())
+
+
+_OPEN_JSON = re.compile(r"\A\s*(?:(?:`{3,}|~{3,})[ \t]*(?:json)?[ \t]*\n\s*)?\{", re.IGNORECASE)
+
+
+def unfinished_json(text: str) -> bool:
+    """``text`` opens a JSON object (bare or in a fence) that never closes: an answer cut at
+    ``max_tokens`` inside its JSON."""
+    return bool(_OPEN_JSON.match(text)) and not json_spans(text)
+
+
+def partial_json_string(text: str, keys: tuple[str, ...]) -> tuple[str, str] | None:
+    """(key, value so far) of the first string field of ``keys`` (or :data:`ANSWER_KEYS`) in an
+    unfinished JSON object, its escapes decoded, up to where the text stops."""
+    wanted = "|".join(re.escape(k) for k in (*keys, *ANSWER_KEYS))
+    m = re.search(rf'"({wanted})"\s*:\s*"', text, re.IGNORECASE)
+    if m is None:
+        return None
+    raw, i = text[m.end():], 0
+    while i < len(raw) and raw[i] != '"':
+        i += 2 if raw[i] == "\\" else 1
+    chunk = raw[:i] if i <= len(raw) else raw[:-1]  # past the end: cut inside an escape
+    chunk = re.sub(r"\\u[0-9a-fA-F]{0,3}$", "", chunk)
+    try:
+        value = json.loads(f'"{chunk}"')
+    except json.JSONDecodeError:
+        return None
+    return m.group(1).lower(), value
 
 
 def truncated(finish_reason: str | None) -> bool:
@@ -169,19 +267,24 @@ def with_cut_note(result: str, completion: Any) -> str:
 class FormatTally:
     """The turns of one phase, per role: how many were read thanks to tolerance
     (``repaired``), how many yielded no meaning because of their form (``lost``), how many
-    were cut at ``max_tokens`` (``truncated``). A method stores :meth:`record` in its sleep
-    record; ``core.reporting.format_counts`` sums a run's records for ``summary.json``."""
+    were cut at ``max_tokens`` (``truncated``), and how many tool calls were written after a
+    turn's first one and so never ran (``dropped_calls``). A method stores :meth:`record` in
+    its sleep record; ``core.answer_counts.format_counts`` sums a run's records for
+    ``summary.json``."""
 
     role: str
     """The role a turn counts for unless :meth:`add` names another."""
     by_role: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, outcome: FormatOutcome, completion: Any = None, *, role: str | None = None) -> None:
-        counts = self.by_role.setdefault(role or self.role, {"turns": 0, "repaired": 0, "lost": 0, "truncated": 0})
+    def add(self, outcome: FormatOutcome, completion: Any = None, *, role: str | None = None,
+            dropped_calls: int = 0) -> None:
+        counts = self.by_role.setdefault(role or self.role, {"turns": 0, "repaired": 0, "lost": 0, "truncated": 0,
+                                                              "dropped_calls": 0})
         counts["turns"] += 1
         counts["repaired"] += outcome == "repaired"
         counts["lost"] += outcome == "lost"
         counts["truncated"] += truncated(getattr(completion, "finish_reason", None))
+        counts["dropped_calls"] += dropped_calls
 
     def record(self) -> dict[str, Any]:
         """The sleep record's fields: ``format`` per role and ``truncated_turns`` in all."""

@@ -12,7 +12,10 @@ plainly wrong answer. Under native tool calling (``tools`` in the request) the v
 a call written as text instead, two calls in one turn and arguments that are not JSON.
 
 Everything is seeded by ``seed`` and the request itself, never by call order, so the same
-request always gets the same answer: a resumed run sees what the killed one saw.
+request always gets the same answer: a resumed run sees what the killed one saw. Every reply
+is logged with its role, its variant and the clean answer it was written from
+(:meth:`RealisticFake.how_served`), so a script can tell from a run's records which turns a
+variant cost (``benchmarks/format_robustness.py``, ``testing.format_audit``).
 
 Serve it with ``speedrunner fake-llm --port 8000 [--variants 0.3] [--seed N]`` and point a
 config at it (``model.provider=vllm``, ``model.base_url=http://127.0.0.1:8000/v1``).
@@ -31,10 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedrunner.core.llm.provider import split_think
+from speedrunner.methods.wake_sleep.speedrunner_native import native_arguments
+from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, parse_tool_call
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 from speedrunner.testing.native import native_reply, offered_tools
 
-__all__ = ["FORMAT_VARIANTS", "TEXT_VARIANTS", "RealisticFake", "answer_key", "serve"]
+__all__ = ["FORMAT_VARIANTS", "TEXT_VARIANTS", "RealisticFake", "Served", "answer_key", "one_answer", "reply_key",
+           "serve"]
 
 TEXT_VARIANTS = ("markdown", "think", "prose", "truncated", "json", "wrong_case", "two_calls", "wrong")
 """The text variants, drawn uniformly when a request is chosen for one."""
@@ -42,6 +48,31 @@ NATIVE_VARIANTS = ("as_text", "two_calls", "bad_arguments", "think")
 """The variants of a native tool call."""
 FORMAT_VARIANTS = frozenset(TEXT_VARIANTS + NATIVE_VARIANTS) - {"wrong"}
 """The variants that change an answer's form, not its meaning ("wrong" changes its meaning)."""
+_REPEATING = frozenset({"guide", "asi", "curriculum", "voyager_action", "critic", "description"})
+"""Roles whose "two calls" variant writes the same answer twice (one meaning); the actor's
+second action and the inducer's second tool call differ from the first."""
+
+
+def one_answer(role: str, variant: str) -> bool | None:
+    """Whether an answer served as ``variant`` still carries exactly one answer (True: markdown,
+    ``<think>``, prose, JSON, a label's case, a native call written as text, the same answer
+    twice), or cannot be read without feedback (False: cut at ``max_tokens``, two different
+    actions or calls, arguments that are not JSON); None when it is no format variant (clean,
+    or a plainly wrong answer)."""
+    if variant not in FORMAT_VARIANTS:
+        return None
+    if variant == "two_calls":
+        return role in _REPEATING
+    return variant not in ("truncated", "bad_arguments")
+
+
+@dataclass(frozen=True)
+class Served:
+    """How one reply was written: for which prompt, as which variant, from which clean answer."""
+
+    role: str
+    variant: str
+    clean: str
 
 _LABEL = re.compile(r"^(Thought|Action|Tool|Task|Reasoning|Explain|Plan|Code):", re.MULTILINE)
 _ACTIONS = re.compile(r"^\s*Available actions:\s*(.+?)\s*$", re.MULTILINE)
@@ -57,41 +88,60 @@ class RealisticFake:
     variants: float = 0.3
     """Fraction of answers rewritten into one real-model variant (0: always the clean answer)."""
     seed: int = 0
+    role_variants: dict[str, float] = field(default_factory=dict)
+    """Per-role rates that replace ``variants`` (e.g. ``{"guide": 1.0}``: every guide answer is a
+    variant), so a short run meets enough variants of its rarer prompts."""
+    actor: Callable[[list[tuple[str, str]]], str | None] | None = None
+    """A policy for the actor's clean answers (messages -> answer, None: the fake's own, a
+    listed action at random), e.g. ``testing.babyai_expert.BabyAIExpert``, which wins levels
+    so that ASI has successful episodes to induce from; its answers get variants as any."""
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     """Answers given, per ``role/variant`` (``actor/clean``, ``inducer/markdown``, ...)."""
-    served: dict[str, set[str]] = field(default_factory=dict)
-    """Which variants each answer text was served as (key: :func:`answer_key` of the text),
-    so a script can tell from a run's records which lost turns a variant caused."""
+    log: dict[str, list[Served]] = field(default_factory=dict)
+    """How each reply was served (key: :func:`reply_key`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.variants <= 1.0:
-            raise ValueError(f"variants is a rate between 0 and 1, got {self.variants}")
+        for rate in (self.variants, *self.role_variants.values()):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"variants is a rate between 0 and 1, got {rate}")
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = _messages(body)
         rng = random.Random(_digest(self.seed, body))
-        role, text = _answer(messages, rng)
+        role, text = _answer(messages, rng, self.actor)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens")
                          or (body.get("generationConfig") or {}).get("maxOutputTokens") or 4096)
         variant = "clean"
-        native = bool(offered_tools(body)) and role == "inducer"
-        if rng.random() < self.variants:
+        native = bool(offered_tools(body)) and role in ("inducer", "voyager_action")
+        if rng.random() < self.role_variants.get(role, self.variants):
             variant = rng.choice(NATIVE_VARIANTS if native else TEXT_VARIANTS)
-        reply = _native(body, text, variant, rng) if native else _dress(text, role, variant, rng, max_tokens)
+        reply = _native(body, text, variant, rng, role) if native else _dress(text, role, variant, rng, max_tokens)
         prompt_chars = sum(len(c) for _, c in messages) + len(json.dumps(body.get("tools") or []))
         reply.prompt_tokens = max(1, prompt_chars // 4)
         if reply.finish_reason != "length":
             reply.completion_tokens = max(1, len(reply.text or "") // 4 + 10 * len(reply.tool_calls or ()))
         with self._lock:
             self.counts[f"{role}/{variant}"] += 1
-            self.served.setdefault(answer_key(reply.text or ""), set()).add(variant)
+            self.log.setdefault(reply_key(reply.text, reply.tool_calls), []).append(Served(role, variant, text))
         return reply
+
+    def how_served(self, text: str | None, tool_calls: list[dict[str, Any]] | None = None) -> list[Served]:
+        """How the reply a run recorded (its text, its native calls) was served; [] when this
+        fake never served it."""
+        return self.log.get(reply_key(text, tool_calls), [])
 
 
 def answer_key(text: str) -> str:
     """An answer as a run records it: ``<think>`` blocks moved out (the providers do), stripped."""
     return split_think(text)[0].strip()
+
+
+def reply_key(text: str | None, tool_calls: Any = None) -> str:
+    """A reply as a run records it: :func:`answer_key` of its text and its native calls' names
+    and arguments (the ids are the provider's)."""
+    calls = [(c.get("name"), c.get("arguments")) for c in tool_calls or ()]
+    return json.dumps([answer_key(text or ""), calls])
 
 
 # -- reading the request ---------------------------------------------------------------------------
@@ -116,7 +166,8 @@ def _digest(seed: int, body: dict[str, Any]) -> int:
 
 
 # -- the clean answers -----------------------------------------------------------------------------
-def _answer(messages: list[tuple[str, str]], rng: random.Random) -> tuple[str, str]:
+def _answer(messages: list[tuple[str, str]], rng: random.Random,
+            actor: Callable[[list[tuple[str, str]]], str | None] | None = None) -> tuple[str, str]:
     """(role, clean answer) for the prompt these messages are."""
     system = next((c for r, c in messages if r == "system"), "")
     first = next((c for r, c in messages if r == "user"), "")
@@ -128,7 +179,7 @@ def _answer(messages: list[tuple[str, str]], rng: random.Random) -> tuple[str, s
     for marker, role, answer in _ROLES:
         if marker in system:
             return role, answer(first, last, turn, rng)
-    return "actor", _actor(messages, rng)
+    return "actor", (actor(messages) if actor is not None else None) or _actor(messages, rng)
 
 
 def _actor(messages: list[tuple[str, str]], rng: random.Random) -> str:
@@ -180,7 +231,7 @@ def _guide(first: str, last: str, turn: int, rng: random.Random) -> str:
 
 
 def _curriculum(first: str, last: str, turn: int, rng: random.Random) -> str:
-    task = rng.choice(["collect wood", "collect sapling", "place table", "eat cow"])
+    task = rng.choice(["collect wood", "collect sapling", "place table", "eat cow", "explore the area"])  # the last: the LLM critic judges
     return f"Reasoning: it is doable from the start.\nTask: {task}"
 
 
@@ -230,7 +281,7 @@ def _dress(text: str, role: str, variant: str, rng: random.Random, max_tokens: i
         cut = max(1, int(len(text) * rng.uniform(0.3, 0.8)))
         return Reply(text=text[:cut], finish_reason="length", completion_tokens=max_tokens)
     if variant == "json":
-        return Reply(text=_as_json(text, role))
+        return Reply(text=_as_json(text, role, rng))
     if variant == "wrong_case":
         case = rng.choice([str.lower, str.upper])
         return Reply(text=_LABEL.sub(lambda m: case(m.group(1)) + ":", text))
@@ -239,18 +290,33 @@ def _dress(text: str, role: str, variant: str, rng: random.Random, max_tokens: i
     return Reply(text=_wrong(role))
 
 
-def _as_json(text: str, role: str) -> str:
+def _as_json(text: str, role: str, rng: random.Random) -> str:
+    """The answer as JSON, as models write it when they prefer JSON: the asked-for fields, or
+    (half the time, for the prompts that ask for text) the whole text answer under ``answer``,
+    bare or in a ```` ```json ```` fence."""
     fields = {m.group(1).lower(): m.group(2).strip() for m in re.finditer(r"^(\w+):[ \t]*(.*)$", text, re.MULTILINE)}
+    code = re.search(r"```python\n(.*?)```", text, re.DOTALL)
     if role == "inducer":
-        tool = fields.get("tool", "view_codebook").split()
-        code = re.search(r"```python\n(.*?)```", text, re.DOTALL)
-        call: dict[str, Any] = {"tool": tool[0] if tool else "view_codebook"}
-        if code:
-            call["code"] = code.group(1)
-        return json.dumps(call)
+        call = parse_tool_call(text, set(TOOLS))
+        return json.dumps({"tool": call.tool, **native_arguments(call)})
     if role == "actor":
         return json.dumps({"thought": fields.get("thought", ""), "action": fields.get("action", "")})
-    return json.dumps({"answer": text})
+    if role == "critic":
+        return f"```json\n{text}\n```"
+    own: dict[str, Any] | None = None
+    if role == "guide":
+        own = {"guide": re.sub(r"</?guide>", "", text).strip()}
+    elif role == "asi":
+        script = re.search(r"<script>\n(.*?)</script>", text, re.DOTALL)
+        own = {"functions": code.group(1) if code else "", "script": script.group(1).split("\n")[:-1] if script else []}
+    elif role == "curriculum":
+        own = {"reasoning": fields.get("reasoning", ""), "task": fields.get("task", "")}
+    elif role == "voyager_action":
+        own = {"explain": fields.get("explain", ""), "plan": fields.get("plan", ""), "code": code.group(1) if code else ""}
+    if own is None or rng.random() < 0.5:
+        own = {"answer": text}
+    written = json.dumps(own, indent=rng.choice([None, 2]))
+    return f"```json\n{written}\n```" if rng.random() < 0.5 else written
 
 
 def _two_calls(text: str, role: str) -> str:
@@ -267,22 +333,32 @@ def _wrong(role: str) -> str:
             "critic": "The task went fine, I think."}.get(role, "I am not able to help with that request.")
 
 
-def _native(body: dict[str, Any], text: str, variant: str, rng: random.Random) -> Reply:
+def _native(body: dict[str, Any], text: str, variant: str, rng: random.Random, role: str) -> Reply:
     """A native-tool turn: the clean call as ``tool_calls``, or one of its variants."""
     if variant == "as_text":
         return Reply(text=text)  # the call written as text: the text protocol reads it
-    reply = native_reply(body, Reply(text=text))
+    reply = _voyager_call(body, text) if role == "voyager_action" else native_reply(body, Reply(text=text))
     calls = list(reply.tool_calls or ())
     if not calls:
         return reply
     if variant == "two_calls":
-        calls.append({"name": "view_codebook", "arguments": "{}"})
+        calls.append({"name": "view_codebook", "arguments": "{}"} if role == "inducer" else dict(calls[0]))
     elif variant == "bad_arguments":
         calls[0] = {**calls[0], "arguments": str(calls[0]["arguments"])[:-1]}
     elif variant == "think":
         reply.text = "<think>Which tool next? The draft first.</think>" + (reply.text or "")
     reply.tool_calls = [{**c, "id": f"call_{i}_{rng.randrange(10**6)}"} for i, c in enumerate(calls)]
     return reply
+
+
+def _voyager_call(body: dict[str, Any], text: str) -> Reply:
+    """The action agent's answer as a ``submit_skill`` call (when the request offers it)."""
+    code = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+    plan = re.search(r"^Plan:[ \t]*(.*)$", text, re.MULTILINE)
+    if "submit_skill" not in offered_tools(body) or code is None:
+        return Reply(text=text)
+    arguments = json.dumps({"plan": plan.group(1) if plan else "", "code": code.group(1)})
+    return Reply(text=None, tool_calls=[{"name": "submit_skill", "arguments": arguments}])
 
 
 def serve(port: int, *, variants: float = 0.3, seed: int = 0, model_name: str = "fake-realistic") -> FakeLLMServer:

@@ -153,9 +153,12 @@ class ModelConfig(Section):
     script: str | None = None
     """scripted provider only: path to a YAML/JSON list of responses (null: built-in policy)."""
     tool_protocol: Literal["text", "native"] = "text"
-    """How an agentic inducer (SpeedRunner's tools) calls tools: "text" (a `Tool:` line and a
-    fenced block; every provider) or "native" (OpenAI tools / Gemini function calls / vLLM
-    tool calls; falls back to text on the scripted provider, which has no tools)."""
+    """How an agentic inducer (SpeedRunner's tools) calls tools and how Voyager's action agent
+    hands in its skill: "text" (a `Tool:` line and a fenced block / a `Code:` block; every
+    provider) or "native" (OpenAI tools / Gemini function calls / vLLM tool calls: the
+    inducer's tools, or one `submit_skill(plan, code)`; falls back to text on the scripted
+    provider, which has no tools). The other prompts (actor, ASI, OPO, curriculum, critic)
+    are text under both."""
 
     @field_validator("api_key_env")
     @classmethod

@@ -159,7 +159,8 @@ def answers_table(groups: list[Group]) -> Table:
                              **{k: fmt(counts.get(k)) for k in ANSWER_COUNTS}})
     notes = {"repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
              "lost": "turns whose form yielded no meaning (no action or tool call, or two different ones)",
-             "truncated": "turns cut off at max_tokens (finish_reason 'length')"}
+             "truncated": "turns cut off at max_tokens (finish_reason 'length')",
+             "dropped_calls": "tool calls written after a turn's first one; only the first ran (the turn is repaired)"}
     return Table("answers", "How answers were read (turns per role)",
                  [*KEY_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS], rows, [], notes)
 

@@ -4,6 +4,9 @@ Parsing is lenient about form (case, whitespace, markdown around ``Action:``, ``
 blocks, JSON, quotes, a trailing period, a unique prefix of a valid action) and strict about
 meaning: anything that is not one action — two different actions included — is an invalid
 action, answered with feedback that lists the actions and skills; the call still spends budget.
+An answer cut at ``max_tokens`` is never completed: a prefix of an action (``pi`` for ``pick
+up``), or an action that may be the start of a longer one, is lost and the model is told it
+was cut.
 """
 
 from __future__ import annotations
@@ -151,14 +154,23 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
     action_text = _clean_value(values[0])
     if action_text != values[0].strip():
         repairs.append("markup or period around the action")
+    # Cut at max_tokens with the action as the answer's last words: the action itself may be cut.
+    cut_here = truncated(finish_reason) and body.rstrip().endswith(values[0].strip())
     fmt = format_outcome(None, repairs)
     if skills and looks_like_call(action_text):
         call = parse_skill_call(action_text, skills)
         if isinstance(call, str):
+            if cut_here:
+                return ParsedAnswer(thought, None, f"the answer was cut off inside its action ({action_text!r}); "
+                                                   "a cut action is never run", action_text, format="lost")
             return ParsedAnswer(thought, None, call, action_text, format=fmt)
         return ParsedAnswer(thought, call.text, None, action_text, skill_call=call, format=fmt)
-    parsed = _match_action(thought, action_text, actions, free_text)
-    return dataclasses.replace(parsed, format="lost" if parsed.error == _EMPTY_LINE else fmt)
+    parsed = _match_action(thought, action_text, actions, free_text, truncated(finish_reason), cut_here)
+    if parsed.error == _EMPTY_LINE or (parsed.error or "").startswith(_CUT):
+        return dataclasses.replace(parsed, format="lost")
+    if parsed.action is not None and parsed.action != action_text:
+        fmt = "repaired"  # case, quotes, a trailing period or a prefix made it one of the actions
+    return dataclasses.replace(parsed, format=fmt)
 
 
 def _thought(body: str, lines: list[Line]) -> str:
@@ -200,18 +212,33 @@ def _json_action(body: str) -> tuple[str, Line] | ParsedAnswer | None:
 
 
 _EMPTY_LINE = "the Action line was empty"
+_CUT = "the answer was cut off"
 
 
-def _match_action(thought: str, raw: str, actions: list[str], free_text: bool) -> ParsedAnswer:
+def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, cut: bool = False,
+                  cut_here: bool = False) -> ParsedAnswer:
+    """``raw`` as one of ``actions``. ``cut``: the answer hit ``max_tokens``, so a prefix is never
+    completed; ``cut_here``: it was cut right after this action, which may be the start of a
+    longer one (or, on a free-text benchmark, of any command)."""
     wanted = _normalise(raw)
     if not wanted:
         return ParsedAnswer(thought, None, _EMPTY_LINE, raw)
     by_norm = {_normalise(a): a for a in actions}
     if wanted in by_norm:
+        longer = [a for n, a in by_norm.items() if n != wanted and n.startswith(wanted)]
+        if cut_here and longer:
+            return ParsedAnswer(thought, None, f"{_CUT} right after {raw.strip()!r}, which may be the start of "
+                                               f"{', '.join(longer[:3])}: a cut action is never run", raw)
         return ParsedAnswer(thought, by_norm[wanted], None, raw)
     if free_text:  # any command may be tried; never complete a partial one into another
+        if cut_here:
+            return ParsedAnswer(thought, None, f"{_CUT} inside its action ({raw.strip()!r}); a cut action is never "
+                                               "run", raw)
         return ParsedAnswer(thought, " ".join(raw.strip().rstrip(".").strip("`'\"").split()), None, raw)
     prefixed = [a for n, a in by_norm.items() if n.startswith(wanted)]
+    if cut and prefixed:
+        return ParsedAnswer(thought, None, f"{_CUT} inside its action ({raw.strip()!r}, the start of "
+                                           f"{', '.join(prefixed[:3])}); a cut action is never completed", raw)
     if len(prefixed) == 1:
         return ParsedAnswer(thought, prefixed[0], None, raw)
     if len(prefixed) > 1:

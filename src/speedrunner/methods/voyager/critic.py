@@ -22,9 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from speedrunner.core.answers import json_objects, strip_think
+from speedrunner.core.answers import (
+    FormatOutcome,
+    format_outcome,
+    json_fields,
+    json_spans,
+    mostly_json,
+    strip_think,
+)
 
-__all__ = ["Verdict", "achievement_for", "decide_from_state", "inventory_delta", "normalise_task",
+__all__ = ["CriticAnswer", "Verdict", "read_critic", "achievement_for", "decide_from_state", "inventory_delta", "normalise_task",
            "parse_critic_answer", "state_summary", "clean_task"]
 
 DecidedBy = Literal["execution_error", "achievement", "inventory", "llm", "llm_unparseable"]
@@ -106,37 +113,74 @@ def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
     return None  # some but not enough: let the critic weigh it
 
 
+@dataclass(frozen=True)
+class CriticAnswer:
+    """The critic's verdict, or why none was read, and what tolerance reading it needed."""
+
+    verdict: Verdict | None
+    problem: str | None = None
+    repairs: tuple[str, ...] = ()
+
+    @property
+    def format(self) -> FormatOutcome:
+        return format_outcome(self.problem, self.repairs)
+
+
 def parse_critic_answer(text: str) -> Verdict | str:
+    """The LLM critic's JSON as a verdict, or what is wrong with it (for the re-ask)."""
+    answer = read_critic(text)
+    return answer.verdict if answer.verdict is not None else answer.problem or "no verdict"
+
+
+def read_critic(text: str) -> CriticAnswer:
     """The LLM critic's JSON as a verdict, or what is wrong with it (for the re-ask).
 
     Tolerant about form: ``<think>`` blocks are ignored, prose and a ```` ```json ```` fence
     may surround the object, a trailing comma or Python literals (``True``, single quotes)
-    are read, ``"success": "true"`` counts as ``true``. Strict about meaning: two verdicts
-    that disagree are not chosen between."""
-    body, _ = strip_think(text)
-    objects = [o for o in json_objects(body) if "success" in o] or _lenient_objects(body)
+    are read, ``"success": "true"`` counts as ``true``, the object written as a JSON string
+    under ``answer`` is read again. Strict about meaning: two verdicts that disagree are not
+    chosen between."""
+    body, had_think = strip_think(text)
+    repairs = ["think block"] if had_think else []
+    spans = [(o, a, b) for o, a, b in json_spans(body) if "success" in o]
+    if not spans:
+        wrapped = [f for f in json_fields(body, ()) if f.wrapped and "success" in f.value]
+        if wrapped and mostly_json(body, wrapped):
+            inner = [read_critic(f.value) for f in wrapped]
+            if len({str(a.verdict and a.verdict.success) for a in inner}) == 1:
+                return CriticAnswer(inner[0].verdict, inner[0].problem, (*repairs, "JSON answer", *inner[0].repairs))
+    objects = [o for o, _, _ in spans]
+    if spans:
+        if body[:spans[0][1]].strip() or body[spans[-1][2]:].strip():
+            repairs.append("prose or a fence around the JSON")
+    elif (objects := _lenient_objects(body)):
+        repairs.append("not strict JSON (a trailing comma or Python literals)")
     if not objects:
         start, end = body.find("{"), body.rfind("}")
         if start < 0 or end <= start:
-            return "no JSON object in the answer"
+            return CriticAnswer(None, "no JSON object in the answer", tuple(repairs))
         try:
             json.loads(body[start:end + 1])
         except json.JSONDecodeError as e:
-            return f"the JSON does not parse ({e.msg})"
-        return '"success" must be true or false'
+            return CriticAnswer(None, f"the JSON does not parse ({e.msg})", tuple(repairs))
+        return CriticAnswer(None, '"success" must be true or false', tuple(repairs))
     verdicts = {str(o.get("success")).lower() for o in objects}
     if len(verdicts) > 1:
-        return f"the answer has {len(objects)} JSON objects that disagree on \"success\"; give exactly one"
+        return CriticAnswer(None, f"the answer has {len(objects)} JSON objects that disagree on \"success\"; "
+                                  "give exactly one", tuple(repairs))
+    if len(objects) > 1:
+        repairs.append("the same verdict repeated")
     data = objects[0]
     success = data.get("success")
     if isinstance(success, str) and success.strip().lower() in ("true", "false"):
         success = success.strip().lower() == "true"
+        repairs.append("success written as a string")
     if not isinstance(success, bool):
-        return '"success" must be true or false'
+        return CriticAnswer(None, '"success" must be true or false', tuple(repairs))
     reasoning, critique = data.get("reasoning", ""), data.get("critique", "")
     if not isinstance(reasoning, str) or not isinstance(critique, str):
-        return '"reasoning" and "critique" must be strings'
-    return Verdict(success, critique, "llm", reasoning)
+        return CriticAnswer(None, '"reasoning" and "critique" must be strings', tuple(repairs))
+    return CriticAnswer(Verdict(success, critique, "llm", reasoning), None, tuple(repairs))
 
 
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")

@@ -51,7 +51,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedrunner.core.answers import label_lines, label_regex, strip_think
+from speedrunner.core.answers import (
+    FormatOutcome,
+    FormatTally,
+    cut_note,
+    distinct,
+    format_outcome,
+    json_fields,
+    label_lines,
+    label_regex,
+    mostly_json,
+    outside_json,
+    strip_think,
+    truncated,
+    with_cut_note,
+)
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.benchmark import EpisodeSpec
 from speedrunner.core.codebook import (
@@ -74,13 +88,20 @@ from speedrunner.core.runtime.caps import resolve_call_caps, skill_cap_hit
 from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
-from speedrunner.methods.voyager.attempt import FENCE, Attempt, write_and_run
+from speedrunner.methods.voyager.attempt import (
+    FENCE,
+    NATIVE_NOTE,
+    SUBMIT_SKILL,
+    Attempt,
+    read_skill_call,
+    write_and_run,
+)
 from speedrunner.methods.voyager.config import VoyagerConfig
 from speedrunner.methods.voyager.critic import (
     Verdict,
     clean_task,
     decide_from_state,
-    parse_critic_answer,
+    read_critic,
     state_summary,
 )
 from speedrunner.methods.voyager.retrieval import BM25Ranker, EmbeddingRanker, Ranker, top_k
@@ -105,13 +126,66 @@ PROMPTS = load_prompts("speedrunner.methods.voyager", "voyager_prompts.yaml")
 _TASK_LINE = label_regex(r"(?:next[ \t]+)?task")
 
 
-def read_task(text: str) -> str:
-    """The curriculum's ``Task:`` line (any markdown or case, ``<think>`` ignored), cleaned;
-    "" when there is none or two that differ (never chosen between: the curriculum is asked again)."""
-    body, _ = strip_think(text)
-    tasks = {clean_task(line.value) for line in label_lines(body, _TASK_LINE, "Task")} - {""}
-    return tasks.pop() if len(tasks) == 1 else ""
+_TASK_KEYS = ("task", "next_task")
 
+
+@dataclass(frozen=True)
+class TaskAnswer:
+    """The curriculum's task ("" when none was read), why not, and what reading it needed."""
+
+    task: str
+    problem: str | None = None
+    repairs: tuple[str, ...] = ()
+
+    @property
+    def format(self) -> FormatOutcome:
+        return format_outcome(self.problem, self.repairs)
+
+
+def read_task(text: str) -> str:
+    """The curriculum's task (:func:`read_task_answer` without the details)."""
+    return read_task_answer(text).task
+
+
+def read_task_answer(text: str, finish_reason: str | None = None) -> TaskAnswer:
+    """The curriculum's ``Task:`` line (any markdown or case, ``<think>`` ignored), cleaned;
+    none when there is none or two that differ (never chosen between: the curriculum is asked
+    again, told what was read). JSON (``{"task": ...}``, or the text answer under ``answer``;
+    bare or in a ```` ```json ```` fence) is read from its decoded strings. An answer cut at
+    ``max_tokens`` right after its Task line may have cut the task itself: asked again."""
+    body, had_think = strip_think(text)
+    repairs = ("think block",) if had_think else ()
+    fields = json_fields(body, _TASK_KEYS)
+    if fields and mostly_json(body, fields) and not label_lines(outside_json(body, fields), _TASK_LINE, "Task"):
+        readings = [read_task_answer(f.value) if f.wrapped else TaskAnswer(clean_task(str(f.value))) for f in fields]
+        tasks = distinct([r.task for r in readings if r.task])
+        if len(tasks) > 1:
+            return TaskAnswer("", f"the answer has {len(tasks)} different tasks in JSON "
+                                  f"({'; '.join(map(repr, tasks))}); propose exactly one", (*repairs, "JSON answer"))
+        if not tasks:
+            return TaskAnswer("", readings[0].problem or "the JSON answer holds no task", (*repairs, "JSON answer"))
+        inner = next(r for r in readings if r.task)
+        return TaskAnswer(inner.task, None, (*repairs, "JSON answer", *inner.repairs))
+    lines = [line for line in label_lines(body, _TASK_LINE, "Task") if clean_task(line.value)]
+    tasks = distinct([clean_task(line.value) for line in lines])
+    cut = truncated(finish_reason)
+    if len(tasks) > 1:
+        return TaskAnswer("", f"the answer has {len(tasks)} different Task lines ({'; '.join(map(repr, tasks))}); "
+                              "propose exactly one", repairs)
+    if not tasks:
+        return TaskAnswer("", "the answer has no line 'Task: <the next task>'"
+                              + (" (it was cut off at max_tokens)" if cut else ""), repairs)
+    if cut and not body[lines[-1].end:].strip():
+        return TaskAnswer("", f"the answer was cut off at max_tokens right after its Task line, so the task "
+                              f"{tasks[0]!r} may be incomplete", repairs)
+    fixes = list(repairs)
+    if not all(line.exact for line in lines):
+        fixes.append("marked-up Task label")
+    if len(lines) > 1:
+        fixes.append("the same Task line repeated")
+    if tasks[0] != lines[0].value.strip():
+        fixes.append("task cleaned (case, punctuation, markup)")
+    return TaskAnswer(tasks[0], None, tuple(fixes))
 
 
 @dataclass(frozen=True)
@@ -271,28 +345,41 @@ class VoyagerMethod:
         record: dict[str, Any] = {"iteration": number, "world": spec.index, "in_world": k,
                                   "world_seed": spec.seed, "generation": self.base.generation,
                                   "actions_left": actions_left}
+        reading = FormatTally("action_agent")
         if work.task is None:
-            work.task, record["curriculum"] = self._propose(prefix, k, now, actions_left, calls)
+            work.task, record["curriculum"] = self._propose(prefix, k, now, actions_left, calls, reading)
         task, attempt_no = work.task, work.attempts + 1
         retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k,
                           charge_to=f"train/{spec.index:04d}")
         record.update(task=task, attempt=attempt_no, retrieved=retrieved)
 
-        messages = [Message("system", self._action_system()),
+        native = bool(getattr(self.model, "native_tools", False))  # model.tool_protocol: native
+        messages = [Message("system", self._action_system() + (NATIVE_NOTE if native else "")),
                     Message("user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left))]
-        answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000")
+        answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000",
+                                     **({"tools": (SUBMIT_SKILL,)} if native else {}))
         calls.append(answer)
+        code = read_skill_call(answer.text, answer.tool_calls)
         caps = resolve_call_caps(self.config.max_skill_actions, self.config.skill_timeout_s, actions_left)
-        attempt = write_and_run(answer.text, env, now.text, start, base=self.base, draft=self.draft,
-                                earlier=self.batch_edits, rules=self.rules, support=self.support,
-                                max_actions=caps.max_actions, timeout_s=caps.timeout_s)
+        if truncated(answer.finish_reason):
+            # Never run a cut answer: its last function may be a helper, its code incomplete.
+            attempt = Attempt(code=code.code or "", plan=code.plan, end=start, end_text=now.text,
+                              error=f"{cut_note(answer.sampling.get('max_tokens'))}; the code was not run "
+                                    "(an incomplete skill never runs)")
+            form = "lost"
+        else:
+            attempt = write_and_run(code, env, now.text, start, base=self.base, draft=self.draft,
+                                    earlier=self.batch_edits, rules=self.rules, support=self.support,
+                                    max_actions=caps.max_actions, timeout_s=caps.timeout_s)
+            form = code.format
+        reading.add(form, answer, dropped_calls=code.dropped_calls)
         cap_hit = None if attempt.stopped_by is None else skill_cap_hit(attempt.stopped_by, caps)
         record["cap_hit"] = cap_hit
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:
             verdict = (decide_from_state(task, start, attempt.end, self.world.achievements)
-                       or self._llm_critic(prefix, task, attempt_no, start, attempt, calls))
+                       or self._llm_critic(prefix, task, attempt_no, start, attempt, calls, reading))
         record.update(code=attempt.code, main=attempt.main, error=attempt.error,
                       verdict={"success": verdict.success, "decided_by": verdict.decided_by,
                                "reasoning": verdict.reasoning, "critique": verdict.critique})
@@ -313,9 +400,10 @@ class VoyagerMethod:
         work.last_end = {"inventory": attempt.end.get("inventory", {}), "achievements": attempt.end.get("achievements", [])}
         work.scripted = work.scripted or any(c.scripted for c in calls)
         record.update(completed=list(work.completed), failed=list(work.failed), env_actions=len(attempt.executed),
-                      scripted=any(c.scripted for c in calls))
+                      scripted=any(c.scripted for c in calls), finish_reason=answer.finish_reason,
+                      tool_protocol="native" if native else "text", **reading.record())
         atomic_write_json(self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}" / f"{k:04d}.json", record)
-        world.add(self._step(k, prefix, now.text, answer, attempt), calls, attempt, {
+        world.add(self._step(k, prefix, now.text, answer, attempt, form), calls, attempt, {
             key: record.get(key) for key in ("iteration", "in_world", "task", "attempt", "main", "error",
                                              "skill_added", "cap_hit")} | {"success": verdict.success,
                                                                            "decided_by": verdict.decided_by},
@@ -324,7 +412,7 @@ class VoyagerMethod:
 
     # ------------------------------------------------------------ the agents
     def _propose(self, prefix: str, k: int, now: _Now, actions_left: int | None,
-                 calls: list[Completion]) -> tuple[str, dict[str, Any]]:
+                 calls: list[Completion], reading: FormatTally) -> tuple[str, dict[str, Any]]:
         work = self.work
         if not work.completed and not work.failed:
             return self.world.first_task, {"fixed": True}
@@ -339,11 +427,13 @@ class VoyagerMethod:
             completion = self.model.complete(messages, purpose="curriculum", call_id=f"{prefix}/curriculum/{ask:04d}")
             calls.append(completion)
             answers.append(completion.text)
-            task = read_task(completion.text)
-            if task:
-                return task, {"answers": answers, "fallback": False}
+            proposed = read_task_answer(completion.text, completion.finish_reason)
+            reading.add(proposed.format, completion, role="curriculum")
+            if proposed.task:
+                return proposed.task, {"answers": answers, "fallback": False}
+            problem = with_cut_note(proposed.problem or "no task was read", completion)
             messages += [Message("assistant", completion.text),
-                         Message("user", PROMPTS.render("curriculum_reask"))]
+                         Message("user", PROMPTS.render("curriculum_reask", problem=problem))]
         phrased = [a.replace("_", " ") for a in self.world.achievements]
         fresh = [t for t in phrased if t not in work.completed and t not in work.failed] or phrased
         return fresh[0], {"answers": answers, "fallback": True}
@@ -399,7 +489,7 @@ class VoyagerMethod:
                               observation=observation[: self.config.max_observation_chars])
 
     def _llm_critic(self, prefix: str, task: str, attempt_no: int, start: dict[str, Any], attempt: Attempt,
-                    calls: list[Completion]) -> Verdict:
+                    calls: list[Completion], reading: FormatTally) -> Verdict:
         messages = [Message("system", PROMPTS.render("critic_system")),
                     Message("user", PROMPTS.render(
                         "critic", task=task, context=f"attempt {attempt_no} of {self.config.max_task_attempts}",
@@ -409,11 +499,13 @@ class VoyagerMethod:
         for ask in range(self.config.max_critic_asks):
             completion = self.model.complete(messages, purpose="critic", call_id=f"{prefix}/critic/{ask:04d}")
             calls.append(completion)
-            verdict = parse_critic_answer(completion.text)
-            if isinstance(verdict, Verdict):
-                return verdict
+            judged = read_critic(completion.text)
+            reading.add(judged.format, completion, role="critic")
+            if judged.verdict is not None:
+                return judged.verdict
+            problem = with_cut_note(judged.problem or "no verdict", completion)
             messages += [Message("assistant", completion.text),
-                         Message("user", PROMPTS.render("critic_reask", problem=verdict))]
+                         Message("user", PROMPTS.render("critic_reask", problem=problem))]
         return Verdict(False, "The critic gave no usable judgement; try a more direct skill.", "llm_unparseable")
 
     def _describe(self, prefix: str, attempt: Attempt, calls: list[Completion]) -> str:
@@ -425,20 +517,24 @@ class VoyagerMethod:
              Message("user", PROMPTS.render("description", code=source.strip()))],
             purpose="description", call_id=f"{prefix}/description/0000")
         calls.append(completion)
-        text = FENCE.sub("", completion.text).strip()
+        body = strip_think(completion.text)[0]
+        fields = json_fields(body, ("description",))
+        if fields and mostly_json(body, fields) and isinstance(fields[0].value, str):
+            body = fields[0].value  # written as JSON: the description is its string, not the JSON
+        text = FENCE.sub("", body).strip()
         text = re.sub(rf"`?\b{re.escape(attempt.main)}\b`?", "this skill", text)  # no function name in it
         return " ".join(text.split())[:1200] or f"A skill that completes the task: {self.work.task}."
 
     # ------------------------------------------------------------ records
     @staticmethod
-    def _step(k: int, call_id: str, first_text: str, answer: Completion, attempt: Attempt) -> ActorStep:
+    def _step(k: int, call_id: str, first_text: str, answer: Completion, attempt: Attempt, form: str) -> ActorStep:
         return ActorStep(
             index=k, call_id=f"{call_id}/action/0000", observation=first_text, raw_text=answer.text,
             reasoning=answer.reasoning, thought=attempt.plan, raw_action=attempt.code,
             parsed_action=f"{attempt.main}()" if attempt.tree is not None else None,
             executed=list(attempt.executed), error=attempt.error if attempt.tree is None else None,
             usage=answer.usage, cost_usd=answer.cost_usd, latency_s=answer.latency_s, cached=answer.cached,
-            finish_reason=answer.finish_reason, skill_call=attempt.tree)
+            finish_reason=answer.finish_reason, skill_call=attempt.tree, answer_format=form)
 
     def _trajectory(self, spec: EpisodeSpec, env: TextEnv, now: _Now, world: _WorldLog, stop: StopReason,
                     started: float) -> Trajectory:

@@ -2,9 +2,11 @@
 
 Lenient about form (tags in any case, a missing closing tag, code fences or not, with or
 without a language tag, ``<think>`` blocks ignored, a single fenced block of functions and no
-tags at all) and strict about meaning: only top-level ``def``s count as functions, two
-``<functions>`` blocks are not merged, a block cut off at ``max_tokens`` is not used, and
-anything that does not parse is reported to the sleep log instead of being half-used.
+tags at all, the answer written as JSON — ``{"functions": "...", "script": [...]}`` or the
+tagged text under ``answer``) and strict about meaning: only top-level ``def``s count as
+functions, two ``<functions>`` blocks (or two JSON answers that differ) are not merged, a
+block cut off at ``max_tokens`` is not used, and anything that does not parse is reported to
+the sleep log instead of being half-used.
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ from dataclasses import dataclass, field
 
 from speedrunner.core.answers import (
     FormatOutcome,
+    JsonField,
+    distinct,
     fenced_blocks,
     format_outcome,
+    json_fields,
+    mostly_json,
+    outside_json,
     strip_think,
     truncated,
+    unfinished_json,
 )
 
 __all__ = ["Induction", "NewFunction", "parse_induction"]
 
 _FUNCTIONS = re.compile(r"<functions>(.*?)(</functions>|(?=<script>)|$)", re.DOTALL | re.IGNORECASE)
 _SCRIPT = re.compile(r"<script>(.*?)(?:</script>|(?=<functions>)|$)", re.DOTALL | re.IGNORECASE)
+_FUNCTION_KEYS = ("functions", "new_functions", "code", "python", "source")
+_SCRIPT_KEYS = ("script", "rewritten_script", "actions", "steps")
 
 
 @dataclass(frozen=True)
@@ -68,12 +78,22 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
     body, had_think = strip_think(text)
     result = Induction(repairs=["think block"] if had_think else [])
     cut = truncated(finish_reason)
+    fields = json_fields(body, (*_FUNCTION_KEYS, *_SCRIPT_KEYS))
+    if fields and mostly_json(body, fields) and not re.search("<functions>", outside_json(body, fields), re.I):
+        return _from_json(fields, result.repairs)
+    if unfinished_json(body):
+        result.problem = ("the answer's JSON object never closed" + (" (it was cut off at max_tokens)" if cut else "")
+                          + "; an incomplete answer is never used")
+        return result
     script = _SCRIPT.search(body)
     if script is not None:
         code, _ = _code(script.group(1), result.repairs)
         lines = (line.strip().strip("`").strip() for line in code.splitlines())
         result.script = [line for line in lines if line and not line.startswith("#")]
     blocks = list(_FUNCTIONS.finditer(body))
+    if len(blocks) > 1 and len({b.group(1).strip() for b in blocks}) == 1:
+        blocks = blocks[:1]  # the same block written twice (with its script) is one answer
+        result.repairs.append("the same <functions> block repeated")
     if len(blocks) > 1:
         result.problem = (f"the answer has {len(blocks)} <functions> blocks; they were not merged: put every new "
                           "function in one <functions> block")
@@ -114,3 +134,29 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
         elif isinstance(node, ast.Import | ast.ImportFrom):
             result.imports.append("\n".join(lines[node.lineno - 1: node.end_lineno]))
     return result
+
+
+def _from_json(fields: list[JsonField], repairs: list[str]) -> Induction:
+    """An induction written as JSON: the tagged text under an ``answer``-like key, read again;
+    or ``functions`` (source, or a list of sources) and ``script`` (lines, or one string)."""
+    texts = distinct([f.value if f.wrapped else (f"<functions>\n{_join(_first(f.obj, _FUNCTION_KEYS), chr(10) * 2)}\n"
+                                                 f"</functions>\n<script>\n{_join(_first(f.obj, _SCRIPT_KEYS), chr(10))}"
+                                                 "\n</script>") for f in fields])
+    readings = [parse_induction(t) for t in texts]  # each JSON string is whole: the object closed
+    if len(readings) > 1:
+        read = "; ".join(", ".join(f.name for f in r.functions) or (r.problem or "no functions") for r in readings)
+        return Induction(problem=f"the answer has {len(readings)} JSON objects that differ (functions: {read}); "
+                                 "they were not merged: answer with one <functions> block and one <script> block",
+                         repairs=[*repairs, "JSON answer"])
+    readings[0].repairs = [*repairs, "JSON answer", *readings[0].repairs]
+    return readings[0]
+
+
+def _first(obj: dict[str, object], keys: tuple[str, ...]) -> object:
+    return next((obj[k] for k in keys if obj.get(k) not in (None, "", [])), "")
+
+
+def _join(value: object, sep: str) -> str:
+    if isinstance(value, list):
+        return sep.join(str(v) for v in value)
+    return value if isinstance(value, str) else ""

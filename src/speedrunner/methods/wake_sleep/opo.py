@@ -10,11 +10,23 @@ To write a new method, copy this file: change ``knowledge`` (what the actor sees
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from speedrunner.core.answers import FormatOutcome, FormatTally, format_outcome, strip_think
+from speedrunner.core.answers import (
+    FormatOutcome,
+    FormatTally,
+    distinct,
+    format_outcome,
+    json_fields,
+    mostly_json,
+    outside_json,
+    partial_json_string,
+    strip_think,
+    unfinished_json,
+)
 from speedrunner.core.atomic import atomic_write_json, atomic_write_text
 from speedrunner.core.llm.types import Message
 from speedrunner.core.method import Knowledge, MethodContext, SleepResult
@@ -102,23 +114,66 @@ class GuideAnswer:
         return format_outcome(self.problem, self.repairs)
 
 
+_GUIDE_KEYS = ("guide", "strategy_guide", "new_guide", "strategy")
+"""JSON keys that hold the guide itself (an ``answer``-like key holds the whole text answer)."""
+
+
 def read_guide(text: str) -> GuideAnswer:
     """The guide between ``<guide>`` tags (any case; a missing closing tag, e.g. an answer
     cut at ``max_tokens``, keeps what was written, as ``guide_max_chars`` would), or the whole
     answer when there are no tags. ``<think>`` blocks never count; two ``<guide>`` blocks are
-    not chosen between (the old guide stays)."""
+    not chosen between (the old guide stays); the same block twice is one guide.
+
+    An answer written as JSON (``{"guide": "..."}``, ``{"answer": "<guide>...</guide>"}``, bare
+    or in a ```` ```json ```` fence) is read from its decoded string, never word for word (a
+    guide full of ``\\n`` escapes is no guide); JSON cut before it closed keeps the string
+    written so far; two JSON guides that differ are not chosen between."""
     body, had_think = strip_think(text)
     repairs = ["think block"] if had_think else []
+    fields = json_fields(body, _GUIDE_KEYS)
+    if fields and mostly_json(body, fields) and not _GUIDE.search(outside_json(body, fields)):
+        guides = distinct([_as_text(f.value) for f in fields])
+        if len(guides) > 1:
+            read = "; ".join(repr(_short(g)) for g in guides)
+            return GuideAnswer("", f"the answer has {len(guides)} JSON objects with different guides ({read}); "
+                                   "the old guide stays", [*repairs, "JSON answer"])
+        inner = _read_tagged(guides[0], [])
+        kept = [r for r in inner.repairs if fields[0].wrapped or r != "no <guide> tags"]
+        return GuideAnswer(inner.guide, inner.problem, [*repairs, "JSON answer", *kept])
+    if unfinished_json(body):
+        partial = partial_json_string(body, _GUIDE_KEYS)
+        if partial is not None:  # cut inside the JSON string: keep what was written, decoded
+            inner = _read_tagged(partial[1], [])
+            return GuideAnswer(inner.guide, inner.problem, [*repairs, "unfinished JSON answer", *inner.repairs])
+    return _read_tagged(body, repairs)
+
+
+def _read_tagged(body: str, repairs: list[str]) -> GuideAnswer:
     found = list(_GUIDE.finditer(body))
-    if len(found) > 1:
+    if len({m.group(1).strip() for m in found}) > 1:
         return GuideAnswer("", f"the answer has {len(found)} <guide> blocks; the old guide stays", repairs)
+    if len(found) > 1:  # the same guide written twice is one guide
+        repairs = [*repairs, "the same <guide> block repeated"]
     if not found:
         guide = body.strip()
         return GuideAnswer(guide, None if guide else "the answer was empty", [*repairs, "no <guide> tags"])
     if not found[0].group(2):
-        repairs.append("no closing </guide> tag")
+        repairs = [*repairs, "no closing </guide> tag"]
     guide = found[0].group(1).strip()
     return GuideAnswer(guide, None if guide else "the <guide> block was empty", repairs)
+
+
+def _as_text(value: object) -> str:
+    """A JSON guide value as guide text: a string as it is, a list as one line per item."""
+    if isinstance(value, list):
+        items = [str(v).strip() for v in value if str(v).strip()]
+        return "\n".join(i if i[:1] in "-*0123456789" else f"- {i}" for i in items)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def extract_guide(text: str) -> str:

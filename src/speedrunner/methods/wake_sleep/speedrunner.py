@@ -157,13 +157,13 @@ class _Phase:
                              finish_reason=completion.finish_reason,
                              max_tokens=completion.sampling.get("max_tokens"))
             result = with_cut_note(self._result(call), completion)
-            self.reading.add(call.format, completion)
+            self.reading.add(call.format, completion, dropped_calls=call.dropped_calls)
             left = cfg.max_inducer_turns - turn - 1
             atomic_write_json(self.dir / f"turn_{turn:04d}.json", {
                 "turn": turn, "call_id": f"sleep/{self.b:04d}/inducer/{turn:04d}", "prompt": messages[-1].content,
                 "answer": completion.text, "tool": call.tool, "args": list(call.args), "block": call.block,
                 "result": result, "scripted": completion.scripted, "finish_reason": completion.finish_reason,
-                "format": call.format, "repairs": list(call.repairs),
+                "format": call.format, "repairs": list(call.repairs), "dropped_calls": call.dropped_calls,
                 **({"tool_calls": [dataclasses.asdict(u) for u in completion.tool_calls]} if completion.tool_calls else {})})
             if call.tool == "submit" and call.problem is None:
                 ended_by, note = "submit", call.block or ""

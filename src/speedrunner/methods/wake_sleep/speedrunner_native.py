@@ -113,7 +113,8 @@ def read_turn(text: str, uses: tuple[ToolUse, ...], offered: frozenset[str] | se
     call = from_native(uses[0], offered)
     if len(uses) > 1:
         note = f"one tool per turn: only `{uses[0].name}` ran, {len(uses) - 1} more call(s) were not run"
-        call = ToolCall(call.tool, call.args, call.block, call.problem, note)
+        call = ToolCall(call.tool, call.args, call.block, call.problem, note,
+                        (*call.repairs, f"{len(uses)} tool calls in one turn; only the first ran"), len(uses) - 1)
     return call
 
 

@@ -10,8 +10,8 @@ the fake server and the scripted provider) and lands in the response cache as a 
     ```
 
 Arguments that are names go on the ``Tool:`` line (``Tool: rename_function old new``);
-code goes in the block; ``submit``'s note is the block, the rest of the line, or the text
-after it.
+code goes in the block; ``submit``'s note is the block, the rest of the line, or the first
+paragraph after it.
 
 Tolerant about form, strict about meaning (``core.answers``): the label may carry markdown
 (``**Tool:** run_python``, ``### Tool: run_python``) and any case, ``<think>`` blocks are
@@ -27,6 +27,7 @@ blind could act on a result the model only imagined.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -86,6 +87,9 @@ class ToolCall:
     """A remark for the result (e.g. the tool calls of the turn that did not run)."""
     repairs: tuple[str, ...] = field(default=(), compare=False)
     """What tolerance reading the turn needed (empty: the exact protocol)."""
+    dropped_calls: int = field(default=0, compare=False)
+    """Tool calls written after the first one, which did not run (the turn counts as
+    ``repaired``, these as ``dropped_calls``)."""
 
     @property
     def format(self) -> FormatOutcome:
@@ -125,7 +129,8 @@ def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_rea
         rest = ", ".join(f"`{c.shown}`" for c in calls[1:])
         note = (f"this turn had {len(calls)} tool calls; only the first (`{first.shown}`) ran, "
                 f"not {rest}: send one tool call per turn and read its result before the next")
-    return _check(first, offered, repairs, note, cut, max_tokens)
+        repairs.append(f"{len(calls)} tool calls in one turn; only the first ran")
+    return dataclasses.replace(_check(first, offered, repairs, note, cut, max_tokens), dropped_calls=len(calls) - 1)
 
 
 def _from_lines(body: str, repairs: list[str]) -> list[_Raw]:
@@ -197,6 +202,12 @@ def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], n
         if json_call:
             return ToolCall(name, (), (call.block or "").strip(), note=note, repairs=fixed)
         block = call.blocks[0].code if call.blocks else None
+        if block is None and not call.rest.strip().strip("`*").strip() and call.block:
+            # The one-line note on the lines after: its first paragraph (prose may follow it).
+            first, *after = re.split(r"\n[ \t]*\n", call.block.strip(), maxsplit=1)
+            if after and after[0].strip():
+                fixed = (*fixed, "prose after the submit note")
+            return ToolCall(name, (), first.strip(), note=note, repairs=fixed)
         return ToolCall(name, (), (block or call.rest.strip().strip("`*").strip() or call.block or "").strip(),
                         note=note, repairs=fixed)
     if json_call:
