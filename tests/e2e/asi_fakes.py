@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import cache
-
-from minigrid.utils.baby_ai_bot import BabyAIBot
 
 from speedrunner.benchmarks.babyai.levels import make_level
-from speedrunner.benchmarks.babyai.text import ACTIONS, observe
+from speedrunner.benchmarks.babyai.text import observe
+from speedrunner.testing.babyai_expert import bot_actions
 from speedrunner.testing.fake_llm_server import Reply
 
 SKILL = "go_forward_n"
@@ -41,20 +39,6 @@ SLOW_FUNCTIONS = FUNCTIONS.replace("    text = env.text\n", "    text = env.text
 _CALL = re.compile(rf"{SKILL}\((\d+)\)")
 _ACTION = re.compile(r"^Action:\s*(.+?)\s*$", re.MULTILINE)
 _SUMMARY_ACTION = re.compile(r"^\s+action: (.+?)(?:  -> .*)?$", re.MULTILINE)
-
-
-@cache
-def bot_actions(kind: str, seed: int) -> tuple[str, ...]:
-    """The bot's whole solution of one level (primitive action names)."""
-    level = make_level(kind, seed)
-    bot, actions = BabyAIBot(level), []
-    for _ in range(200):
-        action = int(bot.replan())
-        actions.append(ACTIONS[action])
-        _, _, terminated, truncated, _ = level.step(action)
-        if terminated or truncated:
-            break
-    return tuple(actions)
 
 
 def grouped(actions: list[str] | tuple[str, ...], start: int = 0) -> str:
