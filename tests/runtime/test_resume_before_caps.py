@@ -58,5 +58,6 @@ def test_resume_finishes_the_run_and_counts_caps_from_then_on(tmp_path):
     assert ["cap_hits" in r for r in rows] == [False, False, True, True]  # rows before the resume stay as written
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "finished"
-    assert set(summary["cap_hits"]) == {"max_skill_actions", "skill_timeout", "max_functions", "max_codebook_chars"}
+    assert set(summary["cap_hits"]) == {"max_skill_actions", "skill_timeout", "max_functions", "max_codebook_chars",
+                                        "max_functions_per_episode", "max_inducer_turns", "max_iterations_per_world"}
     assert stored(run_dir) == stored(FIXTURE)  # the stored config is never rewritten
