@@ -1,53 +1,21 @@
 """Read W&B's offline run files (``run-<id>.wandb``) back, to check what was logged.
 
-The file is W&B's transaction log: a 7-byte header, then LevelDB-log-style records in
-32 KiB blocks (4-byte CRC, 2-byte length, 1-byte type: full, first, middle, last), each
-a serialized ``wandb_internal_pb2.Record``. W&B ships no Python reader any more, so the
-tests carry this small one.
+The framing (W&B's transaction log) is read by the tracker's own reader,
+:mod:`speedrunner.core.wandb_log`; these helpers turn its records into what a test checks.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 from typing import Any
 
-BLOCK = 32 * 1024
-HEADER = 7
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+from speedrunner.core import wandb_log
 
 
 def records(path: Path) -> list[Any]:
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = path.read_bytes()
-    assert data[:4] == b":W&B", f"{path} is not a W&B run file"
-    out, pos, pending = [], HEADER, b""
-    while pos + 7 <= len(data):
-        left = BLOCK - pos % BLOCK
-        if left < 7:
-            pos += left
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        chunk = data[pos + 7:pos + 7 + length]
-        pos += 7 + length
-        if kind == 0 and length == 0:
-            continue
-        if kind == FULL:
-            pending = chunk
-        elif kind == FIRST:
-            pending = chunk
-            continue
-        elif kind == MIDDLE:
-            pending += chunk
-            continue
-        elif kind == LAST:
-            pending += chunk
-        record = pb.Record()
-        record.ParseFromString(pending)
-        out.append(record)
-    return out
+    assert path.read_bytes()[:4] == b":W&B", f"{path} is not a W&B run file"
+    return wandb_log.records(path)
 
 
 def history(path: Path) -> list[dict[str, Any]]:
