@@ -26,7 +26,6 @@ answer it in the server's place; the output of analysis code is that code's word
 from __future__ import annotations
 
 import contextlib
-import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,7 +114,7 @@ class AnalysisSession:
         started = time.monotonic()
         deadline = started + timeout_s
         process = self._ensure_process()
-        request_id = secrets.token_hex(16)  # unguessable: no reply written before this run can carry it
+        request_id = SandboxProcess.new_request_id()
         try:
             process.start_request({"op": "run", "id": request_id, "code": code}, deadline)
             stdout, error = check_run_reply(process.receive(deadline), request_id, self.limits.max_print_chars)

@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -200,6 +201,12 @@ class SandboxProcess:
             self.channel.send(message, deadline)
         except ChannelClosed:
             raise SandboxDied(self.describe_exit()) from None
+
+    @staticmethod
+    def new_request_id() -> str:
+        """A fresh request id: 128 random bits, so no reply written before its request (by a
+        thread that outlived its call, say) can carry it; counting ids could be guessed."""
+        return secrets.token_hex(16)
 
     def start_request(self, message: dict[str, Any], deadline: float) -> None:
         """Send a new request (``load``, ``call``, ``run``) to a child that should be idle.

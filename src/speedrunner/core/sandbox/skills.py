@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -129,18 +128,19 @@ class SandboxSkillRunner:
         served: list[dict[str, Any]] = []
         try:
             if not self._loaded:
-                request_id = self._next_id()
+                request_id = SandboxProcess.new_request_id()
                 process.start_request({"op": "load", "id": request_id, "source": self.skills.source,
-                                 "api_module": self.skills.api_module}, deadline)
+                                       "api_module": self.skills.api_module}, deadline)
                 self._load_error = check_load_reply(process.receive(deadline), request_id)
                 self._loaded = True
             if self._load_error is not None:
                 return _failed(call, self._load_error)
-            call_id = self._next_id()
+            call_id = SandboxProcess.new_request_id()
             process.start_request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
-                             "kwargs": dict(call.kwargs), "max_actions": max_actions, "scratch": self.episode_scratch,
-                             "observation": {"text": observation["text"], "structured": observation["structured"],
-                                             "done": bool(observation.get("done"))}}, deadline)
+                                   "kwargs": dict(call.kwargs), "max_actions": max_actions,
+                                   "scratch": self.episode_scratch,
+                                   "observation": {"text": observation["text"], "structured": observation["structured"],
+                                                   "done": bool(observation.get("done"))}}, deadline)
             return self._serve(process, call, call_id, step, bool(observation.get("done")), max_actions, deadline,
                                served)
         except ChannelTimeout:
@@ -156,12 +156,6 @@ class SandboxSkillRunner:
         except BaseException:  # step() failed (env dead) or we were interrupted: the child is mid-call
             self._discard_process()
             raise
-
-    @staticmethod
-    def _next_id() -> str:
-        """A fresh request id: 128 random bits, so no reply written before the request (by a thread
-        that outlived its call, say) can carry it; counting ids could be guessed."""
-        return secrets.token_hex(16)
 
     def _serve(self, process: SandboxProcess, call: SkillCall, call_id: str, step: Callable[[str], dict[str, Any]],
                done: bool, max_actions: int, deadline: float, served: list[dict[str, Any]]) -> SkillOutcome:
