@@ -56,7 +56,7 @@ def test_every_recorded_balrog_level_plays_identically_through_the_server(server
     finally:
         env.close()
     assert len(LEVELS) == 500 and sum(len(lv["steps"]) for lv in LEVELS) > 9000
-    # The README states 500 of 500; allow no silent exception.
+    # docs/benchmarks.md states 500 of 500; allow no silent exception.
     assert mismatches == {}, dict(list(mismatches.items())[:5])
 
 

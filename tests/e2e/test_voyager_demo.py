@@ -80,7 +80,7 @@ def test_the_offline_demo_adds_retrieves_and_reuses_skills_in_continuing_worlds(
     # Evaluation: the recorded actor calls a learned skill in held-out worlds.
     final = rows(run_dir / "eval.jsonl")[-1]
     assert final["rollout"] == 2 and rows(run_dir / "eval.jsonl")[0]["progress_mean"] == 0.0
-    assert final["progress_mean"] == pytest.approx(3 / 22)  # the README's figure (0.136)
+    assert final["progress_mean"] == pytest.approx(3 / 22)  # the figure docs/voyager.md states (0.136)
     episode = json.loads((run_dir / "episodes" / "eval" / "at0002" / "0000.json").read_text())
     assert episode["steps"][0]["skill_call"]["name"] == "craft_wood_sword"
 

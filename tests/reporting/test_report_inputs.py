@@ -29,13 +29,14 @@ def test_a_broken_config_resolved_json_is_named(tmp_path, capsys, text, says):
     assert "config.resolved.json" in err and says in err
 
 
-def test_the_readme_shows_a_committed_report_plot():
+def test_the_reports_page_shows_a_committed_report_plot():
+    """The docs' reports page (linked from the README) shows a real plot, committed beside it."""
     repo = Path(__file__).resolve().parents[2]
-    readme = (repo / "README.md").read_text()
-    section = readme.split("## Reports: `speedrunner report`", 1)[1].split("\n## ", 1)[0]
-    images = re.findall(r"!\[[^\]]*\]\((docs/[^)]+\.png)\)", section)
-    assert images and all((repo / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
-    assert "configs/babyai/opo-scripted-seq.yaml" in section and "speedrunner report" in section
+    page = (repo / "docs" / "reports.md").read_text()
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page)
+    assert images and all((repo / "docs" / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    assert "configs/babyai/opo-scripted-seq.yaml" in page and "speedrunner report" in page
+    assert "](docs/reports.md)" in (repo / "README.md").read_text()
 
 
 def test_a_benchmarks_own_evaluation_numbers_become_curves():

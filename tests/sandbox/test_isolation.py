@@ -162,7 +162,7 @@ def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     """Attack (rlimits): a double-forked, setsid() daemon outlived the episode. Now the sandbox's
     cgroup (or, without one, its own uid under rlimits, or its pid namespace) takes it down."""
     if session.tier == "rlimits" and session._process.cgroup is None and os.geteuid() != 0:
-        pytest.skip("a non-root parent without cgroups: rlimits sandboxes share its uid (not promised, README)")
+        pytest.skip("a non-root parent without cgroups: rlimits sandboxes share its uid (not promised, docs/sandbox.md)")
     result = run(session, """
         import os, time
         if os.fork() == 0:
@@ -185,7 +185,7 @@ def test_kill_minus_one_cannot_reach_a_concurrent_sandbox(tier: str) -> None:
     as uid 65534). Under rlimits each sandbox now has a uid of its own; bwrap and unshare have
     pid namespaces."""
     if os.geteuid() != 0 and tier == "rlimits":
-        pytest.skip("a non-root parent's rlimits sandboxes share its uid: not separated (README says so)")
+        pytest.skip("a non-root parent's rlimits sandboxes share its uid: not separated (docs/sandbox.md says so)")
     with open_analysis_session(tier=tier, limits=LIMITS) as victim, \
             open_analysis_session(tier=tier, limits=LIMITS) as attacker:
         victim_pid = victim.pid
@@ -216,7 +216,7 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
     host. Under bwrap and unshare both are private tmpfs mounts of 16 MiB: writing stops there,
     and nothing lands on the host."""
     if tier == "rlimits":
-        pytest.skip("the rlimits tier has no mount namespace: /tmp is the host's (README says so)")
+        pytest.skip("the rlimits tier has no mount namespace: /tmp is the host's (docs/sandbox.md says so)")
     name = f"fill-{uuid.uuid4().hex}"
     with open_analysis_session(tier=tier, limits=LIMITS) as session:
         result = run(session, f"""
@@ -244,7 +244,7 @@ def test_the_scratch_directory_is_a_tmpfs_of_scratch_mb(tier: str) -> None:
     it is a tmpfs of ``Limits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC, in files
     each far under the per-file limit, and nothing lands in the host's scratch directory."""
     if tier == "rlimits":
-        pytest.skip("the rlimits tier has no mount namespace: scratch is on disk, bounded per file (README)")
+        pytest.skip("the rlimits tier has no mount namespace: scratch is on disk, bounded per file (docs/sandbox.md)")
     limits = Limits(memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8)
     with open_analysis_session(tier=tier, limits=limits) as session:
         result = run(session, """

@@ -1,6 +1,6 @@
 """Run directories: where one run's every artifact lives, and what it was made from.
 
-Layout (stable; documented in the README)::
+Layout (stable; documented in docs/run-directory.md)::
 
     <output_root>/<benchmark>/<method>-<model>-<taskset>/seed<k>/<run_id>/
       config.yaml  config.resolved.json  provenance.json

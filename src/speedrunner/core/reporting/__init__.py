@@ -1,6 +1,6 @@
 """``speedrunner report``: plots, tables and one HTML file from run directories.
 
-Reads only the files a run writes (README "Run directory") and never imports a method or a
+Reads only the files a run writes (docs/run-directory.md) and never imports a method or a
 benchmark, so it works on any run, finished or still in progress, on any machine that has
 the directories. Output under ``--out``::
 

@@ -1,4 +1,4 @@
-"""One run directory, read back from its stable files only (README "Run directory").
+"""One run directory, read back from its stable files only (docs/run-directory.md).
 
 Reporting never imports a method or a benchmark: everything it shows comes from
 ``config.resolved.json``, ``summary.json``, ``metrics.jsonl``, ``eval.jsonl``,

@@ -2,7 +2,7 @@
 
 A cap is a protocol decision, so every one is configurable, its defaults are chosen not to
 bind the paper's protocol (``max_iterations_per_world`` is the exception, stated in its
-config and the README), and every binding is on record:
+config and docs/caps.md), and every binding is on record:
 
 - ``max_skill_actions`` (method config; null = the episode's remaining budget of env
   actions) and ``skill_timeout_s`` (null = ``SKILL_TIMEOUT_BASE_S`` +

@@ -1,4 +1,4 @@
-"""The online wake/sleep loop: the schedule every method runs on (README "The actor and the online loop").
+"""The online wake/sleep loop: the schedule every method runs on (docs/loop.md).
 
     for each batch of ``sleep_every`` training rollouts:
         evaluate first if this rollout count is an evaluation point

@@ -36,7 +36,7 @@ WALL_CLOCK_FIELDS = frozenset({"elapsed_s", "train_episode_and_sleep_time_s", "w
 
 
 class SpeedrunRecord(BaseModel):
-    """What speedrun.json holds (the README's "Run directory" lists the fields)."""
+    """What speedrun.json holds (docs/run-directory.md lists the fields)."""
 
     model_config = ConfigDict(extra="ignore")  # a newer writer may add fields; readers keep working
 
