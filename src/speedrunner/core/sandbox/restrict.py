@@ -23,7 +23,13 @@ should never need, before it gets as far as the process boundary:
   statement or ``type(name, bases, dict)``) may define only the ordinary dunder methods
   (``__init__``, ``__eq__``, ...), never hooks such as ``__setattr__``, ``__getattribute__``
   or ``__set_name__``, nor take a metaclass. ``make_dataclass(namespace={"__setattr__": f})``
-  plus ``update_wrapper(obj, target, assigned=(name,))`` read any dunder attribute before.
+  plus ``update_wrapper(obj, target, assigned=(name,))`` read any dunder attribute before;
+- ``str.format`` reads only attributes skill code could read itself: every ``<expr>.format``
+  (and ``getattr(s, "format")``) is rewritten to a checked formatter, since a format string
+  such as ``"{0.act.__globals__}"`` walks attributes no check of the source can see;
+- imported modules are read-only views, and the env is a ``handle.SandboxEnv`` (no private
+  state, a read-only class): no state between calls outside ``env.scratch``.
+See docs/security.md for what this layer promises and what it does not.
 """
 
 from __future__ import annotations
