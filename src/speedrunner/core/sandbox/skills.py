@@ -54,6 +54,8 @@ MAX_EPISODE_TREE_CHARS = 2_000_000
 the child: every key of every node) one episode keeps in all; past it, a call is stored as its
 served actions only. With the per-call budget (``schema.call_budget``) this bounds the parent's
 memory and the episode file whatever the child sends, at any number of calls."""
+_DROPPED_ERROR_CHARS = 300
+"""Characters of a call's error kept once the episode's budget is spent (the rest is dropped)."""
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -220,8 +222,11 @@ def _outcome(call: SkillCall, tree: dict[str, Any], result: dict[str, Any], stop
         stopped_by = stop
     elif stopped_by in ("max_actions", "episode_done"):  # the parent never said so
         stopped_by = "error" if error is not None else "returned"
-    if not keep_annotations:
-        tree = _tree(call, served, tree.get("error"))
+    if not keep_annotations:  # the child's error too is its word: only its start is kept past the budget
+        error_text = tree.get("error")
+        if isinstance(error_text, str) and len(error_text) > _DROPPED_ERROR_CHARS:
+            error_text = error_text[:_DROPPED_ERROR_CHARS] + " [...]"
+        tree = _tree(call, served, error_text)
         tree["annotations_dropped"] = (f"the episode's call trees passed {MAX_EPISODE_TREE_CHARS} characters: "
                                        "this call keeps only the actions the parent served")
     tree["name"], tree["args"], tree["kwargs"] = call.name, list(call.args), dict(call.kwargs)
