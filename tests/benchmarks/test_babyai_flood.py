@@ -138,9 +138,7 @@ def test_a_run_started_during_a_flood_completes(server, tmp_path, capsys, floods
         threads.append(owner_flood(server, stop))
     try:
         time.sleep(3.0)  # the flood holds every slot / has invented its owners
-        started = time.monotonic()
         told = legitimate_run(server, tmp_path, capsys)
-        took = time.monotonic() - started
         assert health(server) == 200
     finally:
         stop.set()
@@ -148,7 +146,6 @@ def test_a_run_started_during_a_flood_completes(server, tmp_path, capsys, floods
             thread.join(timeout=30)
     assert not any(t.is_alive() for t in threads)
     assert "server-side bug" not in told and "something other" not in told
-    assert took < 60, took
 
 
 def test_a_busy_server_is_waited_for_and_said_to_be_busy(capsys) -> None:
