@@ -32,13 +32,16 @@ predecessor left, instead of leaving it until the idle expiry. The first client 
 owner (``POST /owners``, or a create with that owner) gets its ``owner_token`` (its own
 ``owner_token`` if it sent one, else a fresh secret); every later create for that owner and
 every ``DELETE ?owner=`` must present it. Each owner (and all clients without one, together)
-may have at most ``max_episodes_per_owner`` episodes, and has ``reserved_episodes_per_owner``
-of them kept free for it: no other owner's create may take them, and a new owner is accepted
-only while its own reservation still fits. Owner names cost nothing, so one client inventing
-names can still take what is not reserved and then keep new owners out (503
-``too_many_owners``) until its episodes expire; every owner already known keeps its
-reservation. Requests have a total deadline
-(``request_timeout_s`` from their first byte), not just a per-read timeout.
+may have at most ``max_episodes_per_owner`` episodes, and each owner that has episodes has
+``reserved_episodes_per_owner`` of them kept free for it: no other owner's create may take
+them, and a new owner's first episode is accepted only while its own reservation still fits.
+An owner without episodes holds no reservation, costs one episode slot, and is forgotten after
+``owner_ttl_s`` idle, or at once (oldest first) when a new owner needs its place, so inventing
+owner names never keeps new owners out. Requests have a total deadline
+(``request_timeout_s`` from their first byte), not just a per-read timeout; a new connection
+that sends nothing is closed after ``first_byte_timeout_s``, and when every connection slot is
+taken the connection idle longest is closed to make room (503 ``too_many_connections`` only
+when none is idle).
 
 Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
 400 ``malformed_json`` (also numbers too long to convert and JSON nested too deep) /
