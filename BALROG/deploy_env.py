@@ -2,7 +2,8 @@
 
 Arguments are dotted ``key=value`` pairs under ``deploy.``: every field of
 ``ServerSettings`` (host, port, episode_ttl_s, max_episodes, max_episodes_per_owner,
-max_owners, reserved_episodes_per_owner, max_body_bytes, read_timeout_s, request_timeout_s, max_connections, verbose);
+max_owners, owner_ttl_s, reserved_episodes_per_owner, max_body_bytes, read_timeout_s,
+first_byte_timeout_s, request_timeout_s, max_connections, verbose);
 ``--help`` lists them with their defaults. Works from a plain repo checkout: if ``speedrunner``
 is not importable, the checkout's ``src`` directory is put on ``sys.path`` first.
 """

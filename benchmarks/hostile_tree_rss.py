@@ -1,12 +1,15 @@
 """Peak parent RSS while a sandbox floods it with forged or huge call trees.
 
-    python benchmarks/hostile_tree_rss.py [--calls 100] [--tier auto]
+    python benchmarks/hostile_tree_rss.py [--calls 300] [--tier auto]
 
 Each scenario runs in a fresh Python process (``ru_maxrss`` is a high-water mark): a real
 ``SandboxSkillRunner`` whose every process is a hostile child (unrestricted code speaking
 the skill protocol, ``tests/sandbox/hostile.py``) takes ``--calls`` skill calls, and the
 parent keeps every resulting tree as an episode keeps them in its trajectory. Before the
-trust layer a forged 31 MB tree added ~370 MB of parent RSS per stored call (3.8 GB peak).
+trust layer a forged 31 MB tree added ~370 MB of parent RSS per stored call (3.8 GB peak);
+before one schema measured every kept key, a 4 MB nested ``stopped_by`` (``stopped_by_flood``)
+took 300 calls to a 3.5 GB peak. ``every_key`` fills every key the parent keeps to its cap
+(and adds unknown keys of a megabyte), so a key nobody counts shows up here.
 Target: every scenario's peak under 1 GiB. The honest row is the same calls answered by
 the real skill server, for scale.
 """
@@ -23,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = ["honest", "huge_tree", "deep_tree", "wide_tree", "max_valid_tree", "forged_actions"]
+SCENARIOS = ["honest", "huge_tree", "deep_tree", "wide_tree", "max_valid_tree", "forged_actions", "stopped_by_flood",
+             "huge_count", "every_key"]
 TARGET_MIB = 1024
 
 
@@ -80,7 +84,7 @@ def rows(calls: int, tier: str = "auto") -> list[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--tier", default="auto")
     parser.add_argument("--scenario", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -161,6 +161,32 @@ def scenario(req, rid):
     kids = [node("forward", args=["k" * 120]) for _ in range(999)]
     ch.send(result(rid, node(req["name"], calls=kids, prints="p" * 1900)))
 ''',
+    # A nested node whose stopped_by holds 4 MB (kept and counted nowhere before: 300 calls took the
+    # parent to 3.5 GB).
+    "stopped_by_flood": '''
+def scenario(req, rid):
+    act(rid)
+    ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", stopped_by="s" * 4_000_000)])))
+''',
+    # A nested calls_dropped of 4,299 digits.
+    "huge_count": '''
+def scenario(req, rid):
+    act(rid)
+    ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", calls_dropped=int("9" * 4299))])))
+''',
+    # Every key the parent keeps filled to its cap (values, errors, prints escaped six-fold as JSON,
+    # counts, 999 nested calls), plus unknown keys of a megabyte: accepted, and all of it counted.
+    "every_key": '''
+WIDE = "\\u00e9"
+def scenario(req, rid):
+    act(rid)
+    kids = [node("forward", args=["k" * 50], error="e" * 60, calls_dropped=10**15, stopped_by="returned", junk=1)
+            for _ in range(999)]
+    root = node(req["name"], actions=[0], calls=kids, prints=WIDE * 2000, error=WIDE * 4200,
+                calls_dropped=10**15, stopped_by="returned", returned="r" * 1900, junk="j" * 1_000_000)
+    ch.send(result(rid, root, returned="R" * 900_000, error=WIDE * 4200, scratch={"s": "x" * 63_000},
+                   junk="j" * 100))
+''',
     # env.scratch far over its cap.
     "huge_scratch": '''
 def scenario(req, rid):

@@ -31,6 +31,8 @@ VIOLATIONS = {
     "garbage": "not JSON",
     "huge_scratch": "env.scratch is more than",
     "invented_name": "names a nested call 'solve_the_level', which is not a function of the loaded codebook",
+    "stopped_by_flood": "a call's stopped_by 'sssss",
+    "huge_count": "calls_dropped is not a count",
 }
 
 
@@ -200,7 +202,7 @@ def _echo(env, items):
 
 
 def test_hostile_scenarios_are_all_checked() -> None:
-    assert set(VIOLATIONS) | {"max_valid_tree", "delayed_forgery"} == set(SCENARIOS)
+    assert set(VIOLATIONS) | {"max_valid_tree", "delayed_forgery", "every_key"} == set(SCENARIOS)
     assert inspect.getsource(HostileRunner._start_process)
 
 
@@ -216,3 +218,41 @@ def test_the_largest_accepted_trees_stop_being_kept_past_the_episodes_budget(tie
     kept = [len(t["calls"]) for t in trees]
     assert kept[0] == 999 and kept[-1] == 0 and "annotations_dropped" in trees[-1]
     assert sum(len(json.dumps(t)) for t in trees) < 3_500_000
+
+
+def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
+    """A child filling every key the parent keeps to its cap (nested stopped_by and calls_dropped,
+    the root's error, prints of characters JSON escapes six-fold) and adding unknown keys of a
+    megabyte: the unknown keys are dropped, everything kept is measured as the JSON it is (before,
+    the root's error, stopped_by and calls_dropped were counted nowhere), and past the episode's
+    budget later calls keep only the served actions."""
+    from speedrunner.core.sandbox.skills import MAX_EPISODE_TREE_CHARS
+    from speedrunner.core.sandbox.tracing import value_cost
+
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "every_key", hostile_starts=20)
+    try:
+        first = call(runner, "forward", 1, timeout_s=20)
+        counted = runner.tree_chars
+        trees = [first.tree] + [call(runner, "forward", 1, timeout_s=20).tree for _ in range(11)]
+    finally:
+        runner.close()
+    assert runner.violations == 0 and first.error is not None
+    assert len(first.tree["calls"]) == 999 and "junk" not in json.dumps(trees)
+    child_part = {k: v for k, v in first.tree.items() if k != "actions"}
+    assert counted >= value_cost(child_part) - 2000, (counted, value_cost(child_part))
+    assert "annotations_dropped" in trees[-1] and trees[-1]["calls"] == []
+    assert len(trees[-1]["error"]) < 310  # past the budget, a call keeps the served actions and a short error
+    assert sum(value_cost(t) for t in trees) < MAX_EPISODE_TREE_CHARS + 1_000_000
+
+
+@pytest.mark.parametrize("scenario", ["stopped_by_flood", "huge_count"])
+def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
+    """30 calls (one episode) each answered with a 4 MB nested stopped_by kept 118.7 MiB before;
+    now each is a counted violation and the stored trees hold only what the parent served."""
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, scenario, hostile_starts=40)
+    try:
+        trees = [call(runner, "forward", 1, timeout_s=20).tree for _ in range(30)]
+    finally:
+        runner.close()
+    assert runner.violations == 30
+    assert sum(len(json.dumps(t)) for t in trees) < 200_000

@@ -52,7 +52,9 @@ def probe(url: str, timeout_s: float = 1.0) -> bool:
     finally:
         conn.close()
     try:
-        ok = json.loads(body).get("service") == "babyai-text"
+        answer = json.loads(body)
+        # A busy server answers 503 too_many_connections: it is ours, and clients retry.
+        ok = answer.get("service") == "babyai-text" or answer.get("code") == "too_many_connections"
     except (json.JSONDecodeError, AttributeError):
         ok = False
     if not ok:
@@ -243,7 +245,14 @@ class BabyAIBenchmark:
                 status, payload = conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
                 if status == 403:  # someone else holds this tag on that server: use a fresh one
                     owner, token = f"{run_tag}-{secrets.token_hex(4)}", secrets.token_urlsafe(24)
-                    conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
+                    status, payload = conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
+                if status != 200:  # busy (503 too_many_owners) or refused: play without an owner
+                    print(f"BabyAI server {self._url} did not register owner {owner!r} (HTTP {status}: "
+                          f"{payload.get('error', payload)}); this run's episodes go on without an owner (they "
+                          "expire after the server's idle timeout instead of being deleted by a resume)",
+                          file=sys.stderr)
+                    self._owner = self._owner_token = None
+                    return
             finally:
                 conn.close()
         self._owner, self._owner_token = owner, token

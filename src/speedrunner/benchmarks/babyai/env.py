@@ -11,6 +11,8 @@ import contextlib
 import http.client
 import json
 import socket
+import sys
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,6 +27,11 @@ from speedrunner.errors import (
 )
 
 START_HINT = "start one with `python BALROG/deploy_env.py deploy.port=<port>`"
+BUSY_WAIT_S = 60.0
+"""How long a request keeps retrying while the server is busy (503 ``too_many_connections``, or a
+connection it closed unanswered to make room): another client holds every connection slot."""
+BUSY_CODES = frozenset({"too_many_connections", "too_many_episodes", "too_many_owners"})
+"""503 codes that mean the server is full (other clients), not broken."""
 
 
 class ServerConnection:
@@ -48,11 +55,32 @@ class ServerConnection:
         return conn
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-        """(status, JSON body). Reconnects once if a reused keep-alive connection went stale."""
+                headers: dict[str, str] | None = None, *, busy_wait_s: float = BUSY_WAIT_S) -> tuple[int, dict[str, Any]]:
+        """(status, JSON body). A connection closed before its answer is retried on a new one (the
+        server closes a stale keep-alive connection, or an idle one to make room, without serving
+        what arrives on it), and so is a 503 ``too_many_connections`` (answered before the request is
+        read), for up to ``busy_wait_s``, with a note on stderr: the server is busy, not broken."""
+        started, pause, noted = time.monotonic(), 0.1, False
+        while True:
+            status, payload = self._request_once(method, path, body, headers, started + busy_wait_s)
+            if status != 503 or payload.get("code") != "too_many_connections":
+                return status, payload
+            if time.monotonic() + pause > started + busy_wait_s:
+                return status, payload
+            if not noted:
+                print(f"BabyAI server at {self.base_url} is busy (every connection slot is taken by other "
+                      f"clients); retrying for up to {busy_wait_s:g} s", file=sys.stderr)
+                noted = True
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+    def _request_once(self, method: str, path: str, body: dict[str, Any] | None,
+                      headers: dict[str, str] | None, deadline: float) -> tuple[int, dict[str, Any]]:
         data = json.dumps(body).encode() if body is not None else None
         headers = {**({"Content-Type": "application/json"} if data is not None else {}), **(headers or {})}
-        for attempt in (0, 1):
+        attempt = 0
+        while True:
+            attempt += 1
             reused = self._conn is not None
             try:
                 if self._conn is None:
@@ -65,11 +93,14 @@ class ServerConnection:
                 break
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
                 self.close()
-                if attempt == 1 or not reused:
+                if not reused and (attempt >= 8 or time.monotonic() > deadline):
                     raise ServerUnavailableError(
-                        f"BabyAI server at {self.base_url} dropped the connection ({e}); "
-                        "is it still running? (a server autostarted by another run stops when "
+                        f"BabyAI server at {self.base_url} closed the connection without answering {method} "
+                        f"{path}, {attempt} times ({e}): it is busy (other clients hold its connections) or "
+                        "stopping; is it still running? (a server autostarted by another run stops when "
                         f"that run ends; for concurrent runs {START_HINT})") from e
+                if not reused:
+                    time.sleep(min(0.05 * 2 ** attempt, 1.0))
             except (OSError, http.client.HTTPException) as e:
                 self.close()
                 raise ServerUnavailableError(
@@ -99,9 +130,16 @@ def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:
         raise UnknownNameError(message)
     if code == "invalid_action":
         raise InvalidActionError(message)
-    if status >= 500 and code != "too_many_episodes":
+    if status == 503 and code in BUSY_CODES:
+        message += f" (the server is busy: {code}, other clients hold what it has; retry later)"
+        raise ServerBusyError(message)
+    if status >= 500:
         message += " (server-side bug; the server keeps running)"
     raise EnvError(message)
+
+
+class ServerBusyError(EnvError):
+    """The server answered but is full (503 ``too_many_*``): other clients, not a fault of ours or its."""
 
 
 class BabyAITextEnv:
@@ -173,6 +211,12 @@ class BabyAITextEnv:
             if self._owner is not None and self._owner_token is not None:
                 create["owner_token"] = self._owner_token
             status, payload = self._http.request("POST", "/episodes", create)
+            if payload.get("code") == "too_many_owners" and self._owner is not None:
+                print(f"BabyAI server at {self._http.base_url} has no room for owner {self._owner!r} "
+                      f"({payload.get('error')}); this run's episodes go on without an owner (they expire "
+                      "after the server's idle timeout instead of being deleted by a resume)", file=sys.stderr)
+                self._owner = self._owner_token = None
+                status, payload = self._http.request("POST", "/episodes", body)
         _raise_for(status, payload, f"reset({task!r}, {seed})")
         self._episode_id = payload["episode_id"]
         self._start = payload

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import sys
 from urllib.parse import urlsplit
 
 from speedrunner.benchmarks.babyai.benchmark import LOCAL_HOSTS
@@ -38,9 +39,15 @@ def check_server(config: BabyAIConfig, timeout_s: float = 3.0) -> None:
     finally:
         conn.close()
     try:
-        service = json.loads(body).get("service")
+        answer = json.loads(body)
+        service, code = answer.get("service"), answer.get("code")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        service = None
+        service = code = None
+    if status == 503 and code == "too_many_connections":  # ours, busy: the run's requests wait for a slot
+        print(f"warning: the BabyAI-Text server at {url} is busy (503 too_many_connections: other clients "
+              "hold its connections); the run starts and its requests retry until a slot frees",
+              file=sys.stderr)
+        return
     if status != 200 or service != SERVICE:
         seen = body.decode("utf-8", "replace").strip().replace("\n", " ")[:120]
         raise PreflightError(

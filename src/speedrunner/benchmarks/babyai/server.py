@@ -32,13 +32,16 @@ predecessor left, instead of leaving it until the idle expiry. The first client 
 owner (``POST /owners``, or a create with that owner) gets its ``owner_token`` (its own
 ``owner_token`` if it sent one, else a fresh secret); every later create for that owner and
 every ``DELETE ?owner=`` must present it. Each owner (and all clients without one, together)
-may have at most ``max_episodes_per_owner`` episodes, and has ``reserved_episodes_per_owner``
-of them kept free for it: no other owner's create may take them, and a new owner is accepted
-only while its own reservation still fits. Owner names cost nothing, so one client inventing
-names can still take what is not reserved and then keep new owners out (503
-``too_many_owners``) until its episodes expire; every owner already known keeps its
-reservation. Requests have a total deadline
-(``request_timeout_s`` from their first byte), not just a per-read timeout.
+may have at most ``max_episodes_per_owner`` episodes, and each owner that has episodes has
+``reserved_episodes_per_owner`` of them kept free for it: no other owner's create may take
+them, and a new owner's first episode is accepted only while its own reservation still fits.
+An owner without episodes holds no reservation, costs one episode slot, and is forgotten after
+``owner_ttl_s`` idle, or at once (oldest first) when a new owner needs its place, so inventing
+owner names never keeps new owners out. Requests have a total deadline
+(``request_timeout_s`` from their first byte), not just a per-read timeout; a new connection
+that sends nothing is closed after ``first_byte_timeout_s``, and when every connection slot is
+taken the connection idle longest is closed to make room (503 ``too_many_connections`` only
+when none is idle).
 
 Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
 400 ``malformed_json`` (also numbers too long to convert and JSON nested too deep) /
@@ -101,18 +104,28 @@ class ServerSettings:
     """Most episodes one owner may have alive (all clients that send no owner count as one);
     more answer 429, so one client cannot fill the store for the others."""
     max_owners: int = 4096
-    """Most owners known at once (an owner is forgotten once it has no episode and is idle)."""
+    """Most owners known at once. An owner without episodes costs one episode slot and is
+    forgotten after ``owner_ttl_s`` idle, or at once when a new owner needs its place: claiming
+    names never keeps a new owner out."""
+    owner_ttl_s: float = 60.0
+    """Seconds an owner with no episode is remembered (its client re-registers it, with its token,
+    on its next create)."""
     reserved_episodes_per_owner: int = 16
-    """Episodes kept free for each known owner (and for the clients without one, together) until it
-    has that many: other owners' creates cannot take them, and a new owner is accepted only while
-    its reservation fits (else 503 ``too_many_owners``). So a client that invents owner names can
-    fill what is unreserved but never starve an owner that is already known. Capped at
-    ``max_episodes_per_owner`` and at an eighth of ``max_episodes`` (small stores); 0 turns it off."""
+    """Episodes kept free for each owner that has episodes (and for the clients without one,
+    together) until it has that many: other owners' creates cannot take them, and a new owner's
+    first episode is accepted only while its reservation fits (else 503 ``too_many_owners``). So a
+    client that invents owner names can fill what is unreserved but never starve an owner that
+    plays. Capped at ``max_episodes_per_owner`` and at an eighth of ``max_episodes`` (small
+    stores); 0 turns it off."""
     max_body_bytes: int = 65536
     """Largest request body accepted (413 above it)."""
     read_timeout_s: float = 300.0
     """An idle keep-alive connection (no request begun) is closed after this long; longer than an
-    LLM call between two steps of a keep-alive client."""
+    LLM call between two steps of a keep-alive client. When every connection slot is taken, the
+    connection idle longest is closed at once to make room for a new one (a client reconnects)."""
+    first_byte_timeout_s: float = 5.0
+    """A new connection that sends nothing is closed after this long: a slot is held by a client
+    that talks, not by one that only connects."""
     request_timeout_s: float = 10.0
     """A request (request line, headers and body) must arrive in full within this many seconds of
     its first byte, however slowly it trickles: else 408 and the connection is closed."""
@@ -199,8 +212,9 @@ class EpisodeStore:
     _REMEMBER_EXPIRED = 10000
 
     def __init__(self, ttl_s: float, max_episodes: int, max_per_owner: int | None = None,
-                 max_owners: int = 4096, reserved_per_owner: int = 0) -> None:
+                 max_owners: int = 4096, reserved_per_owner: int = 0, owner_ttl_s: float | None = None) -> None:
         self.ttl_s, self.max_episodes = ttl_s, max_episodes
+        self.owner_ttl_s = ttl_s if owner_ttl_s is None else owner_ttl_s
         self.max_per_owner = max_episodes if max_per_owner is None else max_per_owner
         self.max_owners = max_owners
         self.reserve = max(0, min(reserved_per_owner, self.max_per_owner, max_episodes // 8))
@@ -224,28 +238,40 @@ class EpisodeStore:
         while len(self._expired) > self._REMEMBER_EXPIRED:
             self._expired.popitem(last=False)
         used = {e.owner for e in self._episodes.values()}
-        for name in [n for n, o in self._owners.items() if n not in used and now - o.last_used > self.ttl_s]:
+        for name in [n for n, o in self._owners.items() if n not in used and now - o.last_used > self.owner_ttl_s]:
             del self._owners[name]
 
     def _reserved(self, counts: Counter[str | None]) -> int:
-        """Free slots still held for known owners and the no-owner group (lock held). The store keeps
-        ``max_episodes - alive >= this``: every create and every new owner is checked against it."""
+        """Free slots still held for the owners that have episodes and the no-owner group (lock
+        held). The store keeps ``max_episodes - alive >= this``: every create is checked against it."""
         if not self.reserve:
             return 0
-        return sum(max(0, self.reserve - counts[o]) for o in [*self._owners, None])
+        return sum(max(0, self.reserve - counts[o]) for o in [*(o for o in self._owners if counts[o]), None])
+
+    def _empty_owners(self, counts: Counter[str | None]) -> list[str]:
+        """Known owners without an episode, idle longest first (lock held)."""
+        return sorted((n for n in self._owners if not counts[n]), key=lambda n: self._owners[n].last_used)
+
+    def _free(self, counts: Counter[str | None]) -> int:
+        """Episode slots free: an owner without episodes costs one (lock held)."""
+        return self.max_episodes - len(self._episodes) - len(self._empty_owners(counts))
 
     def _claim(self, owner: str, token: str | None, now: float) -> str:
         """The owner's token: registers an unknown owner, checks a known one's (lock held)."""
         known = self._owners.get(owner)
         if known is None:
+            counts = Counter(e.owner for e in self._episodes.values())
+            empty = self._empty_owners(counts)
+            # A new owner costs a slot; owners that never played make room for it, oldest first.
+            while empty and (len(self._owners) >= self.max_owners or self._free(counts) - self._reserved(counts) < 1):
+                del self._owners[empty.pop(0)]
             if len(self._owners) >= self.max_owners:
-                raise ApiError(503, "too_many_owners", f"{self.max_owners} owners are known; retry later "
-                               "or start the server with a larger deploy.max_owners")
-            free = self.max_episodes - len(self._episodes)
-            if self.reserve and free - self._reserved(Counter(e.owner for e in self._episodes.values())) < self.reserve:
-                raise ApiError(503, "too_many_owners", f"the store's free episodes are reserved for the "
-                               f"{len(self._owners)} owners already known ({self.reserve} each); retry when one "
-                               "ends, or start the server with a larger deploy.max_episodes")
+                raise ApiError(503, "too_many_owners", f"{self.max_owners} owners have episodes alive; retry "
+                               "later or start the server with a larger deploy.max_owners")
+            if self._free(counts) - self._reserved(counts) < 1:
+                raise ApiError(503, "too_many_owners", "the store's free episodes are taken or reserved for the "
+                               f"owners playing ({self.reserve} each); retry when one ends, or start the server "
+                               "with a larger deploy.max_episodes")
             known = self._owners[owner] = Owner(token or secrets.token_urlsafe(24), now)
         elif token is None or not hmac.compare_digest(token.encode(), known.token.encode()):
             raise ApiError(403, "owner_token_mismatch", f"owner {owner!r} belongs to another client: send "
@@ -273,12 +299,12 @@ class EpisodeStore:
                 who = f"owner {owner!r}" if owner is not None else "clients without an owner"
                 raise ApiError(429, "owner_quota", f"{who} already have {self.max_per_owner} episodes alive; "
                                "DELETE finished ones (or raise deploy.max_episodes_per_owner)")
-            if len(self._episodes) >= self.max_episodes:
+            if self._free(counts) + (not counts[owner] and owner is not None) < 1:
                 raise ApiError(503, "too_many_episodes",
                                f"{self.max_episodes} episodes are alive; DELETE finished ones or "
                                "start the server with a larger deploy.max_episodes")
             counts[owner] += 1
-            if self.max_episodes - len(self._episodes) - 1 < self._reserved(counts):
+            if self._free(counts) - 1 < self._reserved(counts):
                 raise ApiError(503, "too_many_episodes",
                                f"the free episodes are reserved for other owners ({self.reserve} each until they "
                                "have that many); DELETE finished ones or start the server with a larger "
@@ -366,9 +392,13 @@ class DeadlineReader(io.RawIOBase):
     must arrive within ``request_s``: every read gets only what is left of that.
     """
 
-    def __init__(self, sock: socket.socket, idle_s: float, request_s: float) -> None:
+    def __init__(self, sock: socket.socket, idle_s: float, request_s: float,
+                 on_idle: Any = lambda: None, on_begin: Any = lambda: True) -> None:
         self.sock, self.idle_s, self.request_s = sock, idle_s, request_s
         self.deadline: float | None = None
+        self.on_idle, self.on_begin = on_idle, on_begin
+        """Called when a request's first bytes arrive; False: the connection was evicted meanwhile
+        (the bytes are dropped unanswered, so the client resends them on a new connection)."""
 
     def readable(self) -> bool:
         return True
@@ -382,6 +412,7 @@ class DeadlineReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         if self.deadline is None:
+            self.on_idle()  # waiting for a request to begin: evictable until its first bytes arrive
             self.sock.settimeout(self.idle_s)
         else:
             left = self.deadline - time.monotonic()
@@ -389,6 +420,8 @@ class DeadlineReader(io.RawIOBase):
                 raise TimeoutError("the request did not arrive in time")
             self.sock.settimeout(left)
         n = self.sock.recv_into(buffer)
+        if n and self.deadline is None and not self.on_begin():
+            return 0
         if n:
             self.begin()
         return n
@@ -410,12 +443,18 @@ class Handler(BaseHTTPRequestHandler):
         self.timeout = settings.read_timeout_s  # StreamRequestHandler applies it (to writes, here)
         super().setup()
         self.rfile.close()
-        self.reader = DeadlineReader(self.connection, settings.read_timeout_s, settings.request_timeout_s)
+        self.reader = DeadlineReader(self.connection, settings.first_byte_timeout_s, settings.request_timeout_s,
+                                     lambda: self.server.idle(self.connection),
+                                     lambda: self.server.busy(self.connection))
         self.rfile = io.BufferedReader(self.reader, 65536)
+        self.served = 0
 
     def handle_one_request(self) -> None:
         """The stdlib's, with a JSON answer for everything that is not an HTTP/1.x request."""
         self.reader.start_request()
+        if self.served:  # between requests of a keep-alive client: the longer idle allowance
+            self.reader.idle_s = self.server.settings.read_timeout_s
+        self.served += 1
         self.replied = False
         try:
             first = self.rfile.peek(1)[:1]
@@ -630,15 +669,50 @@ class BabyAIServer(ThreadingHTTPServer):
         if ":" in settings.host:
             self.address_family = socket.AF_INET6
         self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner,
-                                  settings.max_owners, settings.reserved_episodes_per_owner)
+                                  settings.max_owners, settings.reserved_episodes_per_owner, settings.owner_ttl_s)
         self._connections = threading.BoundedSemaphore(settings.max_connections)
+        self._idle_lock = threading.Lock()
+        self._idle: dict[socket.socket, float] = {}
+        """Connections waiting for a request to begin, and since when: the ones a full server evicts."""
+        self._evicted: set[socket.socket] = set()
         super().__init__((settings.host, settings.port), Handler)
 
+    def idle(self, sock: socket.socket) -> None:
+        """``sock`` waits for a request to begin: it may be evicted for a new connection."""
+        with self._idle_lock:
+            self._idle[sock] = time.monotonic()
+
+    def busy(self, sock: socket.socket) -> bool:
+        """A request began on ``sock``; False if it was evicted first (then it is not served)."""
+        with self._idle_lock:
+            self._idle.pop(sock, None)
+            return sock not in self._evicted
+
+    def gone(self, sock: socket.socket) -> None:
+        with self._idle_lock:
+            self._idle.pop(sock, None)
+            self._evicted.discard(sock)
+
+    def _evict_idle(self) -> bool:
+        """Close the connection idle longest (no request of it is in progress); False if none is idle."""
+        with self._idle_lock:
+            if not self._idle:
+                return False
+            sock = min(self._idle, key=self._idle.__getitem__)
+            del self._idle[sock]
+            self._evicted.add(sock)
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        return True
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        """One thread per connection, at most ``max_connections``; beyond that a 503, no thread."""
-        if not self._connections.acquire(blocking=False):
-            body = json.dumps({"error": f"{self.settings.max_connections} connections are open; retry "
-                               "later or raise deploy.max_connections", "code": "too_many_connections"}).encode()
+        """One thread per connection, at most ``max_connections``: when all are taken, the one idle
+        longest is closed to make room; only if none is idle, a 503 at once, without a thread."""
+        if not self._connections.acquire(blocking=False) and not (
+                self._evict_idle() and self._connections.acquire(timeout=2.0)):
+            body = json.dumps({"error": f"the server is busy: {self.settings.max_connections} connections are "
+                               "open and none is idle; retry later or raise deploy.max_connections",
+                               "code": "too_many_connections", "service": SERVICE}).encode()
             with contextlib.suppress(OSError):
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                                 b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
@@ -651,6 +725,7 @@ class BabyAIServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self.gone(request)
             self._connections.release()
 
     @property

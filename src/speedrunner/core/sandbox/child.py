@@ -160,7 +160,8 @@ class SkillServer:
     """Runs skill calls; the env stays in the parent, reached through ``{"act"}`` messages."""
 
     def __init__(self, channel: Channel, config: dict[str, Any]) -> None:
-        from speedrunner.core.skill import SkillEnv
+        import speedrunner.core.sandbox.restrict  # noqa: F401  (imported while the files are readable)
+        from speedrunner.core.sandbox.handle import SandboxEnv, bind
         from speedrunner.errors import EnvError
 
         self.channel = channel
@@ -170,16 +171,7 @@ class SkillServer:
         self.recorder: Recorder | None = None
         self.call_id: Any = None
         self.env_error = EnvError
-        server = self
-
-        class SandboxEnv(SkillEnv):
-            """``SkillEnv`` whose every ``act`` is one round trip to the parent."""
-
-            def act(self, action: str) -> str:
-                if self.done:
-                    raise server.stop("episode_done")
-                return super().act(action)
-
+        bind(self.send, self.stop)
         self.env_type = SandboxEnv
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -244,7 +236,7 @@ class SkillServer:
                 raise RuntimeError("no codebook is loaded")
             if name not in self.functions:
                 raise LookupError(f"no skill named {name!r} in the codebook")
-            env = self.env_type(self.send, observation["text"], observation["structured"],
+            env = self.env_type(observation["text"], observation["structured"],
                                 bool(observation.get("done")), actions_left=request.get("max_actions"),
                                 scratch=json.loads(json.dumps(given)))
             with _Capture(rec.write):

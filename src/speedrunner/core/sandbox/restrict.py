@@ -23,17 +23,25 @@ should never need, before it gets as far as the process boundary:
   statement or ``type(name, bases, dict)``) may define only the ordinary dunder methods
   (``__init__``, ``__eq__``, ...), never hooks such as ``__setattr__``, ``__getattribute__``
   or ``__set_name__``, nor take a metaclass. ``make_dataclass(namespace={"__setattr__": f})``
-  plus ``update_wrapper(obj, target, assigned=(name,))`` read any dunder attribute before.
+  plus ``update_wrapper(obj, target, assigned=(name,))`` read any dunder attribute before;
+- ``str.format`` reads only attributes skill code could read itself: every ``<expr>.format``
+  (and ``getattr(s, "format")``) is rewritten to a checked formatter, since a format string
+  such as ``"{0.act.__globals__}"`` walks attributes no check of the source can see;
+- imported modules are read-only views, and the env is a ``handle.SandboxEnv`` (no private
+  state, a read-only class): no state between calls outside ``env.scratch``.
+See docs/security.md for what this layer promises and what it does not.
 """
 
 from __future__ import annotations
 
+import _string
 import ast
 import builtins
 import dataclasses
 import functools
 import importlib
 import re
+import string
 import sys
 import types
 from collections.abc import Callable
@@ -145,6 +153,7 @@ def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[st
         raise SkillCodeError("the codebook's module-level code is not allowed in a skill:\n  "
                              + "\n  ".join(module_problems))
     tree.body = body
+    tree = ast.fix_missing_locations(_FormatRewriter().visit(tree))
     linecache.cache[CODEBOOK_FILENAME] = (len(source), None, source.splitlines(True), CODEBOOK_FILENAME)
     module = types.ModuleType("codebook")  # registered: dataclasses look their module up in sys.modules
     module.__builtins__ = safe_builtins(api_module)  # type: ignore[attr-defined]
@@ -172,6 +181,7 @@ def safe_builtins(api_module: str) -> dict[str, Any]:
     names["hasattr"] = _guarded(hasattr)
     names["setattr"] = _guarded(setattr)
     names["delattr"] = _guarded(delattr)
+    names[_FORMAT_HOOK] = _format_attribute
     return names
 
 
@@ -310,6 +320,8 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(obj: Any, name: str, *rest: Any) -> Any:
         if isinstance(name, str) and not _attribute_allowed(name):
             raise SkillCodeError(f"{fn.__name__}(..., {name!r}) is not allowed in skill code")
+        if fn is getattr and name == "format":
+            return _format_attribute(obj)
         return fn(obj, name, *rest)
 
     guarded.__name__ = fn.__name__
@@ -324,7 +336,7 @@ def _importer(api_module: str) -> Callable[..., Any]:
         if name not in proxies:
             proxies[name] = _public_view(importlib.import_module(name), _HIDDEN_NAMES.get(name, set()))
             if name == "collections":
-                proxies[name].abc = proxy("collections.abc")  # type: ignore[attr-defined]
+                _set(proxies[name], "abc", proxy("collections.abc"))
         return proxies[name]
 
     def restricted_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
@@ -343,14 +355,34 @@ def _importer(api_module: str) -> Callable[..., Any]:
     return restricted_import
 
 
+class ReadOnlyModule(types.ModuleType):
+    """What ``import`` gives skill code: a module whose attributes cannot be set (a module
+    outlives the call, so an attribute set on it would be state between calls)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError(f"module {self.__name__!r} is read-only in skill code: keep state between calls of one "
+                        "episode in env.scratch")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+
+def _set(module: types.ModuleType, name: str, value: Any) -> None:
+    types.ModuleType.__setattr__(module, name, value)
+
+
 def _public_view(module: types.ModuleType, hidden: set[str]) -> types.ModuleType:
-    view = types.ModuleType(module.__name__, module.__doc__)
+    from speedrunner.core.sandbox.handle import SandboxEnv
+    from speedrunner.core.skill import SkillEnv
+
+    view = ReadOnlyModule(module.__name__, module.__doc__)
     names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
     for name in names:
         value = getattr(module, name, None)
         if name in hidden or name.startswith("_") or isinstance(value, types.ModuleType):
             continue
-        setattr(view, name, _GUARDED.get(module.__name__, {}).get(name, value))
+        if value is SkillEnv:  # the class skill code sees is the env's own: read-only, nothing private
+            value = SandboxEnv
+        _set(view, name, _GUARDED.get(module.__name__, {}).get(name, value))
     return view
 
 
@@ -358,10 +390,56 @@ def _chain(dotted: str, leaf: types.ModuleType) -> types.ModuleType:
     parts = dotted.split(".")
     node = leaf
     for i in range(len(parts) - 1, 0, -1):
-        parent = types.ModuleType(".".join(parts[:i]))
-        setattr(parent, parts[i], node)
+        parent = ReadOnlyModule(".".join(parts[:i]))
+        _set(parent, parts[i], node)
         node = parent
     return node
+
+
+_FORMAT_HOOK = "__skill_format__"
+"""The builtin every ``<expr>.format`` in skill code is rewritten to call (a name skill code
+cannot write itself: dunder names are refused before the rewrite)."""
+
+
+class _FormatRewriter(ast.NodeTransformer):
+    """``x.format`` becomes ``__skill_format__(x)``: ``str.format`` walks attributes named in its
+    format string (``"{0.act.__globals__}"``), which no check of the source can see."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr == "format" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Call(ast.Name(_FORMAT_HOOK, ast.Load()), [node.value], []), node)
+        return node
+
+
+class _CheckedFormatter(string.Formatter):
+    """``str.format`` whose fields may name only attributes skill code may read itself."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        _, rest = _string.formatter_field_name_split(field_name)
+        for is_attribute, name in rest:
+            if is_attribute and not _attribute_allowed(name):
+                raise SkillCodeError(f"str.format: field {field_name!r} reads attribute {name!r}, which is not "
+                                     "allowed in skill code")
+        return super().get_field(field_name, args, kwargs)
+
+
+_FORMATTER = _CheckedFormatter()
+
+
+def _checked_format(text: str, /, *args: Any, **kwargs: Any) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"str.format needs a str, not {type(text).__name__}")
+    return _FORMATTER.vformat(text, args, kwargs)
+
+
+def _format_attribute(obj: Any) -> Any:
+    """``obj.format`` for skill code: the checked ``str.format`` for a string (or ``str`` itself)."""
+    if obj is str or (isinstance(obj, type) and issubclass(obj, str)):
+        return _checked_format
+    if isinstance(obj, str):
+        return functools.partial(_checked_format, obj)
+    return obj.format
 
 
 def preload(api_module: str) -> None:

@@ -21,6 +21,7 @@ as an error, restarts the sandbox and counts it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 from speedrunner.core.sandbox.process import SandboxViolation
@@ -38,14 +39,12 @@ from speedrunner.core.sandbox.tracing import (
     value_cost,
 )
 
-__all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "check_act", "check_id", "check_load_reply",
+__all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "call_budget", "check_act", "check_id", "check_load_reply",
            "check_result", "check_run_reply", "codebook_functions", "reconcile"]
 
 SKILL_MESSAGE_BYTES = 4 * 1024 * 1024
 """Longest line a skill sandbox may send: a result holds a bounded tree, a return value of at
 most ``MAX_RETURN_BYTES`` and the scratch; anything longer is refused before it is parsed."""
-_NODE_KEYS = frozenset({"name", "args", "kwargs", "calls", "actions", "returned", "error", "prints",
-                        "calls_dropped", "stopped_by"})
 _STOPPED_BY = ("returned", "error", "max_actions", "episode_done")
 _ERROR_SLACK = 200
 _VALUE_DEPTH = 12
@@ -132,65 +131,123 @@ def check_run_reply(message: dict[str, Any], request_id: str, max_print_chars: i
     return stdout, error
 
 
+_MAX_COUNT = 10**15
+"""Largest ``calls_dropped`` believed (an honest child counts calls it ran: far fewer)."""
+
+
+def _node_fields(max_print_chars: int) -> dict[str, Callable[[Any], Any]]:
+    """The one schema of a kept tree node: every key the parent keeps, with its type and size.
+    A key not listed here is dropped; a value that fails its check is a violation."""
+    return {
+        "name": lambda v: _text(v, 200, "a call's name"),
+        "args": lambda v: _value(v, list, "a call's arguments"),
+        "kwargs": lambda v: _value(v, dict, "a call's keyword arguments"),
+        "returned": lambda v: _value(v, object, "a recorded value"),
+        "error": lambda v: _text(v, MAX_ERROR_CHARS + _ERROR_SLACK, "a call's error", optional=True),
+        "prints": lambda v: _text(v, max_print_chars + _ERROR_SLACK, "printed output"),
+        "calls_dropped": _count,
+        "stopped_by": lambda v: _choice(v, (*_STOPPED_BY, None), "a call's stopped_by"),
+    }
+
+
+_RESULT_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "error": lambda v: _text(v, MAX_ERROR_CHARS + _ERROR_SLACK, "the call's error", optional=True),
+    "stopped_by": lambda v: _choice(v, _STOPPED_BY, "the call's stopped_by"),
+}
+"""The result's own scalar keys (``tree``, ``returned`` and ``scratch`` are checked apart)."""
+
+
+def _value(value: Any, kind: type, what: str) -> Any:
+    if kind is not object and not isinstance(value, kind):
+        raise _fail(f"{what} is a {type(value).__name__}, not a {kind.__name__}")
+    _shape(value, _VALUE_DEPTH, what)
+    return value
+
+
+def _count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _MAX_COUNT:
+        raise _fail("calls_dropped is not a count")
+    return value
+
+
+def _choice(value: Any, allowed: tuple[Any, ...], what: str) -> Any:
+    if not any(value is a or (isinstance(value, str) and value == a) for a in allowed):
+        raise _fail(f"{what} {str(value)[:40]!r} is not one of {[a for a in allowed if a is not None]}")
+    return value
+
+
+def call_budget(max_print_chars: int, max_actions: int) -> int:
+    """Characters (``value_cost``) of one call's kept tree an honest child never passes: its
+    values and names within ``MAX_TREE_CHARS``, each node's keys, prints and errors even if every
+    character is escaped, one ``{"i": n}`` per action. Past it, the tree is refused."""
+    return (MAX_TREE_CHARS + 4 * MAX_VALUE_CHARS + 160 * (MAX_NODES + 1)
+            + 12 * (max_print_chars + 2 * (MAX_ERROR_CHARS + _ERROR_SLACK)) + 24 * max(max_actions, 0) + 4096)
+
+
 def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
-                 functions: frozenset[str] | None = None) -> tuple[dict[str, Any], int]:
-    """The ``result`` of a call reply, every part checked (the tree's actions by ``reconcile``
-    after), and the size of the tree's annotations (values, errors, prints). ``functions``: the
-    names a nested call may have (``codebook_functions``; ``None`` = any)."""
+                 functions: frozenset[str] | None = None, max_actions: int = 0) -> tuple[dict[str, Any], int]:
+    """The ``result`` of a call reply, rebuilt from the keys the schema knows (unknown ones
+    dropped), every kept value checked (the tree's actions by ``reconcile`` after), and the
+    characters kept of it: ``value_cost`` of the rebuilt tree, the one measure of what the call
+    keeps, so a key added to the schema later is counted without anyone remembering to.
+    ``functions``: the names a nested call may have (``codebook_functions``; ``None`` = any)."""
     check_id(message, call_id)
     result = message.get("result")
     if set(message) != {"id", "result"} or not isinstance(result, dict):
         raise _fail(f"a call reply with keys {sorted(message)[:5]}")
-    if not set(result) <= {"tree", "returned", "error", "stopped_by", "scratch"}:
-        raise _fail(f"a result with keys {sorted(result)[:6]}")
-    _text(result.get("error"), MAX_ERROR_CHARS + _ERROR_SLACK, "the call's error", optional=True)
-    if result.get("stopped_by") not in _STOPPED_BY:
-        raise _fail(f"stopped_by {str(result.get('stopped_by'))[:40]!r}")
+    kept: dict[str, Any] = {key: check(result.get(key)) for key, check in _RESULT_FIELDS.items()}
     _shape(result.get("returned"), MAX_VALUE_DEPTH + 1, "the returned value")
     if value_cost(result.get("returned")) > MAX_RETURN_BYTES:
         raise _fail(f"the returned value is more than {MAX_RETURN_BYTES} characters of JSON")
+    kept["returned"] = result.get("returned")
     scratch = result.get("scratch", {})
     if not isinstance(scratch, dict):
         raise _fail("env.scratch is not a dict")
     _shape(scratch, MAX_VALUE_DEPTH + 1, "env.scratch")
     if value_cost(scratch) > MAX_SCRATCH_CHARS:
         raise _fail(f"env.scratch is more than {MAX_SCRATCH_CHARS} characters of JSON")
+    kept["scratch"] = scratch
     if not isinstance(result.get("tree"), dict):
         raise _fail("a result without a call tree")
-    return result, _check_tree(result["tree"], max_print_chars, functions)
+    kept["tree"] = _check_tree(result["tree"], max_print_chars, functions)
+    size = value_cost(kept["tree"])
+    budget = call_budget(max_print_chars, max_actions)
+    if size > budget:
+        raise _fail(f"a call tree of {size} characters of JSON, more than the {budget} one call may keep")
+    return kept, size
 
 
-def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset[str] | None) -> int:
-    """Shape and size of the child's tree, iteratively: nodes, depth, values, prints, names."""
+def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset[str] | None) -> dict[str, Any]:
+    """The child's tree rebuilt from the schema's keys (``_node_fields``), iteratively: every kept
+    value checked, nodes, depth, values and prints counted, nested names checked."""
+    fields = _node_fields(max_print_chars)
     nodes, cost, prints = 0, 0, 0
     invented: str | None = None
-    stack: list[tuple[Any, int]] = [(root, 1)]
+    out_root: dict[str, Any] = {}
+    stack: list[tuple[Any, int, dict[str, Any]]] = [(root, 1, out_root)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, out = stack.pop()
         nodes += 1
         if nodes > MAX_NODES + 1:
             raise _fail(f"a call tree of more than {MAX_NODES} calls")
         if depth > MAX_DEPTH + 1:
             raise _fail(f"a call tree nested deeper than {MAX_DEPTH} calls")
-        if not isinstance(node, dict) or not set(node) <= _NODE_KEYS:
+        if not isinstance(node, dict):
             raise _fail("a call tree node that is not a node")
-        name = _text(node.get("name"), 200, "a call's name") or ""
+        for key, check in fields.items():
+            if key in node:
+                out[key] = check(node[key])
+        name = out.get("name")
+        if not isinstance(name, str):
+            raise _fail("a call without a name")
         if functions is not None and node is not root and name not in functions and invented is None:
             invented = name  # the child traces only the codebook's functions: this name was made up
-        args, kwargs = node.get("args", []), node.get("kwargs", {})
-        if not isinstance(args, list) or not isinstance(kwargs, dict):
-            raise _fail("a call's arguments are not a list and a dict")
-        for part in (args, kwargs, node.get("returned")):
-            _shape(part, _VALUE_DEPTH, "a recorded value")
-            cost += value_cost(part)
+        for part in ("args", "kwargs", "returned"):
+            cost += value_cost(out.get(part))
         cost += NODE_COST + value_cost(name)
-        error = _text(node.get("error"), MAX_ERROR_CHARS + _ERROR_SLACK, "a call's error", optional=True)
-        if error is not None and node is not root:
-            cost += value_cost(error)
-        prints += len(_text(node.get("prints", ""), max_print_chars + _ERROR_SLACK, "printed output") or "")
-        dropped = node.get("calls_dropped", 0)
-        if not isinstance(dropped, int) or isinstance(dropped, bool) or dropped < 0:
-            raise _fail("calls_dropped is not a count")
+        if out.get("error") is not None and node is not root:
+            cost += value_cost(out["error"])
+        prints += len(out.get("prints", ""))
         actions, calls = node.get("actions", []), node.get("calls", [])
         if not isinstance(actions, list) or not isinstance(calls, list):
             raise _fail("a call's actions or nested calls are not lists")
@@ -198,7 +255,12 @@ def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset
             if (not isinstance(record, dict) or set(record) != {"i"} or not isinstance(record["i"], int)
                     or isinstance(record["i"], bool)):
                 raise _fail("an action record that is not {\"i\": index}")
-        stack.extend((child, depth + 1) for child in calls)
+        out["actions"] = [{"i": record["i"]} for record in actions]
+        out["calls"] = []
+        for child in calls:
+            copy: dict[str, Any] = {}
+            out["calls"].append(copy)
+            stack.append((child, depth + 1, copy))
     if cost > MAX_TREE_CHARS + MAX_VALUE_CHARS * 4:
         raise _fail(f"a call tree of {cost} characters, more than {MAX_TREE_CHARS}")
     if prints > max_print_chars + _ERROR_SLACK:
@@ -206,7 +268,7 @@ def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset
     if invented is not None:  # (the root's name is the parent's own, from the actor's call)
         raise _fail(f"the call tree names a nested call {invented[:60]!r}, which is not a function of the "
                     "loaded codebook")
-    return cost + prints
+    return out_root
 
 
 def reconcile(tree: dict[str, Any], served: list[dict[str, Any]]) -> dict[str, Any]:

@@ -50,8 +50,12 @@ from speedrunner.core.sandbox.schema import (
 from speedrunner.core.sandbox.tiers import resolve_tier
 
 MAX_EPISODE_TREE_CHARS = 2_000_000
-"""Annotations (the child's tree around the served actions) one episode keeps in all; past it,
-a call is stored as its served actions only. Bounds the parent's memory under a flood of trees."""
+"""Characters of the child's trees (``check_result``'s measure of everything a call keeps from
+the child: every key of every node) one episode keeps in all; past it, a call is stored as its
+served actions only. With the per-call budget (``schema.call_budget``) this bounds the parent's
+memory and the episode file whatever the child sends, at any number of calls."""
+_DROPPED_ERROR_CHARS = 300
+"""Characters of a call's error kept once the episode's budget is spent (the rest is dropped)."""
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -183,13 +187,13 @@ class SandboxSkillRunner:
                         done = reply["done"]
                 process.request(reply, deadline)
                 continue
-            result, annotations = check_result(message, call_id, self.limits.max_print_chars, self._functions)
+            result, kept = check_result(message, call_id, self.limits.max_print_chars, self._functions, max_actions)
             if process.channel is not None and process.channel.pending():
                 raise SandboxViolation("it broke the protocol (more arrived after the call's result: code in the "
                                        "sandbox wrote to the protocol pipe itself)")
             tree = reconcile(result["tree"], served)
             self.episode_scratch = result.get("scratch", {})
-            self.tree_chars += annotations
+            self.tree_chars += kept
             if stop is None and done and result["stopped_by"] == "episode_done":  # the child saw it end too
                 stop = "episode_done"
             return _outcome(call, tree, result, stop, served, self.tree_chars <= MAX_EPISODE_TREE_CHARS)
@@ -218,8 +222,11 @@ def _outcome(call: SkillCall, tree: dict[str, Any], result: dict[str, Any], stop
         stopped_by = stop
     elif stopped_by in ("max_actions", "episode_done"):  # the parent never said so
         stopped_by = "error" if error is not None else "returned"
-    if not keep_annotations:
-        tree = _tree(call, served, tree.get("error"))
+    if not keep_annotations:  # the child's error too is its word: only its start is kept past the budget
+        error_text = tree.get("error")
+        if isinstance(error_text, str) and len(error_text) > _DROPPED_ERROR_CHARS:
+            error_text = error_text[:_DROPPED_ERROR_CHARS] + " [...]"
+        tree = _tree(call, served, error_text)
         tree["annotations_dropped"] = (f"the episode's call trees passed {MAX_EPISODE_TREE_CHARS} characters: "
                                        "this call keeps only the actions the parent served")
     tree["name"], tree["args"], tree["kwargs"] = call.name, list(call.args), dict(call.kwargs)
