@@ -100,13 +100,14 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
             to_run = [r for r in runs if plans[r.run_id][0] in ("start", "resume")]
             # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
             on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
+            env = {**slots_env(), **spend_ledger_env(sweep)}
             with shared_babyai_server(to_run if on_this_machine else []) as operational:
                 if backend == "ray":
                     outcomes = run_ray(runs, address=address, operational=operational,
-                                       extra_env=slots_env(), report=report, init_kwargs=ray_init)
+                                       extra_env=env, report=report, init_kwargs=ray_init)
                 else:
                     outcomes = LocalPool(workers or os.cpu_count() or 1).run(
-                        runs, operational, slots_env(), report)
+                        runs, operational, env, report)
     except SweepInterrupted as e:
         outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
     except KeyboardInterrupt:  # before any run started (e.g. while the BabyAI server started)
@@ -116,7 +117,51 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
     if code:
         print(f"sweep stopped; rerun `speedrunner sweep {sweep.path}` to continue", file=sys.stderr)
         return code
-    return 0 if all(o.ok for o in outcomes) else 1
+    if all(o.ok for o in outcomes):
+        return 0
+    capped = [o for o in outcomes if o.status == "budget_reached"]
+    if capped:
+        print(f"{len(capped)} run(s) stopped at a spending cap ({spend_line(sweep)}); raise the cap "
+              f"(max_cost_usd in {sweep.path}, or run.max_cost_usd) and rerun `speedrunner sweep "
+              f"{sweep.path}` to continue them exactly where they stopped", file=sys.stderr)
+        if all(o.ok or o.status == "budget_reached" for o in outcomes):
+            from speedrunner.core.llm.budget import BUDGET_EXIT_CODE
+
+            return BUDGET_EXIT_CODE
+    return 1
+
+
+def spend_ledger_env(sweep: Sweep) -> dict[str, str]:
+    """With a sweep-level cap: the ledger every run of the sweep checks its calls against.
+
+    Runs that already spent (an earlier attempt of the sweep) are entered from their logs
+    unless they are in the ledger already; a run entering itself when it starts wins.
+    """
+    cap = sweep.spec.max_cost_usd
+    if cap is None or not sweep.runs:
+        return {}
+    from speedrunner.core.llm.budget import SWEEP_CAP_ENV, SWEEP_LEDGER_ENV, SweepLedger, run_spent
+
+    path = ledger_path(sweep)
+    for r in sweep.runs:
+        SweepLedger(path, cap, r.run_id).register_if_missing(lambda r=r: run_spent(r.run_dir, r.run_id))
+    return {SWEEP_LEDGER_ENV: str(path), SWEEP_CAP_ENV: repr(cap)}
+
+
+def ledger_path(sweep: Sweep) -> Path:
+    """``<output_root>/sweeps/<sweep>/spend.json``, beside the runs' logs."""
+    return sweep.runs[0].log_file.parent.parent / "spend.json"
+
+
+def spend_line(sweep: Sweep) -> str:
+    """What the sweep spent, against its cap when it has one."""
+    from speedrunner.core.llm.budget import read_ledger, run_spent
+
+    if sweep.spec.max_cost_usd is not None and sweep.runs:
+        data = read_ledger(ledger_path(sweep))
+        total = sum(float(r.get("spent", 0.0)) for r in data["runs"].values())
+        return f"the sweep spent ${total:.4f} of its ${sweep.spec.max_cost_usd:.2f}"
+    return f"the sweep spent ${sum(run_spent(r.run_dir, r.run_id) for r in sweep.runs):.4f}"
 
 
 _SIGNAL: dict[str, int] = {}

@@ -71,6 +71,10 @@ class SweepFile(BaseModel):
     """Where the runs go (relative: to the current directory); null: each config's run.output_root."""
     resources: Resources = Field(default_factory=Resources)
     """Per-run resources for ``--backend ray``."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Spending cap in USD over all the sweep's runs together (null: none; each run's own
+    ``run.max_cost_usd`` still applies). A run whose next call could cross it stops with status
+    budget_reached; raise it and rerun the sweep to go on. See docs/spending.md."""
 
     @field_validator("name")
     @classmethod

@@ -27,6 +27,7 @@ from typing import Any
 
 from speedrunner.core.config.schema import ModelConfig, Prices
 from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally
+from speedrunner.core.llm.budget import SpendCap
 from speedrunner.core.llm.cache import ResponseCache, request_hash
 from speedrunner.core.llm.conversation import Conversation, as_conversation, message_dict
 from speedrunner.core.llm.prices import cost_usd
@@ -72,8 +73,11 @@ class ManagedModel:
         calls_log: CallLog | None = None,
         backoff: Backoff | None = None,
         log_full_messages: bool = False,
+        budget: SpendCap | None = None,
     ) -> None:
         self.config = config
+        self.budget = budget
+        """The spending caps every paid call is checked against first (None: no cap)."""
         self.provider = provider
         self.namespace = namespace
         self.prices = prices
@@ -196,10 +200,27 @@ class ManagedModel:
         tools: tuple[ToolSpec, ...] = (),
     ) -> Completion:
         started = time.monotonic()
-        used: dict[str, str] = {}
         scripted = self.provider.name == "scripted"
+        max_cost = self._max_cost(messages, params, tools)
+        reservation = None
+        if self.budget is not None and self.budget.active and not scripted:  # may raise BudgetReached
+            reservation = self.budget.reserve(float("inf") if max_cost is None else max_cost)
+        try:
+            return self._call_reserved(messages, purpose, call_id, req_hash, params, tools,
+                                       started, max_cost, scripted, reservation)
+        except BaseException:
+            if reservation is not None and self.budget is not None:  # no-op once the answer settled it
+                self.budget.settle(reservation, 0.0)  # failed for good: nothing logged as spent
+            raise
+
+    def _call_reserved(
+        self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str,
+        params: dict[str, Any], tools: tuple[ToolSpec, ...], started: float, max_cost: float | None,
+        scripted: bool, reservation: Any,
+    ) -> Completion:
+        used: dict[str, str] = {}
         if self.cache is not None and not scripted:  # write-ahead: a kill from here on is reported
-            self.cache.mark_sent(self.namespace, call_id, purpose, self._max_cost(messages, params, tools))
+            self.cache.mark_sent(self.namespace, call_id, purpose, max_cost)
 
         def attempt(n: int) -> Any:
             endpoint = self._endpoint(call_id, n)
@@ -267,6 +288,8 @@ class ManagedModel:
                 "empty" if is_empty(completion) else "truncated",
                 completion.finish_reason,
             )
+        if reservation is not None and self.budget is not None:
+            self.budget.settle(reservation, completion.cost_usd or 0.0)
         if self.cache is None and self.calls_log is None:  # nothing to record it in
             self._tally.add(completion)
             return completion
