@@ -26,6 +26,11 @@ HELP = "run a sweep file's grid of runs (local pool, Ray, or a SLURM array shard
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_file", help="sweep YAML, e.g. configs/sweeps/babyai-scripted.yaml")
+    parser.add_argument("--estimate", action="store_true",
+                        help="forecast every run's calls, tokens, dollars and wall time, and the sweep's total, then exit")
+    from speedrunner.cli import add_estimate_flags
+
+    add_estimate_flags(parser)
     parser.add_argument("--dry-run", action="store_true",
                         help="print the expanded runs (what would be started, resumed, skipped) and exit")
     parser.add_argument("--backend", choices=("local", "ray", "slurm"), default="local",
@@ -69,7 +74,35 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(sweep, runs)
         return 0
+    if args.estimate:
+        return print_sweep_estimate(sweep, runs, args)
     return run_sweep(sweep, runs, backend=args.backend, workers=args.workers, address=args.address)
+
+
+def print_sweep_estimate(sweep: Sweep, runs: list[SweepRun], args: argparse.Namespace) -> int:
+    """Each run's forecast, then the sweep's total (what is already spent is not subtracted)."""
+    from speedrunner.catalog import config_loader
+    from speedrunner.cli import print_estimate
+
+    loader = config_loader()
+    worst: list[float | None] = []
+    typical: list[float | None] = []
+    for r in runs:
+        config = loader.load(r.config_file, overrides=r.overrides).config
+        e = print_estimate(config, r.label, args)
+        worst.append(e.usd_max)  # type: ignore[attr-defined]
+        typical.append(e.typical_usd)  # type: ignore[attr-defined]
+        print()
+    if args.json:
+        return 0
+    total = "unknown (a model has no price)" if any(w is None for w in worst) else \
+        f"${sum(w for w in worst if w is not None):,.2f}"
+    print(f"sweep {sweep.spec.name}: {len(runs)} runs, worst case {total}", end="")
+    if args.pilots and all(t is not None for t in typical):
+        print(f", typical ${sum(t for t in typical if t is not None):,.2f}", end="")
+    cap = sweep.spec.max_cost_usd
+    print(f"; sweep cap {'none' if cap is None else f'${cap:,.2f}'} (max_cost_usd in {sweep.path})")
+    return 0
 
 
 def print_plan(sweep: Sweep, runs: list[SweepRun]) -> None:
