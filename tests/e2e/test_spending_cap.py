@@ -24,7 +24,8 @@ from .harness import REPO, clean_env, policy_reply, rows, run, train_cmd
 pytestmark = pytest.mark.slow
 
 CONFIG = ("babyai", "opo-gpt-seq.yaml")
-SMALL = ("--set", "model.sampling.max_tokens=64", "--set", "run.parallel_episodes=all")
+SMALL = ("--set", "model.sampling.max_tokens=64", "--set", "run.parallel_episodes=all",
+         "--set", "speedrun.metric=progress", "--set", "speedrun.target=0.01")
 PRICE_IN, PRICE_CACHED, PRICE_OUT = 1.0, 0.1, 2.0  # harness.PRICES, USD per 1M tokens
 COMPARED = {"run_spent_usd", "max_cost_usd"}  # figures of the money, not of the results
 
@@ -119,6 +120,18 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
         json.loads((ref_dir / "summary.json").read_text())["training"]["cost_usd"])
     metrics = read_jsonl(run_dir / "metrics.jsonl")
     assert metrics[-1]["max_cost_usd"] == 1.0 and metrics[-1]["run_spent_usd"] > 0
+    # The leaderboard's record (cost to target included) is the uncapped run's; the cap is not
+    # part of what decides results (same results fingerprint).
+    volatile = {"result_id", "run_id", "started_at", "written_at", "git_commit", "git_dirty", "elapsed_s",
+                "train_episode_and_sleep_time_s"}
+    record, ref_record = (json.loads((d / "speedrun.json").read_text()) for d in (run_dir, ref_dir))
+    assert {k: v for k, v in record.items() if k not in volatile} == \
+        {k: v for k, v in ref_record.items() if k not in volatile}
+    # The report says what was spent against the cap.
+    from speedrunner.core.reporting import build_report
+
+    report = build_report([run_dir], tmp_path / "report")
+    assert "of cap $1.00" in (report.out / "report.md").read_text()
 
 
 def test_a_cap_needs_prices(tmp_path):
