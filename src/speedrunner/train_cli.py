@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from speedrunner.core.interrupt import RunInterrupted, handle_stop_signals
+from speedrunner.core.interrupt import STOP, RunInterrupted, handle_stop_signals
 from speedrunner.core.rundir import ensure_writable, run_lock
 from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
 
@@ -83,7 +83,13 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
     from speedrunner.core.llm.budget import BudgetReached
 
     try:
-        return _main(benchmark, args, session)
+        try:
+            return _main(benchmark, args, session)
+        except RunInterrupted as e:
+            reached = session.budget.reached if session.budget is not None else None
+            if reached is not None and not isinstance(e, BudgetReached) and not STOP.is_set():
+                raise reached from e  # an episode saw the others stopping for the cap, not a signal
+            raise
     except BudgetReached as e:
         assert session.run_dir is not None  # no call is made before the run directory exists
         _mark_status(session.run_dir, "budget_reached", str(e),
