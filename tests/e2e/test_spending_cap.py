@@ -9,6 +9,7 @@ calls are in flight together when the cap is checked.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -179,17 +180,27 @@ grid:
 """)
     cmd = [sys.executable, "-m", "speedrunner.cli", "sweep", str(sweep_file), "--workers", "2"]
     try:
-        import subprocess
-
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=clean_env())
         billed_at_stop = policy.billed
+        sweep = load_sweep(sweep_file)
+        spent = [_spent(r.run_dir) for r in sweep.runs]
+        # Raised caps (the sweep's, and every run's own in `set`): the same runs go on and finish.
+        text = sweep_file.read_text().replace(f"max_cost_usd: {cap}", "max_cost_usd: 5.0")
+        sweep_file.write_text(text.replace("set:\n", "set:\n  run.max_cost_usd: 2.5\n"))
+        rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=clean_env())
     finally:
         server.stop()
     assert proc.returncode == BUDGET_EXIT_CODE, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "budget_reached" in proc.stdout and "spending cap" in proc.stderr
     assert billed_at_stop <= cap
-    sweep = load_sweep(sweep_file)
-    spent = [_spent(r.run_dir) for r in sweep.runs]
     assert sum(spent) <= cap and all(s > 0 for s in spent)  # both ran, together within the cap
-    ledger = json.loads(ledger_path(sweep).read_text())
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+    again = load_sweep(sweep_file)
+    assert [r.run_dir for r in again.runs] == [r.run_dir for r in sweep.runs]  # continued, not restarted
+    for r in again.runs:
+        summary = json.loads((r.run_dir / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["training"]["episodes"] == 4
+        assert summary["spending"]["max_cost_usd"] == 2.5 and summary["spending"]["sweep_max_cost_usd"] == 5.0
+    ledger = json.loads(ledger_path(again).read_text())
     assert set(ledger["runs"]) == {r.run_id for r in sweep.runs}
+    assert sum(e["spent"] for e in ledger["runs"].values()) == pytest.approx(sum(_spent(r.run_dir) for r in again.runs))

@@ -38,6 +38,11 @@ from speedrunner.core.names import suggest
 from speedrunner.errors import ConfigError, MissingFileError
 
 Scalar = str | int | float | bool | None
+NOT_IDENTITY = frozenset({"run.output_root", "run.max_cost_usd"})
+"""Overrides that do not define a run: changing them in the sweep file keeps each run's
+directory (a raised spending cap continues the capped runs instead of starting new ones)."""
+RESUME_KEYS = frozenset({"run.max_cost_usd"})
+"""Overrides a sweep passes again when it resumes a run, so an edit of the sweep file applies."""
 OverrideValue = Scalar | list[Any] | dict[str, Any]
 
 
@@ -258,7 +263,7 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             merged: dict[str, Any] = dict(spec.set)
             for _, overrides in point:
                 merged.update(overrides)
-            identity = sorted(_as_override(k, v) for k, v in merged.items() if k != "run.output_root")
+            identity = sorted(_as_override(k, v) for k, v in merged.items() if k not in NOT_IDENTITY)
             rel = Path(os.path.relpath(config_file.resolve(), base.resolve())).as_posix()
             digest = hashlib.sha256(json.dumps({"config": rel, "overrides": identity}).encode()).hexdigest()
             label = " ".join([config_file.stem, *(part for part, _ in point)])
