@@ -83,6 +83,8 @@ def reference(tmp_path_factory):
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-2000:]
+    spending = json.loads((run_dir / "summary.json").read_text())["spending"]  # shown without a cap too
+    assert spending["max_cost_usd"] is None and spending["spent_usd"] == pytest.approx(_spent(run_dir), abs=1e-6)
     return run_dir, policy.billed
 
 

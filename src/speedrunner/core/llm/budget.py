@@ -141,6 +141,11 @@ class SpendCap:
             if self.ledger is not None and reservation.ledger_id is not None:
                 self.ledger.settle(reservation.ledger_id, cost_usd)
 
+    def add_spent(self, cost_usd: float) -> None:
+        """A call made without a reservation (no cap is set) cost this much."""
+        with self._lock:
+            self.spent += cost_usd
+
     def snapshot(self) -> dict[str, Any]:
         """For summary.json, metrics and the progress line."""
         with self._lock:

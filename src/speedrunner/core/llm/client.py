@@ -77,7 +77,7 @@ class ManagedModel:
     ) -> None:
         self.config = config
         self.budget = budget
-        """The spending caps every paid call is checked against first (None: no cap)."""
+        """The spending caps every paid call is checked against before it is sent (None: none)."""
         self.provider = provider
         self.namespace = namespace
         self.prices = prices
@@ -135,7 +135,22 @@ class ManagedModel:
         replayed = self._try_replay(messages, purpose, call_id, req_hash, specs)
         if replayed is not None:
             return replayed
-        return self._call(messages, purpose, call_id, req_hash, params, specs)
+        if self.budget is None or self.provider.name == "scripted":
+            return self._call(messages, purpose, call_id, req_hash, params, specs)
+        # A paid call: it starts only if its worst case fits under the caps (else BudgetReached).
+        worst = self._max_cost(messages, params, specs)
+        reservation = self.budget.reserve(float("inf") if worst is None else worst) if self.budget.active else None
+        try:
+            completion = self._call(messages, purpose, call_id, req_hash, params, specs)
+        except BaseException:
+            if reservation is not None:
+                self.budget.settle(reservation, 0.0)  # failed for good: logged as spending nothing
+            raise
+        if reservation is not None:
+            self.budget.settle(reservation, completion.cost_usd or 0.0)
+        else:  # no cap: the spend is still shown
+            self.budget.add_spent(completion.cost_usd or 0.0)
+        return completion
 
     @property
     def native_tools(self) -> bool:
@@ -200,27 +215,10 @@ class ManagedModel:
         tools: tuple[ToolSpec, ...] = (),
     ) -> Completion:
         started = time.monotonic()
-        scripted = self.provider.name == "scripted"
-        max_cost = self._max_cost(messages, params, tools)
-        reservation = None
-        if self.budget is not None and self.budget.active and not scripted:  # may raise BudgetReached
-            reservation = self.budget.reserve(float("inf") if max_cost is None else max_cost)
-        try:
-            return self._call_reserved(messages, purpose, call_id, req_hash, params, tools,
-                                       started, max_cost, scripted, reservation)
-        except BaseException:
-            if reservation is not None and self.budget is not None:  # no-op once the answer settled it
-                self.budget.settle(reservation, 0.0)  # failed for good: nothing logged as spent
-            raise
-
-    def _call_reserved(
-        self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str,
-        params: dict[str, Any], tools: tuple[ToolSpec, ...], started: float, max_cost: float | None,
-        scripted: bool, reservation: Any,
-    ) -> Completion:
         used: dict[str, str] = {}
+        scripted = self.provider.name == "scripted"
         if self.cache is not None and not scripted:  # write-ahead: a kill from here on is reported
-            self.cache.mark_sent(self.namespace, call_id, purpose, max_cost)
+            self.cache.mark_sent(self.namespace, call_id, purpose, self._max_cost(messages, params, tools))
 
         def attempt(n: int) -> Any:
             endpoint = self._endpoint(call_id, n)
@@ -288,8 +286,6 @@ class ManagedModel:
                 "empty" if is_empty(completion) else "truncated",
                 completion.finish_reason,
             )
-        if reservation is not None and self.budget is not None:
-            self.budget.settle(reservation, completion.cost_usd or 0.0)
         if self.cache is None and self.calls_log is None:  # nothing to record it in
             self._tally.add(completion)
             return completion

@@ -142,6 +142,8 @@ class EmbeddingRanker:
                 cost = None if self.price is None else tokens * self.price / 1e6
                 if reservation is not None and self.budget is not None:
                     self.budget.settle(reservation, cost or 0.0)
+                elif self.budget is not None:
+                    self.budget.add_spent(cost or 0.0)
                 self._log_call(missing, charge_to, tokens, cost, time.monotonic() - started)
                 for i, (text, item) in enumerate(zip(missing, sorted(response.data, key=lambda d: d.index),
                                                      strict=True)):
