@@ -73,6 +73,9 @@ def add_estimate_flags(parser: argparse.ArgumentParser) -> None:
                         help="an earlier run of the same experiment (e.g. a pilot) for the typical case (repeatable)")
     parser.add_argument("--latency", type=float, default=5.0, metavar="S",
                         help="seconds per model call for the wall-time range (default 5)")
+    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
+                        help="calls in flight at once for the wall-time range (default: run.parallel_episodes "
+                             "and model.max_concurrency)")
     parser.add_argument("--context-tokens", type=int, default=None, metavar="N",
                         help="the model's context window: no call's input exceeds it (tightens the worst case)")
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
@@ -82,7 +85,8 @@ def print_estimate(config: object, source: str, args: argparse.Namespace) -> obj
     from speedrunner.core.estimate import estimate, estimate_json, format_estimate
 
     e = estimate(config, source=source, latency_s=args.latency,  # type: ignore[arg-type]
-                 context_tokens=args.context_tokens, pilots=[Path(p) for p in args.pilots])
+                 context_tokens=args.context_tokens, pilots=[Path(p) for p in args.pilots],
+                 concurrency=args.concurrency)
     print(estimate_json(e) if args.json else format_estimate(e))
     return e
 

@@ -103,8 +103,10 @@ class _Calls:
 
 
 def estimate(config: RunConfig, *, source: str = "", latency_s: float = 5.0,
-             context_tokens: int | None = None, pilots: Sequence[Path] = ()) -> Estimate:
-    """The forecast for ``config``; ``pilots`` are earlier run directories for the typical case."""
+             context_tokens: int | None = None, pilots: Sequence[Path] = (),
+             concurrency: int | None = None) -> Estimate:
+    """The forecast for ``config``; ``pilots`` are earlier run directories for the typical case;
+    ``concurrency`` the calls in flight at once (default: what the config allows)."""
     run, bench, method = config.run, config.benchmark, config.method
     out = Estimate(config=source, roles=[], latency_s=latency_s)
     name = bench.name
@@ -146,7 +148,7 @@ def estimate(config: RunConfig, *, source: str = "", latency_s: float = 5.0,
     else:
         out.assumptions.append("no context window is assumed, so late turns of long episodes count their whole "
                                "history: pass --context-tokens N (the model's window) for a tighter worst case")
-    _wall_time(out, config, calls, latency_s)
+    _wall_time(out, config, calls, latency_s, concurrency)
     if pilots:
         _typical(out, config, calls, pilots)
     return out
@@ -235,11 +237,14 @@ def _usd(prices: Prices | None, inp: int, outp: int, model: ModelConfig) -> floa
     return (inp * max(prices.input, prices.cached_input) + outp * prices.output) / 1e6
 
 
-def _wall_time(out: Estimate, config: RunConfig, calls: list[_Calls], latency: float) -> None:
+def _wall_time(out: Estimate, config: RunConfig, calls: list[_Calls], latency: float,
+               concurrency: int | None) -> None:
     """Model time only (env steps and skill code add to it): a unit's calls are sequential; units
     of one batch or evaluation run side by side up to parallel_episodes and max_concurrency."""
     run = config.run
     lanes = min(run.workers(max(run.sleep_every, run.eval_episodes or 1)), config.model.max_concurrency)
+    if concurrency is not None:
+        lanes = max(1, min(lanes, concurrency))
     lo = hi = 0.0
     for c in calls:
         parallel = c.unit in ("training episode", "eval episode", "training world")
@@ -249,7 +254,7 @@ def _wall_time(out: Estimate, config: RunConfig, calls: list[_Calls], latency: f
         hi += rounds * c.per_unit_max * latency
     out.wall_s_min, out.wall_s_max = lo, hi
     out.assumptions.append(f"wall time counts model calls only, {latency:g} s each, "
-                           f"{lanes} episode(s) side by side (run.parallel_episodes, model.max_concurrency)")
+                           f"{lanes} episode(s) side by side (run.parallel_episodes, model.max_concurrency, --concurrency)")
 
 
 def _typical(out: Estimate, config: RunConfig, calls: list[_Calls], pilots: Sequence[Path]) -> None:
