@@ -117,3 +117,21 @@ def _role(row: dict) -> str:
     from speedrunner.core.estimate import _role_of
 
     return _role_of(row)
+
+
+def test_wall_time_follows_latency_and_concurrency() -> None:
+    config = _load(REPO / "configs" / "babyai" / "speedrunner-gpt-seq.yaml", "run.rollouts=20")
+    one = estimate(config, latency_s=2.0, concurrency=1)
+    many = estimate(config, latency_s=2.0, concurrency=10)
+    # One call at a time: every call back to back.
+    assert one.wall_s_max == pytest.approx(2.0 * sum(r.calls_max for r in one.roles))
+    assert one.wall_s_min == pytest.approx(2.0 * sum(r.calls_min for r in one.roles))
+    assert many.wall_s_max < one.wall_s_max / 5  # ten episodes side by side; the sleep stays sequential
+    assert estimate(config, latency_s=4.0, concurrency=1).wall_s_max == pytest.approx(2 * one.wall_s_max)
+
+
+def test_a_model_without_a_price_says_how_to_set_one() -> None:
+    config = _load(REPO / "configs" / "babyai" / "opo-gpt-seq.yaml", "model.name=my-own-model")
+    text = format_estimate(estimate(config))
+    assert "no price for model 'my-own-model'" in text and "speedrunner/data/prices.yaml" in text
+    assert "worst case: unknown" in text
