@@ -6,7 +6,8 @@
     --run_dir DIR           put the run exactly here (must be new or empty)
     --resume RUN_DIR        continue a killed run where it stopped; with --resume, --set
                             may change only operational keys (endpoints, timeouts,
-                            parallelism), never what decides results
+                            parallelism, the spending cap run.max_cost_usd), never what
+                            decides results
     --skip_preflight        do not check the model endpoints and the env server first
 
 """
