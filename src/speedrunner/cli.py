@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, configs list, configs copy, report, leaderboard, sweep, fake-llm."""
+"""The ``speedrunner`` command: validate-config, estimate, configs list, configs copy, report, leaderboard, sweep, fake-llm."""
 
 from __future__ import annotations
 
@@ -46,10 +46,49 @@ def _parser() -> argparse.ArgumentParser:
     fake.add_argument("--variants", type=float, default=0.3,
                       help="fraction of answers dressed as real models write them (default 0.3)")
     fake.add_argument("--seed", type=int, default=0, help="seed of the answers and their variants (default 0)")
+    est = sub.add_parser("estimate", help="forecast a run's LLM calls, tokens, dollars and wall time (no key, no network)",
+                         description=ESTIMATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    est.add_argument("path", help="a run config YAML file")
+    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="dotted override, as for the train command (repeatable)")
+    est.add_argument("--quick_test", action="store_true", help="apply the quick-test preset")
+    add_estimate_flags(est)
     report = sub.add_parser("report", help="plots, tables and one HTML file from run directories")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
     report.add_argument("--out", help="output directory (default: RUN_DIR/report for one run, else ./report)")
     return parser
+
+
+ESTIMATE_HELP = """\
+Forecast a run before anything is spent: LLM calls by role as a range from the budgets,
+tokens and dollars as a worst case (from budgets, full-history prompt growth and max_tokens,
+priced from the table the run uses) and a typical case (from earlier runs: --from RUN_DIR),
+and a wall-time range. Needs no key and no network. See docs/spending.md.
+"""
+
+
+def add_estimate_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by ``speedrunner estimate`` and ``speedrunner sweep --estimate``."""
+    parser.add_argument("--from", dest="pilots", action="append", default=[], metavar="RUN_DIR",
+                        help="an earlier run of the same experiment (e.g. a pilot) for the typical case (repeatable)")
+    parser.add_argument("--latency", type=float, default=5.0, metavar="S",
+                        help="seconds per model call for the wall-time range (default 5)")
+    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
+                        help="calls in flight at once for the wall-time range (default: run.parallel_episodes "
+                             "and model.max_concurrency)")
+    parser.add_argument("--context-tokens", type=int, default=None, metavar="N",
+                        help="the model's context window: no call's input exceeds it (tightens the worst case)")
+    parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
+
+
+def print_estimate(config: object, source: str, args: argparse.Namespace) -> object:
+    from speedrunner.core.estimate import estimate, estimate_json, format_estimate
+
+    e = estimate(config, source=source, latency_s=args.latency,  # type: ignore[arg-type]
+                 context_tokens=args.context_tokens, pilots=[Path(p) for p in args.pilots],
+                 concurrency=args.concurrency)
+    print(estimate_json(e) if args.json else format_estimate(e))
+    return e
 
 
 FAKE_LLM_HELP = """\
@@ -102,6 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return sweep_main(args)
         if args.command == "fake-llm":
             return _fake_llm(args)
+        if args.command == "estimate":
+            from speedrunner.catalog import config_loader
+
+            loaded = config_loader().load(args.path, overrides=args.overrides, quick_test=args.quick_test)
+            print_estimate(loaded.config, args.path, args)
+            return 0
         if args.command == "validate-config":
             from speedrunner.catalog import config_loader
             from speedrunner.train_cli import check_runnable

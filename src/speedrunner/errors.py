@@ -15,6 +15,9 @@ Exit codes (the same for every speedrunner command):
   1  a failure while working, after the input was accepted (a model or env failed for
      good, the disk filled up, a sweep run did not finish, or a bug in SpeedRunner, shown
      as a traceback); nothing stored is lost, and a run continues with --resume
+  3  stopped by a spending cap (run.max_cost_usd, or a sweep's max_cost_usd) before a call
+     that could have crossed it; status budget_reached, nothing stored is lost; continue
+     with --resume and a higher cap (docs/spending.md)
   130/143  stopped by Ctrl-C / SIGTERM; a run continues with --resume
 """
 """One meaning per exit code, printed by ``speedrunner --help`` and every train ``--help``."""

@@ -6,7 +6,8 @@
     --run_dir DIR           put the run exactly here (must be new or empty)
     --resume RUN_DIR        continue a killed run where it stopped; with --resume, --set
                             may change only operational keys (endpoints, timeouts,
-                            parallelism), never what decides results
+                            parallelism, the spending cap run.max_cost_usd), never what
+                            decides results
     --skip_preflight        do not check the model endpoints and the env server first
 
 """
@@ -27,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from speedrunner.core.interrupt import RunInterrupted, handle_stop_signals
+from speedrunner.core.interrupt import STOP, RunInterrupted, handle_stop_signals
 from speedrunner.core.rundir import ensure_writable, run_lock
 from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
 
 if TYPE_CHECKING:
     from speedrunner.core.config.loader import ConfigLoader
     from speedrunner.core.config.schema import RunConfig
+    from speedrunner.core.llm.budget import SpendCap
 
 EXAMPLE_CONFIGS = {
     "babyai": "configs/babyai/react-gpt-seq.yaml",
@@ -63,6 +65,7 @@ class _Session:
 
     entry_point: str
     run_dir: Path | None = None
+    budget: SpendCap | None = None
 
 
 def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) -> int:
@@ -78,8 +81,27 @@ def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) ->
 
 
 def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
+    from speedrunner.core.llm.budget import BudgetReached
+
     try:
-        return _main(benchmark, args, session)
+        try:
+            return _main(benchmark, args, session)
+        except RunInterrupted as e:
+            reached = session.budget.reached if session.budget is not None else None
+            if reached is not None and not isinstance(e, BudgetReached) and not STOP.is_set():
+                raise reached from e  # an episode saw the others stopping for the cap, not a signal
+            raise
+    except BudgetReached as e:
+        assert session.run_dir is not None  # no call is made before the run directory exists
+        _mark_status(session.run_dir, "budget_reached", str(e),
+                     session.budget.snapshot() if session.budget is not None else None)
+        more = ("raise its max_cost_usd in the sweep file, then rerun the sweep" if e.scope == "sweep"
+                else f"raise the cap:\n  python -m {session.entry_point} --resume {session.run_dir} "
+                     f"--set run.max_cost_usd={_suggest_cap(e)}")
+        print(f"\nbudget reached: {e}. The run stopped before that call; nothing stored is lost "
+              f"(spend so far is in {session.run_dir / 'summary.json'}). To continue exactly where "
+              f"it stopped, {more}", file=sys.stderr)
+        return e.exit_code
     except RunInterrupted as e:
         how = "Ctrl-C" if e.exit_code == 130 else e.signal_name
         if session.run_dir is None:
@@ -93,6 +115,11 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
     except SpeedRunnerError as e:  # raised before anything ran (config, keys, endpoints, run dir)
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _suggest_cap(e: object) -> str:
+    """Twice the cap that stopped the run, as a starting point for --set run.max_cost_usd."""
+    return f"{2 * float(getattr(e, 'cap', 0.0)):.2f}"
 
 
 def _main(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
@@ -175,6 +202,9 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
         checks.append(lambda: make_provider(config.inducer))
     if method_check is not None:
         checks.append(method_check)
+    from speedrunner.core.llm.budget import require_prices
+
+    require_prices(config)
     notes: list[str] = []
     for check in checks:
         try:
@@ -273,6 +303,7 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
 
 
 def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> int:
+    from speedrunner.core.llm.budget import spend_cap
     from speedrunner.core.llm.build import build_model
     from speedrunner.core.llm.journal import reconcile
     from speedrunner.core.method import MethodContext
@@ -292,9 +323,10 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         reconciled = reconcile(cache, calls, run_id)  # what an earlier kill left half-recorded
         if reconciled.message():
             print(f"warning: {reconciled.message()}", file=sys.stderr)
-        actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls)
+        budget = session.budget = spend_cap(config, run_id, cache, calls)  # one cap for actor and inducer
+        actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls, budget=budget)
         inducer = actor if config.inducer is None else build_model(
-            config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls)
+            config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls, budget=budget)
         bench_spec, method_spec = BENCHMARKS.get(config.benchmark.name), METHODS.get(config.method.name)
         benchmark = load_entry_point(bench_spec.factory)(
             config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
@@ -308,7 +340,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
             method = load_entry_point(method_spec.factory)(config.method, MethodContext(
                 run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
             runner = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
-                            run_id=run_id, scripted=scripted, skill_support=skills)
+                            run_id=run_id, scripted=scripted, skill_support=skills, spend_cap=budget)
             tracker = open_tracker(config, run_dir, run_id=run_id, scripted=scripted)
             runner.after_save = tracker.after_checkpoint
             exit_code = 1
@@ -366,13 +398,14 @@ def _is_storage_error(e: BaseException) -> bool:
     return isinstance(e, OSError) and e.errno in _STORAGE_ERRNOS
 
 
-def _mark_status(run_dir: Path, status: str, reason: str | None = None) -> None:
+def _mark_status(run_dir: Path, status: str, reason: str | None = None,
+                 spending: dict[str, object] | None = None) -> None:
     """Record how the run ended in summary.json, best effort (the disk may be why it ended)."""
     from speedrunner.core.redact import scrub
     from speedrunner.core.runtime.loop import mark_run_status
 
     with contextlib.suppress(OSError):
-        mark_run_status(run_dir, status, None if reason is None else scrub(reason))  # type: ignore[arg-type]
+        mark_run_status(run_dir, status, None if reason is None else scrub(reason), spending)  # type: ignore[arg-type]
 
 
 def _leave_stuck_requests_behind(code: int) -> None:

@@ -58,11 +58,12 @@ def as_logged(row: dict, prefix: str = "train/") -> dict:
 @pytest.mark.slow
 def test_a_scripted_run_logs_the_numbers_of_its_own_files(tmp_path):
     run_dir = tmp_path / "run"
-    proc = train(run_dir, tmp_path, OFFLINE)
+    proc = train(run_dir, tmp_path, OFFLINE, "run.max_cost_usd=5")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (file,) = offline_files(run_dir)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert train_rows([file]) == [as_logged(r) for r in metrics]     # every episode, once, same numbers
+    assert all(r["train/max_cost_usd"] == 5 and "train/run_spent_usd" in r for r in train_rows([file]))
     evals = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
     logged_evals = [r for r in history(file) if "eval/rollout" in r]
     assert [r["eval/rollout"] for r in logged_evals] == [e["rollout"] for e in evals]
@@ -82,6 +83,7 @@ def test_a_scripted_run_logs_the_numbers_of_its_own_files(tmp_path):
     assert {k: logged_summary[f"speedrun/{k}"] for k in speedrun} == speedrun   # the speedrun record
     assert logged_summary["final_eval.success_mean"] == final["final_eval"]["success_mean"]
     assert logged_summary["training.llm_calls"] == final["training"]["llm_calls"]
+    assert logged_summary["spending.max_cost_usd"] == 5 and logged_summary["spending.spent_usd"] == 0.0  # scripted
     assert run_group(file) == "babyai/opo-scripted-seq"                 # grouped by experiment
     assert steps(file) == sorted(set(steps(file)))                      # one row per step, in order
     assert any(k.startswith("report/eval_progress") for r in history(file) for k in r)   # plots as media

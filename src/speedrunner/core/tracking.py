@@ -215,7 +215,8 @@ class WandbTracker:
         import wandb
 
         for key, value in _flat({"final_eval": summary.get("final_eval") or {},
-                                 "training": summary.get("training") or {}}).items():
+                                 "training": summary.get("training") or {},
+                                 "spending": summary.get("spending") or {}}).items():
             self.run.summary[key] = value
         speedrun = self.run_dir / "speedrun.json"
         if speedrun.exists():

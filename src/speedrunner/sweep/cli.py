@@ -26,6 +26,11 @@ HELP = "run a sweep file's grid of runs (local pool, Ray, or a SLURM array shard
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_file", help="sweep YAML, e.g. configs/sweeps/babyai-scripted.yaml")
+    parser.add_argument("--estimate", action="store_true",
+                        help="forecast every run's calls, tokens, dollars and wall time, and the sweep's total, then exit")
+    from speedrunner.cli import add_estimate_flags
+
+    add_estimate_flags(parser)
     parser.add_argument("--dry-run", action="store_true",
                         help="print the expanded runs (what would be started, resumed, skipped) and exit")
     parser.add_argument("--backend", choices=("local", "ray", "slurm"), default="local",
@@ -69,7 +74,35 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(sweep, runs)
         return 0
+    if args.estimate:
+        return print_sweep_estimate(sweep, runs, args)
     return run_sweep(sweep, runs, backend=args.backend, workers=args.workers, address=args.address)
+
+
+def print_sweep_estimate(sweep: Sweep, runs: list[SweepRun], args: argparse.Namespace) -> int:
+    """Each run's forecast, then the sweep's total (what is already spent is not subtracted)."""
+    from speedrunner.catalog import config_loader
+    from speedrunner.cli import print_estimate
+
+    loader = config_loader()
+    worst: list[float | None] = []
+    typical: list[float | None] = []
+    for r in runs:
+        config = loader.load(r.config_file, overrides=r.overrides).config
+        e = print_estimate(config, r.label, args)
+        worst.append(e.usd_max)  # type: ignore[attr-defined]
+        typical.append(e.typical_usd)  # type: ignore[attr-defined]
+        print()
+    if args.json:
+        return 0
+    total = "unknown (a model has no price)" if any(w is None for w in worst) else \
+        f"${sum(w for w in worst if w is not None):,.2f}"
+    print(f"sweep {sweep.spec.name}: {len(runs)} runs, worst case {total}", end="")
+    if args.pilots and all(t is not None for t in typical):
+        print(f", typical ${sum(t for t in typical if t is not None):,.2f}", end="")
+    cap = sweep.spec.max_cost_usd
+    print(f"; sweep cap {'none' if cap is None else f'${cap:,.2f}'} (max_cost_usd in {sweep.path})")
+    return 0
 
 
 def print_plan(sweep: Sweep, runs: list[SweepRun]) -> None:
@@ -100,13 +133,14 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
             to_run = [r for r in runs if plans[r.run_id][0] in ("start", "resume")]
             # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
             on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
+            env = {**slots_env(), **spend_ledger_env(sweep)}
             with shared_babyai_server(to_run if on_this_machine else []) as operational:
                 if backend == "ray":
                     outcomes = run_ray(runs, address=address, operational=operational,
-                                       extra_env=slots_env(), report=report, init_kwargs=ray_init)
+                                       extra_env=env, report=report, init_kwargs=ray_init)
                 else:
                     outcomes = LocalPool(workers or os.cpu_count() or 1).run(
-                        runs, operational, slots_env(), report)
+                        runs, operational, env, report)
     except SweepInterrupted as e:
         outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
     except KeyboardInterrupt:  # before any run started (e.g. while the BabyAI server started)
@@ -116,7 +150,51 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
     if code:
         print(f"sweep stopped; rerun `speedrunner sweep {sweep.path}` to continue", file=sys.stderr)
         return code
-    return 0 if all(o.ok for o in outcomes) else 1
+    if all(o.ok for o in outcomes):
+        return 0
+    capped = [o for o in outcomes if o.status == "budget_reached"]
+    if capped:
+        print(f"{len(capped)} run(s) stopped at a spending cap ({spend_line(sweep)}); raise the cap "
+              f"(max_cost_usd in {sweep.path}, or run.max_cost_usd) and rerun `speedrunner sweep "
+              f"{sweep.path}` to continue them exactly where they stopped", file=sys.stderr)
+        if all(o.ok or o.status == "budget_reached" for o in outcomes):
+            from speedrunner.core.llm.budget import BUDGET_EXIT_CODE
+
+            return BUDGET_EXIT_CODE
+    return 1
+
+
+def spend_ledger_env(sweep: Sweep) -> dict[str, str]:
+    """With a sweep-level cap: the ledger every run of the sweep checks its calls against.
+
+    Runs that already spent (an earlier attempt of the sweep) are entered from their logs
+    unless they are in the ledger already; a run entering itself when it starts wins.
+    """
+    cap = sweep.spec.max_cost_usd
+    if cap is None or not sweep.runs:
+        return {}
+    from speedrunner.core.llm.budget import SWEEP_CAP_ENV, SWEEP_LEDGER_ENV, SweepLedger, run_spent
+
+    path = ledger_path(sweep)
+    for r in sweep.runs:
+        SweepLedger(path, cap, r.run_id).register_if_missing(lambda r=r: run_spent(r.run_dir, r.run_id))
+    return {SWEEP_LEDGER_ENV: str(path), SWEEP_CAP_ENV: repr(cap)}
+
+
+def ledger_path(sweep: Sweep) -> Path:
+    """``<output_root>/sweeps/<sweep>/spend.json``, beside the runs' logs."""
+    return sweep.runs[0].log_file.parent.parent / "spend.json"
+
+
+def spend_line(sweep: Sweep) -> str:
+    """What the sweep spent, against its cap when it has one."""
+    from speedrunner.core.llm.budget import read_ledger, run_spent
+
+    if sweep.spec.max_cost_usd is not None and sweep.runs:
+        data = read_ledger(ledger_path(sweep))
+        total = sum(float(r.get("spent", 0.0)) for r in data["runs"].values())
+        return f"the sweep spent ${total:.4f} of its ${sweep.spec.max_cost_usd:.2f}"
+    return f"the sweep spent ${sum(run_spent(r.run_dir, r.run_id) for r in sweep.runs):.4f}"
 
 
 _SIGNAL: dict[str, int] = {}

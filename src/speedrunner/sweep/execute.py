@@ -104,8 +104,11 @@ def command(run: SweepRun, action: Action, operational: Sequence[str] = ()) -> l
     """The train command for ``run``; ``operational`` are ``--set`` keys a resume may change too."""
     cmd = [sys.executable, "-m", run.entry_point]
     if action == "resume":
+        from speedrunner.sweep.spec import RESUME_KEYS
+
         cmd += ["--resume", str(run.run_dir)]
-        overrides: list[str] = list(operational)
+        overrides: list[str] = [o for o in run.overrides if o.split("=", 1)[0] in RESUME_KEYS]
+        overrides += list(operational)
     else:
         cmd += ["--config_file", str(run.config_file), "--run_dir", str(run.run_dir)]
         overrides = [*run.overrides, *operational]

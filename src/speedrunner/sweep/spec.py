@@ -38,6 +38,11 @@ from speedrunner.core.names import suggest
 from speedrunner.errors import ConfigError, MissingFileError
 
 Scalar = str | int | float | bool | None
+NOT_IDENTITY = frozenset({"run.output_root", "run.max_cost_usd"})
+"""Overrides that do not define a run: changing them in the sweep file keeps each run's
+directory (a raised spending cap continues the capped runs instead of starting new ones)."""
+RESUME_KEYS = frozenset({"run.max_cost_usd"})
+"""Overrides a sweep passes again when it resumes a run, so an edit of the sweep file applies."""
 OverrideValue = Scalar | list[Any] | dict[str, Any]
 
 
@@ -71,6 +76,10 @@ class SweepFile(BaseModel):
     """Where the runs go (relative: to the current directory); null: each config's run.output_root."""
     resources: Resources = Field(default_factory=Resources)
     """Per-run resources for ``--backend ray``."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Spending cap in USD over all the sweep's runs together (null: none; each run's own
+    ``run.max_cost_usd`` still applies). A run whose next call could cross it stops with status
+    budget_reached; raise it and rerun the sweep to go on. See docs/spending.md."""
 
     @field_validator("name")
     @classmethod
@@ -254,7 +263,7 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             merged: dict[str, Any] = dict(spec.set)
             for _, overrides in point:
                 merged.update(overrides)
-            identity = sorted(_as_override(k, v) for k, v in merged.items() if k != "run.output_root")
+            identity = sorted(_as_override(k, v) for k, v in merged.items() if k not in NOT_IDENTITY)
             rel = Path(os.path.relpath(config_file.resolve(), base.resolve())).as_posix()
             digest = hashlib.sha256(json.dumps({"config": rel, "overrides": identity}).encode()).hexdigest()
             label = " ".join([config_file.stem, *(part for part, _ in point)])

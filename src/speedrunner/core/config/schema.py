@@ -38,7 +38,7 @@ class Section(BaseModel):
 
 
 class RunSection(Section):
-    OPERATIONAL = frozenset({"parallel_episodes", "output_root", "sandbox"})
+    OPERATIONAL = frozenset({"parallel_episodes", "output_root", "sandbox", "max_cost_usd"})
 
     seed: int = 0
     """Run seed; every episode's seed derives from (seed, split, index)."""
@@ -79,6 +79,12 @@ class RunSection(Section):
     """Root under which run directories are created."""
     sandbox: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto"
     """Isolation of LLM-written code: the best tier the machine offers (auto), or one named tier."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Spending cap of the run in USD (null: none). Before each paid call the run checks that
+    spend so far + the worst case of the calls in flight + this call's worst case stays within
+    it; otherwise it stops before the call with status budget_reached (exit code 3). Raise it
+    on --resume (--set run.max_cost_usd=...) to go on exactly where it stopped. Needs a price
+    for every model of the run. See docs/spending.md."""
 
     @model_validator(mode="after")
     def _schedule_fits(self) -> RunSection:

@@ -27,6 +27,7 @@ from typing import Any
 
 from speedrunner.core.config.schema import ModelConfig, Prices
 from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally
+from speedrunner.core.llm.budget import SpendCap
 from speedrunner.core.llm.cache import ResponseCache, request_hash
 from speedrunner.core.llm.conversation import Conversation, as_conversation, message_dict
 from speedrunner.core.llm.prices import cost_usd
@@ -72,8 +73,11 @@ class ManagedModel:
         calls_log: CallLog | None = None,
         backoff: Backoff | None = None,
         log_full_messages: bool = False,
+        budget: SpendCap | None = None,
     ) -> None:
         self.config = config
+        self.budget = budget
+        """The spending caps every paid call is checked against before it is sent (None: none)."""
         self.provider = provider
         self.namespace = namespace
         self.prices = prices
@@ -131,7 +135,22 @@ class ManagedModel:
         replayed = self._try_replay(messages, purpose, call_id, req_hash, specs)
         if replayed is not None:
             return replayed
-        return self._call(messages, purpose, call_id, req_hash, params, specs)
+        if self.budget is None or self.provider.name == "scripted":
+            return self._call(messages, purpose, call_id, req_hash, params, specs)
+        # A paid call: it starts only if its worst case fits under the caps (else BudgetReached).
+        worst = self._max_cost(messages, params, specs)
+        reservation = self.budget.reserve(float("inf") if worst is None else worst) if self.budget.active else None
+        try:
+            completion = self._call(messages, purpose, call_id, req_hash, params, specs)
+        except BaseException:
+            if reservation is not None:
+                self.budget.settle(reservation, 0.0)  # failed for good: logged as spending nothing
+            raise
+        if reservation is not None:
+            self.budget.settle(reservation, completion.cost_usd or 0.0)
+        else:  # no cap: the spend is still shown
+            self.budget.add_spent(completion.cost_usd or 0.0)
+        return completion
 
     @property
     def native_tools(self) -> bool:

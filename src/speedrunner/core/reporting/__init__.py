@@ -67,6 +67,9 @@ def _markdown(groups: list[Group], plots: list[Plot], tables: list[Table], title
         lines += ["**Not finished:** " + ", ".join(f"{r.run_id} ({r.status}, {len(r.metrics)}/{r.rollouts_planned}"
                                                    " rollouts)" for r in partial)
                   + " — their numbers are partial.", ""]
+    capped = [r.run for g in groups for r in g.runs if r.run.spending is not None]
+    if capped:
+        lines += ["**Spending caps:** " + ", ".join(f"{r.run_id} ({r.spending})" for r in capped), ""]
     lines += ["Mean ± 1 s.d. (sample) over seeds; one seed shows the mean only.", ""]
     lines += [f"![{p.title}](plots/{p.name}.png)" for p in plots] + [""]
     for table in tables:

@@ -59,6 +59,7 @@ def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]
 def _run_label(r: RunNumbers) -> str:
     run = r.run
     marks = [run.status] + (["SCRIPTED"] if run.scripted else []) + ([f"resumed {run.resumes}x"] if run.resumes else [])
+    marks += [run.spending] if run.spending is not None else []
     return f"{run.key.label} seed {run.seed} {run.run_id} [{', '.join(marks)}]"
 
 

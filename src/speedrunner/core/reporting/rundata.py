@@ -99,6 +99,21 @@ class RunData:
         return total if isinstance(total, int) else None
 
     @property
+    def spending(self) -> str | None:
+        """Money spent against the spending cap (``summary.json``), e.g. ``spent $0.41 of cap $5.00``;
+        None when the run had no cap."""
+        s = self.summary.get("spending")
+        if not isinstance(s, dict) or (s.get("max_cost_usd") is None and s.get("sweep_max_cost_usd") is None):
+            return None
+        spent = s.get("spent_usd")
+        text = f"spent ${float(spent):.4f}" if isinstance(spent, int | float) else "spent unknown"
+        if isinstance(s.get("max_cost_usd"), int | float):
+            text += f" of cap ${float(s['max_cost_usd']):.2f}"
+        if isinstance(s.get("sweep_max_cost_usd"), int | float):
+            text += f" (sweep cap ${float(s['sweep_max_cost_usd']):.2f})"
+        return text
+
+    @property
     def resumes(self) -> int:
         return len(self.extra.get("provenance", {}).get("resumes") or [])
 

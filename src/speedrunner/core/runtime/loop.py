@@ -31,6 +31,7 @@ from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl,
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
+from speedrunner.core.llm.budget import SpendCap
 from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
@@ -122,8 +123,11 @@ class Runner:
         run_id: str,
         scripted: bool,
         skill_support: SkillSupport | None = None,
+        spend_cap: SpendCap | None = None,
     ) -> None:
         self.config = config
+        self.spend_cap = spend_cap
+        """The spending cap the models check (its figures go to the progress line and the records)."""
         self.run_dir = run_dir
         self.benchmark = benchmark
         self.method = method
@@ -155,7 +159,8 @@ class Runner:
         progress = ProgressReporter(
             run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
             version=checkpoint.knowledge_version, metric=metric,
-            metric_sum=sum(float(r[metric]) for r in read_jsonl(self.run_dir / METRICS_FILE)))
+            metric_sum=sum(float(r[metric]) for r in read_jsonl(self.run_dir / METRICS_FILE)),
+            spend=self.spend_cap.describe if self.spend_cap is not None and self.spend_cap.active else None)
         try:
             for batch in range(checkpoint.completed_batches, batches):
                 start = batch * run.sleep_every
@@ -280,7 +285,7 @@ class Runner:
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
                 **skill_metrics.episode_fields(t), **library,
                 "cap_hits": episode_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
-                "sandbox_violations": t.sandbox_violations,
+                "sandbox_violations": t.sandbox_violations, **self._spend_fields(),
             })
             totals.episodes += 1
             totals.successes += int(t.success)
@@ -343,6 +348,14 @@ class Runner:
         progress.phase(f"eval at rollout {rollout}: {metric} {row[metric]:.3f} over {n} episodes")
 
     # ---------------------------------------------------------------- records
+    def _spend_fields(self) -> dict[str, Any]:
+        """Money spent on the run so far (all processes) and its cap, for metrics rows: written
+        after the batch's sleep, so every row of a batch carries the same figures."""
+        if self.spend_cap is None:
+            return {}
+        snap = self.spend_cap.snapshot()
+        return {"run_spent_usd": snap["spent_usd"], "max_cost_usd": snap["max_cost_usd"]}
+
     def _elapsed(self) -> float:
         """Real time on this run: earlier processes (to their last checkpoint) plus this one."""
         return self._elapsed_before + time.monotonic() - self._process_started
@@ -374,6 +387,7 @@ class Runner:
             else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
+            "spending": None if self.spend_cap is None else self.spend_cap.snapshot(),
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
             "format": format_counts(self.run_dir),
             "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)),
@@ -385,7 +399,7 @@ class Runner:
         return summary
 
 
-RunStatus = Literal["running", "finished", "interrupted", "failed"]
+RunStatus = Literal["running", "finished", "interrupted", "failed", "budget_reached"]
 
 
 def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:
@@ -398,7 +412,8 @@ def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:
             "mean_over_tasks": sum(rates.values()) / len(rates)}
 
 
-def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None) -> None:
+def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None,
+                    spending: dict[str, Any] | None = None) -> None:
     """Record how a run ended (``interrupted`` or ``failed`` with the reason) in summary.json.
 
     Called by the entry point after the loop was left by an exception. The elapsed time of
@@ -410,6 +425,8 @@ def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None)
     except (json.JSONDecodeError, UnicodeDecodeError):
         summary = {"run_id": run_dir.name}
     summary.update(status=status, status_reason=reason, ended_at=_now())
+    if spending is not None:
+        summary["spending"] = spending
     atomic_write_json(path, summary)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -22,10 +23,12 @@ from speedrunner.core.runtime.checkpoint import Totals
 class ProgressReporter:
     def __init__(self, total_episodes: int, *, scripted: bool, totals: Totals | None = None,
                  version: int = 0, metric: str = "success", metric_sum: float | None = None,
-                 console: Console | None = None) -> None:
+                 console: Console | None = None, spend: Callable[[], str] | None = None) -> None:
         """``totals`` carries the counts of a resumed run forward (episodes, successes, cost);
-        ``metric_sum`` the sum of ``metric`` over its finished episodes (default: successes)."""
+        ``metric_sum`` the sum of ``metric`` over its finished episodes (default: successes);
+        ``spend`` says the money spent against the spending cap (shown when a cap is set)."""
         totals = totals or Totals()
+        self.spend = spend
         self.console = console or Console()
         self.total = total_episodes
         self.done = totals.episodes
@@ -98,7 +101,8 @@ class ProgressReporter:
     def _describe(self, phase: str) -> str:
         cost = "unknown" if self.cost is None else f"${self.cost:.4f}"
         value = f"{self.metric_sum / self.done:.0%}" if self.done else "-"
-        return f"{self.tag}{phase} | {self.metric} {value} | cost {cost} | knowledge v{self.version}"
+        spend = f" | {self.spend()}" if self.spend is not None else ""
+        return f"{self.tag}{phase} | {self.metric} {value} | cost {cost}{spend} | knowledge v{self.version}"
 
     def _eta(self) -> str:
         """Remaining training time from this process's finished batches (none before the first)."""

@@ -256,7 +256,8 @@ class VoyagerMethod:
         return EmbeddingRanker(model=e.name, base_url=e.base_url, api_key_env=e.api_key_env, timeout_s=e.timeout_s,
                                price_per_million=None if e.prices is None else e.prices.input,
                                store_dir=self.run_dir / STATE_DIR, calls_log=CallLog(self.run_dir / CALLS_FILE),
-                               namespace=getattr(self.model, "namespace", self.run_dir.name))
+                               namespace=getattr(self.model, "namespace", self.run_dir.name),
+                               budget=getattr(self.model, "budget", None))
 
     def _reset_batch(self) -> None:
         """The batch starts from the stored generation and state (also after a kill)."""
