@@ -36,7 +36,7 @@ from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 from .harness import REPO, clean_env, policy_reply, rows, train_cmd
 from .speedrunner_fakes import INDUCER, tool
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # a ScienceWorld cell is minutes on a busy machine
 
 TRIES = os.environ.get("SPEEDRUNNER_INTERRUPT_TRIES")
 LATENCY_S = 0.05
