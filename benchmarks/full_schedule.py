@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -164,8 +165,10 @@ def read_bound(run_dir: Path) -> tuple[Bound, dict[str, Any]]:
         bound.evals += 1
     for sleep in sorted((run_dir / "sleep").glob("batch_*/sleep.json")):
         bound.sleep_calls += int(json.loads(sleep.read_text())["turns"])
+    per_call = sorted(r["wall_time_s"] / r["llm_calls"] for r in metrics if r["llm_calls"] and "wall_time_s" in r)
     facts = {"parallel_episodes": run["parallel_episodes"], "max_concurrency": config["model"].get("max_concurrency"),
-             "episodes": len(metrics), "actor_calls_per_train_episode": sum(r["llm_calls"] for r in metrics) / len(metrics)}
+             "episodes": len(metrics), "actor_calls_per_train_episode": sum(r["llm_calls"] for r in metrics) / len(metrics),
+             "median_episode_s_per_call": round(per_call[len(per_call) // 2], 3) if per_call else None}
     return bound, facts
 
 
@@ -250,6 +253,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10, help="benchmark.max_llm_calls: every episode's length")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory(prefix="full-schedule-") as tmp:
         for benchmark in args.benchmarks:
@@ -257,7 +261,8 @@ def main() -> None:
             print(f"{benchmark}: wall {results[-1].wall_s:.1f}s, bound {results[-1].bound_s:.1f}s", flush=True)
     print(f"\nSpeedRunner, {args.rollouts} rollouts, sleep every {args.sleep_every}, eval at 0 and every "
           f"{args.eval_every} on {args.eval_episodes}; {args.latency * 1000:.0f} ms per model call, "
-          f"<= {args.calls} calls per episode\n")
+          f"<= {args.calls} calls per episode; load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs\n")
     print(table(results))
     print("\nratio: the whole process (start-up included) over the bound; loop: first phase to last "
           "(start-up and exit left out).\nstart-up: interpreter, env server, sandboxes, before the first "
