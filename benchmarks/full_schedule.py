@@ -252,12 +252,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds before each answer")
     parser.add_argument("--calls", type=int, default=10, help="benchmark.max_llm_calls: every episode's length")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--keep", type=Path, help="put the run directories here and keep them (default: a temp dir)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory(prefix="full-schedule-") as tmp:
+        root = args.keep or Path(tmp)
         for benchmark in args.benchmarks:
-            results.append(run_one(benchmark, args, Path(tmp)))
+            results.append(run_one(benchmark, args, root))
             print(f"{benchmark}: wall {results[-1].wall_s:.1f}s, bound {results[-1].bound_s:.1f}s", flush=True)
     print(f"\nSpeedRunner, {args.rollouts} rollouts, sleep every {args.sleep_every}, eval at 0 and every "
           f"{args.eval_every} on {args.eval_episodes}; {args.latency * 1000:.0f} ms per model call, "

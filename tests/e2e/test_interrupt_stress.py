@@ -79,6 +79,7 @@ class Fake:
         self.delay_s = 0.0
         self.pgid: int | None = None
         self.fired = threading.Event()
+        self.sent_at: float | None = None   # when SIGINT went out (monotonic)
         self._lock = threading.Lock()
         self._seen = 0
 
@@ -100,6 +101,7 @@ class Fake:
             time.sleep(delay)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGINT)
+                self.sent_at = time.monotonic()
 
         threading.Thread(target=fire, daemon=True).start()
 
@@ -130,7 +132,7 @@ def follow(stream, fake: Fake, sink: list[str]) -> None:
             fake.phase = "eval"
 
 
-def launch(cmd: list[str], fake: Fake, timeout: float = 600) -> tuple[int, str, str]:
+def launch(cmd: list[str], fake: Fake, timeout: float = 600) -> tuple[int, str, str, float]:
     """Run ``cmd`` in its own session (so the group can be signalled like a terminal's)."""
     fake.phase = "start"
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -148,9 +150,10 @@ def launch(cmd: list[str], fake: Fake, timeout: float = 600) -> tuple[int, str, 
         fake.pgid = None
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    exited = time.monotonic()
     for t in pumps:
         t.join(timeout=10)
-    return code, "".join(out), "".join(err)
+    return code, "".join(out), "".join(err), exited
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +166,7 @@ def references(tmp_path_factory):
             run_dir = tmp_path_factory.mktemp(f"reference-{bench}") / "run"
             fake = Fake(bench)
             with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
-                code, _, err = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url), fake)
+                code, _, err, _ = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url), fake)
             assert code == 0, err[-3000:]
             made[bench] = run_dir
         return made[bench]
@@ -184,10 +187,12 @@ def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run
         fake = Fake(bench)
         with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
             fake.arm(phase, rng)
-            code, _, err = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url), fake)
+            code, _, err, exited = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url), fake)
             where = f"try {attempt} (after {fake.after} {phase} requests + {fake.delay_s * 1000:.0f} ms)"
             assert fake.fired.is_set(), f"{where}: the run never reached the phase:\n{err[-2000:]}"
-            if code == 0:   # the signal came after the last request: nothing left to interrupt
+            if code == 0:   # the signal came as the run ended (the phase was its last): nothing to stop
+                assert fake.sent_at is None or exited - fake.sent_at < 3.0, \
+                    f"{where}: the run ignored SIGINT and ran on for {exited - fake.sent_at:.1f}s"
                 continue
             assert code == 130, f"{where}: exit {code}\n{err[-4000:]}"
             interrupted += 1
@@ -200,7 +205,7 @@ def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run
             assert summary["status"] == "interrupted" and summary["status_reason"] == "Ctrl-C", where
 
             fake.target = None   # disarmed: the same endpoint answers the resumed run
-            code, _, err = launch([sys.executable, "-m", f"speedrunner.benchmarks.{bench}.train",
+            code, _, err, _ = launch([sys.executable, "-m", f"speedrunner.benchmarks.{bench}.train",
                                    "--resume", str(run_dir)], fake)
         assert code == 0, f"{where}: resume failed\n{err[-3000:]}"
         for name in ("metrics.jsonl", "eval.jsonl"):
