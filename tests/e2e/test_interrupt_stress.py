@@ -10,10 +10,10 @@ latency, so the signal lands mid-request or between requests). The run must exit
 one short message naming the resume command and no traceback, and record ``interrupted`` in
 summary.json; the resume must then equal the uninterrupted reference row for row.
 
-Tries per (benchmark, phase) cell: ``SPEEDRUNNER_INTERRUPT_TRIES`` (default 2, and 1 on
-ScienceWorld, whose quick-test run alone takes about a minute here: a JVM per env and a slow
-task load); the random draws are seeded per try, so a failure names a try that replays the
-same schedule. ``SPEEDRUNNER_INTERRUPT_TRIES=10`` is the soak version.
+Tries per (benchmark, phase) cell: ``SPEEDRUNNER_INTERRUPT_TRIES`` (default 2 on BabyAI, 1 on
+Crafter and ScienceWorld, whose quick-test runs take about a minute each on a busy 2-CPU
+machine: world generation, a JVM per env); the random draws are seeded per try, so a failure
+names a try that replays the same schedule. ``SPEEDRUNNER_INTERRUPT_TRIES=10`` is the soak.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from .speedrunner_fakes import INDUCER, tool
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # a ScienceWorld cell is minutes on a busy machine
 
 TRIES = os.environ.get("SPEEDRUNNER_INTERRUPT_TRIES")
+DEFAULT_TRIES = {"babyai": 2, "crafter": 1, "scienceworld": 1}
 LATENCY_S = 0.05
 MAX_STDERR_LINES = 12   # the interrupt message is 3 lines; room for an unrelated warning or two
 
@@ -179,7 +180,7 @@ def references(tmp_path_factory):
 def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run(tmp_path, references,
                                                                                  bench, phase):
     ref_dir = references(bench)
-    tries = int(TRIES) if TRIES else (1 if bench == "scienceworld" else 2)
+    tries = int(TRIES) if TRIES else DEFAULT_TRIES[bench]
     interrupted = 0
     for attempt in range(tries):
         rng = random.Random(f"{bench}/{phase}/{attempt}")
