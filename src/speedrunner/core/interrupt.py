@@ -11,15 +11,36 @@ already on the wire cannot be taken back; the entry point does not wait for it.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["STOP", "RunInterrupted", "check_stop", "handle_stop_signals", "sleep_unless_stopped"]
+__all__ = ["STOP", "RunInterrupted", "add_stop_hook", "check_stop", "handle_stop_signals",
+           "sleep_unless_stopped"]
 
 STOP = threading.Event()
 """Set once the run is stopping; every paid call checks it first."""
+
+_STOP_HOOKS: list[Callable[[], None]] = []
+
+
+def add_stop_hook(hook: Callable[[], None]) -> None:
+    """Run ``hook`` (once, in the main thread) when a stop signal arrives, before the run unwinds.
+
+    For a backend whose library reports its own connections dying as ERROR logs with
+    tracebacks (py4j, when Ctrl-C also stops ScienceWorld's JVMs): the hook silences it, so
+    the one message that says how to resume is not buried. Registering twice runs it once.
+    """
+    if hook not in _STOP_HOOKS:
+        _STOP_HOOKS.append(hook)
+
+
+def _run_stop_hooks() -> None:
+    for hook in list(_STOP_HOOKS):
+        with contextlib.suppress(Exception):  # quieting noise must never break stopping
+            hook()
 
 _EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -71,6 +92,7 @@ def handle_stop_signals() -> Iterator[None]:
         if STOP.is_set():
             return  # already unwinding: let the clean-up and the message finish
         STOP.set()
+        _run_stop_hooks()
         raise RunInterrupted(f"interrupted by {signal.Signals(signum).name}", signum=signum)
 
     previous = {s: signal.signal(s, handler) for s in _EXIT_CODES}

@@ -83,10 +83,13 @@ class ServerConnection:
             attempt += 1
             reused = self._conn is not None
             try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                self._conn.request(method, self.prefix + path, body=data, headers=headers)
-                response = self._conn.getresponse()
+                conn = self._conn
+                if conn is None:
+                    conn = self._conn = self._connect()
+                # ``conn``, not ``self._conn``: a close() from another thread (a run shutting
+                # down) then fails this request as a dropped connection, not an AttributeError.
+                conn.request(method, self.prefix + path, body=data, headers=headers)
+                response = conn.getresponse()
                 raw = response.read()
                 if response.will_close:
                     self.close()
@@ -101,7 +104,9 @@ class ServerConnection:
                         f"that run ends; for concurrent runs {START_HINT})") from e
                 if not reused:
                     time.sleep(min(0.05 * 2 ** attempt, 1.0))
-            except (OSError, http.client.HTTPException) as e:
+            except (OSError, http.client.HTTPException, AttributeError) as e:
+                if isinstance(e, AttributeError) and self._conn is not None:
+                    raise  # a real bug, not a connection closed under the request
                 self.close()
                 raise ServerUnavailableError(
                     f"BabyAI server at {self.base_url} did not answer {method} {path} ({e}); "
@@ -115,9 +120,9 @@ class ServerConnection:
         return response.status, payload
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
 
 def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:

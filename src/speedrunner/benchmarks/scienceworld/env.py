@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import threading
 import weakref
@@ -35,6 +36,7 @@ from typing import Any
 
 from speedrunner.benchmarks.scienceworld.tasks import TaskRef, parse_task
 from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.interrupt import add_stop_hook
 from speedrunner.errors import EnvError, InvalidActionError
 
 _LAUNCH_LOCK = threading.Lock()
@@ -50,6 +52,26 @@ def _close_all() -> None:
 
 
 atexit.register(_close_all)
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    return not record.name.startswith("py4j") and f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+def quiet_py4j() -> None:
+    """Silence py4j's own logging (connection errors with tracebacks, one per call in flight).
+
+    Ctrl-C reaches the JVMs too (same process group), so every simulator call in flight and
+    every later clean-up finds its JVM gone, and py4j logs each at ERROR with a traceback:
+    through its ``py4j`` loggers, and through the root logger (``logging.exception``, which
+    also installs a stderr handler). Those calls' results are discarded anyway; the run's one
+    message says how to resume.
+    """
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    logging.getLogger().addFilter(_not_from_py4j)
+
+
+add_stop_hook(quiet_py4j)
 
 
 def launch_simulator(env_step_limit: int, jvm_options: str) -> Any:

@@ -13,9 +13,9 @@ with the scripted model is reproducible bit for bit, parallel or not, killed or 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +31,7 @@ from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl,
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
+from speedrunner.core.interrupt import RunInterrupted
 from speedrunner.core.llm.budget import SpendCap
 from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.types import Model
@@ -77,29 +78,70 @@ def config_fingerprint(config: RunConfig) -> str:
 
 class EnvPool:
     """Envs reused across episodes (a ScienceWorld env owns a JVM). One is made only when none
-    is free, so at most ``run.peak_parallel_episodes`` exist."""
+    is free, so at most ``run.peak_parallel_episodes`` exist.
+
+    An env is only ever used by one thread at a time, and ``close`` never closes an env while
+    an episode thread still holds it (closing a connection or a JVM under a running request is
+    what turned Ctrl-C into tracebacks): it closes the free envs, waits a moment for the held
+    ones to come back, and leaves any still held to their thread, which closes it on return.
+    """
+
+    RETURN_WAIT_S = 2.0
+    """How long ``close`` waits for episode threads to hand their envs back. They stop before
+    their next model call; one waiting on a request already on the wire is not waited for."""
 
     def __init__(self, make_env: Callable[[], TextEnv]) -> None:
         self._make_env = make_env
-        self._free: queue.LifoQueue[TextEnv] = queue.LifoQueue()
-        self._all: list[TextEnv] = []
+        self._free: list[TextEnv] = []
+        self._held = 0
+        self._closed = False
+        self._cond = threading.Condition()
 
     @contextmanager
     def env(self) -> Iterator[TextEnv]:
+        with self._cond:
+            if self._closed:
+                raise RunInterrupted("stopping: the env pool is closed")
+            env = self._free.pop() if self._free else None
+            self._held += 1
         try:
-            env = self._free.get_nowait()
-        except queue.Empty:
-            env = self._make_env()
-            self._all.append(env)
+            if env is None:
+                env = self._make_env()
+        except BaseException:
+            self._give_back(None)
+            raise
         try:
             yield env
         finally:
-            self._free.put(env)
+            self._give_back(env)
 
-    def close(self) -> None:
-        for env in self._all:
-            env.close()
-        self._all.clear()
+    def _give_back(self, env: TextEnv | None) -> None:
+        with self._cond:
+            self._held -= 1
+            closed = self._closed
+            if env is not None and not closed:
+                self._free.append(env)
+            self._cond.notify_all()
+        if env is not None and closed:
+            _close_quietly(env)
+
+    def close(self, wait_s: float | None = None) -> None:
+        """Close every env; held ones once their thread hands them back (see the class)."""
+        deadline = time.monotonic() + (self.RETURN_WAIT_S if wait_s is None else wait_s)
+        with self._cond:
+            self._closed = True
+            free, self._free = self._free, []
+        for env in free:
+            _close_quietly(env)
+        with self._cond:
+            while self._held and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+
+
+def _close_quietly(env: TextEnv) -> None:
+    """Close an env on shutdown; a failure to close is not worth a traceback over the result."""
+    with contextlib.suppress(Exception):  # the env's backend may already be gone
+        env.close()
 
 
 @dataclass

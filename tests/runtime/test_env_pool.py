@@ -1,0 +1,89 @@
+"""The env pool never closes an env under the thread using it: on shutdown it closes the free
+envs, waits a moment for held ones, and a held env is closed by its thread when handed back.
+(Closing a BabyAI connection or a ScienceWorld JVM under a running request turned Ctrl-C into
+tracebacks and a ``failed`` run.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from speedrunner.core.interrupt import RunInterrupted
+from speedrunner.core.runtime.loop import EnvPool
+
+
+class Env:
+    def __init__(self) -> None:
+        self.in_use = threading.Lock()
+        self.closed_while_used = False
+        self.closed = 0
+
+    def close(self) -> None:
+        if self.in_use.locked():
+            self.closed_while_used = True
+        self.closed += 1
+
+
+def test_close_waits_for_a_held_env_and_never_closes_it_under_its_thread() -> None:
+    envs: list[Env] = []
+    pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
+    with pool.env():
+        pass   # one free env
+    holding, release = threading.Event(), threading.Event()
+
+    def episode() -> None:
+        with pool.env() as env, env.in_use:
+            holding.set()
+            release.wait(5)
+
+    worker = threading.Thread(target=episode)
+    worker.start()
+    holding.wait(5)
+    threading.Timer(0.3, release.set).start()
+    started = time.monotonic()
+    pool.close(wait_s=5)
+    waited = time.monotonic() - started
+    worker.join(5)
+    assert 0.2 < waited < 4, "close waited for the episode thread to hand its env back"
+    assert len(envs) == 1 and envs[0].closed == 1 and not envs[0].closed_while_used
+
+
+def test_an_env_still_held_after_the_wait_is_closed_by_its_thread_on_return() -> None:
+    envs: list[Env] = []
+    pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
+    holding, release = threading.Event(), threading.Event()
+
+    def episode() -> None:
+        with pool.env() as env, env.in_use:
+            holding.set()
+            release.wait(5)
+
+    worker = threading.Thread(target=episode)
+    worker.start()
+    holding.wait(5)
+    pool.close(wait_s=0.05)              # gives up waiting (a request still on the wire)
+    assert envs[0].closed == 0           # not closed under the request
+    release.set()
+    worker.join(5)
+    assert envs[0].closed == 1 and not envs[0].closed_while_used
+
+
+def test_a_closed_pool_hands_out_no_env() -> None:
+    pool = EnvPool(Env)
+    pool.close()
+    with pytest.raises(RunInterrupted), pool.env():
+        pass
+
+
+def test_envs_are_reused_last_in_first_out_and_made_only_when_none_is_free() -> None:
+    made: list[Env] = []
+    pool = EnvPool(lambda: made.append(Env()) or made[-1])
+    with pool.env() as a, pool.env() as b:
+        assert a is not b
+    with pool.env() as c:
+        assert c is a
+    assert len(made) == 2
+    pool.close()
+    assert [e.closed for e in made] == [1, 1]
