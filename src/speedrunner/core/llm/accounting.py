@@ -11,6 +11,7 @@ non-replayed rows gives the same number.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -86,13 +87,22 @@ class CallRecord:
 
 
 class CallLog:
-    """Appends rows to ``llm_calls.jsonl`` (whole lines, fsynced; one writer lock per file)."""
+    """Appends rows to ``llm_calls.jsonl`` (whole lines; one writer lock per file).
+
+    ``durable=False`` when a response cache keeps the run's paid answers: each paid row was
+    committed (and fsynced) with its answer, and ``reconcile`` rebuilds a line a kill kept out
+    of the file, so a call costs one fsync, not two (``build_model`` decides). The other rows
+    (replays, failures) spent nothing. A kill, SIGKILL included, loses no written line either
+    way: it is in the OS's page cache.
+    """
 
     _locks: dict[Path, threading.Lock] = {}
     _locks_guard = threading.Lock()
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, durable: bool = True) -> None:
         self.path = Path(path)
+        self.durable = durable
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # once, not once per call
         with CallLog._locks_guard:
             self._lock = CallLog._locks.setdefault(self.path.resolve(), threading.Lock())
 
@@ -107,8 +117,13 @@ class CallLog:
 
     def append(self, record: CallRecord | dict[str, Any]) -> None:
         row = record if isinstance(record, dict) else self.row(record)
-        with self._lock:
-            append_jsonl(self.path, row)
+        if self.durable:
+            with self._lock:
+                append_jsonl(self.path, row)
+            return
+        line = (json.dumps(row, default=str) + "\n").encode("utf-8")
+        with self._lock, open(self.path, "ab") as f:
+            f.write(line)  # one write of the whole line, as append_jsonl does
 
 
 @dataclass(frozen=True)
