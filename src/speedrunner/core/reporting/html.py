@@ -12,11 +12,13 @@ import base64
 import json
 from html import escape
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from speedrunner.core.reporting.aggregate import Group, RunNumbers
 from speedrunner.core.reporting.knowledge import diffs, sleep_notes
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
+from speedrunner.core.reporting.rundata import read_trajectory
 from speedrunner.core.reporting.tables import Table
 from speedrunner.core.sandbox.tiers import WEAK_ISOLATION_NOTE
 
@@ -35,25 +37,49 @@ def _asset(name: str) -> str:
     return resources.files("speedrunner.core.reporting").joinpath("assets", name).read_text("utf-8")
 
 
+def _episode(t: dict[str, Any]) -> dict[str, Any]:
+    ep = {k: t.get(k) for k in _EPISODE_KEYS}
+    ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
+    for step, raw in zip(ep["steps"], t.get("steps", []), strict=True):
+        if raw.get("parsed_action") is None:  # an invalid answer: what the model said verbatim
+            step["raw_text"] = raw.get("raw_text")
+    return ep
+
+
 def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]], int]:
-    trajectories = run_numbers.run.trajectories
-    every = []
-    for t in trajectories["train"] + trajectories["eval"]:
-        ep = {k: t.get(k) for k in _EPISODE_KEYS}
-        ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
-        for step, raw in zip(ep["steps"], t.get("steps", []), strict=True):
-            if raw.get("parsed_action") is None:  # an invalid answer: what the model said verbatim
-                step["raw_text"] = raw.get("raw_text")
-        every.append(ep)
-    sizes = [len(json.dumps(ep, ensure_ascii=False)) for ep in every]
-    if sum(sizes) <= budget:
+    """The run's episodes for the viewer, or an evenly spaced sample within ``budget`` bytes.
+
+    Read one file at a time: a long run's trajectories (hundreds of MB) are never all in
+    memory, only what is embedded (at most ``budget``) — a second read of the sampled files
+    is cheaper than holding every episode."""
+    run = run_numbers.run
+    files = run.trajectory_files("train") + run.trajectory_files("eval")
+    readable: list[Path] = []
+    sizes: list[int] = []
+    every: list[dict[str, Any]] | None = []  # kept while they all fit
+    total = 0
+    for path in files:
+        t = read_trajectory(path)
+        if t is None:
+            continue
+        ep = _episode(t)
+        readable.append(path)
+        sizes.append(len(json.dumps(ep, ensure_ascii=False)))
+        total += sizes[-1]
+        if every is not None:
+            every.append(ep)
+            if total > budget:
+                every = None
+    if every is not None:
         return every, 0
-    keep = max(1, len(every) * budget // sum(sizes))
+    keep = max(1, len(readable) * budget // total)
     while True:
-        picked = sorted({round(i * (len(every) - 1) / max(1, keep - 1)) for i in range(keep)})
+        picked = sorted({round(i * (len(readable) - 1) / max(1, keep - 1)) for i in range(keep)})
         if keep == 1 or sum(sizes[i] + 2 for i in picked) <= budget:
-            return [every[i] for i in picked], len(every) - len(picked)
+            break
         keep -= 1
+    episodes = [_episode(t) for i in picked if (t := read_trajectory(readable[i])) is not None]
+    return episodes, len(readable) - len(episodes)
 
 
 def _run_label(r: RunNumbers) -> str:
