@@ -65,8 +65,7 @@ def build_model(
         namespace=namespace,
         prices=resolve_prices(config),
         cache=ResponseCache(cache_path) if cache_path is not None else None,
-        # with a cache, a paid row is fsynced in the cache's commit; the JSONL line is its copy
-        calls_log=CallLog(calls_log_path, durable=cache_path is None) if calls_log_path is not None else None,
+        calls_log=CallLog(calls_log_path) if calls_log_path is not None else None,
         backoff=backoff,
         log_full_messages=log_full_messages,
     )

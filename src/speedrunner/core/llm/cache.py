@@ -22,9 +22,7 @@ The same file keeps the money honest across kills (SIGKILL included):
 
 What a commit costs must not grow with the run (a Crafter run at the paper's scale makes
 hundreds of thousands of calls): ``call_log.seq`` is indexed, so the next sequence number is
-one index seek, not a scan of every row logged so far. That commit is the one durable record
-of a paid answer (``synchronous=FULL``: fsynced); the ``llm_calls.jsonl`` line written after it
-is a copy that ``reconcile`` can rebuild, so it is not fsynced again.
+one index seek, not a scan of every row logged so far, and a resume reads the log in pages.
 """
 
 from __future__ import annotations
@@ -138,7 +136,7 @@ class ResponseCache:
             self.path, check_same_thread=False, timeout=30.0, isolation_level=None
         )
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")  # a committed paid answer survives power loss
+        self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
         for statement in _SCHEMA:
             self._conn.execute(statement)
