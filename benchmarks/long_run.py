@@ -10,8 +10,10 @@ against an instant fake model (no network, no model latency: what is left is our
    ``llm_calls.jsonl`` line — with a provider that builds and JSON-encodes the OpenAI request
    body and answers at once. Printed: ms per call for every block of 10,000, and the process's
    RSS. Target: the last block <= 1.2x the first; RSS flat. The old code's commit scans the
-   log (quadratic over a run), so "before" runs ``--before-calls`` (default 30,000) only.
-2. **Per step**: ``--episodes`` episodes of ``--steps`` (2,000) Crafter-sized steps through
+   log (quadratic over a run), so "before" runs ``--before-calls`` (default 20,000) only.
+   The run directories are on tmpfs (``--dir``, default ``/dev/shm``): fsync latency is the
+   disk's, not our code's, and on a shared machine it swamps everything else.
+2. **Per step**: ``--episodes`` episode(s) of ``--steps`` (2,000) Crafter-sized steps through
    the actor's own ``ActorHistory`` (full history, the paper's protocol) and the same model:
    mean ms per step around step 100, 1,000 and 2,000, and the request's size there. Plus the
    OpenAI SDK's real client work per request at those history lengths against the local
@@ -25,7 +27,7 @@ against an instant fake model (no network, no model latency: what is left is our
    of 30, each of 2,000 Crafter-sized steps (~1 MB), with the calls of (1): seconds and peak
    RSS. Target <= 30 s.
 
-    python benchmarks/long_run.py [--calls 200000] [--before cebb860] [--before-calls 30000]
+    python benchmarks/long_run.py [--calls 200000] [--before cebb860] [--before-calls 20000] [--dir /dev/shm]
     python benchmarks/long_run.py --smoke     # tiny sizes: checks the script runs
 """
 
@@ -178,6 +180,32 @@ def checkout(spec: str, tmp: Path) -> Path:
     return target
 
 
+def inflate(run_dir: Path, total: int) -> None:
+    """Bring the run directory to ``total`` stored paid calls, as a longer run would have left
+    them: copies of its own last row (new ids) added in bulk to the cache, in the layout that
+    tree created, and to ``llm_calls.jsonl``."""
+    import sqlite3
+
+    calls = run_dir / "llm_calls.jsonl"
+    with sqlite3.connect(run_dir / "llm_cache.sqlite") as conn:
+        have = conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0]
+        if have >= total:
+            return
+        namespace, call_id, request_hash, completion, created = conn.execute(
+            "SELECT * FROM responses ORDER BY created_at DESC LIMIT 1").fetchone()
+        seq, row = conn.execute("SELECT MAX(seq), row FROM call_log").fetchone()
+        template = json.loads(row)
+        with open(calls, "a") as f:
+            for chunk in range(have, total, 10_000):
+                ids = range(chunk, min(total, chunk + 10_000))
+                rows = [{**template, "call_id": f"fill/{i}", "log_id": f"fill{i:032d}"} for i in ids]
+                conn.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
+                                 [(namespace, r["call_id"], request_hash, completion, created) for r in rows])
+                conn.executemany("INSERT INTO call_log VALUES (?, ?, ?)",
+                                 [(r["log_id"], seq + 1 + i - have, json.dumps(r)) for i, r in zip(ids, rows, strict=True)])
+                f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
 def kill_tail(calls: Path) -> None:
     """What a SIGKILL between the cache's commit and the JSONL append leaves: the last rows
     missing from the file, and a torn line."""
@@ -231,15 +259,16 @@ def make_report_dir(root: Path, train: int, evals: int, per_eval: int, steps: in
 
 
 def measure(trees: dict[str, tuple[Path, int]], steps: int, episodes: int, report_scale: tuple[int, int, int, int],
-            tmp: Path) -> dict[str, dict]:
+            tmp: Path, stored: int) -> dict[str, dict]:
     out: dict[str, dict] = {}
     report_dir = make_report_dir(tmp, *report_scale)
     for side, (tree, calls) in trees.items():
         run_dir = tmp / f"calls-{side}"
         run_dir.mkdir()
-        r: dict = {"calls": run_worker(tree, "calls", str(run_dir), str(calls), str(min(BLOCK, calls)))}
+        r: dict = {"calls": run_worker(tree, "calls", str(run_dir), str(calls), str(min(BLOCK, max(1, calls // 3))))}
         print(f"  [{side}] {calls:,} calls: {r['calls'][0]['ms_per_call']:.3f} -> {r['calls'][-1]['ms_per_call']:.3f} "
               "ms/call", file=sys.stderr, flush=True)
+        inflate(run_dir, stored)
         kill_tail(run_dir / "llm_calls.jsonl")
         r["resume"] = run_worker(tree, "resume", str(run_dir))[0]
         steps_dir = tmp / f"steps-{side}"
@@ -270,7 +299,8 @@ def rows(results: dict[str, dict], sdk: dict[int, float]):
         blocks = r["calls"]
         ratio = blocks[-1]["ms_per_call"] / blocks[0]["ms_per_call"]
         rss = [b["rss_mb"] for b in blocks]
-        out.append(Row(f"long run [{side}]: per call, last / first 10,000 calls", ratio, "x", 1.2, "<=",
+        size = blocks[0]["calls"]
+        out.append(Row(f"long run [{side}]: per call, last / first block of {size:,} calls", ratio, "x", 1.2, "<=",
                        f"{blocks[0]['ms_per_call']:.3f} -> {blocks[-1]['ms_per_call']:.3f} ms over "
                        f"{blocks[-1]['calls']:,} calls"))
         out.append(Row(f"long run [{side}]: RSS, last / first block", rss[-1] / rss[0], "x", 1.2, "<=",
@@ -290,14 +320,36 @@ def rows(results: dict[str, dict], sdk: dict[int, float]):
     return out
 
 
+def run(*, calls: int = 200_000, before: str = "cebb860", before_calls: int = 20_000, stored: int = 100_000,
+        steps: int = 2000, episodes: int = 1, where: Path | None = None, smoke: bool = False) -> tuple[dict[str, dict], dict[int, float]]:
+    """Every figure: per side, the workers' results; and the SDK's ms per request by step."""
+    global BLOCK
+    if smoke:
+        calls, before_calls, stored, steps, episodes, BLOCK = 400, 200, 1000, 120, 1, 100
+    scale = (4, 2, 2, steps) if smoke else (200, 4, 30, steps)
+    with tempfile.TemporaryDirectory(prefix="long-run-", dir=where) as tmp_name:
+        tmp = Path(tmp_name)
+        trees = {"after": (REPO, calls)}
+        if before:
+            trees = {"before": (checkout(before, tmp), before_calls), **trees}
+        results = measure(trees, steps, episodes, scale, tmp, stored)
+    sdk = sdk_per_step([s for s in (100, 1000, 2000) if s <= steps] or [steps], 2 if smoke else 9)
+    return results, sdk
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, default=200_000)
     parser.add_argument("--before", default="cebb860", help="commit for the 'before' column ('' to skip it)")
-    parser.add_argument("--before-calls", type=int, default=30_000)
+    parser.add_argument("--before-calls", type=int, default=20_000)
+    parser.add_argument("--stored", type=int, default=100_000,
+                        help="stored calls for the resume and the report (filled in bulk after the timed calls)")
     parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--episodes", type=int, default=2)
+    parser.add_argument("--episodes", type=int, default=1)
+    parser.add_argument("--dir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
+                        help="where the run directories go (default /dev/shm: tmpfs, so a disk's fsync latency, "
+                             "0.2 ms idle and >10 ms under load, does not drown the work measured)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script runs, numbers mean nothing")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args(argv)
@@ -310,22 +362,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from perf_common import table
 
-    if args.smoke:
-        args.calls, args.before_calls, args.steps, args.episodes = 400, 200, 120, 1
-    global BLOCK
-    BLOCK = 100 if args.smoke else BLOCK
-    scale = (4, 2, 2, args.steps) if args.smoke else (200, 4, 30, args.steps)
-    with tempfile.TemporaryDirectory(prefix="long-run-") as tmp_name:
-        tmp = Path(tmp_name)
-        trees = {"after": (REPO, args.calls)}
-        if args.before:
-            trees = {"before": (checkout(args.before, tmp), args.before_calls), **trees}
-        results = measure(trees, args.steps, args.episodes, scale, tmp)
-    sdk = sdk_per_step([s for s in (100, 1000, 2000) if s <= args.steps] or [args.steps], 2 if args.smoke else 9)
+    results, sdk = run(calls=args.calls, before=args.before, before_calls=args.before_calls, stored=args.stored,
+                       steps=args.steps,
+                       episodes=args.episodes, where=args.dir, smoke=args.smoke)
     print(table(rows(results, sdk)))
     for side, r in results.items():
-        print(f"\n{side}: ms per call by block of {BLOCK:,} calls (RSS MB)")
-        print("  " + "  ".join(f"{b['calls'] // 1000}k {b['ms_per_call']:.3f} ({b['rss_mb']:.0f})" for b in r["calls"]))
+        print(f"\n{side}: ms per call by block of {r['calls'][0]['calls']:,} calls (RSS MB)")
+        print("  " + "  ".join(f"{b['calls'] / 1000:g}k {b['ms_per_call']:.3f} ({b['rss_mb']:.0f})" for b in r["calls"]))
     if args.json:
         args.json.write_text(json.dumps({"results": results, "sdk_ms": sdk}, indent=2) + "\n")
     return 0
