@@ -12,7 +12,6 @@ import base64
 import json
 from html import escape
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from speedrunner.core.reporting.aggregate import Group, RunNumbers
@@ -49,37 +48,30 @@ def _episode(t: dict[str, Any]) -> dict[str, Any]:
 def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]], int]:
     """The run's episodes for the viewer, or an evenly spaced sample within ``budget`` bytes.
 
-    Read one file at a time: a long run's trajectories (hundreds of MB) are never all in
-    memory, only what is embedded (at most ``budget``) — a second read of the sampled files
-    is cheaper than holding every episode."""
+    Sized by their files (a trajectory file holds every field the viewer shows, so its
+    size bounds the embedded JSON's) and read one at a time: a long run's trajectories
+    (hundreds of MB) are neither parsed nor held beyond what is embedded."""
     run = run_numbers.run
     files = run.trajectory_files("train") + run.trajectory_files("eval")
-    readable: list[Path] = []
-    sizes: list[int] = []
-    every: list[dict[str, Any]] | None = []  # kept while they all fit
-    total = 0
+    sizes = []
     for path in files:
-        t = read_trajectory(path)
-        if t is None:
-            continue
-        ep = _episode(t)
-        readable.append(path)
-        sizes.append(len(json.dumps(ep, ensure_ascii=False)))
-        total += sizes[-1]
-        if every is not None:
-            every.append(ep)
-            if total > budget:
-                every = None
-    if every is not None:
-        return every, 0
-    keep = max(1, len(readable) * budget // total)
-    while True:
-        picked = sorted({round(i * (len(readable) - 1) / max(1, keep - 1)) for i in range(keep)})
-        if keep == 1 or sum(sizes[i] + 2 for i in picked) <= budget:
-            break
-        keep -= 1
-    episodes = [_episode(t) for i in picked if (t := read_trajectory(readable[i])) is not None]
-    return episodes, len(readable) - len(episodes)
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            sizes.append(0)  # gone since listed: read_trajectory skips it below
+    total = sum(sizes)
+    if total <= budget:
+        picked = list(range(len(files)))
+    else:
+        keep = max(1, len(files) * budget // total)
+        while True:
+            picked = sorted({round(i * (len(files) - 1) / max(1, keep - 1)) for i in range(keep)})
+            if keep == 1 or sum(sizes[i] + 2 for i in picked) <= budget:
+                break
+            keep -= 1
+    episodes = [_episode(t) for i in picked if (t := read_trajectory(files[i])) is not None]
+    readable = len(episodes) + sum(1 for i in set(range(len(files))) - set(picked) if sizes[i] > 0)
+    return episodes, readable - len(episodes)
 
 
 def _run_label(r: RunNumbers) -> str:
