@@ -28,6 +28,7 @@ against an instant fake model (no network, no model latency: what is left is our
    RSS. Target <= 30 s.
 
     python benchmarks/long_run.py [--calls 200000] [--before cebb860] [--before-calls 20000] [--dir /dev/shm]
+    python benchmarks/long_run.py --report-only   # figure 4 alone, alternating before/after twice
     python benchmarks/long_run.py --smoke     # tiny sizes: checks the script runs
 """
 
@@ -337,6 +338,19 @@ def run(*, calls: int = 200_000, before: str = "cebb860", before_calls: int = 20
     return results, sdk
 
 
+def report_only(before: str, where: Path | None, repeats: int = 2) -> dict[str, list[dict]]:
+    """Figure 4 alone, alternating the trees ``repeats`` times on one run directory."""
+    out: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory(prefix="long-run-", dir=where) as tmp_name:
+        tmp = Path(tmp_name)
+        run_dir = make_report_dir(tmp, 200, 4, 30, 2000)
+        trees = {"before": checkout(before, tmp), "after": REPO}
+        for k in range(repeats):
+            for side, tree in trees.items():
+                out[side] += run_worker(tree, "report", str(run_dir), str(tmp / f"report-{side}-{k}"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -352,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                              "0.2 ms idle and >10 ms under load, does not drown the work measured)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script runs, numbers mean nothing")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--report-only", action="store_true", help="only figure 4, before and after alternating")
     args = parser.parse_args(argv)
     if args.worker:
         kind, *rest = args.worker
@@ -362,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from perf_common import table
 
+    if args.report_only:
+        for side, runs in report_only(args.before or "cebb860", args.dir).items():
+            print(f"{side}: speedrunner report " + ", ".join(f"{r['s']:.1f} s (peak RSS {r['peak_mb']:.0f} MB)"
+                                                             for r in runs))
+        return 0
     results, sdk = run(calls=args.calls, before=args.before, before_calls=args.before_calls, stored=args.stored,
                        steps=args.steps,
                        episodes=args.episodes, where=args.dir, smoke=args.smoke)
