@@ -71,16 +71,16 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return
-    lines = path.read_bytes().split(b"\n")
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            yield json.loads(raw)
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:  # torn tail: the kill happened during the append
-                return
-            raise
+    with open(path, "rb") as f:  # line by line: a long run's log is never all in memory
+        for raw in f:
+            if not raw.strip():
+                continue
+            try:
+                yield json.loads(raw)
+            except json.JSONDecodeError:
+                if not raw.endswith(b"\n"):  # torn tail: the kill happened during the append
+                    return
+                raise
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -95,12 +95,23 @@ def repair_jsonl(path: str | os.PathLike[str]) -> int:
     path = Path(path)
     if not path.exists():
         return 0
-    data = path.read_bytes()
-    if not data or data.endswith(b"\n"):
-        return 0
-    keep = data.rfind(b"\n") + 1
-    with open(path, "r+b") as f:
+    with open(path, "r+b") as f:  # reads from the end only: a resume costs the torn line, not the log
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        keep, end = 0, size
+        while end > 0:
+            start = max(0, end - 65536)
+            f.seek(start)
+            newline = f.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
         f.truncate(keep)
         f.flush()
         os.fsync(f.fileno())
-    return len(data) - keep
+    return size - keep

@@ -11,13 +11,14 @@ non-replayed rows gives the same number.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedrunner.core.atomic import append_jsonl
 from speedrunner.core.llm.conversation import as_conversation
 from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.redact import scrub_json
@@ -86,13 +87,21 @@ class CallRecord:
 
 
 class CallLog:
-    """Appends rows to ``llm_calls.jsonl`` (whole lines, fsynced; one writer lock per file)."""
+    """Appends rows to ``llm_calls.jsonl`` (whole lines; one writer lock per file).
+
+    A row that records money or a failure is fsynced (an fsync costs less than a synchronous
+    SQLite commit, so this line, not the cache, is the run's durable record of a paid call);
+    a replay's row spent nothing and is only written: a resume that replays 100,000 calls
+    must not wait for 100,000 fsyncs. A kill, SIGKILL included, loses no written line either
+    way (it is in the OS's page cache).
+    """
 
     _locks: dict[Path, threading.Lock] = {}
     _locks_guard = threading.Lock()
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # once, not once per call
         with CallLog._locks_guard:
             self._lock = CallLog._locks.setdefault(self.path.resolve(), threading.Lock())
 
@@ -107,8 +116,12 @@ class CallLog:
 
     def append(self, record: CallRecord | dict[str, Any]) -> None:
         row = record if isinstance(record, dict) else self.row(record)
-        with self._lock:
-            append_jsonl(self.path, row)
+        line = (json.dumps(row, default=str) + "\n").encode("utf-8")
+        with self._lock, open(self.path, "ab") as f:
+            f.write(line)  # one write of the whole line
+            if not (row.get("cache_hit") and not row.get("spent_usd")):
+                f.flush()
+                os.fsync(f.fileno())
 
 
 @dataclass(frozen=True)

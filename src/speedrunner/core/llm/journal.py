@@ -43,13 +43,15 @@ def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
     if not cache_path.exists():
         return Reconciled(0, [])
     repair_jsonl(calls_path)  # a kill may have torn the last line
-    logged = {row.get("log_id") for row in iter_jsonl(calls_path)}
+    logged = {row.get("log_id") for row in iter_jsonl(calls_path)}  # ids only: ~100 bytes a call
     cache = ResponseCache(cache_path)
     try:
-        missing = [row for log_id, row in cache.logged_rows() if log_id not in logged]
-        for row in missing:
-            append_jsonl(calls_path, json.loads(row))
-        return Reconciled(len(missing), cache.take_in_flight(namespace))
+        restored = 0
+        for log_id, row in cache.iter_logged_rows():  # streamed in pages, in commit order
+            if log_id not in logged:
+                append_jsonl(calls_path, json.loads(row))
+                restored += 1
+        return Reconciled(restored, cache.take_in_flight(namespace))
     finally:
         cache.close()
 

@@ -263,13 +263,14 @@ def _from_trajectory(t: dict[str, Any]) -> dict[str, int]:
 
 def _train_skill_fields(run: RunData) -> dict[int, dict[str, int]]:
     """Training episode index -> its skill fields: from metrics.jsonl, else from its trajectory."""
-    stored = {int(t["index"]): t for t in run.trajectories["train"] if "index" in t}
+    rows = [(int(row["index"]), _skill_fields(row)) for row in run.metrics]
+    missing = {index for index, fields in rows if fields is None}
+    stored = {int(t["index"]): _from_trajectory(t) for t in run.iter_trajectories("train")  # only when needed
+              if "index" in t and int(t["index"]) in missing} if missing else {}
     out = {}
-    for row in run.metrics:
-        index = int(row["index"])
-        fields = _skill_fields(row)
-        if fields is None and index in stored:
-            fields = _from_trajectory(stored[index])
+    for index, fields in rows:
+        if fields is None:
+            fields = stored.get(index)
         if fields is not None:
             out[index] = fields
     return out
@@ -281,7 +282,7 @@ def _eval_skill_fields(run: RunData, row: dict[str, Any]) -> list[dict[str, int]
     if per and all(f is not None for f in per):
         return [f for f in per if f is not None]
     point = row.get("rollout")
-    return [_from_trajectory(t) for t in run.trajectories["eval"] if t.get("eval_point") == point]
+    return [_from_trajectory(t) for t in run.iter_trajectories("eval") if t.get("eval_point") == point]
 
 
 def _per_call(fields: list[dict[str, int]]) -> float | None:

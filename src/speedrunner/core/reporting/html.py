@@ -17,6 +17,7 @@ from typing import Any
 from speedrunner.core.reporting.aggregate import Group, RunNumbers
 from speedrunner.core.reporting.knowledge import diffs, sleep_notes
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
+from speedrunner.core.reporting.rundata import read_trajectory
 from speedrunner.core.reporting.tables import Table
 from speedrunner.core.sandbox.tiers import WEAK_ISOLATION_NOTE
 
@@ -35,25 +36,42 @@ def _asset(name: str) -> str:
     return resources.files("speedrunner.core.reporting").joinpath("assets", name).read_text("utf-8")
 
 
+def _episode(t: dict[str, Any]) -> dict[str, Any]:
+    ep = {k: t.get(k) for k in _EPISODE_KEYS}
+    ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
+    for step, raw in zip(ep["steps"], t.get("steps", []), strict=True):
+        if raw.get("parsed_action") is None:  # an invalid answer: what the model said verbatim
+            step["raw_text"] = raw.get("raw_text")
+    return ep
+
+
 def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]], int]:
-    trajectories = run_numbers.run.trajectories
-    every = []
-    for t in trajectories["train"] + trajectories["eval"]:
-        ep = {k: t.get(k) for k in _EPISODE_KEYS}
-        ep["steps"] = [{k: s.get(k) for k in _STEP_KEYS} for s in t.get("steps", [])]
-        for step, raw in zip(ep["steps"], t.get("steps", []), strict=True):
-            if raw.get("parsed_action") is None:  # an invalid answer: what the model said verbatim
-                step["raw_text"] = raw.get("raw_text")
-        every.append(ep)
-    sizes = [len(json.dumps(ep, ensure_ascii=False)) for ep in every]
-    if sum(sizes) <= budget:
-        return every, 0
-    keep = max(1, len(every) * budget // sum(sizes))
-    while True:
-        picked = sorted({round(i * (len(every) - 1) / max(1, keep - 1)) for i in range(keep)})
-        if keep == 1 or sum(sizes[i] + 2 for i in picked) <= budget:
-            return [every[i] for i in picked], len(every) - len(picked)
-        keep -= 1
+    """The run's episodes for the viewer, or an evenly spaced sample within ``budget`` bytes.
+
+    Sized by their files (a trajectory file holds every field the viewer shows, so its
+    size bounds the embedded JSON's) and read one at a time: a long run's trajectories
+    (hundreds of MB) are neither parsed nor held beyond what is embedded."""
+    run = run_numbers.run
+    files = run.trajectory_files("train") + run.trajectory_files("eval")
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            sizes.append(0)  # gone since listed: read_trajectory skips it below
+    total = sum(sizes)
+    if total <= budget:
+        picked = list(range(len(files)))
+    else:
+        keep = max(1, len(files) * budget // total)
+        while True:
+            picked = sorted({round(i * (len(files) - 1) / max(1, keep - 1)) for i in range(keep)})
+            if keep == 1 or sum(sizes[i] + 2 for i in picked) <= budget:
+                break
+            keep -= 1
+    episodes = [_episode(t) for i in picked if (t := read_trajectory(files[i])) is not None]
+    readable = len(episodes) + sum(1 for i in set(range(len(files))) - set(picked) if sizes[i] > 0)
+    return episodes, readable - len(episodes)
 
 
 def _run_label(r: RunNumbers) -> str:

@@ -10,6 +10,7 @@ the same way and marked, never refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -119,16 +120,32 @@ class RunData:
 
     @cached_property
     def trajectories(self) -> dict[str, list[dict[str, Any]]]:
-        """Raw trajectory JSON by split: ``train`` in index order, ``eval`` by (point, index)."""
-        root = self.path / "episodes"
-        out: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
-        for split in out:
-            for p in sorted((root / split).rglob("*.json")):
-                try:
-                    out[split].append(json.loads(p.read_text("utf-8")))
-                except (OSError, ValueError, RecursionError):
-                    continue  # written atomically; a reader racing a live run (or a corrupt file) is skipped
-        return out
+        """Raw trajectory JSON by split: ``train`` in index order, ``eval`` by (point, index).
+
+        All of them in memory (a Crafter run at the paper's scale holds hundreds of MB):
+        the report itself reads them one at a time (``trajectory_files``, ``read_trajectory``)."""
+        return {split: [t for p in self.trajectory_files(split) if (t := read_trajectory(p)) is not None]
+                for split in ("train", "eval")}
+
+    def trajectory_files(self, split: str) -> list[Path]:
+        """The stored trajectories of ``split`` in the order of ``trajectories``."""
+        return sorted((self.path / "episodes" / split).rglob("*.json"))
+
+    def iter_trajectories(self, split: str) -> Iterator[dict[str, Any]]:
+        """``trajectories[split]`` one file at a time."""
+        for p in self.trajectory_files(split):
+            t = read_trajectory(p)
+            if t is not None:
+                yield t
+
+
+def read_trajectory(path: Path) -> dict[str, Any] | None:
+    """One trajectory file, or None when unreadable: written atomically, so a reader racing a
+    live run (or a corrupt file) skips it."""
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def load_run(path: Path) -> RunData:
