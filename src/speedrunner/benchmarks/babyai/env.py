@@ -107,6 +107,8 @@ def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:
 class BabyAITextEnv:
     """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
 
+    accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)
+
     def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: str | None = None,
                  owner_token: str | None = None) -> None:
         self._http = ServerConnection(server_url, request_timeout_s)
