@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -62,18 +61,24 @@ class Concurrency:
     """Wraps the fake: the most actor calls in flight at once (episodes really ran in parallel)."""
 
     def __init__(self, fake: ShippedFake) -> None:
-        self.fake, self.inflight, self.peak = fake, 0, 0
+        self.fake, self.inflight, self.peak, self.actor_calls = fake, 0, 0, 0
+        self.overlapped = threading.Event()
         self._lock = threading.Lock()
 
     def __call__(self, body: dict) -> Reply:
         actor = "You are an agent playing a text game" in body["messages"][0]["content"]
+        first = False
         if actor:
             with self._lock:
                 self.inflight += 1
+                self.actor_calls += 1
+                first = self.actor_calls == 1
                 self.peak = max(self.peak, self.inflight)
+                if self.peak >= 2:
+                    self.overlapped.set()
         try:
-            if actor:
-                time.sleep(0.003)  # a model takes time: let the parallel episodes overlap
+            if first:  # the run's first answer waits for a second episode's call: parallel ones come
+                self.overlapped.wait(120)
             return self.fake(body)
         finally:
             if actor:
