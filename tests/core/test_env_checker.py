@@ -11,11 +11,13 @@ from speedrunner.catalog import BENCHMARKS
 from speedrunner.core.env import Observation, StepResult
 from speedrunner.core.env_checker import check_text_env
 from speedrunner.core.registry import load_entry_point
-from speedrunner.errors import EnvError
+from speedrunner.errors import EnvError, InvalidActionError
 
 
 class FakeEnv:
     """A correct tiny TextEnv; subclasses break one rule each."""
+
+    accepts_free_text = False
 
     def __init__(self) -> None:
         self._seed = 0
@@ -44,10 +46,37 @@ class FakeEnv:
         return self.obs()
 
     def step(self, action: str) -> StepResult:
+        if action not in self.actions:
+            raise InvalidActionError(f"{action!r} is not an action")
         return StepResult(self.obs(), 0.0, False, {})
 
     def close(self) -> None:
         pass
+
+
+class FreeTextEnv(FakeEnv):
+    """Any text reaches the game (ScienceWorld's way): declared, and so allowed."""
+
+    accepts_free_text = True
+
+    def step(self, action: str) -> StepResult:
+        return StepResult(Observation("No known action matches that input." if action not in self.actions
+                                      else f"seed {self._seed}"), 0.0, False, {})
+
+
+class TakesAnything(FakeEnv):
+    """Declares a closed vocabulary yet takes any text: the actor would be refused what skills send."""
+
+    def step(self, action: str) -> StepResult:
+        return StepResult(self.obs(), 0.0, False, {})
+
+
+class RefusesFreeText(FakeEnv):
+    accepts_free_text = True
+
+
+class Undeclared(FakeEnv):
+    accepts_free_text = None  # type: ignore[assignment]
 
 
 class NotJSON(FakeEnv):
@@ -89,6 +118,7 @@ class NoClose:
 
 def test_fake_env_passes() -> None:
     check_text_env(FakeEnv(), "t", 3)
+    check_text_env(FreeTextEnv(), "t", 3)
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -99,6 +129,9 @@ def test_fake_env_passes() -> None:
     (BadStep(), "returned tuple, expected StepResult"),
     (BadReward(), "reward must be a finite number"),
     (NoClose(), "not a TextEnv: missing"),
+    (TakesAnything(), "was taken but accepts_free_text is False"),
+    (RefusesFreeText(), "raised InvalidActionError .* but accepts_free_text is True"),
+    (Undeclared(), "accepts_free_text must be a bool"),
 ])
 def test_broken_envs_are_named(env: Any, message: str) -> None:
     with pytest.raises(EnvError, match=message):

@@ -3,8 +3,10 @@
 import dataclasses
 
 from speedrunner.core.benchmark import Budget, EpisodeSpec
+from speedrunner.core.env import Observation, StepResult
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.episode import EpisodeContext, run_episode
+from speedrunner.errors import InvalidActionError
 
 from .fakes import CounterEnv, PolicyModel, smart_policy
 
@@ -154,3 +156,70 @@ def test_a_cut_answer_is_recorded_and_the_actor_is_told_its_room():
     assert ("your answer was cut off at max_tokens=12 (finish_reason 'length'); that is all the room an answer "
             "has, so answer shorter") in feedback
     assert traj.steps[1].finish_reason is None and traj.steps[1].answer_format == "ok"
+
+
+class RoomsEnv(CounterEnv):
+    """Two rooms; what may be done depends on the room (as ScienceWorld's valid actions do)."""
+
+    def reset(self, task, seed):
+        self.room, self.done, self.stepped = "hall", False, []
+        return self._obs()
+
+    def _obs(self):
+        return Observation(f"You are in the {self.room}.", {"room": self.room})
+
+    @property
+    def actions(self):
+        return ["go to kitchen", "look"] if self.room == "hall" else ["go to hall", "focus on crocodile", "look"]
+
+    @property
+    def success(self):
+        return "focus on crocodile" in self.stepped
+
+    def step(self, action):
+        if action not in self.actions:
+            raise InvalidActionError(f"{action!r} is not possible in the {self.room}")
+        self.stepped.append(action)
+        self.room = action.removeprefix("go to ") if action.startswith("go to ") else self.room
+        return StepResult(self._obs(), float(self.success), self.success)
+
+
+class FreeTextRooms(RoomsEnv):
+    accepts_free_text = True
+
+    def step(self, action):
+        if action in self.actions:
+            return super().step(action)
+        self.stepped.append(action)
+        return StepResult(Observation("No known action matches that input."), 0.0, False)
+
+
+def test_the_answer_is_read_against_the_actions_valid_now():
+    """After the actor moves, an action of the new room is taken, not refused with the start room's
+    list; an invalid answer's feedback lists the actions valid where the actor is."""
+    answers = iter(["Action: go to kitchen", "Action: dance", "Action: focus on crocodile"])
+    model = PolicyModel(lambda m, p, c: next(answers))
+    traj = run_episode(RoomsEnv(), SPEC, ctx(model))
+    assert [s.parsed_action for s in traj.steps] == ["go to kitchen", None, "focus on crocodile"]
+    assert traj.success and traj.steps[2].error is None
+    feedback = model.calls[2][2][-1].content
+    assert "using one of: go to hall, focus on crocodile, look" in feedback, feedback
+
+
+def test_free_text_reaches_a_free_text_env_as_typed():
+    answers = iter(["Action: go to kitchen", "Action: dance with the moon.", "Action: focus on croc",
+                    "Action: focus on crocodile"])
+    env = FreeTextRooms()
+    traj = run_episode(env, SPEC, ctx(PolicyModel(lambda m, p, c: next(answers))))
+    assert env.stepped == ["go to kitchen", "dance with the moon", "focus on croc", "focus on crocodile"]
+    assert all(s.error is None for s in traj.steps) and traj.success
+    assert traj.steps[2].observation == "No known action matches that input."
+
+
+def test_every_benchmark_env_declares_what_it_accepts():
+    from speedrunner.benchmarks.babyai.env import BabyAITextEnv
+    from speedrunner.benchmarks.crafter.env import CrafterTextEnv
+    from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
+
+    assert (BabyAITextEnv.accepts_free_text, CrafterTextEnv.accepts_free_text,
+            ScienceWorldTextEnv.accepts_free_text) == (False, False, True)

@@ -38,7 +38,15 @@ class TextEnv(Protocol):
     such as ScienceWorld list the currently valid actions; anything may still be tried).
     ``progress()``: the benchmark metric in [0, 1] for the episode so far.
     ``success``: whether the task has been achieved.
+    ``accepts_free_text``: what ``step`` accepts, declared once per env class (``check_text_env``
+    verifies it). ``False``: only the strings in ``actions``; anything else raises
+    ``InvalidActionError``. ``True``: any text reaches the simulator, whose own reply (e.g.
+    ScienceWorld's "No known action matches that input.") is the observation. The actor may type
+    exactly what ``step`` accepts, as skills may: each turn its answer is matched against the
+    ``actions`` valid *now*, and on a free-text env an answer matching none is sent as typed.
     """
+
+    accepts_free_text: bool
 
     @property
     def instruction(self) -> str: ...

@@ -3,8 +3,9 @@
 Run it on every benchmark's env in the test suite, and on a new benchmark before its
 first run: it catches the mistakes that otherwise surface hours into an experiment
 (observations that cannot be stored as JSON, a progress metric outside [0, 1], a seed
-that does not reproduce the episode). It plays one reset, one step and a second reset,
-and raises ``EnvError`` naming the first broken rule.
+that does not reproduce the episode, a ``step`` that accepts more or less than
+``accepts_free_text`` declares). It plays one reset, one step, a reset and one step with text
+that is no listed action, and a last reset, and raises ``EnvError`` naming the first broken rule.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from numbers import Real
 from typing import Any
 
 from speedrunner.core.env import Observation, StepResult, TextEnv
-from speedrunner.errors import EnvError
+from speedrunner.errors import EnvError, InvalidActionError
 
-_MEMBERS = ("instruction", "actions", "success", "reset", "step", "progress", "close")
+_MEMBERS = ("instruction", "actions", "success", "reset", "step", "progress", "close", "accepts_free_text")
+_NOT_AN_ACTION = "xyzzy plugh"
+"""A command no benchmark lists: a free-text env must take it, a closed one refuse it."""
 
 
 def _fail(env: Any, problem: str) -> EnvError:
@@ -60,8 +63,8 @@ def _check_state(env: Any, where: str) -> None:
 def check_text_env(env: Any, task: str, seed: int, *, action: str | None = None) -> None:
     """Raise ``EnvError`` unless ``env`` behaves as a ``TextEnv`` on ``(task, seed)``.
 
-    Steps once with ``action`` (default: the first of ``env.actions``). Leaves the env
-    reset to ``(task, seed)``; does not close it.
+    Steps once with ``action`` (default: the first of ``env.actions``), then once with text that
+    is no listed action. Leaves the env reset to ``(task, seed)``; does not close it.
     """
     missing = [m for m in _MEMBERS if not hasattr(type(env), m) and not hasattr(env, m)]
     if missing or not isinstance(env, TextEnv):
@@ -85,6 +88,7 @@ def check_text_env(env: Any, task: str, seed: int, *, action: str | None = None)
     _check_json(env, result.info, f"{where}: StepResult.info")
     if not result.done:
         _check_state(env, f"after {where}")
+    _check_free_text(env, task, seed)
     again = env.reset(task, seed)
     _check_observation(env, again, f"second reset({task!r}, {seed})")
     if again.text != first.text:
@@ -94,3 +98,30 @@ def check_text_env(env: Any, task: str, seed: int, *, action: str | None = None)
     if again.structured != first.structured:
         raise _fail(env, f"reset({task!r}, {seed}) is not reproducible: same text but "
                          f"different structured observation")
+
+
+def _check_free_text(env: Any, task: str, seed: int) -> None:
+    """``step`` accepts what ``accepts_free_text`` says: the actor types by that declaration."""
+    declared = getattr(type(env), "accepts_free_text", getattr(env, "accepts_free_text", None))
+    if not isinstance(declared, bool):
+        raise _fail(env, f"accepts_free_text must be a bool class attribute, got {declared!r}; declare "
+                         "True if step() sends any text to the simulator, False if it raises "
+                         "InvalidActionError for anything not in actions")
+    env.reset(task, seed)
+    if _NOT_AN_ACTION in env.actions:
+        return
+    where = f"step({_NOT_AN_ACTION!r}) (no listed action)"
+    try:
+        result = env.step(_NOT_AN_ACTION)
+    except InvalidActionError as e:
+        if declared:
+            raise _fail(env, f"{where} raised InvalidActionError ({e}) but accepts_free_text is True: "
+                             "the actor would type commands the env refuses; declare it False") from e
+        return
+    if not declared:
+        raise _fail(env, f"{where} was taken but accepts_free_text is False: the actor would be refused "
+                         "commands the env (and any skill) can send; declare it True, or raise "
+                         "InvalidActionError for text not in actions")
+    if not isinstance(result, StepResult):
+        raise _fail(env, f"{where} returned {type(result).__name__}, expected StepResult")
+    _check_observation(env, result.observation, where)

@@ -34,6 +34,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedrunner.core import pyast
 from speedrunner.core.codebook import callgraph
 from speedrunner.core.codebook.callgraph import SkillStats
 from speedrunner.core.runtime.trajectory import Trajectory, load_trajectory
@@ -115,7 +116,7 @@ def codebook_ast(generation: int) -> ast.Module:
     Stored generations passed validation, so they parse; walk it with ``ast.walk`` or an
     ``ast.NodeVisitor``, e.g. ``[n.name for n in codebook_ast(3).body if isinstance(n, ast.FunctionDef)]``.
     """
-    return ast.parse(codebook_source(generation), filename=f"gen_{generation}.py")
+    return pyast.parse(codebook_source(generation), filename=f"gen_{generation}.py")
 
 
 def static_call_graph(generation: int) -> dict[str, set[str]]:

@@ -150,6 +150,8 @@ class ServerBusyError(EnvError):
 class BabyAITextEnv:
     """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
 
+    accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)
+
     def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: str | None = None,
                  owner_token: str | None = None) -> None:
         self._http = ServerConnection(server_url, request_timeout_s)

@@ -65,6 +65,8 @@ def resolve_action(action: str) -> int:
 class CrafterTextEnv:
     """One Crafter episode at a time; ``progress()`` is unlocked achievements / 22."""
 
+    accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)
+
     def __init__(self, *, area: tuple[int, int] = (64, 64), length: int = 10000) -> None:
         self._area = tuple(area)
         self._length = length

@@ -110,6 +110,8 @@ def stop_simulator(sim: Any) -> None:
 class ScienceWorldTextEnv:
     """One ScienceWorld episode at a time; ``progress()`` is score / 100 (failure = 0)."""
 
+    accepts_free_text = True  # any text reaches the simulator; actions is a hint
+
     def __init__(self, *, simplification: str = "easy", env_step_limit: int = 10000,
                  jvm_options: str = "-Xmx512m -XX:+UseSerialGC") -> None:
         self.simplification = simplification

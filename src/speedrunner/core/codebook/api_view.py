@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from speedrunner.core import pyast
 from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
 from speedrunner.core.codebook.rules import Rules
@@ -237,7 +238,7 @@ def _aliases(api: Any, text: str) -> str | None:
 def _signature(func: Callable[..., Any], name: str, hide_first: str | None = None) -> str:
     """The signature as written in the source (string annotations stay readable)."""
     try:
-        node = ast.parse(textwrap.dedent(inspect.getsource(func))).body[0]
+        node = pyast.parse(textwrap.dedent(inspect.getsource(func))).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
         return f"{name}{inspect.signature(func)}"
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -313,7 +314,7 @@ def _attributes(cls: type) -> dict[str, tuple[str | None, str | None]]:
     found: dict[str, tuple[str | None, str | None]] = {}
     for klass in reversed(cls.__mro__[:-1]):
         try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+            tree = pyast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError, SyntaxError):
             continue
         node = tree.body[0]

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from speedrunner.core import pyast
+
 __all__ = ["CAP_STOPS", "MAX_NODES", "Graph", "SkillStats", "TreeNode", "call_outcome", "cyclomatic_complexity",
            "density", "dynamic_call_graph", "functions", "max_depth", "skill_stats", "static_call_graph",
            "tree_depth", "walk_tree"]
@@ -46,7 +48,7 @@ class TreeNode:
 def functions(source: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """The module's top-level functions by name (empty when the source does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return {}
     return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}

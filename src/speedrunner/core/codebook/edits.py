@@ -25,6 +25,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from speedrunner.core import pyast
 from speedrunner.core.codebook.candidate import Candidate, EditRejected
 from speedrunner.core.codebook.codebook import Codebook
 from speedrunner.core.codebook.model import Author, CallStats, FunctionMeta, GenerationMeta
@@ -192,7 +193,7 @@ class _Work:
         # One newline convention in the module: "\r\n" from a model would end up mixed with ours.
         text = textwrap.dedent(source.replace("\r\n", "\n")).strip("\n")
         try:
-            tree = ast.parse(text)
+            tree = pyast.parse(text)
         except SyntaxError as e:
             name, line = _locate(text, e.lineno or 1)
             where = f"line {line}" if name else f"line {e.lineno} of the source"
@@ -248,7 +249,7 @@ def rename_in_function(text: str, old: str, new: str) -> tuple[str, list[int]]:
     """``text`` (one top-level function) with its definition of, and references to, the
     module-level ``old`` renamed to ``new``; plus the lines where ``new`` is a local name
     that would capture such a reference (the text is then not to be used)."""
-    func = ast.parse(text).body[0]
+    func = pyast.parse(text).body[0]
     assert isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef)
     lines = text.splitlines(keepends=True)
     spans: list[tuple[int, int, int]] = []  # (line, start byte, end byte)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from speedrunner.core import pyast
+
 
 @dataclass(frozen=True)
 class FunctionSource:
@@ -44,7 +46,7 @@ def _start(node: ast.stmt) -> int:
 
 def split_module(source: str) -> ModuleParts:
     """Split ``source`` (which must parse) into parts. Statements sharing a line stay together."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     lines = source.splitlines(keepends=True)
     body = list(tree.body)
     docstring = None

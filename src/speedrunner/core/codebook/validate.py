@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from speedrunner.core import pyast
 from speedrunner.core.codebook.limits import (
     ATTRIBUTE_BUILTINS,
     BUILTIN_NAMES,
@@ -84,7 +85,7 @@ def validate_source(source: str, rules: Rules, *, smoke: bool = True) -> list[Pr
     test itself (sandbox broken) propagates: that is not the author's fault.
     """
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as e:
         return [Problem("syntax", f"the module does not parse: {e.msg}", line=e.lineno,
                         fix="correct the syntax at that line")]
@@ -239,7 +240,7 @@ class _Checker:
         try:
             if node.value is None:
                 raise ValueError("no value")
-            ast.literal_eval(node.value)
+            pyast.literal_eval(node.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             self.add("constant", f"constant {names[0]} must be assigned a literal (number, string, True/False/None, "
                                  "or a tuple, list, dict or set of literals)", node=node,

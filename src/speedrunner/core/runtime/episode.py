@@ -61,7 +61,7 @@ def call_prefix(spec: EpisodeSpec, eval_point: int | None) -> str:
 def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Trajectory:
     started = time.monotonic()
     observation = env.reset(spec.task, spec.seed)
-    free_text = bool(getattr(env, "accepts_free_text", False))
+    free_text = env.accepts_free_text  # declared per env class, verified by check_text_env
     actions = list(env.actions)
     # Optional env hints: what the prompt lists (ScienceWorld: command templates rather than
     # thousands of concrete commands) and what each action does (BabyAI: "pick up" = in front).
@@ -86,6 +86,9 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                 break
             if STOP.is_set() or (ctx.stop is not None and ctx.stop.is_set()):
                 raise RunInterrupted(f"{prefix} stopped before call {traj.llm_calls}")
+            # What the env accepts *now* (ScienceWorld's valid actions change as the actor moves):
+            # the answer is read against it, and an invalid answer's feedback lists it.
+            actions = list(env.actions)
             messages = history.sync(traj.steps, current if traj.steps else None, actions)
             try:
                 completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
@@ -98,7 +101,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             traj.usage = traj.usage + completion.usage
             traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
             traj.scripted = traj.scripted or completion.scripted
-            parsed = parse_answer(completion.text, list(env.actions) if free_text else actions, free_text=free_text,
+            parsed = parse_answer(completion.text, actions, free_text=free_text,
                                   skills=skills.signatures if skills else None, finish_reason=completion.finish_reason)
             step = ActorStep(
                 index=len(traj.steps), call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",

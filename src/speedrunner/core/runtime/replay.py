@@ -51,7 +51,7 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
     state: dict[str, Any] = {"text": observation.text, "structured": observation.structured, "done": False}
     result = ReplayResult(success=False)
     runner: SkillRunner | None = None
-    free_text = bool(getattr(env, "accepts_free_text", False))
+    free_text = env.accepts_free_text  # the actor's rule: what env.step accepts may be typed
 
     def act(action: str) -> dict[str, Any]:
         if state["done"]:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from speedrunner.core import pyast
+
 __all__ = ["SkillCall", "SkillOutcome", "SkillRunner", "Skills", "looks_like_call", "outcome_note",
            "parse_skill_call"]
 
@@ -46,7 +48,7 @@ def parse_skill_call(text: str, skills: dict[str, str]) -> SkillCall | str:
     """
     source = text.strip().strip("`").strip().rstrip(";")
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = pyast.parse_expression(source)
     except SyntaxError as e:
         return f"{source!r} is not a valid Python call ({e.msg})"
     call = tree.body
@@ -62,11 +64,11 @@ def parse_skill_call(text: str, skills: dict[str, str]) -> SkillCall | str:
         for node in call.args:
             if isinstance(node, ast.Starred):
                 raise ValueError("*args")
-            args.append(ast.literal_eval(node))
+            args.append(pyast.literal_eval(node))
         for kw in call.keywords:
             if kw.arg is None:
                 raise ValueError("**kwargs")
-            kwargs[kw.arg] = ast.literal_eval(kw.value)
+            kwargs[kw.arg] = pyast.literal_eval(kw.value)
     except ValueError:
         return (f"the arguments of {name}(...) must be literals (strings, numbers, True/False/None, "
                 f"lists, tuples, dicts); use {skills[name]}")
@@ -86,6 +88,12 @@ class Skills:
     source: str
     signatures: dict[str, str]
     api_module: str
+    functions: frozenset[str] = field(init=False, compare=False, repr=False)
+    """The codebook's top-level function names, parsed here, once per version, before any episode
+    opens a sandbox: the runners of parallel episodes share it (``core/pyast.py`` says why)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "functions", pyast.top_level_functions(self.source))
 
 
 @dataclass

@@ -20,10 +20,10 @@ as an error, restarts the sandbox and counts it.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from typing import Any
 
+from speedrunner.core import pyast
 from speedrunner.core.sandbox.process import SandboxViolation
 from speedrunner.core.sandbox.tracing import (
     MAX_ACTION_CHARS,
@@ -62,12 +62,9 @@ def _fail(what: str) -> SandboxViolation:
 
 def codebook_functions(source: str) -> frozenset[str]:
     """The names of the codebook's top-level functions: the only names the child traces, so the
-    only ones a nested call may have (empty if the source does not parse: then it never loads)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-    return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    only ones a nested call may have (empty if the source does not parse: then it never loads).
+    Parsed once per source under the parent's AST lock (``core/pyast.py``)."""
+    return pyast.top_level_functions(source)
 
 
 def check_id(message: dict[str, Any], expected: str) -> None:

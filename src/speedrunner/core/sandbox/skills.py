@@ -44,7 +44,6 @@ from speedrunner.core.sandbox.schema import (
     check_act,
     check_load_reply,
     check_result,
-    codebook_functions,
     reconcile,
 )
 from speedrunner.core.sandbox.tiers import resolve_tier
@@ -80,9 +79,9 @@ class SandboxSkillRunner:
         """The authoritative ``env.scratch`` of the episode: sent with every call, replaced by what
         a call that ended cleanly left (checked), kept across sandbox restarts."""
         self.tree_chars = 0
-        self._functions = codebook_functions(skills.source)
-        """What a nested call in a tree may be named: the codebook's own functions (parsed here, not
-        taken from the child's word)."""
+        self._functions = skills.functions
+        """What a nested call in a tree may be named: the codebook's own functions (parsed by the
+        parent once per version, ``Skills.functions``; not taken from the child's word)."""
         self._process: SandboxProcess | None = None
         self._load_error: str | None = None
         self._loaded = False

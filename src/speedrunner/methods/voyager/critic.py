@@ -15,13 +15,13 @@ The states are the env's ``structured`` dicts (``inventory``: item -> count,
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from speedrunner.core import pyast
 from speedrunner.core.answers import (
     FormatOutcome,
     format_outcome,
@@ -196,7 +196,7 @@ def _lenient_objects(body: str) -> list[dict[str, Any]]:
         value = json.loads(_TRAILING_COMMA.sub(r"\1", raw))
     except json.JSONDecodeError:
         try:
-            value = ast.literal_eval(raw)
+            value = pyast.literal_eval(raw)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             return []
     return [value] if isinstance(value, dict) and "success" in value else []

@@ -15,6 +15,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from speedrunner.core import pyast
 from speedrunner.core.answers import (
     FormatOutcome,
     JsonField,
@@ -121,7 +122,7 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
     if not source:
         return result
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as e:
         result.problem = f"the functions do not parse: line {e.lineno}: {e.msg}"
         return result

@@ -23,6 +23,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+from speedrunner.core import pyast
 from speedrunner.core.answers import FormatTally, with_cut_note
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.codebook import (
@@ -314,7 +315,7 @@ class _Phase:
             meta = self.draft.function(name)
         except KeyError:
             return f"No function {name!r} in the draft; functions: {', '.join(f.name for f in self.draft.functions)}"
-        tree = ast.parse(self.draft.source)
+        tree = pyast.parse(self.draft.source)
         node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
         s = meta.stats
         return (f"```python\n{ast.get_source_segment(self.draft.source, node)}\n```\n"
