@@ -29,7 +29,7 @@ TOP_FLOORS: list[set[str]] = [
 """``speedrunner.<unit>`` floors, lowest first: benchmarks -> methods -> core."""
 
 CORE_FLOORS: list[set[str]] = [
-    {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts"},
+    {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts", "argparsing"},
     {"registry", "env"},
     {"specs", "benchmark", "env_checker", "skill"},
     {"config", "sandbox"},

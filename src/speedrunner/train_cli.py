@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from speedrunner.core.argparsing import ArgumentParser
 from speedrunner.core.interrupt import RunInterrupted, handle_stop_signals
 from speedrunner.core.rundir import ensure_writable, run_lock
 from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
@@ -45,7 +46,7 @@ EPISODE_THREAD_PREFIX = "speedrunner-episode"
 
 
 def build_parser(prog: str, benchmark: str = "babyai") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config_file", help=f"run config YAML, e.g. {EXAMPLE_CONFIGS.get(benchmark, '')}")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="dotted override, e.g. --set run.seed=3 (repeatable)")
