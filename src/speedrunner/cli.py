@@ -88,10 +88,9 @@ def _fake_llm(args: argparse.Namespace) -> int:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        pass
+        return 130  # stopped by Ctrl-C, as every command reports it (EXIT_CODES)
     finally:
         server.stop()
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
