@@ -251,9 +251,14 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
     from speedrunner.core.config.yaml_source import read_yaml_source
     from speedrunner.core.rundir import CONFIG_FILE, PROVENANCE_FILE, RESOLVED_FILE
 
+    if not run_dir.exists():
+        raise CheckpointError(f"--resume {run_dir}: the directory does not exist (--resume takes the "
+                              "directory of an earlier run; check the path)")
+    if not run_dir.is_dir():
+        raise CheckpointError(f"--resume {run_dir}: not a directory (resume takes a run directory)")
     missing = [f for f in (CONFIG_FILE, RESOLVED_FILE, PROVENANCE_FILE) if not (run_dir / f).is_file()]
-    if not run_dir.is_dir() or missing:
-        raise CheckpointError(f"{run_dir} is not a SpeedRunner run directory (missing {', '.join(missing) or 'directory'})")
+    if missing:
+        raise CheckpointError(f"{run_dir} is not a SpeedRunner run directory (missing {', '.join(missing)})")
     try:
         resolved = json.loads((run_dir / RESOLVED_FILE).read_text("utf-8"))
         provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
