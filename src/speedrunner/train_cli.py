@@ -64,6 +64,7 @@ class _Session:
 
     entry_point: str
     run_dir: Path | None = None
+    config: RunConfig | None = None
 
 
 def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) -> int:
@@ -87,6 +88,7 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
             print(f"\ninterrupted ({how}) before the run started; nothing was written", file=sys.stderr)
         else:
             _mark_status(session.run_dir, "interrupted", f"{how}")
+            _print_summary(session, "interrupted")
             print(f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
                   f"nothing stored is lost. Continue with:\n  python -m {session.entry_point} "
                   f"--resume {session.run_dir}", file=sys.stderr)
@@ -288,6 +290,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.tracking import open_tracker
 
     scripted = "scripted" in (config.model.provider, config.inducer_model.provider)
+    session.config = config
     print(f"run directory: {run_dir}", flush=True)
     if scripted:
         print("NOTE: this run uses the SCRIPTED model. No LLM is called; its numbers say nothing "
@@ -337,11 +340,13 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         where = getattr(e, "filename", None) or run_dir
         reason = f"cannot write {where}: {getattr(e, 'strerror', None) or e}"
         _mark_status(run_dir, "failed", reason)
+        _print_summary(session, "failed")
         print(f"error: {reason}. Everything written before it is kept. Free some space (or make "
               f"the directory writable), then {resume}", file=sys.stderr)
         return 1
     except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
         _mark_status(run_dir, "failed", str(e))
+        _print_summary(session, "failed")
         print(f"error: {e}\nThe run stopped; nothing stored is lost. Once the cause is fixed, "
               f"{resume}", file=sys.stderr)
         return 1
@@ -358,7 +363,21 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.runtime.speedrun import describe
 
     print(describe(run_dir, config) + tag)
+    _print_summary(session, "finished")
     return 0
+
+
+def _print_summary(session: _Session, status: str) -> None:
+    """The run's last line on stdout, however it ended (best effort: the disk may be why it ended)."""
+    from speedrunner.core.runtime.run_summary import summary_line
+
+    if session.run_dir is None or session.config is None:
+        return
+    try:
+        line = summary_line(session.run_dir, session.config, status=status)
+    except OSError as e:
+        line = f"run summary: not available ({e})"
+    print(line, flush=True)
 
 
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})

@@ -46,6 +46,9 @@ def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
     assert (run_dir / "guide" / "gen_20.md").read_text().startswith("<!-- written by the SCRIPTED model")
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
     assert calls and all(c["scripted"] for c in calls)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("run summary: 200 training episodes, training success ") and "final eval success" in last
+    assert f"| {len(calls)} LLM calls" in last and "cost $0 (scripted model: no LLM was called)" in last
 
 
 def readme_quick_looks() -> list[list[str]]:
