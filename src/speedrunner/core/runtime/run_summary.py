@@ -73,7 +73,7 @@ def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished") 
     unpriced = list(dict.fromkeys(str(r.get("model")) for r in calls
                                   if r.get("spent_usd") is None and not r.get("scripted")))
     if calls and all(r.get("scripted") for r in calls):
-        cost = "cost $0 (scripted model: no LLM was called)"
+        cost = "cost $0 (the scripted model, not an LLM)"
     elif unpriced:
         cost = f"cost unknown ({_unknown_cost_reason(unpriced, config)})"
     else:
