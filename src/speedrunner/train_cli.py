@@ -375,7 +375,7 @@ def _print_summary(session: _Session, status: str) -> None:
         return
     try:
         line = summary_line(session.run_dir, session.config, status=status)
-    except OSError as e:
+    except (OSError, ValueError) as e:  # unreadable files must not hide why the run ended
         line = f"run summary: not available ({e})"
     print(line, flush=True)
 
