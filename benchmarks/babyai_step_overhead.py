@@ -80,7 +80,7 @@ def measure(steps: int = 3000, task: str = "pick_up_seq_go_to", repeats: int = 3
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--task", default="pick_up_seq_go_to")
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")

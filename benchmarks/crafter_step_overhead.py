@@ -48,7 +48,7 @@ def measure(steps: int = 3000) -> tuple[list[float], list[float], int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3000)
     args = parser.parse_args()
     raw_times, our_times, worlds = measure(args.steps)

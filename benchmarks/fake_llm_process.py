@@ -53,7 +53,7 @@ class FakeLLMProcess:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--benchmark", choices=list(ACTIONS), required=True)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     args = parser.parse_args()

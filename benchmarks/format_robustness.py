@@ -139,7 +139,7 @@ def cells(audit: RoleAudit | None) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", default=BEFORE, help="a commit of this repository or a checkout directory")
     parser.add_argument("--no-before", action="store_true", help="measure --after only")
     parser.add_argument("--after", type=Path, default=HERE, help="the checkout measured after (default: this one)")

@@ -123,7 +123,7 @@ def rows(benchmarks: Sequence[str], turns: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300, help="actor turns per benchmark")
     parser.add_argument("--benchmarks", nargs="+", default=list(TARGETS_MS), choices=list(TARGETS_MS))
     args = parser.parse_args()

@@ -83,7 +83,7 @@ def rows(calls: int, tier: str = "auto") -> list[Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--tier", default="auto")
     parser.add_argument("--scenario", help=argparse.SUPPRESS)

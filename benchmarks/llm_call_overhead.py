@@ -59,7 +59,7 @@ def measure(calls: int = 300, threads: int = 8) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--threads", type=int, default=8)
     args = ap.parse_args()

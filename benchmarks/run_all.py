@@ -153,7 +153,7 @@ def machine() -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the table (and the machine, date, load) here")
     parser.add_argument("--smoke", action="store_true", help="tiny repetitions: checks the suite runs, not the figures")
     parser.add_argument("--only", nargs="+", choices=list(SECTIONS), help="run only these sections")

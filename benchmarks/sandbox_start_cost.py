@@ -24,7 +24,7 @@ def once(tier: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the "no cgroups" warning is the point of the second column

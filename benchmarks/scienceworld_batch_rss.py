@@ -76,7 +76,7 @@ def rows(episodes: int = 10, calls: int = 5) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--calls", type=int, default=5, help="LLM calls per episode")
     args = parser.parse_args()

@@ -61,7 +61,7 @@ def measure(repeats: int = 2, tasks: int | None = None) -> tuple[list[float], li
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     raw_times, our_times, tasks = measure(args.repeats)

@@ -127,7 +127,7 @@ def measure(name: str, repeats: int, tier: str) -> tuple[str, float, float, int]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--tier", default="auto", help="auto, bwrap, unshare or rlimits")
     parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS), choices=list(BENCHMARKS))

@@ -83,7 +83,7 @@ def _mean(rows: list[dict], key: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--config", default=str(REPO / "configs" / "crafter" / "speedrunner-gpt-crafter.yaml"))
     args = parser.parse_args()

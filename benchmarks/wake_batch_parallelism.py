@@ -102,7 +102,7 @@ def rows(calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10, help="LLM calls per episode (BabyAI's budget is 30)")
     parser.add_argument("--latency", type=float, default=0.2, help="fake server latency per call, seconds")
     args = parser.parse_args()

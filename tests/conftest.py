@@ -18,6 +18,28 @@ def _speedrun_results_outside_the_repo(tmp_path_factory: pytest.TempPathFactory)
         os.environ[RESULTS_DIR_ENV] = old
 
 
+_SCOPE_WIDTH = {"session": 0, "package": 1, "module": 2}
+_SUITE_WIDE = {"_speedrun_results_outside_the_repo"}
+"""Autouse fixtures every test has: they group nothing."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks (--dist loadgroup)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that share an expensive module- or session-scoped fixture of this suite (a run
+    the report tests read, a BabyAI bot, a SLURM cluster, a reference run) go to one xdist
+    worker, so it is built once, not once per worker. The widest such fixture names the group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        shared = sorted((_SCOPE_WIDTH[d.scope], f"{d.baseid}::{name}")
+                        for name, defs in (info.name2fixturedefs.items() if info else ())
+                        for d in defs[-1:]
+                        if d.scope in _SCOPE_WIDTH and d.baseid.startswith("tests") and name not in _SUITE_WIDE)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0][1]))
+
+
 SYSTEM_PACKAGES = (
     # (command, Debian package, what runs only when it is present)
     ("java", "openjdk-17-jre-headless", "ScienceWorld tests (the JVM)"),

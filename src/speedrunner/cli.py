@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from speedrunner.core.argparsing import ArgumentParser
 from speedrunner.errors import EXIT_CODES, SpeedRunnerError
 
 DESCRIPTION = """\
@@ -20,7 +21,7 @@ Runs are started with the train entry points, e.g.
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="speedrunner", description=DESCRIPTION + "\n" + EXIT_CODES,
+    parser = ArgumentParser(prog="speedrunner", description=DESCRIPTION + "\n" + EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     validate = sub.add_parser("validate-config", help="check a run config and print it resolved")
@@ -126,10 +127,9 @@ def _fake_llm(args: argparse.Namespace) -> int:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        pass
+        return 130  # stopped by Ctrl-C, as every command reports it (EXIT_CODES)
     finally:
         server.stop()
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

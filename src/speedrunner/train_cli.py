@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from speedrunner.core.argparsing import ArgumentParser
 from speedrunner.core.interrupt import STOP, RunInterrupted, handle_stop_signals
 from speedrunner.core.rundir import ensure_writable, run_lock
 from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
@@ -47,7 +48,7 @@ EPISODE_THREAD_PREFIX = "speedrunner-episode"
 
 
 def build_parser(prog: str, benchmark: str = "babyai") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config_file", help=f"run config YAML, e.g. {EXAMPLE_CONFIGS.get(benchmark, '')}")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="dotted override, e.g. --set run.seed=3 (repeatable)")
@@ -66,6 +67,7 @@ class _Session:
     entry_point: str
     run_dir: Path | None = None
     budget: SpendCap | None = None
+    config: RunConfig | None = None
 
 
 def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) -> int:
@@ -98,6 +100,7 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
         more = ("raise its max_cost_usd in the sweep file, then rerun the sweep" if e.scope == "sweep"
                 else f"raise the cap:\n  python -m {session.entry_point} --resume {session.run_dir} "
                      f"--set run.max_cost_usd={_suggest_cap(e)}")
+        _print_summary(session, "budget_reached")
         print(f"\nbudget reached: {e}. The run stopped before that call; nothing stored is lost "
               f"(spend so far is in {session.run_dir / 'summary.json'}). To continue exactly where "
               f"it stopped, {more}", file=sys.stderr)
@@ -108,6 +111,7 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
             print(f"\ninterrupted ({how}) before the run started; nothing was written", file=sys.stderr)
         else:
             _mark_status(session.run_dir, "interrupted", f"{how}")
+            _print_summary(session, "interrupted")
             print(f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
                   f"nothing stored is lost. Continue with:\n  python -m {session.entry_point} "
                   f"--resume {session.run_dir}", file=sys.stderr)
@@ -280,9 +284,14 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
     from speedrunner.core.config.yaml_source import read_yaml_source
     from speedrunner.core.rundir import CONFIG_FILE, PROVENANCE_FILE, RESOLVED_FILE
 
+    if not run_dir.exists():
+        raise CheckpointError(f"--resume {run_dir}: the directory does not exist (--resume takes the "
+                              "directory of an earlier run; check the path)")
+    if not run_dir.is_dir():
+        raise CheckpointError(f"--resume {run_dir}: not a directory (resume takes a run directory)")
     missing = [f for f in (CONFIG_FILE, RESOLVED_FILE, PROVENANCE_FILE) if not (run_dir / f).is_file()]
-    if not run_dir.is_dir() or missing:
-        raise CheckpointError(f"{run_dir} is not a SpeedRunner run directory (missing {', '.join(missing) or 'directory'})")
+    if missing:
+        raise CheckpointError(f"{run_dir} is not a SpeedRunner run directory (missing {', '.join(missing)})")
     try:
         resolved = json.loads((run_dir / RESOLVED_FILE).read_text("utf-8"))
         provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
@@ -313,6 +322,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.tracking import open_tracker
 
     scripted = "scripted" in (config.model.provider, config.inducer_model.provider)
+    session.config = config
     print(f"run directory: {run_dir}", flush=True)
     if scripted:
         print("NOTE: this run uses the SCRIPTED model. No LLM is called; its numbers say nothing "
@@ -363,11 +373,13 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         where = getattr(e, "filename", None) or run_dir
         reason = f"cannot write {where}: {getattr(e, 'strerror', None) or e}"
         _mark_status(run_dir, "failed", reason)
+        _print_summary(session, "failed")
         print(f"error: {reason}. Everything written before it is kept. Free some space (or make "
               f"the directory writable), then {resume}", file=sys.stderr)
         return 1
     except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
         _mark_status(run_dir, "failed", str(e))
+        _print_summary(session, "failed")
         print(f"error: {e}\nThe run stopped; nothing stored is lost. Once the cause is fixed, "
               f"{resume}", file=sys.stderr)
         return 1
@@ -384,7 +396,21 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.runtime.speedrun import describe
 
     print(describe(run_dir, config) + tag)
+    _print_summary(session, "finished")
     return 0
+
+
+def _print_summary(session: _Session, status: str) -> None:
+    """The run's last line on stdout, however it ended (best effort: the disk may be why it ended)."""
+    from speedrunner.core.runtime.run_summary import summary_line
+
+    if session.run_dir is None or session.config is None:
+        return
+    try:
+        line = summary_line(session.run_dir, session.config, status=status)
+    except (OSError, ValueError) as e:  # unreadable files must not hide why the run ended
+        line = f"run summary: not available ({e})"
+    print(line, flush=True)
 
 
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})

@@ -286,7 +286,10 @@ def test_resume_of_a_non_run_directory_is_a_clear_error(
     assert "config.yaml" in err and "provenance.json" in err
 
     assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(tmp_path / "nowhere")]) == 2
-    assert "is not a SpeedRunner run directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nowhere'}: the directory does not exist" in err and "not a SpeedRunner" not in err
+    assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(plain / "notes.txt")]) == 2
+    assert "notes.txt: not a directory" in capsys.readouterr().err
     assert no_run == []
 
 

@@ -30,7 +30,7 @@ def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
     assert "SCRIPTED" in proc.stdout and "say nothing about any LLM" in proc.stdout.replace("\n", " ")
     assert proc.stderr == ""  # normal output goes to stdout; stderr is for warnings and errors
     progress = [line for line in proc.stdout.splitlines() if "episode " in line]
-    assert len(progress) == 200 and all(line.startswith("[SCRIPTED MODEL") for line in progress)
+    assert len(progress) == 200 and all(line.startswith("[scripted] ") for line in progress)
     assert all("(#" not in line for line in progress)
     assert "ETA" not in "".join(progress[:10]) and "ETA" in progress[10]  # only after a whole batch
     (run_dir,) = (tmp_path / "runs" / "babyai").glob("*/seed0/r0001")
@@ -47,6 +47,9 @@ def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
     assert (run_dir / "guide" / "gen_20.md").read_text().startswith("<!-- written by the SCRIPTED model")
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
     assert calls and all(c["scripted"] for c in calls)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("run summary: 200 training episodes, training success ") and "final eval success" in last
+    assert f"| {len(calls)} LLM calls" in last and "cost $0 (the scripted model, not an LLM)" in last
 
 
 def readme_quick_looks() -> list[list[str]]:

@@ -82,4 +82,9 @@ def test_quick_run_writes_a_complete_run_directory(tmp_path, bench, config):
     assert summary["scripted"] is False and summary["training"]["episodes"] == 4
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
     assert checkpoint["completed_batches"] == 2 and checkpoint["metrics_rows"] == 4
+    # The run's last line: episodes, success, LLM calls, tokens, what they cost, wall time.
+    last = proc.stdout.strip().splitlines()[-1]
+    spent = sum(c["spent_usd"] for c in calls)
+    assert last.startswith("run summary: 4 training episodes, training success ")
+    assert f"| {len(calls)} LLM calls, " in last and f"| cost ${spent:.4f} | wall time " in last
     assert (run_dir / "speedrun.json").exists()

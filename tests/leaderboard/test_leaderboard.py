@@ -1,6 +1,7 @@
 """`speedrunner leaderboard append | remove | show`: rows from speedrun results, refusals that
 leave the board untouched, a hand-broken file reported by line and never rewritten."""
 
+import inspect
 import json
 import os
 import random
@@ -17,11 +18,11 @@ REPO = Path(__file__).resolve().parents[2]
 def result(results: Path, result_id: str, *, rollout: int | None = 40, cost: float | None = 0.5,
            benchmark: str = "babyai", scripted: bool = False, status: str = "finished",
            final_progress: float | None = 0.9, mtime: int | None = None,
-           provider: str | None = None) -> Path:
+           provider: str | None = None, model: str = "gpt-5.4-mini") -> Path:
     """A speedrun result as the tracker writes it (fields as in core/runtime/speedrun.py)."""
     record = {
         "format": "speedrunner-speedrun/2", "result_id": result_id, "run_id": "r0001", "status": status,
-        "benchmark": benchmark, "task_set": "seq", "method": "opo", "model": "gpt-5.4-mini",
+        "benchmark": benchmark, "task_set": "seq", "method": "opo", "model": model,
         "inducer_model": "gpt-5.4-mini", "seed": 0, "scripted": scripted, "metric": "success", "target": 0.9,
         "window": None, "reached": rollout is not None, "rollout": rollout, "value": 0.93 if rollout else None,
         "train_cost_usd": cost if rollout else None, "train_output_tokens": 12345 if rollout else None,
@@ -120,6 +121,33 @@ def test_a_scripted_result_needs_allow_scripted_and_is_marked(tmp_path, board, c
     assert "--allow-scripted" in capsys.readouterr().err and not board.exists()
     assert lb("append", str(path), "--allow-scripted", "--board", str(board)) == 0
     assert table(board)[0]["model"] == "gpt-5.4-mini (SCRIPTED)"
+
+
+def test_a_result_of_the_fake_llm_needs_allow_fake(tmp_path, board, capsys):
+    from speedrunner.testing.realistic import serve
+
+    fake_name = inspect.signature(serve).parameters["model_name"].default   # what `speedrunner fake-llm` serves
+    path = result(tmp_path / "results", "faked", model=fake_name, provider="vllm")
+    assert lb("append", str(path), "--board", str(board)) == 2
+    err = capsys.readouterr().err
+    assert "fake LLM" in err and "--allow-fake" in err and not board.exists()
+    assert lb("append", str(path), "--allow-fake", "--board", str(board)) == 0
+    assert table(board)[0]["model"].startswith(fake_name)
+
+
+def test_remove_takes_the_board_column_or_the_short_run_id_and_says_which_it_wants(tmp_path, board, capsys):
+    ids = ["babyai-opo-gpt-seq-seed0-r0001-1a2b3c4d", "babyai-opo-gpt-seq-seed1-r0002-5e6f7a8b",
+           "babyai-react-gpt-seq-seed1-r0002-99aa00bb"]
+    lb("append", *(str(result(tmp_path / "results", i)) for i in ids), "--board", str(board))
+    capsys.readouterr()
+    assert lb("remove", "r0002", "--board", str(board)) == 2        # two rows have it: refused, named
+    err = capsys.readouterr().err
+    assert ids[1] in err and ids[2] in err and "full id" in err
+    assert lb("remove", "r0009", "--board", str(board)) == 2
+    err = capsys.readouterr().err
+    assert "'r0009' is not on" in err and "`run id` column" in err and "r0001" in err
+    assert lb("remove", "r0001", ids[2], "--board", str(board)) == 0
+    assert [r["run id"] for r in table(board)] == [ids[1]]
 
 
 def test_results_still_running_unreadable_or_from_an_older_version_are_refused(tmp_path, board, capsys):

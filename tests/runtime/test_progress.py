@@ -31,7 +31,7 @@ def test_a_resumed_run_carries_its_metric_forward(capsys: pytest.CaptureFixture[
                                 metric="success")
     reporter.training_episode(True, 1.0, None, index=2)
     out = capsys.readouterr().out
-    assert out.startswith("[SCRIPTED MODEL") and "episodes done 3/10 (episode 2: success) | success 67%" in out
+    assert out.startswith("[scripted] ") and "episodes done 3/10 (episode 2: success) | success 67%" in out
     assert "cost unknown" in out
 
 
@@ -45,3 +45,23 @@ def test_the_first_episode_to_finish_is_not_called_episode_1(capsys: pytest.Capt
     assert "episodes done 1/200 (episode 9: success)" in first
     assert "episodes done 2/200 (episode 0: failure)" in second
     assert "episode 1/200" not in first + second
+
+
+def test_on_an_80_column_terminal_the_scripted_label_cuts_nothing() -> None:
+    """A live bar on a terminal 80 columns wide: the phase text is whole, the label still there."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(width=80, force_terminal=True, file=out, color_system=None)
+    reporter = ProgressReporter(200, scripted=True, console=console, totals=Totals(episodes=150, successes=149,
+                                                                                   cost_usd=12.3456))
+    reporter.phase("eval at rollout 4: success_mean 0.000 over 2 episodes")
+    reporter.training_episode(True, 1.0, 0.5, index=150)
+    reporter.close()
+    text = out.getvalue()
+    assert "[scripted] eval at rollout 4: success_mean 0.000 over 2 episodes" in text
+    last = text.rstrip().rsplit("\r", 1)[-1]
+    assert "[scripted] success 99% | cost $12.8456 | knowledge v0" in last and "151/200" in last
+    assert "…" not in text

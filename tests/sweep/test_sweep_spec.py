@@ -220,8 +220,12 @@ def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_
     outcome = read_outcome(run, "start", 0)
     assert (outcome.progress, outcome.metric_value, outcome.cost_usd) == (0.625, 0.5, 0.25)
     print_outcomes([outcome])
-    line = [x for x in capsys.readouterr().out.splitlines() if str(d) in x][0]
-    assert line.split()[:5] == ["finished", "1/200", "0.625", "success", "0.500"] and "$0.2500" in line
+    out = capsys.readouterr().out
+    line = [x for x in out.splitlines() if str(d) in x][0]
+    assert line.split()[:6] == ["finished", "1/200", "0.625", "eval", "success", "0.500"] and "$0.2500" in line
+    header = out.split("status ", 1)[1].splitlines()[0]
+    assert "eval progress" in header and "eval metric" in header   # the evaluation's, not training's
+    assert "the final evaluation once a run finished" in out
 
     calls.append({"spent_usd": None})  # a call whose price is unknown
     (d / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from speedrunner.core.llm.types import Completion, Model
-from speedrunner.core.runtime.skill_call import SkillRunner, Skills
+from speedrunner.core.skill import SkillRunner, Skills
 
 if TYPE_CHECKING:
     from speedrunner.core.benchmark import Budget

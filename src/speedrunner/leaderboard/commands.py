@@ -33,6 +33,13 @@ from speedrunner.leaderboard.board import (
 )
 
 DEFAULT_BOARD = "LEADERBOARD.md"
+FAKE_MODEL_PREFIX = "fake-"
+"""Model names of the project's fakes (``speedrunner fake-llm`` serves ``fake-realistic``)."""
+
+
+def is_fake_model(model: str) -> bool:
+    """A result of a fake LLM: its answers are written by code that reads the prompt, not a model."""
+    return model.startswith(FAKE_MODEL_PREFIX)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,10 +53,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "result in the results folder")
     append.add_argument("--allow-scripted", action="store_true",
                         help="also list results of the scripted test model (marked SCRIPTED)")
+    append.add_argument("--allow-fake", action="store_true",
+                        help=f"also list results of the fake LLM (`speedrunner fake-llm`, model {FAKE_MODEL_PREFIX}...)")
     append.add_argument("--results", metavar="DIR", default=None,
                         help=f"results folder to take the newest result from (default: {default_results_dir()})")
-    remove = actions.add_parser("remove", help="remove rows by run id")
-    remove.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    remove = actions.add_parser("remove", help="remove rows by the board's run id column",
+                                description=REMOVE_TAKES + ".")
+    remove.add_argument("run_ids", nargs="+", metavar="RUN_ID",
+                        help="the board's `run id` (a result id), or a run's short id such as r0001")
     remove.add_argument("--dry-run", action="store_true", help="show what would be removed; change nothing")
     show = actions.add_parser("show", help="print the table")
     show.add_argument("--sort", metavar="COLUMN", default=None,
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> None:
     if args.leaderboard_command == "append":
         results = Path(args.results) if args.results else default_results_dir()
         for line in append([Path(s) for s in args.sources], path, allow_scripted=args.allow_scripted,
-                           results_dir=results):
+                           results_dir=results, allow_fake=args.allow_fake):
             print(line)
     elif args.leaderboard_command == "remove":
         for line in remove(args.run_ids, path, dry_run=args.dry_run):
@@ -116,14 +127,15 @@ def load_result(path: Path) -> Source:
         raise LeaderboardError(f"{file} is not a valid speedrun result: {field}: {first['msg']}") from None
 
 
-def append(sources: list[Path], board_path: Path, *, allow_scripted: bool, results_dir: Path) -> list[str]:
+def append(sources: list[Path], board_path: Path, *, allow_scripted: bool, results_dir: Path,
+           allow_fake: bool = False) -> list[str]:
     """Add each source's row; refuse all of them if any is refused (the board stays as it was)."""
     loaded = [load_result(p) for p in sources] if sources else [load_result(newest_result(results_dir))]
     with editing(board_path):
-        return _append(loaded, board_path, allow_scripted=allow_scripted)
+        return _append(loaded, board_path, allow_scripted=allow_scripted, allow_fake=allow_fake)
 
 
-def _append(loaded: list[Source], board_path: Path, *, allow_scripted: bool) -> list[str]:
+def _append(loaded: list[Source], board_path: Path, *, allow_scripted: bool, allow_fake: bool) -> list[str]:
     board = read_board(board_path)
     problems: list[str] = []
     new: dict[str, Row] = {}
@@ -135,6 +147,9 @@ def _append(loaded: list[Source], board_path: Path, *, allow_scripted: bool) -> 
         elif r.scripted and not allow_scripted:
             problems.append(f"{r.result_id} ({source.path}) comes from the scripted test model, not an LLM; "
                             "pass --allow-scripted to list it anyway (it is marked SCRIPTED)")
+        elif is_fake_model(r.model) and not allow_fake:
+            problems.append(f"{r.result_id} ({source.path}) comes from the fake LLM (model {r.model!r}, "
+                            "`speedrunner fake-llm`), not a real model; pass --allow-fake to list it anyway")
         elif any(row.run_id == r.result_id for row in board.rows):
             line = board.row_lines.get(r.result_id)
             at = f" (line {line})" if line else ""
@@ -164,17 +179,43 @@ def remove(run_ids: list[str], board_path: Path, *, dry_run: bool) -> list[str]:
 def _remove(run_ids: list[str], board_path: Path, *, dry_run: bool) -> list[str]:
     board = read_board(board_path)
     known = [r.run_id for r in board.rows]
-    missing = [i for i in dict.fromkeys(run_ids) if i not in known]
-    if missing:
-        raise LeaderboardError(f"nothing was removed: not on {board_path}: " + ", ".join(
-            f"{i!r}{suggest(i, known)}" for i in missing) + " (`speedrunner leaderboard show` lists the run ids)")
-    going = [r for r in ordered(board.rows) if r.run_id in run_ids]
+    wanted: list[str] = []
+    problems: list[str] = []
+    for name in dict.fromkeys(run_ids):
+        matches = _rows_named(name, known)
+        if len(matches) == 1:
+            wanted += matches
+        elif matches:
+            problems.append(f"{name!r} is the run id of {len(matches)} rows ({', '.join(matches)}); "
+                            "name the one to remove by its full id")
+        else:
+            problems.append(f"{name!r} is not on {board_path}{suggest(name, known)}")
+    if problems:
+        raise LeaderboardError(
+            "nothing was removed:\n" + "\n".join(f"  - {p}" for p in problems)
+            + f"\n{REMOVE_TAKES} (`speedrunner leaderboard show` lists them)")
+    going = [r for r in ordered(board.rows) if r.run_id in wanted]
     if dry_run:
         return [f"would remove {len(going)} row(s) from {board_path} (--dry-run: nothing changed):",
                 *render_table(going)]
-    board.rows = [r for r in board.rows if r.run_id not in run_ids]
+    board.rows = [r for r in board.rows if r.run_id not in wanted]
     write_board(board)
     return [f"removed {len(going)} row(s) from {board_path}:", *(render_row(r) for r in going)]
+
+
+REMOVE_TAKES = ("remove takes what the board's `run id` column shows (the result id, e.g. "
+                "babyai-opo-gpt-seq-seed0-r0001-1a2b3c4d), or the run's short id (r0001) if only one row has it")
+
+
+def _rows_named(name: str, known: list[str]) -> list[str]:
+    """The board ids ``name`` means: itself, else every result id whose run id part it is.
+
+    A result id ends ``-<run id>-<hash>`` (``SpeedrunTracker.result_id``); the short run id
+    (r0001) is what a run directory and the progress lines show.
+    """
+    if name in known:
+        return [name]
+    return [k for k in known if len(parts := k.rsplit("-", 2)) == 3 and parts[1] == name]
 
 
 # ------------------------------------------------------------------------ show

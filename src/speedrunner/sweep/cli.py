@@ -231,17 +231,21 @@ def _status(o: Outcome) -> str:
 
 
 def print_outcomes(outcomes: list[Outcome]) -> None:
-    """One line per run: status, final progress, cost, run dir; then failures' log tails."""
-    print("\nstatus      episodes  progress  metric           cost             run")
+    """One line per run: status, the evaluation's progress and metric, cost, run dir; then
+    failures' log tails. Progress and metric are the last evaluation's means (the final one once
+    a run finished), never training's: a run that succeeded in training can show 0 here."""
+    print("\nstatus      episodes  eval progress  eval metric          cost             run")
     for o in outcomes:
         episodes = f"{o.episodes}/{o.rollouts if o.rollouts is not None else '?'}"
         progress = "-" if o.progress is None else f"{o.progress:.3f}"
-        metric = f"{o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
+        metric = f"eval {o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
         cost = ("unknown" if o.episodes else "-") if o.cost_usd is None else f"${o.cost_usd:.4f}"
         cost += " scripted" if o.scripted else ""
         where = f"  [node {o.node}]" if o.node else ""
         said = f"  ({o.note})" if o.note and "retried" in o.note else ""
-        print(f"{_status(o):<11} {episodes:>8}  {progress:>8}  {metric:<16} {cost:<16} {o.run_dir}{where}{said}")
+        print(f"{_status(o):<11} {episodes:>8}  {progress:>13}  {metric:<20} {cost:<16} {o.run_dir}{where}{said}")
+    print("(eval progress, eval metric: means over the last evaluation's episodes, the final evaluation "
+          "once a run finished; training's success is in each run's metrics.jsonl)")
     if any(o.action == "skip" and o.ok for o in outcomes):
         print("(finished*: finished by an earlier attempt of the sweep; skipped)")
     for o in outcomes:

@@ -59,7 +59,6 @@ or headers; 414 / 431 for oversized ones). A bad request never stops the server.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hmac
 import io
@@ -79,6 +78,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from speedrunner.benchmarks.babyai import levels, text
+from speedrunner.core.argparsing import ArgumentParser
 from speedrunner.core.names import unknown
 from speedrunner.errors import UnknownNameError
 
@@ -768,7 +768,7 @@ def serve(settings: ServerSettings, *, parent_pid: int | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     """``python -m speedrunner.benchmarks.babyai.server --port 8080``."""
     defaults = ServerSettings()
-    parser = argparse.ArgumentParser(description="BabyAI-Text episode server (JSON over HTTP).")
+    parser = ArgumentParser(description="BabyAI-Text episode server (JSON over HTTP).")
     parser.add_argument("--host", default=defaults.host, help="interface to bind (default loopback)")
     parser.add_argument("--port", type=int, default=defaults.port, help="TCP port")
     parser.add_argument("--episode-ttl-s", type=float, default=defaults.episode_ttl_s,

@@ -16,7 +16,7 @@ from speedrunner.core.codebook import store
 from speedrunner.core.codebook.model import CallStats, FunctionMeta, GenerationMeta
 from speedrunner.core.codebook.render import public_signatures, render_api
 from speedrunner.core.codebook.usage import usage_from_trajectories
-from speedrunner.core.runtime.skill_call import Skills
+from speedrunner.core.skill import Skills
 
 if TYPE_CHECKING:
     from speedrunner.core.runtime.trajectory import Trajectory

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from speedrunner.core.reporting.aggregate import Group
-from speedrunner.core.reporting.tables import Table, fmt
+from speedrunner.core.reporting.table import Table, fmt
 from speedrunner.core.runtime.caps import (
     CAP_NAMES,
     SKILL_CAPS,

@@ -5,7 +5,9 @@ go to stdout (warnings and errors go to stderr). The metric shown is the one the
 judged by (``speedrun.metric``: success on BabyAI, progress on Crafter and ScienceWorld).
 The ETA appears once a whole batch (wake and sleep) has run in this process, and counts
 training time only, so evaluation and start-up do not inflate it. Scripted runs say so on
-every line: their numbers come from no LLM.
+every line (``[scripted]``: short, so an 80-column line keeps its content): their numbers
+come from no LLM. On a terminal each phase ("eval at rollout 4: ...") is printed as a line of
+its own above the bar, whose text is only the run's standing, so neither is cut.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from speedrunner.core.runtime.checkpoint import Totals
+
+SCRIPTED_TAG = "[scripted] "
+"""Starts every progress line of a run of the scripted test model (its numbers come from no LLM)."""
 
 
 class ProgressReporter:
@@ -36,7 +41,7 @@ class ProgressReporter:
         self.metric_sum = float(totals.successes if metric_sum is None else metric_sum)
         self.cost: float | None = totals.cost_usd
         self.version = version
-        self.tag = "[SCRIPTED MODEL - not an LLM] " if scripted else ""
+        self.tag = SCRIPTED_TAG if scripted else ""
         self._lock = threading.Lock()
         self._done_here = 0          # training episodes finished in this process
         self._batches_here = 0       # whole batches (wake + sleep) finished in this process
@@ -46,10 +51,9 @@ class ProgressReporter:
         self._live = self.console.is_terminal
         self._progress: Progress | None = None
         if self._live:
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      console=self.console, transient=False)
-            self._task = self._progress.add_task(self._describe("starting"), total=total_episodes,
-                                                 completed=self.done)
+            self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=12),
+                                      MofNCompleteColumn(), console=self.console, transient=False)
+            self._task = self._progress.add_task(self._standing(), total=total_episodes, completed=self.done)
             self._progress.start()
 
     # ------------------------------------------------------------------ events
@@ -68,7 +72,8 @@ class ProgressReporter:
 
     def phase(self, text: str) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, description=self._describe(text))
+            self._progress.console.print(f"{self.tag}{text}", markup=False, highlight=False)
+            self._progress.update(self._task, description=self._standing())
         else:
             print(f"{self.tag}{text}", flush=True)
 
@@ -83,7 +88,7 @@ class ProgressReporter:
             self.cost = None if self.cost is None or cost is None else self.cost + cost
             outcome = "success" if success else f"progress {progress:.2f}" if self.metric == "progress" else "failure"
             if self._progress is not None:
-                self._progress.update(self._task, completed=self.done, description=self._describe("training"))
+                self._progress.update(self._task, completed=self.done, description=self._standing())
             else:
                 which = f"episode {index}: {outcome}" if index is not None else outcome
                 print(f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}{self._eta()}",
@@ -99,10 +104,14 @@ class ProgressReporter:
 
     # ------------------------------------------------------------------ text
     def _describe(self, phase: str) -> str:
+        return f"{self.tag}{phase} | {self._standing(tag=False)}"
+
+    def _standing(self, *, tag: bool = True) -> str:
+        """The run's metric so far, its cost and knowledge version (the live bar's text)."""
         cost = "unknown" if self.cost is None else f"${self.cost:.4f}"
         value = f"{self.metric_sum / self.done:.0%}" if self.done else "-"
         spend = f" | {self.spend()}" if self.spend is not None else ""
-        return f"{self.tag}{phase} | {self.metric} {value} | cost {cost}{spend} | knowledge v{self.version}"
+        return f"{self.tag if tag else ''}{self.metric} {value} | cost {cost}{spend} | knowledge v{self.version}"
 
     def _eta(self) -> str:
         """Remaining training time from this process's finished batches (none before the first)."""

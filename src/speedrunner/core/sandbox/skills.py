@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from speedrunner.core.runtime.skill_call import SkillCall, SkillOutcome, Skills
 from speedrunner.core.sandbox.channel import ChannelTimeout
 from speedrunner.core.sandbox.limits import Limits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
@@ -47,6 +46,7 @@ from speedrunner.core.sandbox.schema import (
     reconcile,
 )
 from speedrunner.core.sandbox.tiers import resolve_tier
+from speedrunner.core.skill import SkillCall, SkillOutcome, Skills
 
 MAX_EPISODE_TREE_CHARS = 2_000_000
 """Characters of the child's trees (``check_result``'s measure of everything a call keeps from

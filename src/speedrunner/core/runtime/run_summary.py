@@ -1,0 +1,88 @@
+"""The one line every run ends with: episodes, success, LLM calls, tokens, cost, wall time.
+
+It is read from what the run stored (``checkpoint.json``, ``summary.json``,
+``llm_calls.jsonl``), not from the process's memory, so a run that was resumed, stopped or
+failed reports its whole history the same way. A cost that cannot be computed says why and
+how to fix it instead of a bare "unknown".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from speedrunner.core.atomic import read_jsonl
+from speedrunner.core.config.schema import ModelConfig, RunConfig
+from speedrunner.core.runtime.checkpoint import CHECKPOINT_FILE
+
+CALLS_FILE = "llm_calls.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _count(n: float) -> str:
+    """12, 3.4k, 1.23M."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.3g}M"
+    if n >= 1_000:
+        return f"{n / 1_000:.3g}k"
+    return f"{n:g}"
+
+
+def _section_of(model: str, config: RunConfig) -> tuple[str, ModelConfig]:
+    """Which config section names ``model`` (the actor's first: it is what most calls use)."""
+    if config.model.name == model or config.inducer is None:
+        return "model", config.model
+    return "inducer", config.inducer
+
+
+def _unknown_cost_reason(models: list[str], config: RunConfig) -> str:
+    parts = []
+    for model in models:
+        section, _ = _section_of(model, config)
+        parts.append(f"no price for model {model!r} in speedrunner/data/prices.yaml; set {section}.prices "
+                     f"(USD per 1M tokens), e.g. --set '{section}.prices={{input: 0.25, cached_input: 0.025, "
+                     "output: 2.0}'")
+    return "; ".join(parts)
+
+
+def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished") -> str:
+    """``run_dir``'s totals in one line; ``status`` says how this process ended it."""
+    checkpoint = _read_json(run_dir / CHECKPOINT_FILE)
+    summary = _read_json(run_dir / SUMMARY_FILE)
+    totals = checkpoint.get("totals") or {}
+    episodes = int(totals.get("episodes") or 0)
+    successes = int(totals.get("successes") or 0)
+    success = f"training success {successes / episodes:.3f}" if episodes else "no training episode yet"
+    final = summary.get("final_eval") or {}
+    if final.get("success_mean") is not None:
+        success += f", final eval success {final['success_mean']:.3f}"
+
+    calls = [r for r in read_jsonl(run_dir / CALLS_FILE) if isinstance(r, dict) and r.get("error") is None]
+    usage = [r.get("usage") or {} for r in calls]
+    tokens_in = sum(int(u.get("input_uncached", 0)) + int(u.get("input_cached", 0)) for u in usage)
+    tokens_out = sum(int(u.get("output", 0)) for u in usage)
+    unpriced = list(dict.fromkeys(str(r.get("model")) for r in calls
+                                  if r.get("spent_usd") is None and not r.get("scripted")))
+    if calls and all(r.get("scripted") for r in calls):
+        cost = "cost $0 (the scripted model, not an LLM)"
+    elif unpriced:
+        cost = f"cost unknown ({_unknown_cost_reason(unpriced, config)})"
+    else:
+        spent = sum(float(r.get("spent_usd") or 0.0) for r in calls)
+        replays = sum(1 for r in calls if r.get("cache_hit"))
+        cost = f"cost ${spent:.4f}" + (f" ({replays} replayed from the cache, not paid again)" if replays else "")
+
+    elapsed = float(checkpoint.get("elapsed_s") or summary.get("elapsed_s") or 0.0)
+    ended = "" if status == "finished" else f" [{status}]"
+    return (f"run summary{ended}: {episodes} training episodes, {success} | {len(calls)} LLM calls, "
+            f"{_count(tokens_in + tokens_out)} tokens ({_count(tokens_in)} in, {_count(tokens_out)} out) | "
+            f"{cost} | wall time {elapsed:.0f} s")
