@@ -29,14 +29,15 @@ TOP_FLOORS: list[set[str]] = [
 """``speedrunner.<unit>`` floors, lowest first: benchmarks -> methods -> core."""
 
 CORE_FLOORS: list[set[str]] = [
-    {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts", "argparsing"},
+    {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts", "argparsing",
+     "pyast"},
     {"registry", "env"},
     {"specs", "benchmark", "env_checker", "skill"},
     {"config", "sandbox"},
     {"llm", "rundir", "codebook"},
     {"method"},
     {"runtime"},
-    {"experience", "reporting", "wandb_log"},
+    {"experience", "reporting", "wandb_log", "estimate"},
     {"tracking"},
 ]
 """``speedrunner.core.<unit>`` floors, lowest first (a unit is a module or a subpackage)."""

@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="dotted override, as for the train command (repeatable)")
     est.add_argument("--quick_test", action="store_true", help="apply the quick-test preset")
+    from speedrunner.core.estimate import add_estimate_flags
+
     add_estimate_flags(est)
     report = sub.add_parser("report", help="plots, tables and one HTML file from run directories")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
@@ -66,30 +68,6 @@ tokens and dollars as a worst case (from budgets, full-history prompt growth and
 priced from the table the run uses) and a typical case (from earlier runs: --from RUN_DIR),
 and a wall-time range. Needs no key and no network. See docs/spending.md.
 """
-
-
-def add_estimate_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by ``speedrunner estimate`` and ``speedrunner sweep --estimate``."""
-    parser.add_argument("--from", dest="pilots", action="append", default=[], metavar="RUN_DIR",
-                        help="an earlier run of the same experiment (e.g. a pilot) for the typical case (repeatable)")
-    parser.add_argument("--latency", type=float, default=5.0, metavar="S",
-                        help="seconds per model call for the wall-time range (default 5)")
-    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
-                        help="calls in flight at once for the wall-time range (default: run.parallel_episodes "
-                             "and model.max_concurrency)")
-    parser.add_argument("--context-tokens", type=int, default=None, metavar="N",
-                        help="the model's context window: no call's input exceeds it (tightens the worst case)")
-    parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
-
-
-def print_estimate(config: object, source: str, args: argparse.Namespace) -> object:
-    from speedrunner.core.estimate import estimate, estimate_json, format_estimate
-
-    e = estimate(config, source=source, latency_s=args.latency,  # type: ignore[arg-type]
-                 context_tokens=args.context_tokens, pilots=[Path(p) for p in args.pilots],
-                 concurrency=args.concurrency)
-    print(estimate_json(e) if args.json else format_estimate(e))
-    return e
 
 
 FAKE_LLM_HELP = """\
@@ -145,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from speedrunner.catalog import config_loader
 
             loaded = config_loader().load(args.path, overrides=args.overrides, quick_test=args.quick_test)
+            from speedrunner.core.estimate import print_estimate
+
             print_estimate(loaded.config, args.path, args)
             return 0
         if args.command == "validate-config":

@@ -17,6 +17,7 @@ episode and per sleep phase, and their tokens per call, priced with today's tabl
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from collections.abc import Sequence
@@ -348,3 +349,26 @@ def _duration(s: float) -> str:
 
 def estimate_json(e: Estimate) -> str:
     return json.dumps(e.to_json(), indent=2)
+
+
+def add_estimate_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by ``speedrunner estimate`` and ``speedrunner sweep --estimate``."""
+    parser.add_argument("--from", dest="pilots", action="append", default=[], metavar="RUN_DIR",
+                        help="an earlier run of the same experiment (e.g. a pilot) for the typical case (repeatable)")
+    parser.add_argument("--latency", type=float, default=5.0, metavar="S",
+                        help="seconds per model call for the wall-time range (default 5)")
+    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
+                        help="calls in flight at once for the wall-time range (default: run.parallel_episodes "
+                             "and model.max_concurrency)")
+    parser.add_argument("--context-tokens", type=int, default=None, metavar="N",
+                        help="the model's context window: no call's input exceeds it (tightens the worst case)")
+    parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
+
+
+def print_estimate(config: object, source: str, args: argparse.Namespace) -> object:
+    """Estimate ``config`` with the flags of ``add_estimate_flags`` and print it (table or JSON)."""
+    e = estimate(config, source=source, latency_s=args.latency,  # type: ignore[arg-type]
+                 context_tokens=args.context_tokens, pilots=[Path(p) for p in args.pilots],
+                 concurrency=args.concurrency)
+    print(estimate_json(e) if args.json else format_estimate(e))
+    return e

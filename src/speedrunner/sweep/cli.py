@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_file", help="sweep YAML, e.g. configs/sweeps/babyai-scripted.yaml")
     parser.add_argument("--estimate", action="store_true",
                         help="forecast every run's calls, tokens, dollars and wall time, and the sweep's total, then exit")
-    from speedrunner.cli import add_estimate_flags
+    from speedrunner.core.estimate import add_estimate_flags
 
     add_estimate_flags(parser)
     parser.add_argument("--dry-run", action="store_true",
@@ -82,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
 def print_sweep_estimate(sweep: Sweep, runs: list[SweepRun], args: argparse.Namespace) -> int:
     """Each run's forecast, then the sweep's total (what is already spent is not subtracted)."""
     from speedrunner.catalog import config_loader
-    from speedrunner.cli import print_estimate
+    from speedrunner.core.estimate import print_estimate
 
     loader = config_loader()
     worst: list[float | None] = []
