@@ -41,8 +41,8 @@ def test_an_answer_naming_a_listed_action_acts(text, actions, help_, expected):
 @pytest.mark.parametrize("actions, help_", [(BABYAI, BABYAI_HELP), (CRAFTER, CRAFTER_HELP)])
 def test_copying_any_line_of_the_listed_actions_gives_that_action(actions, help_):
     listed = render_actions(actions, help_)
-    lines = [line for line in listed.splitlines() if line.strip()]
-    assert len(lines) == len(actions)  # one line per action, no comma list to copy whole
+    lines = [line for line in listed.splitlines() if line.startswith("- ")]
+    assert len(lines) == len(actions)  # one line per action to copy
     for action, line in zip(actions, lines, strict=True):
         assert parse_answer(f"Action: {line}", actions, descriptions=help_).action == action
         assert parse_answer(f"Thought: x\nAction: {line.lstrip('- ')}", actions, descriptions=help_).action == action

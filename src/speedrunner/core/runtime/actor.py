@@ -315,18 +315,15 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, c
 
 
 def render_actions(actions: list[str], descriptions: dict[str, str] | None = None) -> str:
-    """The actions the prompt lists: one line naming them (capped); when the env describes
-    them, one line per action instead, ``- name: meaning``, so that a model copying a whole
-    line still names one action (the parser reads ``name: meaning`` as ``name``)."""
-    if descriptions and all(a in descriptions for a in actions[:MAX_LISTED_ACTIONS]):
-        listed = "\n" + "\n".join(f"- {a}: {descriptions[a]}" for a in actions[:MAX_LISTED_ACTIONS])
-        extra = {k: v for k, v in descriptions.items() if k not in actions[:MAX_LISTED_ACTIONS]}
-    else:
-        listed, extra = ", ".join(actions[:MAX_LISTED_ACTIONS]), descriptions or {}
+    """One line listing the actions (capped), then what they mean when the env says so, one
+    line per action, ``- name: meaning``: a model that copies such a line still names one
+    action (``parse_answer`` reads ``name: meaning`` as ``name``). The first line stays a
+    comma list because scripted and fake models read their choices from it."""
+    listed = ", ".join(actions[:MAX_LISTED_ACTIONS])
     if len(actions) > MAX_LISTED_ACTIONS:
         listed += f"\n(and {len(actions) - MAX_LISTED_ACTIONS} more valid commands; any command may be tried)"
-    if extra:
-        listed += "\n" + "\n".join(f"- {name}: {meaning}" for name, meaning in extra.items())
+    if descriptions:
+        listed += "\n" + "\n".join(f"- {name}: {meaning}" for name, meaning in descriptions.items())
     return listed
 
 
