@@ -6,7 +6,13 @@ import pytest
 from speedrunner.benchmarks.babyai.text import ACTION_DESCRIPTIONS as BABYAI_HELP
 from speedrunner.benchmarks.crafter.text import ACTION_DESCRIPTIONS as CRAFTER_HELP
 from speedrunner.benchmarks.crafter.text import ACTIONS as _CRAFTER_ACTIONS
-from speedrunner.core.runtime.actor import ActorStep, assistant_message, parse_answer, render_actions, user_message
+from speedrunner.core.runtime.actor import (
+    ActorStep,
+    assistant_message,
+    parse_answer,
+    render_actions,
+    user_message,
+)
 
 BABYAI = ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
 CRAFTER = list(_CRAFTER_ACTIONS)

@@ -16,7 +16,12 @@ import json
 from collections.abc import Iterable
 
 from speedrunner.core.llm.types import Message, ToolSpec, ToolUse
-from speedrunner.methods.wake_sleep.speedrunner_tools import NO_TOOL_LINE, TOOLS, ToolCall, parse_tool_call
+from speedrunner.methods.wake_sleep.speedrunner_tools import (
+    NO_TOOL_LINE,
+    TOOLS,
+    ToolCall,
+    parse_tool_call,
+)
 
 __all__ = ["NATIVE_NOTE", "from_native", "native_arguments", "native_messages", "read_turn", "tool_specs"]
 
