@@ -86,6 +86,11 @@ class ActorStep:
     """``"length"`` when the answer was cut at ``max_tokens`` (``core.answers.TRUNCATED``)."""
     answer_format: str = "ok"
     """``ok`` / ``repaired`` / ``lost``: how the answer's form was read (``ParsedAnswer.format``)."""
+    effect: str = ""
+    """What the turn did to the env: ``acted`` (a primitive action ran), ``skill_call`` (a
+    skill was called), ``refused`` (nothing ran: no valid action was read, or the env refused
+    it). A well-formed answer can still be refused; format and effect are counted apart.
+    Empty in trajectories stored before it existed (``core.answer_counts.step_effect``)."""
     skill_call: dict[str, Any] | None = None
     """The call tree when the action called a skill (``SkillOutcome.tree``); its primitive
     actions are in ``executed``."""

@@ -112,13 +112,16 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             if step.error is not None and truncated(completion.finish_reason):
                 step.error += f" ({cut_note(completion.sampling.get('max_tokens'))})"
             traj.steps.append(step)
+            step.effect = "refused"
             if parsed.action is None:
                 continue
             act = _actor(env, step, traj, state)
             if parsed.skill_call is None:
                 act(parsed.action)
+                step.effect = "acted" if step.executed else "refused"
                 current = state["text"]
             else:
+                step.effect = "skill_call"
                 if runner is None:
                     runner = _open_runner(ctx, skills)
                     traj.sandbox_tier = runner.tier
