@@ -32,6 +32,10 @@ QUOTED = [
     ("Thought: go.\nAction: go forward\nObservation: You see a wall.\nThought: turn.\nAction: turn left\n"
      "Observation: ...\nThought: again\nAction: pick up\nThought: x\nAction: toggle", BABYAI, BABYAI_HELP, "go forward"),
     ("Thought: a\nAction: turn right\n\nThought: b\nAction: go forward", BABYAI, BABYAI_HELP, "turn right"),
+    # the action with its target, as the 0.5B model wrote it on BabyAI (first line only)
+    ("Thought: The purple box is in the grey key.\nAction: Pick up the purple box\nTurn left\nGo forward", BABYAI,
+     BABYAI_HELP, "pick up"),
+    ("Action: go forward to the red ball", BABYAI, BABYAI_HELP, "go forward"),
     ("Action: toggle<|im_end|>\n<|im_start|>user\nObservation: the door opens\nAction: go forward", BABYAI,
      BABYAI_HELP, "toggle"),
 ]
@@ -54,9 +58,19 @@ def test_copying_any_line_of_the_listed_actions_gives_that_action(actions, help_
         assert parse_answer(f"Thought: x\nAction: {line.lstrip('- ')}", actions, descriptions=help_).action == action
 
 
-def test_an_unknown_action_with_a_description_of_another_is_still_refused():
-    parsed = parse_answer("Action: turn left (take one step forward)", BABYAI, descriptions=BABYAI_HELP)
+@pytest.mark.parametrize("text", [
+    "Action: turn left then go forward",           # two actions on one line
+    "Action: pick up, go forward",
+    "Action: jump to the ball",
+])
+def test_an_action_line_naming_two_actions_or_none_is_still_refused(text):
+    parsed = parse_answer(text, BABYAI, descriptions=BABYAI_HELP)
     assert parsed.action is None and "not a valid action" in parsed.error
+
+
+def test_words_after_an_action_cut_at_max_tokens_are_not_read_as_its_target():
+    parsed = parse_answer("Action: go to red ball", ["go to red ball", "go to red ball 2"], finish_reason="length")
+    assert parsed.action is None
 
 
 def test_a_refused_turn_goes_back_as_written_with_one_line_of_feedback():

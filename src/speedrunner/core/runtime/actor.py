@@ -267,11 +267,13 @@ def _within(part: list[str], whole: list[str]) -> bool:
     return any(whole[i:i + len(part)] == part for i in range(len(whole) - len(part) + 1))
 
 
-def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None) -> str | None:
+def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None, *,
+              trailing: bool = False) -> str | None:
     """The one listed action ``raw`` names once case and punctuation are set aside: the
     action itself (``Turn_Left!``), its own description alone, or the action followed by
     (part of) its description (``Turn left (rotate 90 degrees in place)``, ``Move East: walk
-    one cell east ...``). ``None`` when no action, or more than one, fits."""
+    one cell east ...``); with ``trailing``, also the action followed by words naming no other
+    action. ``None`` when no action, or more than one, fits."""
     said = _words(raw)
     if not said:
         return None
@@ -282,7 +284,18 @@ def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None)
         rest = said[len(name):] if said[:len(name)] == name else None
         if said == name or (meaning and (said == meaning or (rest and _within(rest, meaning)))):
             hits.add(action)
-    return hits.pop() if len(hits) == 1 else None
+    if len(hits) == 1:
+        return hits.pop()
+    if hits or not trailing:
+        return None
+    # The action followed by words of the model's own (its target: "pick up the purple box"),
+    # as long as they name no other action ("turn left then go forward" is two actions).
+    led = [a for a in actions if _words(a) and said[:len(_words(a))] == _words(a)]
+    if not led:
+        return None
+    action = max(led, key=lambda a: len(_words(a)))
+    rest = said[len(_words(action)):]
+    return None if any(_within(_words(a), rest) for a in actions if _words(a)) else action
 
 
 def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, cut: bool = False,
@@ -300,7 +313,9 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, c
             return ParsedAnswer(thought, None, f"{_CUT} right after {raw.strip()!r}, which may be the start of "
                                                f"{', '.join(longer[:3])}: a cut action is never run", raw)
         return ParsedAnswer(thought, by_norm[wanted], None, raw)
-    named = _by_words(raw, actions, descriptions)
+    # Words after a whole action are read as its target only when the answer was not cut
+    # there (they might start a longer action) and only when commands are not free text.
+    named = _by_words(raw, actions, descriptions, trailing=not free_text and not cut)
     if named is not None:
         return ParsedAnswer(thought, named, None, raw)
     if free_text:  # any command may be tried; never complete a partial one into another
