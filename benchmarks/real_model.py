@@ -185,7 +185,7 @@ def checkout_dir(spec: str, tmp: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(HERE), "archive", "--format=tar", spec], capture_output=True, check=True)
     out = tmp / f"checkout-{spec}"
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(out, filter="data")
+        tar.extractall(out, filter="tar")
     return out
 
 

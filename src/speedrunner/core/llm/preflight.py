@@ -63,9 +63,12 @@ def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig,
     answer = _ask(provider, endpoint, _PROBE, timeout_s)
     if answer is not None and (answer.usage.output > PROBE_LIMIT + 2 or
                                (answer.finish_reason != "length" and len(answer.text.split()) > PROBE_LIMIT + 2)):
-        param = getattr(provider, "max_tokens_param", "max_tokens")
-        fix = ("set model.provider: vllm (it sends max_tokens, which OpenAI-compatible servers honour)"
-               if provider.name == "openai" else "check the server's own output limit settings")
+        length_param = getattr(provider, "length_param", None)
+        param = length_param(endpoint) if length_param else getattr(provider, "max_tokens_param", "max_tokens")
+        fix = (f"set {role}.provider: vllm (it sends max_tokens, which OpenAI-compatible servers honour)"
+               if param == "max_completion_tokens" else
+               "the server ignores max_tokens too: set its own output limit (llama.cpp: --n_predict / n_predict; "
+               "vLLM: --max-model-len) and keep max_tokens small")
         warnings.append(f"{where} ignored the length limit: asked for at most {PROBE_LIMIT} tokens (sent as "
                         f"{param}), it wrote {answer.usage.output} (finish_reason {answer.finish_reason!r}); answers "
                         f"cut at {role}.sampling.max_tokens would never be detected: {fix}")
