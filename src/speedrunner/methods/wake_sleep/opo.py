@@ -142,8 +142,7 @@ def read_guide(text: str, *, echoes: tuple[str, ...] = (), current: str = "") ->
             if not body.strip():
                 return GuideAnswer("", "the answer only repeats the prompt; the old guide stays", repairs)
         answer = _read(body, repairs)
-        if answer.guide and answer.guide != current.strip() and any(
-                _flat(answer.guide) in _flat(e) for e in echoes):
+        if answer.guide and answer.guide != current.strip() and echo_share(answer.guide, echoes, current) >= 0.5:
             return GuideAnswer("", "the guide read repeats the prompt (e.g. its placeholder guide); "
                                    "the old guide stays", [*answer.repairs, "the prompt's guide repeated"])
         return answer
@@ -152,6 +151,18 @@ def read_guide(text: str, *, echoes: tuple[str, ...] = (), current: str = "") ->
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def echo_share(guide: str, echoes: tuple[str, ...], current: str = "") -> float:
+    """The share of the guide's lines (of 12 characters or more) copied word for word from
+    ``echoes`` (the prompt), lines of the ``current`` guide aside: a small model "rewrites"
+    the guide by copying the episodes it was shown (``Task: ...``, ``Outcome: ...``)."""
+    lines = [_flat(line) for line in guide.splitlines() if len(_flat(line)) >= 12]
+    if not lines:
+        return 1.0 if any(_flat(guide) and _flat(guide) in _flat(e) for e in echoes) else 0.0
+    shown, kept = [_flat(e) for e in echoes], _flat(current)
+    copied = [line for line in lines if any(line in e for e in shown) and line not in kept]
+    return len(copied) / len(lines)
 
 
 def _without_echoes(body: str, echoes: tuple[str, ...]) -> tuple[str, bool]:
