@@ -41,9 +41,10 @@ def config(server: FakeLLMServer, **kw) -> ModelConfig:
 
 @pytest.mark.parametrize("provider", ["openai", "vllm"])
 def test_an_endpoint_that_ignores_the_length_limit_is_named_with_its_fix(provider):
-    with FakeLLMServer(callback=ignores_limit, model_name="fake-model") as server:
+    with FakeLLMServer(probe=ignores_limit, model_name="fake-model") as server:
         warnings = check_model_endpoints(config(server, provider=provider))
-        (probe,) = server.chat_requests()
+        (probe,) = [r.body for r in server.probes]
+        assert server.chat_requests() == []  # kept apart from the requests a test counts
     assert probe["max_tokens"] == PROBE_LIMIT  # openai against a non-OpenAI host sends max_tokens too
     (warning,) = warnings
     assert f"ignored the length limit: asked for at most {PROBE_LIMIT} tokens" in warning
@@ -54,19 +55,19 @@ def test_openai_s_own_length_key_ignored_names_the_vllm_provider(monkeypatch):
     from speedrunner.core.llm import provider_openai
 
     monkeypatch.setattr(provider_openai.OpenAIChatProvider, "length_param", lambda self, e: "max_completion_tokens")
-    with FakeLLMServer(callback=ignores_limit, model_name="fake-model") as server:
+    with FakeLLMServer(probe=ignores_limit, model_name="fake-model") as server:
         (warning,) = check_model_endpoints(config(server, provider="openai"))
     assert "sent as max_completion_tokens" in warning and "set model.provider: vllm" in warning
 
 
 def test_an_endpoint_that_honours_the_limit_gets_no_warning():
-    with FakeLLMServer(callback=honours_limit, model_name="fake-model") as server:
+    with FakeLLMServer(probe=honours_limit, model_name="fake-model") as server:
         assert check_model_endpoints(config(server, provider="vllm")) == []
         assert check_model_endpoints(config(server, provider="vllm"), probe=False) == []
 
 
 def test_native_tools_returned_as_content_are_named_with_the_setting_that_fixes_it():
-    with FakeLLMServer(callback=tool_as_content, model_name="fake-model") as server:
+    with FakeLLMServer(probe=tool_as_content, model_name="fake-model") as server:
         (warning,) = check_model_endpoints(config(server, provider="vllm", tool_protocol="native"), role="inducer")
         assert check_model_endpoints(config(server, provider="vllm")) == []  # text protocol: not asked
     assert "returned the tool call as message content" in warning and "inducer.tool_protocol: text" in warning

@@ -26,13 +26,15 @@ from speedrunner.core.llm.types import Message, ToolSpec
 from speedrunner.core.redact import scrub
 from speedrunner.errors import PreflightError
 
-__all__ = ["PROBE_LIMIT", "check_model_endpoints", "probe_endpoint"]
+__all__ = ["PROBE_LIMIT", "PROBE_PROMPTS", "check_model_endpoints", "probe_endpoint"]
 
 SKIP_HINT = "(--skip_preflight skips this check)"
 PROBE_LIMIT = 8
 """The probe's length limit in tokens; its prompt asks for far more."""
 _PROBE = "Count from 1 to 60 in words, separated by commas. Write nothing else."
 _TOOL_PROBE = "Call the get_time tool now."
+PROBE_PROMPTS = (_PROBE, _TOOL_PROBE)
+"""How a probe is recognised (the fake server answers it apart from a test's script)."""
 _TOOL = ToolSpec("get_time", "The current time.", {"type": "object", "properties": {}, "required": []})
 
 
