@@ -446,10 +446,9 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                         if gemini
                         else _chat_body(reply, body.get("model", server.model_name))
                     )
-                    if self._send(200, json.dumps(payload).encode(), headers):
-                        if not is_probe(body):
-                            with server._lock:
-                                server.answered.append(body)
+                    if self._send(200, json.dumps(payload).encode(), headers) and not is_probe(body):
+                        with server._lock:
+                            server.answered.append(body)
             finally:
                 server._leave()
 
