@@ -296,8 +296,8 @@ def share(part: int, whole: int) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["benchmark", "protocol", "side", "env acted / actor turns", "naming a listed action: acted",
-            "inducer turns with a valid tool call", "guides not a prompt echo", "wall"]
+    head = ["benchmark", "protocol", "side", "env acted / actor turns", "answers naming a listed action that acted",
+            "inducer turns with a valid tool call", "new guides not a prompt echo", "wall"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.benchmark, r.protocol, r.side, share(r.acted, r.actor_turns), share(r.naming_acted, r.naming),
