@@ -226,9 +226,11 @@ def preflight(config: RunConfig) -> None:
     from speedrunner.core.registry import load_entry_point
     from speedrunner.core.specs import BENCHMARKS
 
-    check_model_endpoints(config.model, role="model")
+    warnings = check_model_endpoints(config.model, role="model")
     if config.inducer is not None:
-        check_model_endpoints(config.inducer, role="inducer")
+        warnings += check_model_endpoints(config.inducer, role="inducer")
+    for warning in warnings:
+        print(f"WARNING (pre-flight): {warning}", file=sys.stderr, flush=True)
     spec = BENCHMARKS.get(config.benchmark.name)
     if spec.preflight is not None:
         load_entry_point(spec.preflight)(config.benchmark)

@@ -41,11 +41,14 @@ def test_repaired_lost_and_cut_answers_are_counted_per_role(tmp_path):
     assert all("your answer was cut off at max_tokens=" in s["error"] for s in cut)
     summary = json.loads((run_dir / "summary.json").read_text())
     actor = summary["format"]["actor"]
-    assert actor == {"turns": len(steps), "repaired": sum(s["answer_format"] == "repaired" for s in steps),
-                     "lost": len(cut), "truncated": len(cut), "dropped_calls": 0}
+    repaired = sum(s["answer_format"] == "repaired" for s in steps)
+    assert actor == {"turns": len(steps), "ok": len(steps) - repaired - len(cut), "repaired": repaired,
+                     "lost": len(cut), "truncated": len(cut), "dropped_calls": 0,
+                     "acted": len(steps) - len(cut), "refused": len(cut), "skill_calls": 0}
+    assert summary["actor_warning"] is None
     guide = summary["format"]["guide"]
     sleeps = sorted((run_dir / "sleep").glob("opo_*.json"))
-    assert guide == {"turns": len(sleeps), "repaired": len(sleeps), "lost": 0, "truncated": len(sleeps),
+    assert guide == {"turns": len(sleeps), "ok": 0, "repaired": len(sleeps), "lost": 0, "truncated": len(sleeps),
                      "dropped_calls": 0}
     record = json.loads(sleeps[0].read_text())
     assert record["truncated_turns"] == 1 and record["repairs"] == ["no closing </guide> tag"]  # the provider split off <think>
@@ -53,5 +56,7 @@ def test_repaired_lost_and_cut_answers_are_counted_per_role(tmp_path):
 
     build_report([run_dir], tmp_path / "report")
     table = (tmp_path / "report" / "tables" / "answers.csv").read_text().splitlines()
-    assert table[0] == "benchmark,task_set,method,model,seed,run_id,role,turns,repaired,lost,truncated,dropped_calls"
-    assert any(f",actor,{actor['turns']},{actor['repaired']},{actor['lost']},{actor['truncated']},0" in r for r in table)
+    assert table[0] == ("benchmark,task_set,method,model,seed,run_id,role,turns,ok,repaired,lost,truncated,dropped_calls,"
+                        "acted,refused,skill_calls")
+    assert any(f",actor,{actor['turns']},{actor['ok']},{actor['repaired']},{actor['lost']},{actor['truncated']},0,"
+               f"{actor['acted']},{actor['refused']},0" in r for r in table)

@@ -111,7 +111,8 @@ def test_voyager_learns_a_library_on_crafter_with_the_runs_usual_files(reference
     # the curriculum's and the critic's first answers in iteration 2 could not be read.
     summary = json.loads((run_dir / "summary.json").read_text())
     counts = summary["format"]
-    assert counts["action_agent"] == {"turns": ITERATIONS, "repaired": 0, "lost": 0, "truncated": 0, "dropped_calls": 0}
+    assert counts["action_agent"] == {"turns": ITERATIONS, "ok": ITERATIONS, "repaired": 0, "lost": 0, "truncated": 0,
+                                      "dropped_calls": 0}
     assert (counts["curriculum"]["turns"], counts["curriculum"]["lost"]) == (len(asked(server, "next immediate task")), 1)
     assert (counts["critic"]["turns"], counts["critic"]["lost"]) == (len(asked(server, "assesses my progress")), 1)
     assert its[2]["format"]["curriculum"] == {"turns": 2, "repaired": 0, "lost": 1, "truncated": 0, "dropped_calls": 0}
@@ -369,9 +370,9 @@ def test_a_cut_skill_never_runs_the_agent_is_told_and_every_role_is_counted(tmp_
     assert f"Execution error: {cut}" in actions[1]["messages"][1]["content"]   # the agent was told
     assert second["skill_added"] == "collect_wood" and second["finish_reason"] == "stop"
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["format"]["action_agent"] == {"turns": 2, "repaired": 0, "lost": 1, "truncated": 1,
+    assert summary["format"]["action_agent"] == {"turns": 2, "ok": 1, "repaired": 0, "lost": 1, "truncated": 1,
                                                  "dropped_calls": 0}
     build_report([run_dir], tmp_path / "report")
     table = (tmp_path / "report" / "tables" / "answers.csv").read_text().splitlines()
-    assert table[0].endswith(",role,turns,repaired,lost,truncated,dropped_calls")
-    assert any(r.endswith(",action_agent,2,0,1,1,0") for r in table)
+    assert table[0].endswith(",role,turns,ok,repaired,lost,truncated,dropped_calls,acted,refused,skill_calls")
+    assert any(r.endswith(",action_agent,2,1,0,1,1,0,,,") for r in table)  # effects: the actor's only

@@ -4,7 +4,10 @@ cache keys of existing runs must still match so a resume replays instead of payi
 
 The fixtures were recorded from the code before the change: ``llm_wire_bodies.json`` (one
 call per provider and option) and ``llm_episode_bodies.json`` (a whole actor episode with
-invalid answers, through vllm and gemini).
+invalid answers, through vllm and gemini). The episode bodies were recorded again when the
+actor's history changed on purpose (issue 29: a refused turn is shown as the model wrote it
+with one line of feedback, a turn without a thought carries no made-up ``Thought: -``), and
+the ``openai`` cases' length key is ``max_tokens`` now: their fake server is not OpenAI's API.
 """
 
 from __future__ import annotations

@@ -177,12 +177,12 @@ def test_what_real_models_write_reads_as_one_skill_call(text, expected, form):
 
 
 AMBIGUOUS = [
-    ("Thought: a\nAction: drop\nThought: b\nAction: toggle",
+    # two different actions within the model's own turn (no invented turn between them)
+    ("Thought: a\nAction: drop\nAction: toggle",
      "the answer has 2 different Action lines ('drop'; 'toggle'); only one action runs per turn: "
      "answer with exactly one Action line"),
-    # a model that plays several ReAct rounds and imagines the observations (LangChain #20704)
-    ("Thought: forward\nAction: go forward\nObservation: you see a key\nThought: take it\nAction: pick up",
-     "the answer has 2 different Action lines ('go forward'; 'pick up'); only one action runs per turn: "
+    ("Thought: a\nAction: drop\nor maybe\nAction: toggle",
+     "the answer has 2 different Action lines ('drop'; 'toggle'); only one action runs per turn: "
      "answer with exactly one Action line"),
     ('{"action": "drop"} or {"action": "toggle"}',
      "the answer has 2 JSON actions ('drop'; 'toggle'); only one action runs per turn: "

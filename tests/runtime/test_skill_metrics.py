@@ -172,7 +172,7 @@ NEW_ROW_KEYS = {"sleep_llm_calls_share", "skill_calls", "skill_actions", "dynami
 OLD_ROW_KEYS = {"rollout", "index", "batch", "task", "seed", "knowledge_version", "success", "progress", "stop_reason",
                 "llm_calls", "env_actions", "tokens", "sleep_output_tokens_share", "cost_episode_usd",
                 "cost_sleep_share_usd", "cost_usd", "wall_time_s", "scripted",
-                "cap_hits", "sleep_cap_hits", "sandbox_violations"}  # (the last three: other records' fields)
+                "cap_hits", "sleep_cap_hits", "sandbox_violations", "actor_turns"}  # (the last four: other records' fields)
 NEW_EVAL_KEYS = {"skill_calls_mean", "actions_per_skill_call", "dynamic_call_depth_max", "within_2_llm_calls_share",
                  "library_public_functions", "library_private_functions", "static_call_depth", "call_graph_density",
                  "skill_api_tokens", "skill_api_chars"}

@@ -131,11 +131,17 @@ class FakeLLMServer:
         latency_s: float = 0.0,
         model_name: str = "fake-model",
         port: int = 0,
+        probe: Responder | None = None,
     ) -> None:
         if script is not None and callback is not None:
             raise ValueError("give a script or a callback, not both")
         self._script = list(script or [])
         self._callback = callback
+        self._probe = probe
+        self.probes: list[RecordedRequest] = []
+        """The pre-flight's probe requests (``core.llm.preflight``): answered by ``probe``, else
+        honestly (a short answer cut at the limit asked for), and kept apart from
+        ``requests`` so that neither a test's counts nor its script see them."""
         self.default = default or Reply()
         self.latency_s = latency_s
         self.model_name = model_name
@@ -203,6 +209,11 @@ class FakeLLMServer:
             return [r.body for r in self.requests if r.method == "POST" and r.body is not None]
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
+        if is_probe(body):
+            if self._probe is not None:
+                return self._probe(body)
+            limit = body.get("max_tokens") or body.get("max_completion_tokens") or 8
+            return Reply(text="one, two, three", finish_reason="length", completion_tokens=min(int(limit), 8))
         if self._callback is not None:
             return self._callback(body)
         with self._lock:
@@ -210,7 +221,7 @@ class FakeLLMServer:
 
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
-            self.requests.append(req)
+            (self.probes if isinstance(req.body, dict) and is_probe(req.body) else self.requests).append(req)
 
     def _enter(self) -> None:
         with self._lock:
@@ -220,6 +231,14 @@ class FakeLLMServer:
     def _leave(self) -> None:
         with self._lock:
             self.in_flight -= 1
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """A request of the pre-flight's probe (its fixed prompt opens the body's messages)."""
+    from speedrunner.core.llm.preflight import PROBE_PROMPTS
+
+    head = json.dumps(body.get("messages") or body.get("contents") or "")[:400]
+    return any(p in head for p in PROBE_PROMPTS)
 
 
 # -- response bodies ---------------------------------------------------------------------------
@@ -427,7 +446,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                         if gemini
                         else _chat_body(reply, body.get("model", server.model_name))
                     )
-                    if self._send(200, json.dumps(payload).encode(), headers):
+                    if self._send(200, json.dumps(payload).encode(), headers) and not is_probe(body):
                         with server._lock:
                             server.answered.append(body)
             finally:

@@ -5,6 +5,13 @@ does not serve would otherwise fail after the run directory was made, leaving an
 directory with no checkpoint. The check costs no tokens: it lists the models
 (``GET /models`` on OpenAI-compatible servers, ``models.get`` on Gemini) through the same
 SDK client, base URL and key the calls will use.
+
+Then :func:`probe_endpoint` asks for one tiny completion (a few tokens: the only thing the
+pre-flight pays for) through the provider's own request path, and warns about what would
+otherwise go unnoticed for a whole run: a server that ignores the length limit (llama.cpp's
+server ignores ``max_completion_tokens``, so truncation is never detected) and, under
+``tool_protocol: native``, a server that returns the tool call as message content (native
+mode would silently become the text protocol). Each warning names the setting that fixes it.
 """
 
 from __future__ import annotations
@@ -13,24 +20,78 @@ from typing import Any
 
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.build import make_provider
+from speedrunner.core.llm.conversation import Conversation
+from speedrunner.core.llm.provider import ProviderRequest
+from speedrunner.core.llm.types import Message, ToolSpec
 from speedrunner.core.redact import scrub
 from speedrunner.errors import PreflightError
 
-__all__ = ["check_model_endpoints"]
+__all__ = ["PROBE_LIMIT", "PROBE_PROMPTS", "check_model_endpoints", "probe_endpoint"]
 
 SKIP_HINT = "(--skip_preflight skips this check)"
+PROBE_LIMIT = 8
+"""The probe's length limit in tokens; its prompt asks for far more."""
+_PROBE = "Count from 1 to 60 in words, separated by commas. Write nothing else."
+_TOOL_PROBE = "Call the get_time tool now."
+PROBE_PROMPTS = (_PROBE, _TOOL_PROBE)
+"""How a probe is recognised (the fake server answers it apart from a test's script)."""
+_TOOL = ToolSpec("get_time", "The current time.", {"type": "object", "properties": {}, "required": []})
 
 
-def check_model_endpoints(config: ModelConfig, *, role: str = "model", timeout_s: float = 10.0) -> None:
-    """Raise ``PreflightError`` naming the endpoint, what answered and the fix; else return."""
+def check_model_endpoints(config: ModelConfig, *, role: str = "model", timeout_s: float = 10.0,
+                          probe: bool = True) -> list[str]:
+    """Raise ``PreflightError`` naming the endpoint, what answered and the fix; else return
+    the warnings of :func:`probe_endpoint` (``probe``: ask for the tiny completion)."""
     if config.provider == "scripted":
-        return
+        return []
     provider = make_provider(config)
+    warnings: list[str] = []
     for endpoint in provider.endpoints:
         if config.provider == "gemini":
             _check_gemini(provider, endpoint, role, timeout_s)
         else:
             _check_openai_compatible(provider, endpoint, role, timeout_s)
+        if probe:
+            warnings += probe_endpoint(provider, endpoint, role, config, timeout_s=max(timeout_s, 60.0))
+    return warnings
+
+
+def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig, *,
+                   timeout_s: float = 60.0) -> list[str]:
+    """Warnings about how the endpoint answers a tiny completion (never an error: a probe
+    that fails says nothing about the run, whose own calls retry and report)."""
+    where = f"{role}.provider {provider.name}: endpoint {scrub(endpoint)}"
+    warnings = []
+    answer = _ask(provider, endpoint, _PROBE, timeout_s)
+    if answer is not None and (answer.usage.output > PROBE_LIMIT + 2 or
+                               (answer.finish_reason != "length" and len(answer.text.split()) > PROBE_LIMIT + 2)):
+        length_param = getattr(provider, "length_param", None)
+        param = length_param(endpoint) if length_param else getattr(provider, "max_tokens_param", "max_tokens")
+        fix = (f"set {role}.provider: vllm (it sends max_tokens, which OpenAI-compatible servers honour)"
+               if param == "max_completion_tokens" else
+               "the server ignores max_tokens too: set its own output limit (llama.cpp: --n_predict / n_predict; "
+               "vLLM: --max-model-len) and keep max_tokens small")
+        warnings.append(f"{where} ignored the length limit: asked for at most {PROBE_LIMIT} tokens (sent as "
+                        f"{param}), it wrote {answer.usage.output} (finish_reason {answer.finish_reason!r}); answers "
+                        f"cut at {role}.sampling.max_tokens would never be detected: {fix}")
+    if config.tool_protocol == "native" and getattr(provider, "supports_tools", False):
+        answer = _ask(provider, endpoint, _TOOL_PROBE, timeout_s, tools=(_TOOL,))
+        if answer is not None and not answer.tool_calls and "get_time" in answer.text:
+            warnings.append(f"{where} returned the tool call as message content ({scrub(answer.text)[:80]!r}), "
+                            "not as a tool call: native mode would silently read text; set "
+                            f"{role}.tool_protocol: text, or start the server with a tool-call parser (vLLM: "
+                            "--enable-auto-tool-choice --tool-call-parser ...)")
+    return warnings
+
+
+def _ask(provider: Any, endpoint: str, prompt: str, timeout_s: float, tools: tuple[ToolSpec, ...] = ()) -> Any:
+    request = ProviderRequest(Conversation([Message("user", prompt)]),
+                              {"temperature": 0.0, "top_p": 1.0, "max_tokens": PROBE_LIMIT, "seed": None},
+                              "actor", "preflight/probe", endpoint, timeout_s, tools)
+    try:
+        return provider.call(request)
+    except Exception:  # noqa: BLE001 - a failed probe is no finding; the run's own calls report failures
+        return None
 
 
 def _check_openai_compatible(provider: Any, endpoint: str, role: str, timeout_s: float) -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -78,6 +79,17 @@ class OpenAIChatProvider:
     def _extra_body(self) -> dict[str, Any] | None:
         return None
 
+    def length_param(self, endpoint: str) -> str:
+        """``max_completion_tokens`` for OpenAI's own API (its reasoning models reject
+        ``max_tokens``); ``max_tokens`` for any other server the openai provider is pointed
+        at: OpenAI-compatible servers (llama.cpp, older vLLM, ...) ignore the newer name, so
+        the limit would silently be lost and truncation never detected."""
+        if self.max_tokens_param != "max_completion_tokens":
+            return self.max_tokens_param
+        host = (urlsplit(endpoint).hostname or "").lower()
+        official = host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com"))
+        return self.max_tokens_param if official else "max_tokens"
+
     # -- the call -------------------------------------------------------------------------------
     def _client(self, endpoint: str) -> openai.OpenAI:
         """One SDK client per endpoint, shared by threads (the SDK client is thread-safe)."""
@@ -100,7 +112,7 @@ class OpenAIChatProvider:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": request.messages.mapped(_wire_message),
-            self.max_tokens_param: s["max_tokens"],
+            self.length_param(request.endpoint): s["max_tokens"],
         }
         if s.get("seed") is not None:
             body["seed"] = s["seed"]

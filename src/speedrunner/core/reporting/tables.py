@@ -102,10 +102,15 @@ def answers_table(groups: list[Group]) -> Table:
             for role, counts in sorted((r.run.summary.get("format") or {}).items()):
                 rows.append({**_key_cells(g), "seed": str(r.run.seed), "run_id": r.run.run_id, "role": role,
                              **{k: fmt(counts.get(k)) for k in ANSWER_COUNTS}})
-    notes = {"repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
+    notes = {"ok": "turns read in the exact format asked for",
+             "repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
              "lost": "turns whose form yielded no meaning (no action or tool call, or two different ones)",
              "truncated": "turns cut off at max_tokens (finish_reason 'length')",
-             "dropped_calls": "tool calls written after a turn's first one; only the first ran (the turn is repaired)"}
+             "dropped_calls": "tool calls written after a turn's first one; only the first ran (the turn is repaired)",
+             "acted": "actor turns whose action the env took (format and effect are apart: an ok answer may act "
+                      "on nothing)",
+             "refused": "actor turns that changed nothing: no action read, or one the env does not know",
+             "skill_calls": "actor turns that called a skill"}
     return Table("answers", "How answers were read (turns per role)",
                  [*KEY_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS], rows, [], notes)
 

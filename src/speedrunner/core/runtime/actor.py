@@ -12,6 +12,7 @@ was cut.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,15 @@ MAX_LISTED_ACTIONS = 40
 _ACTION_LINE = label_regex(r"(?:next[ \t]+|final[ \t]+)?action")
 _THOUGHT_LINE = label_regex(r"thought|reasoning|think")
 _WRAPPERS = "`'\"*<>[]() "
+_NEXT_TURN = re.compile(
+    r"^[ \t]*(?:>[ \t]*)?(?:#{1,6}[ \t]*)?[*_]*(?:observation|obs|user|human|assistant|system)[*_]*[ \t]*:"
+    r"|^[ \t]*(?:>[ \t]*)?(?:#{1,6}[ \t]*)?(?:[-*+][ \t]+)?[*_]*(?:thought|reasoning|think)[*_]*(?:[ \t]*[:=]|[ \t]+[-\u2013])",
+    re.IGNORECASE | re.MULTILINE)
+"""A line that starts the *next* turn: an observation or a speaker the model invented, or a
+new ``Thought:`` after its Action line."""
+_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|user|assistant)\|>")
+MAX_SHOWN_REFUSED = 1500
+"""Characters of a refused answer shown back to the model (the rest is said to be cut)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,11 @@ class ActorStep:
     """``"length"`` when the answer was cut at ``max_tokens`` (``core.answers.TRUNCATED``)."""
     answer_format: str = "ok"
     """``ok`` / ``repaired`` / ``lost``: how the answer's form was read (``ParsedAnswer.format``)."""
+    effect: str = ""
+    """What the turn did to the env: ``acted`` (a primitive action ran), ``skill_call`` (a
+    skill was called), ``refused`` (nothing ran: no valid action was read, or the env refused
+    it). A well-formed answer can still be refused; format and effect are counted apart.
+    Empty in trajectories stored before it existed (``core.answer_counts.step_effect``)."""
     skill_call: dict[str, Any] | None = None
     """The call tree when the action called a skill (``SkillOutcome.tree``); its primitive
     actions are in ``executed``."""
@@ -99,8 +114,30 @@ def _clean_value(value: str) -> str:
             return text
 
 
+def own_turn(body: str) -> tuple[str, bool]:
+    """``body`` up to where the model began inventing the conversation's next turns (an
+    ``Observation:``, a speaker, a chat-template token, or a new ``Thought:`` after its
+    Action line), and whether anything was cut. Small models write the env's answer and
+    their next moves themselves; only their own turn is theirs to play."""
+    cut = False
+    token = _CHAT_TOKEN.search(body)
+    if token is not None:
+        body, cut = body[:token.start()], True
+    lines = label_lines(body, _ACTION_LINE, "Action")
+    if lines:
+        start = lines[0].end
+        if not _clean_value(lines[0].value):  # the action is on the next line: skip past it
+            value = _next_line(body, start)
+            start = body.find(value, start) + len(value) if value else start
+        boundary = _NEXT_TURN.search(body, start)
+        if boundary is not None:
+            body, cut = body[:boundary.start()], True
+    return body, cut
+
+
 def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
-                 skills: dict[str, str] | None = None, finish_reason: str | None = None) -> ParsedAnswer:
+                 skills: dict[str, str] | None = None, finish_reason: str | None = None,
+                 descriptions: dict[str, str] | None = None) -> ParsedAnswer:
     """Turn the model's text into one valid action (or an error to show the model).
 
     ``skills`` maps the public skill names the actor may call to their signatures; an action
@@ -108,10 +145,16 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
     Accepted forms: the prompt's ``Thought:``/``Action:`` lines with any markdown, case or
     heading around the label, the action on the line after a bare label, prose around them,
     ``<think>`` blocks (ignored), a JSON object with an ``action`` key, a bare action, a
-    trailing period. Two different actions are never chosen between.
+    trailing period. A listed action followed by (or replaced by) its own entry of
+    ``descriptions`` is that action, in any case or punctuation: models copy the prompt's
+    line. Reading stops where the model starts inventing the next turn (:func:`own_turn`);
+    two different actions within its own turn are never chosen between.
     """
     body, had_think = strip_think(text)
     repairs: list[str] = ["think block"] if had_think else []
+    body, invented = own_turn(body)
+    if invented:
+        repairs.append("invented next turns cut")
     lines = label_lines(body, _ACTION_LINE, "Action")
     if not lines and (lines := label_lines(body, _ACTION_LINE, "Action", in_fences=True)):
         repairs.append("answer inside a code fence")
@@ -165,7 +208,8 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
                                                    "a cut action is never run", action_text, format="lost")
             return ParsedAnswer(thought, None, call, action_text, format=fmt)
         return ParsedAnswer(thought, call.text, None, action_text, skill_call=call, format=fmt)
-    parsed = _match_action(thought, action_text, actions, free_text, truncated(finish_reason), cut_here)
+    parsed = _match_action(thought, action_text, actions, free_text, truncated(finish_reason), cut_here,
+                           descriptions)
     if parsed.error == _EMPTY_LINE or (parsed.error or "").startswith(_CUT):
         return dataclasses.replace(parsed, format="lost")
     if parsed.action is not None and parsed.action != action_text:
@@ -215,8 +259,47 @@ _EMPTY_LINE = "the Action line was empty"
 _CUT = "the answer was cut off"
 
 
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^0-9a-z]+", " ", text.lower()).split()
+
+
+def _within(part: list[str], whole: list[str]) -> bool:
+    return any(whole[i:i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+
+
+def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None, *,
+              trailing: bool = False) -> str | None:
+    """The one listed action ``raw`` names once case and punctuation are set aside: the
+    action itself (``Turn_Left!``), its own description alone, or the action followed by
+    (part of) its description (``Turn left (rotate 90 degrees in place)``, ``Move East: walk
+    one cell east ...``); with ``trailing``, also the action followed by words naming no other
+    action. ``None`` when no action, or more than one, fits."""
+    said = _words(raw)
+    if not said:
+        return None
+    hits = set()
+    for action in actions:
+        name = _words(action)
+        meaning = _words((descriptions or {}).get(action, ""))
+        rest = said[len(name):] if said[:len(name)] == name else None
+        if said == name or (meaning and (said == meaning or (rest and _within(rest, meaning)))):
+            hits.add(action)
+    if len(hits) == 1:
+        return hits.pop()
+    if hits or not trailing:
+        return None
+    # The action followed by words of the model's own (its target: "pick up the purple box"),
+    # as long as they name no other action ("turn left then go forward" is two actions).
+    led = [a for a in actions if _words(a) and said[:len(_words(a))] == _words(a)]
+    if not led:
+        return None
+    action = max(led, key=lambda a: len(_words(a)))
+    rest = said[len(_words(action)):]
+    return None if any(_within(_words(a), rest) for a in actions if _words(a)) else action
+
+
 def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, cut: bool = False,
-                  cut_here: bool = False) -> ParsedAnswer:
+                  cut_here: bool = False, descriptions: dict[str, str] | None = None) -> ParsedAnswer:
     """``raw`` as one of ``actions``. ``cut``: the answer hit ``max_tokens``, so a prefix is never
     completed; ``cut_here``: it was cut right after this action, which may be the start of a
     longer one (or, on a free-text benchmark, of any command)."""
@@ -230,6 +313,11 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, c
             return ParsedAnswer(thought, None, f"{_CUT} right after {raw.strip()!r}, which may be the start of "
                                                f"{', '.join(longer[:3])}: a cut action is never run", raw)
         return ParsedAnswer(thought, by_norm[wanted], None, raw)
+    # Words after a whole action are read as its target only when the answer was not cut
+    # there (they might start a longer action) and only when commands are not free text.
+    named = _by_words(raw, actions, descriptions, trailing=not free_text and not cut)
+    if named is not None:
+        return ParsedAnswer(thought, named, None, raw)
     if free_text:  # any command may be tried; never complete a partial one into another
         if cut_here:
             return ParsedAnswer(thought, None, f"{_CUT} inside its action ({raw.strip()!r}); a cut action is never "
@@ -247,7 +335,10 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, c
 
 
 def render_actions(actions: list[str], descriptions: dict[str, str] | None = None) -> str:
-    """One line listing the actions (capped), then what they mean when the env says so."""
+    """One line listing the actions (capped), then what they mean when the env says so, one
+    line per action, ``- name: meaning``: a model that copies such a line still names one
+    action (``parse_answer`` reads ``name: meaning`` as ``name``). The first line stays a
+    comma list because scripted and fake models read their choices from it."""
     listed = ", ".join(actions[:MAX_LISTED_ACTIONS])
     if len(actions) > MAX_LISTED_ACTIONS:
         listed += f"\n(and {len(actions) - MAX_LISTED_ACTIONS} more valid commands; any command may be tried)"
@@ -266,18 +357,27 @@ def first_user_message(instruction: str, actions: str, knowledge: tuple[str, str
 
 
 def assistant_message(step: ActorStep) -> Message:
-    """The actor's turn as the conversation shows it: the *executed* action (not the raw
-    text, not the reasoning)."""
-    shown = step.parsed_action if step.parsed_action is not None else (step.raw_action or step.raw_text).strip()[:200]
-    return Message("assistant", PROMPTS.render("assistant", thought=step.thought or "-", action=shown))
+    """The actor's turn as the conversation shows it: for an executed turn the *executed*
+    action (not the raw text, not the reasoning); for a refused turn what the model wrote
+    (its own turn, without invented next turns), so the feedback that follows is about
+    words it can see, and nothing it did not write (no made-up ``Thought: -``)."""
+    if step.parsed_action is None:
+        body, _ = own_turn(strip_think(step.raw_text)[0])
+        body = body.strip()
+        if len(body) > MAX_SHOWN_REFUSED:
+            body = body[:MAX_SHOWN_REFUSED] + " [...]"
+        return Message("assistant", body or "(empty answer)")
+    if not step.thought:
+        return Message("assistant", PROMPTS.render("assistant_action", action=step.parsed_action))
+    return Message("assistant", PROMPTS.render("assistant", thought=step.thought, action=step.parsed_action))
 
 
 def user_message(step: ActorStep, observation: str, actions: list[str],
                  skills: dict[str, str] | None = None) -> Message:
-    """What the env said after ``step``, with feedback first when the step was invalid: the
-    valid actions and, when the knowledge has skills, the skills' signatures too."""
+    """What the env said after ``step``, with one line of feedback first when the step was
+    refused: why, and the valid actions (and the skills' signatures when there are skills)."""
     feedback = "" if step.error is None else PROMPTS.render(
-        "invalid_action", problem=step.error, actions=_valid_choices(actions, skills)
+        "invalid_action", problem=step.error.rstrip("."), actions=_valid_choices(actions, skills)
     ) + "\n"
     return Message("user", PROMPTS.render("next_user", feedback=feedback, observation=observation))
 

@@ -65,8 +65,8 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     actions = list(env.actions)
     # Optional env hints: what the prompt lists (ScienceWorld: command templates rather than
     # thousands of concrete commands) and what each action does (BabyAI: "pick up" = in front).
-    shown = render_actions(list(getattr(env, "prompt_actions", None) or actions),
-                           getattr(env, "action_descriptions", None))
+    descriptions = getattr(env, "action_descriptions", None)
+    shown = render_actions(list(getattr(env, "prompt_actions", None) or actions), descriptions)
     first_user = first_user_message(env.instruction, shown, ctx.knowledge.prompt_section(), observation.text)
     traj = Trajectory(
         split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
@@ -102,7 +102,8 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
             traj.scripted = traj.scripted or completion.scripted
             parsed = parse_answer(completion.text, actions, free_text=free_text,
-                                  skills=skills.signatures if skills else None, finish_reason=completion.finish_reason)
+                                  skills=skills.signatures if skills else None, finish_reason=completion.finish_reason,
+                                  descriptions=descriptions)
             step = ActorStep(
                 index=len(traj.steps), call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",
                 observation=current, raw_text=completion.text, reasoning=completion.reasoning,
@@ -114,13 +115,16 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             if step.error is not None and truncated(completion.finish_reason):
                 step.error += f" ({cut_note(completion.sampling.get('max_tokens'))})"
             traj.steps.append(step)
+            step.effect = "refused"
             if parsed.action is None:
                 continue
             act = _actor(env, step, traj, state)
             if parsed.skill_call is None:
                 act(parsed.action)
+                step.effect = "acted" if step.executed else "refused"
                 current = state["text"]
             else:
+                step.effect = "skill_call"
                 if runner is None:
                     runner = _open_runner(ctx, skills)
                     traj.sandbox_tier = runner.tier

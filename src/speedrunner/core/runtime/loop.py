@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from speedrunner.core.answer_counts import format_counts
+from speedrunner.core.answer_counts import actor_turn_counts, format_counts, not_acting_warning
 from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
@@ -214,7 +215,7 @@ class Runner:
                 train_batch = getattr(self.method, "train_batch", None)  # its own training phase (Voyager)
                 trajectories = self._play(specs, knowledge, None, progress) if train_batch is None else train_batch(
                     specs, TrainingContext(self.pool.env, self.budget, self._stop, lambda t: progress.training_episode(
-                        t.success, t.progress, t.cost_usd, index=t.index)))
+                        t.success, t.progress, t.cost_usd, index=t.index, actor=actor_turns(t))))
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 result = self.method.sleep(trajectories, batch_index=batch)
@@ -226,6 +227,8 @@ class Runner:
             progress.close()
             self.pool.close()
         summary = self._write_summary(checkpoint, status="finished")
+        if summary.get("actor_warning"):
+            print(f"WARNING: {summary['actor_warning']}", file=sys.stderr, flush=True)
         return RunResult(self.run_dir, checkpoint, summary)
 
     # ---------------------------------------------------------------- resume
@@ -266,7 +269,7 @@ class Runner:
             save_trajectory(self.run_dir, trajectory)
             if progress is not None and eval_point is None:  # display only: completion order is fine
                 progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd,
-                                          index=trajectory.index)
+                                          index=trajectory.index, actor=actor_turns(trajectory))
             return trajectory
 
         executor = ThreadPoolExecutor(max_workers=self.config.run.workers(len(todo)),
@@ -285,7 +288,7 @@ class Runner:
         if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
             for index in sorted(set(results) - set(futures)):
                 t = results[index]
-                progress.training_episode(t.success, t.progress, t.cost_usd, index=t.index)
+                progress.training_episode(t.success, t.progress, t.cost_usd, index=t.index, actor=actor_turns(t))
         return [results[spec.index] for spec in specs]
 
     def _play_one(self, spec: EpisodeSpec, ctx: EpisodeContext) -> Trajectory:
@@ -327,7 +330,8 @@ class Runner:
                 "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
                 **skill_metrics.episode_fields(t), **library,
                 "cap_hits": episode_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
-                "sandbox_violations": t.sandbox_violations, **self._spend_fields(),
+                "sandbox_violations": t.sandbox_violations, "actor_turns": actor_turns(t),
+                **self._spend_fields(),
             })
             totals.episodes += 1
             totals.successes += int(t.success)
@@ -431,7 +435,8 @@ class Runner:
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
             "spending": None if self.spend_cap is None else self.spend_cap.snapshot(),
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
-            "format": format_counts(self.run_dir),
+            "format": (answers := format_counts(self.run_dir)),
+            "actor_warning": not_acting_warning(answers.get("actor")),
             "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)),
             "eval_cap_hits": sum_skill_hits(e.get("cap_hits") or {} for e in evals),
             **sandbox_summary(self.skill_support),
@@ -442,6 +447,13 @@ class Runner:
 
 
 RunStatus = Literal["running", "finished", "interrupted", "failed", "budget_reached"]
+
+
+def actor_turns(t: Trajectory) -> dict[str, int]:
+    """The episode's actor turns by answer format and by what they did to the env."""
+    return actor_turn_counts([{"call_id": s.call_id, "answer_format": s.answer_format, "finish_reason": s.finish_reason,
+                               "effect": s.effect, "executed": s.executed, "skill_call": s.skill_call}
+                              for s in t.steps])
 
 
 def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:

@@ -43,6 +43,8 @@ class ProgressReporter:
         self.version = version
         self.tag = SCRIPTED_TAG if scripted else ""
         self._lock = threading.Lock()
+        self.actor_turns = 0         # actor turns of the episodes counted here, and those that acted
+        self.actor_acted = 0
         self._done_here = 0          # training episodes finished in this process
         self._batches_here = 0       # whole batches (wake + sleep) finished in this process
         self._training_s = 0.0       # wall time of those batches
@@ -78,12 +80,15 @@ class ProgressReporter:
             print(f"{self.tag}{text}", flush=True)
 
     def training_episode(self, success: bool, progress: float, cost: float | None, *,
-                         index: int | None = None) -> None:
+                         index: int | None = None, actor: dict[str, int] | None = None) -> None:
         """A training episode finished. Episodes of a batch finish in any order, so the line
         counts episodes *done* and names the finished one by its index, never as "episode n"."""
         with self._lock:  # called from episode threads as they finish
             self.done += 1
             self._done_here += 1
+            if actor:  # the episode's actor turns (core.answer_counts.actor_turn_counts)
+                self.actor_turns += actor.get("turns", 0)
+                self.actor_acted += actor.get("acted", 0) + actor.get("skill_calls", 0)
             self.metric_sum += float(progress if self.metric == "progress" else success)
             self.cost = None if self.cost is None or cost is None else self.cost + cost
             outcome = "success" if success else f"progress {progress:.2f}" if self.metric == "progress" else "failure"
@@ -111,7 +116,8 @@ class ProgressReporter:
         cost = "unknown" if self.cost is None else f"${self.cost:.4f}"
         value = f"{self.metric_sum / self.done:.0%}" if self.done else "-"
         spend = f" | {self.spend()}" if self.spend is not None else ""
-        return f"{self.tag if tag else ''}{self.metric} {value} | cost {cost}{spend} | knowledge v{self.version}"
+        acted = f" | env acted {self.actor_acted}/{self.actor_turns} turns" if self.actor_turns else ""
+        return f"{self.tag if tag else ''}{self.metric} {value}{acted} | cost {cost}{spend} | knowledge v{self.version}"
 
     def _eta(self) -> str:
         """Remaining training time from this process's finished batches (none before the first)."""

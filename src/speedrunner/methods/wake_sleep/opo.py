@@ -64,7 +64,7 @@ class OPOMethod:
             [Message("system", PROMPTS.render("system")), Message("user", prompt)],
             purpose="guide", call_id=f"sleep/{batch_index:04d}/guide/0000",
         )
-        answer = read_guide(completion.text)
+        answer = read_guide(completion.text, echoes=(prompt,), current=self.guide)
         new_guide = answer.guide[: self.config.guide_max_chars]
         if new_guide:
             self.guide = new_guide
@@ -118,7 +118,7 @@ _GUIDE_KEYS = ("guide", "strategy_guide", "new_guide", "strategy")
 """JSON keys that hold the guide itself (an ``answer``-like key holds the whole text answer)."""
 
 
-def read_guide(text: str) -> GuideAnswer:
+def read_guide(text: str, *, echoes: tuple[str, ...] = (), current: str = "") -> GuideAnswer:
     """The guide between ``<guide>`` tags (any case; a missing closing tag, e.g. an answer
     cut at ``max_tokens``, keeps what was written, as ``guide_max_chars`` would), or the whole
     answer when there are no tags. ``<think>`` blocks never count; two ``<guide>`` blocks are
@@ -127,9 +127,58 @@ def read_guide(text: str) -> GuideAnswer:
     An answer written as JSON (``{"guide": "..."}``, ``{"answer": "<guide>...</guide>"}``, bare
     or in a ```` ```json ```` fence) is read from its decoded string, never word for word (a
     guide full of ``\\n`` escapes is no guide); JSON cut before it closed keeps the string
-    written so far; two JSON guides that differ are not chosen between."""
+    written so far; two JSON guides that differ are not chosen between.
+
+    ``echoes`` are the texts the model was shown (the prompt): small models repeat them
+    first, so a repeated prompt is taken out before reading, and a guide that is only a
+    piece of them (the prompt's placeholder guide) is never the new guide. Keeping the
+    ``current`` guide word for word is an answer, not an echo."""
     body, had_think = strip_think(text)
     repairs = ["think block"] if had_think else []
+    if echoes:
+        body, echoed = _without_echoes(body, echoes)
+        if echoed:
+            repairs.append("the prompt repeated")
+            if not body.strip():
+                return GuideAnswer("", "the answer only repeats the prompt; the old guide stays", repairs)
+        answer = _read(body, repairs)
+        if answer.guide and answer.guide != current.strip() and echo_share(answer.guide, echoes, current) >= 0.5:
+            return GuideAnswer("", "the guide read repeats the prompt (e.g. its placeholder guide); "
+                                   "the old guide stays", [*answer.repairs, "the prompt's guide repeated"])
+        return answer
+    return _read(body, repairs)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def echo_share(guide: str, echoes: tuple[str, ...], current: str = "") -> float:
+    """The share of the guide's lines (of 12 characters or more) copied word for word from
+    ``echoes`` (the prompt), lines of the ``current`` guide aside: a small model "rewrites"
+    the guide by copying the episodes it was shown (``Task: ...``, ``Outcome: ...``)."""
+    lines = [_flat(line) for line in guide.splitlines() if len(_flat(line)) >= 12]
+    if not lines:
+        return 1.0 if any(_flat(guide) and _flat(guide) in _flat(e) for e in echoes) else 0.0
+    shown, kept = [_flat(e) for e in echoes], _flat(current)
+    copied = [line for line in lines if any(line in e for e in shown) and line not in kept]
+    return len(copied) / len(lines)
+
+
+def _without_echoes(body: str, echoes: tuple[str, ...]) -> tuple[str, bool]:
+    """``body`` without any whole copy of an echo (whitespace may differ)."""
+    found = False
+    for echo in echoes:
+        words = echo.split()
+        if not words:
+            continue
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
+        body, n = pattern.subn("", body)
+        found = found or n > 0
+    return body, found
+
+
+def _read(body: str, repairs: list[str]) -> GuideAnswer:
     fields = json_fields(body, _GUIDE_KEYS)
     if fields and mostly_json(body, fields) and not _GUIDE.search(outside_json(body, fields)):
         guides = distinct([_as_text(f.value) for f in fields])

@@ -124,6 +124,18 @@ class SpeedRunnerNoCLMethod(SpeedRunnerMethod):
     code_execution = False
 
 
+def _feedback(call: ToolCall, result: str, turn: int, left: int, native: bool) -> str:
+    """The next user message: the tool's result, named; a turn that called no tool is never
+    shown as the result of a tool (small models echo such headings). A first turn with no
+    call (small models restate the rules) gets a short re-ask naming one concrete tool."""
+    if call.tool is not None:
+        return PROMPTS.render("turn", tool=call.tool, result=result, turns_left=left)
+    if turn == 0:
+        return PROMPTS.render("first_reask", turns_left=left,
+                              call="a call of the `view_codebook` tool" if native else "the line `Tool: view_codebook`")
+    return PROMPTS.render("no_tool", result=result, turns_left=left)
+
+
 class _Phase:
     """One sleep phase: the conversation, the draft and the (lazily started) analysis session."""
 
@@ -156,7 +168,7 @@ class _Phase:
             self.completions.append(completion)
             call = read_turn(completion.text, completion.tool_calls, self.m.tools,
                              finish_reason=completion.finish_reason,
-                             max_tokens=completion.sampling.get("max_tokens"))
+                             max_tokens=completion.sampling.get("max_tokens"), native=native)
             result = with_cut_note(self._result(call), completion)
             self.reading.add(call.format, completion, dropped_calls=call.dropped_calls)
             left = cfg.max_inducer_turns - turn - 1
@@ -169,7 +181,7 @@ class _Phase:
             if call.tool == "submit" and call.problem is None:
                 ended_by, note = "submit", call.block or ""
                 break
-            feedback = PROMPTS.render("turn", tool=call.tool or "?", result=result, turns_left=left)
+            feedback = _feedback(call, result, turn, left, native)
             messages += (native_messages(completion.text, completion.tool_calls, feedback) if completion.tool_calls
                          else [Message("assistant", completion.text), Message("user", feedback)])
         if ended_by == "out_of_turns":  # the cap ended the phase, not the inducer

@@ -11,11 +11,17 @@ answers the others "not run", each with its own tool message, as the APIs requir
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 
 from speedrunner.core.llm.types import Message, ToolSpec, ToolUse
-from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, ToolCall, parse_tool_call
+from speedrunner.methods.wake_sleep.speedrunner_tools import (
+    NO_TOOL_LINE,
+    TOOLS,
+    ToolCall,
+    parse_tool_call,
+)
 
 __all__ = ["NATIVE_NOTE", "from_native", "native_arguments", "native_messages", "read_turn", "tool_specs"]
 
@@ -105,11 +111,20 @@ def native_arguments(call: ToolCall) -> dict[str, str]:
     return out
 
 
+NO_NATIVE_CALL = ("no tool call found: end every turn with one call through the function-calling "
+                  "interface, e.g. the `view_codebook` tool (it takes no arguments)")
+
+
 def read_turn(text: str, uses: tuple[ToolUse, ...], offered: frozenset[str] | set[str], *,
-              finish_reason: str | None = None, max_tokens: int | None = None) -> ToolCall:
-    """The turn's call: the first native one, else the text protocol's reading of the text."""
+              finish_reason: str | None = None, max_tokens: int | None = None, native: bool = False) -> ToolCall:
+    """The turn's call: the first native one, else the text protocol's reading of the text.
+    Under the native protocol (``native``) a turn with no call is told so in its own terms,
+    not in the text protocol's (``Tool:`` lines)."""
     if not uses:
-        return parse_tool_call(text, offered, finish_reason=finish_reason, max_tokens=max_tokens)
+        call = parse_tool_call(text, offered, finish_reason=finish_reason, max_tokens=max_tokens)
+        if native and call.tool is None and call.problem is not None and call.problem.startswith(NO_TOOL_LINE):
+            call = dataclasses.replace(call, problem=NO_NATIVE_CALL + call.problem[len(NO_TOOL_LINE):])
+        return call
     call = from_native(uses[0], offered)
     if len(uses) > 1:
         note = f"one tool per turn: only `{uses[0].name}` ran, {len(uses) - 1} more call(s) were not run"

@@ -45,7 +45,7 @@ from speedrunner.core.answers import (
     truncated,
 )
 
-__all__ = ["TOOLS", "ToolCall", "parse_tool_call"]
+__all__ = ["NO_TOOL_LINE", "TOOLS", "ToolCall", "parse_tool_call"]
 
 TOOLS: dict[str, tuple[int, bool]] = {
     # name: (name arguments on the Tool line, needs a fenced block)
@@ -64,6 +64,8 @@ TOOLS: dict[str, tuple[int, bool]] = {
 }
 """Every tool the protocol knows; a method offers a subset (``speedrunner_no_cl``: no ``run_python``
 and no ``test_skill``)."""
+
+NO_TOOL_LINE = "no `Tool:` line found: end every turn with one tool call, e.g. `Tool: view_codebook`"
 
 CUT_UNSAFE = frozenset({"add_function", "edit_function", "test_skill"})
 """Tools whose block is never used when the answer was cut inside it."""
@@ -120,8 +122,7 @@ def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_rea
     calls = _from_lines(body, repairs) or _from_json(body, repairs)
     cut = truncated(finish_reason)
     if not calls:
-        problem = ("no `Tool:` line found: end every turn with one tool call, e.g. `Tool: view_codebook`"
-                   + (f" ({cut_note(max_tokens)})" if cut else ""))
+        problem = NO_TOOL_LINE + (f" ({cut_note(max_tokens)})" if cut else "")
         return ToolCall(None, problem=problem, repairs=tuple(repairs))
     first = calls[0]
     note = ""
