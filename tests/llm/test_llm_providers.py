@@ -356,5 +356,21 @@ def test_openai_provider_sends_no_vllm_extras(server, make_model):
     model = make_model(provider="openai", name="gpt-5.4-mini", base_url=server.base_url)
     model.complete(MSGS, purpose="actor", call_id="x")
     body = server.chat_requests()[0]
-    assert "chat_template_kwargs" not in body and "max_tokens" not in body
+    assert "chat_template_kwargs" not in body
+    # Not OpenAI's own API: the length limit goes as max_tokens, which such servers honour
+    # (issue: a server that ignores max_completion_tokens never reports truncation).
+    assert "max_tokens" in body and "max_completion_tokens" not in body
     assert server.requests[0].headers.get("x-stainless-retry-count") == "0"
+
+
+@pytest.mark.parametrize(("endpoint", "param"), [
+    ("https://api.openai.com/v1", "max_completion_tokens"),
+    ("https://my-resource.openai.azure.com/openai/v1", "max_completion_tokens"),
+    ("http://127.0.0.1:8000/v1", "max_tokens"),
+    ("https://openai.com.example.net/v1", "max_tokens"),
+])
+def test_openai_provider_names_the_length_limit_its_endpoint_honours(endpoint, param):
+    from speedrunner.core.llm.provider_openai import OpenAIChatProvider
+
+    provider = OpenAIChatProvider.__new__(OpenAIChatProvider)  # length_param reads no instance state
+    assert provider.length_param(endpoint) == param
