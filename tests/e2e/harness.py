@@ -18,7 +18,10 @@ from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 REPO = Path(__file__).resolve().parents[2]
 PRICES = "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}"
 GUIDE = "<guide>Fake guide: explore, then act on what you see.</guide>"
-WALL_CLOCK = {"wall_time_s"}
+WALL_CLOCK = {"wall_time_s", "run_spent_usd", "max_cost_usd"}
+"""Row fields that describe the process, not the result: time, and money spent so far (after a
+kill it includes the worst case of the calls that were in flight) against a cap that may change
+on ``--resume``."""
 
 
 def body_key(body: dict) -> str:
