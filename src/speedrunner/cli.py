@@ -87,6 +87,7 @@ Stop it with Ctrl-C.
 
 
 def _fake_llm(args: argparse.Namespace) -> int:
+    import signal
     import time
 
     from speedrunner.testing.realistic import serve
@@ -101,6 +102,9 @@ def _fake_llm(args: argparse.Namespace) -> int:
         return 2
     print(f"fake LLM (variants {args.variants:g}, seed {args.seed}) on {server.base_url}  "
           f"(gemini: {server.root_url}); model.name: fake-realistic", flush=True)
+    # Ctrl-C must stop it even when the shell started it with SIGINT ignored (a background job
+    # of a non-interactive shell), where Python would not install its own handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         while True:
             time.sleep(3600)
