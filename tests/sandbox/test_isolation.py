@@ -104,7 +104,9 @@ def test_a_fork_bomb_is_capped_for_the_whole_tree(tier: str) -> None:
                 print(n, type(e).__name__)
         """)
         forked, error = result.stdout.split()
-        assert error == "BlockingIOError" and 0 < int(forked) <= 16
+        # pids.max counts the wrappers and the child's own threads too; which of them are alive when
+        # the bomb starts depends on the tier and the load, so the bound is the cgroup's, not 16.
+        assert error == "BlockingIOError" and 0 < int(forked) < cgroup.pids_max
         assert len(cgroup.pids()) <= cgroup.pids_max
         scratch = session._process.scratch
     assert not processes_with_home(scratch)

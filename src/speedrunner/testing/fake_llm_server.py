@@ -423,33 +423,36 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}, raw=raw
                 )
             )
+            # In flight from arrival until the answer is about to be written: a client can only
+            # start its next call after reading this answer, so counting past the write would
+            # see a limit-respecting client's next call overlap this one.
             server._enter()
             try:
                 reply = server._next_reply(body)
                 delay = server.latency_s + reply.delay_s
                 if delay:
                     time.sleep(delay)
-                headers = {}
-                if reply.retry_after is not None:
-                    headers["Retry-After"] = f"{reply.retry_after:g}"
-                if reply.status != 200:
-                    self._send(
-                        reply.status,
-                        json.dumps(_error_body(reply.status, gemini, reply.error_message)).encode(),
-                        headers,
-                    )
-                elif reply.malformed:
-                    self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"mess', headers)
-                else:
-                    payload = (
-                        _gemini_body(reply)
-                        if gemini
-                        else _chat_body(reply, body.get("model", server.model_name))
-                    )
-                    if self._send(200, json.dumps(payload).encode(), headers) and not is_probe(body):
-                        with server._lock:
-                            server.answered.append(body)
             finally:
                 server._leave()
+            headers = {}
+            if reply.retry_after is not None:
+                headers["Retry-After"] = f"{reply.retry_after:g}"
+            if reply.status != 200:
+                self._send(
+                    reply.status,
+                    json.dumps(_error_body(reply.status, gemini, reply.error_message)).encode(),
+                    headers,
+                )
+            elif reply.malformed:
+                self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"mess', headers)
+            else:
+                payload = (
+                    _gemini_body(reply)
+                    if gemini
+                    else _chat_body(reply, body.get("model", server.model_name))
+                )
+                if self._send(200, json.dumps(payload).encode(), headers) and not is_probe(body):
+                    with server._lock:
+                        server.answered.append(body)
 
     return Handler

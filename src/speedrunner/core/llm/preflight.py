@@ -22,6 +22,7 @@ from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.build import make_provider
 from speedrunner.core.llm.conversation import Conversation
 from speedrunner.core.llm.provider import ProviderRequest
+from speedrunner.core.llm.slots import endpoint_limit
 from speedrunner.core.llm.types import Message, ToolSpec
 from speedrunner.core.redact import scrub
 from speedrunner.errors import PreflightError
@@ -62,7 +63,10 @@ def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig,
     that fails says nothing about the run, whose own calls retry and report)."""
     where = f"{role}.provider {provider.name}: endpoint {scrub(endpoint)}"
     warnings = []
-    answer = _ask(provider, endpoint, _PROBE, timeout_s)
+    # The probe is a call like any other: under a sweep it takes one of the endpoint's shared
+    # slots, so a run starting never pushes another run past model.max_concurrency.
+    with endpoint_limit(provider.name, endpoint, config.max_concurrency):
+        answer = _ask(provider, endpoint, _PROBE, timeout_s)
     if answer is not None and (answer.usage.output > PROBE_LIMIT + 2 or
                                (answer.finish_reason != "length" and len(answer.text.split()) > PROBE_LIMIT + 2)):
         length_param = getattr(provider, "length_param", None)
@@ -75,7 +79,8 @@ def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig,
                         f"{param}), it wrote {answer.usage.output} (finish_reason {answer.finish_reason!r}); answers "
                         f"cut at {role}.sampling.max_tokens would never be detected: {fix}")
     if config.tool_protocol == "native" and getattr(provider, "supports_tools", False):
-        answer = _ask(provider, endpoint, _TOOL_PROBE, timeout_s, tools=(_TOOL,))
+        with endpoint_limit(provider.name, endpoint, config.max_concurrency):
+            answer = _ask(provider, endpoint, _TOOL_PROBE, timeout_s, tools=(_TOOL,))
         if answer is not None and not answer.tool_calls and "get_time" in answer.text:
             warnings.append(f"{where} returned the tool call as message content ({scrub(answer.text)[:80]!r}), "
                             "not as a tool call: native mode would silently read text; set "
