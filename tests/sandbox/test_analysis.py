@@ -129,6 +129,8 @@ def test_a_fork_bomb_is_capped_by_the_process_limit(session) -> None:
     assert_all_gone(scratch)  # close() killed them too
 
 
+# One tier at a time: another tier's sleepers, started after this one's limit was set, would count.
+@pytest.mark.xdist_group("uid-65534-sleepers")
 def test_other_processes_of_the_sandbox_user_do_not_use_up_its_process_limit(tier: str) -> None:
     """RLIMIT_NPROC counts the uid's tasks machine-wide: other runs' sandboxes (a sweep) must not
     leave analysis code unable to start a thread, and a fork bomb is still capped."""

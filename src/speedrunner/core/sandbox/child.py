@@ -1,6 +1,6 @@
 """The sandbox child: limits itself, drops privileges, then serves the parent's requests.
 
-Started as ``python -I -B -c <bootstrap> <package root> <read fd> <write fd>``. Order
+Started as ``python -I -B -S -c <bootstrap> <package root> <read fd> <write fd>``. Order
 matters and is the point of this module: the first message (trusted, from the parent)
 says which limits to set and which modules to import; the child sets the rlimits,
 imports everything it will need while it can still read the interpreter's files, becomes
@@ -54,6 +54,7 @@ def main(argv: list[str]) -> None:
     channel = Channel(int(argv[0]), int(argv[1]))
     config = channel.recv()
     _limit(config["limits"])
+    sys.path += [p for p in config.get("site_packages", ()) if p not in sys.path]  # started with -S
     for name in config["preload"]:
         importlib.import_module(name)
     server = SkillServer(channel, config) if config["mode"] == "skills" else AnalysisServer(config)

@@ -24,6 +24,7 @@ Every tier runs under the seccomp filter of ``seccomp.py`` (no new user namespac
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -93,8 +94,18 @@ def package_root() -> Path:
     return Path(speedrunner.__file__).resolve().parent.parent
 
 
+def site_packages() -> list[str]:
+    """The parent's site-packages directories, which a child started with ``-S`` (no ``site``
+    module, so no ``.pth`` hooks) puts on its ``sys.path`` itself."""
+    import site
+
+    return [p for p in site.getsitepackages() if Path(p).is_dir()]
+
+
+@functools.cache
 def interpreter_paths() -> list[Path]:
-    """What the interpreter needs to start and import installed packages, nothing else."""
+    """What the interpreter needs to start and import installed packages, nothing else (fixed for
+    the process's life; cached because every sandbox start asks)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
              Path(sys.executable).parent}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -138,7 +149,7 @@ ENTER_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
 
 def enter_prefix(spec: dict[str, object]) -> list[str]:
     """``enter.py`` with ``spec``: it sets the sandbox up, then execs the argv that follows."""
-    return [sys.executable, "-I", "-B", "-c", ENTER_BOOTSTRAP, str(package_root()), json.dumps(spec)]
+    return [sys.executable, "-I", "-B", "-S", "-c", ENTER_BOOTSTRAP, str(package_root()), json.dumps(spec)]
 
 
 def visible_paths(read_only: Iterable[Path]) -> tuple[list[str], list[tuple[str, str]]]:

@@ -1,7 +1,10 @@
 """One sandbox child process: started under a tier, talked to over pipes, killed whole.
 
-What the child gets is decided here and nowhere else: ``python -I -B`` (no ``PYTHON*``
-variables, no user site, no cwd on ``sys.path``), an environment rebuilt from a short
+What the child gets is decided here and nowhere else: ``python -I -B -S`` (no ``PYTHON*``
+variables, no user site, no cwd on ``sys.path``, and no ``site`` module: the parent's
+site-packages directories are put on ``sys.path`` as plain paths, so no ``.pth`` file runs
+code in the child and a start costs one interpreter, not one plus every ``.pth`` hook
+installed on the machine), an environment rebuilt from a short
 allow-list (never API keys, never proxy settings), a scratch directory as cwd, HOME and
 TMPDIR (removed when the process goes), its own session (``start_new_session``), stdout
 and stderr into an anonymous log file (read back only to explain a death), and two
@@ -29,7 +32,7 @@ from typing import Any
 
 from speedrunner.core.sandbox import cgroups, seccomp
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
-from speedrunner.core.sandbox.commands import NOBODY, drop_to_uid, package_root, wrap
+from speedrunner.core.sandbox.commands import NOBODY, drop_to_uid, package_root, site_packages, wrap
 from speedrunner.core.sandbox.limits import Limits
 
 BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -72,17 +75,27 @@ def child_env(scratch: Path) -> dict[str, str]:
 
 
 def tasks_of_uid(uid: int) -> int:
-    """Processes and threads whose real uid is ``uid`` (what the kernel counts for RLIMIT_NPROC)."""
+    """Processes and threads whose real uid is ``uid`` (what the kernel counts for RLIMIT_NPROC).
+
+    Runs at every sandbox start over every process of the machine, in the parent: it reads each
+    ``status`` only down to ``Threads`` (``Uid`` comes before it) and parses just those lines."""
     count = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-            if int(fields["Uid"].split()[0]) == uid:
-                count += int(fields["Threads"])
-        except (OSError, KeyError, ValueError, IndexError):  # gone since listdir, or unreadable
+            with open(f"/proc/{entry}/status", "rb") as f:
+                real_uid = None
+                for line in f:
+                    if line.startswith(b"Uid:"):
+                        real_uid = int(line.split()[1])
+                        if real_uid != uid:
+                            break
+                    elif line.startswith(b"Threads:"):
+                        if real_uid == uid:
+                            count += int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):  # gone since listdir, or unreadable
             continue
     return count
 
@@ -124,7 +137,7 @@ class SandboxProcess:
                timeout_s: float) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        argv = [sys.executable, "-I", "-B", "-c", BOOTSTRAP, str(package_root()), str(to_child_r),
+        argv = [sys.executable, "-I", "-B", "-S", "-c", BOOTSTRAP, str(package_root()), str(to_child_r),
                 str(from_child_w)]
         filter_fd = seccomp.program_fd() if self.tier == "bwrap" and seccomp.supported() else None
         try:
@@ -146,7 +159,8 @@ class SandboxProcess:
         # RLIMIT_NPROC counts every task of the uid machine-wide (other sandboxes of this run,
         # of other runs of a sweep): the limit is what this sandbox may add to what exists now.
         limits["processes"] += tasks_of_uid(os.getuid() if drop is None else drop)
-        config = {"mode": mode, "tier": self.tier, "limits": limits, "preload": preload, "drop_to": drop}
+        config = {"mode": mode, "tier": self.tier, "limits": limits, "preload": preload, "drop_to": drop,
+                  "site_packages": site_packages()}
         try:
             self.channel.send(config, deadline)
             hello = self.channel.recv(deadline)
