@@ -35,6 +35,7 @@ import json
 import os
 import re
 import runpy
+import shutil
 import signal
 import socket
 import subprocess
@@ -178,6 +179,8 @@ class Row:
     guides: int = 0
     guides_real: int = 0
     wall_s: float = 0.0
+    actor_output_tokens: int = 0
+    """Tokens the model wrote over all actor calls (stop sequences cut invented turns short)."""
     examples: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -240,6 +243,41 @@ def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, st
                for a in actions if _words(a))
 
 
+_NOT_UNDERSTOOD = ("No known action matches that input", "Ambiguous request")
+"""ScienceWorld's answers to a command it could not parse: free text reaches the simulator
+(the step is ``executed``), but nothing happened."""
+
+
+def _templates(run_dir: Path) -> list[str]:
+    """ScienceWorld's listed command templates (``open OBJ``, ``move OBJ to OBJ``), read back from
+    the first prompt the actor was shown (its ``Available actions:`` line)."""
+    calls = run_dir / "llm_calls.jsonl"
+    for line in (calls.read_text("utf-8").splitlines() if calls.is_file() else []):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        m = re.search(r"^Available actions: (.*)$", record.get("last_message") or "", re.MULTILINE)
+        if record.get("purpose") == "actor" and m:
+            return [t.strip() for t in m.group(1).split(",") if t.strip()]
+    return []
+
+
+def names_a_template(raw: str, templates: list[str]) -> bool:
+    """The first Action line fills one of ScienceWorld's templates: its fixed words in order,
+    something in each ``OBJ``/``LOC`` slot (any case or punctuation)."""
+    m = _ACTION.search(raw)
+    if m is None:
+        return False
+    said = " ".join(_words(m.group(1)))
+    for t in templates:
+        parts = [" ".join(_words(p)) for p in re.split(r"\b(?:OBJ|LOC)\b", t)]
+        regex = " ?(.+?) ?".join(re.escape(p) for p in parts)
+        if re.fullmatch(regex.strip(), said):
+            return True
+    return False
+
+
 def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
     if benchmark == "babyai":
         from speedrunner.benchmarks.babyai.text import ACTION_DESCRIPTIONS
@@ -253,16 +291,24 @@ def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
 def audit(run_dir: Path, row: Row) -> Row:
     """Count from what the run stored (both sides write the same records)."""
     actions, descriptions = _listed(row.benchmark)
+    templates = _templates(run_dir) if row.benchmark == "scienceworld" else []
     for path in sorted((run_dir / "episodes").rglob("*.json")):
         try:
-            steps = json.loads(path.read_text("utf-8")).get("steps") or []
+            episode = json.loads(path.read_text("utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        for s in steps:
+        steps = episode.get("steps") or []
+        for i, s in enumerate(steps):
             acted = bool(s.get("executed")) or s.get("skill_call") is not None
+            if acted and templates:  # ScienceWorld runs any text: did the simulator understand it?
+                reply = steps[i + 1].get("observation") if i + 1 < len(steps) else episode.get("final_observation")
+                acted = not str(reply or "").lstrip().startswith(_NOT_UNDERSTOOD)
             row.actor_turns += 1
             row.acted += acted
-            if names_listed_action(s.get("raw_text") or "", actions, descriptions):
+            row.actor_output_tokens += int((s.get("usage") or {}).get("output") or 0)
+            raw = s.get("raw_text") or ""
+            if (names_a_template(raw, templates) if templates else
+                    names_listed_action(raw, actions, descriptions)):
                 row.naming += 1
                 row.naming_acted += acted
             if not acted and len(row.examples) < 3:
@@ -297,11 +343,13 @@ def share(part: int, whole: int) -> str:
 
 def table(rows: list[Row]) -> str:
     head = ["benchmark", "protocol", "side", "env acted / actor turns", "answers naming a listed action that acted",
-            "inducer turns with a valid tool call", "new guides not a prompt echo", "wall"]
+            "inducer turns with a valid tool call", "new guides not a prompt echo", "actor tokens written / turn",
+            "wall"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.benchmark, r.protocol, r.side, share(r.acted, r.actor_turns), share(r.naming_acted, r.naming),
-                 share(r.inducer_valid, r.inducer_turns), share(r.guides_real, r.guides), f"{r.wall_s:.0f}s"]
+                 share(r.inducer_valid, r.inducer_turns), share(r.guides_real, r.guides),
+                 f"{r.actor_output_tokens / r.actor_turns:.0f}" if r.actor_turns else "-", f"{r.wall_s:.0f}s"]
         if r.failed:
             cells[-1] += f" ({r.failed})"
         lines.append("| " + " | ".join(cells) + " |")
@@ -314,8 +362,8 @@ def run(args: argparse.Namespace) -> int:
     port = args.port or free_port()
     with tempfile.TemporaryDirectory(prefix="real-model-") as tmp_name:
         tmp = Path(tmp_name)
-        sides = [("after", HERE)] if args.no_before else [(f"before ({args.before})", checkout_dir(args.before, tmp)),
-                                                          ("after", HERE)]
+        sides = [] if args.no_before else [(f"before ({args.before})", checkout_dir(args.before, tmp))]
+        sides += [] if args.no_after else [("after", HERE)]
         server = start_server(gguf, port, args.n_ctx, args.threads, args.dir / "server.log")
         rows: list[Row] = []
         try:
@@ -331,6 +379,8 @@ def run(args: argparse.Namespace) -> int:
                         print(f"    {warning}", flush=True)
         finally:
             stop_server(server)
+            if args.keep:  # the run directories, for reading what the model wrote
+                shutil.copytree(tmp / "runs", args.keep, dirs_exist_ok=True)
     print(f"\nQwen2.5-Coder-0.5B-Instruct Q4 (llama-cpp-python server, {args.threads} threads), temperature 0; "
           f"{args.episodes} episodes x {args.calls} actor calls, max_tokens {args.max_tokens}, seed {args.seed}\n")
     print(table(rows))
@@ -352,6 +402,7 @@ def main() -> int:
     r.add_argument("--wheels", type=Path)
     r.add_argument("--before", default=BEFORE, help="a commit (unpacked with git archive) or a checkout directory")
     r.add_argument("--no-before", action="store_true", help="only this checkout")
+    r.add_argument("--no-after", action="store_true", help="only the --before side")
     r.add_argument("--only", action="append", help="benchmark/protocol, e.g. babyai/react (repeatable); "
                    f"default: {', '.join(DEFAULT_ONLY)}; also: scienceworld/react")
     r.add_argument("--episodes", type=int, default=2)
@@ -364,6 +415,7 @@ def main() -> int:
     r.add_argument("--n-ctx", type=int, default=8192)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--out", type=Path, help="write the rows as JSON here")
+    r.add_argument("--keep", type=Path, help="copy the run directories here (they are deleted otherwise)")
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         serve(sys.argv[2:])
         return 0
