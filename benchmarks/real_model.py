@@ -231,14 +231,17 @@ def _words(text: str) -> list[str]:
     return re.sub(r"[^0-9a-z]+", " ", text.lower()).split()
 
 
-def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, str]) -> bool:
+def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, str], *, whole: bool = False) -> bool:
     """The answer's first Action line names a listed action: the action alone, or followed by
     anything (its description), or the action's description alone — any case or punctuation.
-    Judged here from the raw text, independently of the parsers under test."""
+    ``whole``: the action alone (ScienceWorld's commands, where more words make another
+    command). Judged here from the raw text, independently of the parsers under test."""
     m = _ACTION.search(raw)
     if m is None:
         return False
     said = _words(m.group(1))
+    if whole:
+        return any(said == _words(a) for a in actions)
     return any(said[:len(_words(a))] == _words(a) or (descriptions.get(a) and said == _words(descriptions[a]))
                for a in actions if _words(a))
 
@@ -248,34 +251,29 @@ _NOT_UNDERSTOOD = ("No known action matches that input", "Ambiguous request")
 (the step is ``executed``), but nothing happened."""
 
 
-def _templates(run_dir: Path) -> list[str]:
-    """ScienceWorld's listed command templates (``open OBJ``, ``move OBJ to OBJ``), read back from
-    the first prompt the actor was shown (its ``Available actions:`` line)."""
-    calls = run_dir / "llm_calls.jsonl"
-    for line in (calls.read_text("utf-8").splitlines() if calls.is_file() else []):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        m = re.search(r"^Available actions: (.*)$", record.get("last_message") or "", re.MULTILINE)
-        if record.get("purpose") == "actor" and m:
-            return [t.strip() for t in m.group(1).split(",") if t.strip()]
-    return []
+def valid_commands(run_dir: Path, episodes: list[dict]) -> list[list[list[str]]]:
+    """ScienceWorld's valid commands before each step of each episode: its thousands of
+    concrete commands are not in the prompt (templates are) nor in the trajectory, so each
+    episode is replayed in a fresh simulator (same task, seed and settings; the commands
+    that reached it, in order), which is deterministic."""
+    from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
 
-
-def names_a_template(raw: str, templates: list[str]) -> bool:
-    """The first Action line fills one of ScienceWorld's templates: its fixed words in order,
-    something in each ``OBJ``/``LOC`` slot (any case or punctuation)."""
-    m = _ACTION.search(raw)
-    if m is None:
-        return False
-    said = " ".join(_words(m.group(1)))
-    for t in templates:
-        parts = [" ".join(_words(p)) for p in re.split(r"\b(?:OBJ|LOC)\b", t)]
-        regex = " ?(.+?) ?".join(re.escape(p) for p in parts)
-        if re.fullmatch(regex.strip(), said):
-            return True
-    return False
+    bench = json.loads((run_dir / "config.resolved.json").read_text("utf-8"))["benchmark"]
+    env = ScienceWorldTextEnv(simplification=bench["simplification"], env_step_limit=bench["env_step_limit"],
+                              jvm_options=bench["jvm_options"])
+    out = []
+    try:
+        for episode in episodes:
+            env.reset(episode["task"], episode["seed"])
+            per_step = []
+            for s in episode.get("steps") or []:
+                per_step.append(list(env.actions))
+                for command in s.get("executed") or []:
+                    env.step(command)
+            out.append(per_step)
+    finally:
+        env.close()
+    return out
 
 
 def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
@@ -291,24 +289,27 @@ def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
 def audit(run_dir: Path, row: Row) -> Row:
     """Count from what the run stored (both sides write the same records)."""
     actions, descriptions = _listed(row.benchmark)
-    templates = _templates(run_dir) if row.benchmark == "scienceworld" else []
+    episodes = []
     for path in sorted((run_dir / "episodes").rglob("*.json")):
         try:
-            episode = json.loads(path.read_text("utf-8"))
+            episodes.append(json.loads(path.read_text("utf-8")))
         except (OSError, json.JSONDecodeError):
             continue
+    free_text = row.benchmark == "scienceworld"
+    valid = valid_commands(run_dir, episodes) if free_text and episodes else []
+    for e, episode in enumerate(episodes):
         steps = episode.get("steps") or []
         for i, s in enumerate(steps):
             acted = bool(s.get("executed")) or s.get("skill_call") is not None
-            if acted and templates:  # ScienceWorld runs any text: did the simulator understand it?
+            if acted and free_text:  # ScienceWorld runs any text: did the simulator understand it?
                 reply = steps[i + 1].get("observation") if i + 1 < len(steps) else episode.get("final_observation")
                 acted = not str(reply or "").lstrip().startswith(_NOT_UNDERSTOOD)
             row.actor_turns += 1
             row.acted += acted
             row.actor_output_tokens += int((s.get("usage") or {}).get("output") or 0)
             raw = s.get("raw_text") or ""
-            if (names_a_template(raw, templates) if templates else
-                    names_listed_action(raw, actions, descriptions)):
+            if names_listed_action(raw, *((valid[e][i], {}) if free_text else (actions, descriptions)),
+                                   whole=free_text):
                 row.naming += 1
                 row.naming_acted += acted
             if not acted and len(row.examples) < 3:
