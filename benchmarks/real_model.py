@@ -7,8 +7,10 @@ instruct model — Qwen2.5-Coder-0.5B-Instruct, Q4 GGUF, packaged on PyPI as the
 (``python -m llama_cpp.server``) on 127.0.0.1, runs the shipped configs against it with
 small budgets at temperature 0, and prints one table: per benchmark and protocol, the share
 of actor turns that made the env act, of actor answers naming a listed action that acted,
-of inducer turns with a valid tool call (text and native), and of guides that are not an
-echo of the prompt. The same server and settings drive two checkouts side by side:
+of inducer turns with a valid tool call (text and native), of guides that are not an echo
+of the prompt, and the tokens the actor wrote per turn (stop sequences cut invented turns).
+ScienceWorld runs any text, so there a turn acted only when the simulator understood it,
+and its valid commands at each step come from replaying the episode in a fresh simulator. The same server and settings drive two checkouts side by side:
 ``--before`` (default ``cebb860``, unpacked with ``git archive``) and this checkout::
 
     pip install 'llama-cpp-python[server]'           # builds from source: 10-17 min on 2 cores
