@@ -7,8 +7,10 @@ instruct model — Qwen2.5-Coder-0.5B-Instruct, Q4 GGUF, packaged on PyPI as the
 (``python -m llama_cpp.server``) on 127.0.0.1, runs the shipped configs against it with
 small budgets at temperature 0, and prints one table: per benchmark and protocol, the share
 of actor turns that made the env act, of actor answers naming a listed action that acted,
-of inducer turns with a valid tool call (text and native), and of guides that are not an
-echo of the prompt. The same server and settings drive two checkouts side by side:
+of inducer turns with a valid tool call (text and native), of guides that are not an echo
+of the prompt, and the tokens the actor wrote per turn (stop sequences cut invented turns).
+ScienceWorld runs any text, so there a turn acted only when the simulator understood it,
+and its valid commands at each step come from replaying the episode in a fresh simulator. The same server and settings drive two checkouts side by side:
 ``--before`` (default ``cebb860``, unpacked with ``git archive``) and this checkout::
 
     pip install 'llama-cpp-python[server]'           # builds from source: 10-17 min on 2 cores
@@ -35,6 +37,7 @@ import json
 import os
 import re
 import runpy
+import shutil
 import signal
 import socket
 import subprocess
@@ -178,6 +181,8 @@ class Row:
     guides: int = 0
     guides_real: int = 0
     wall_s: float = 0.0
+    actor_output_tokens: int = 0
+    """Tokens the model wrote over all actor calls (stop sequences cut invented turns short)."""
     examples: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -228,16 +233,49 @@ def _words(text: str) -> list[str]:
     return re.sub(r"[^0-9a-z]+", " ", text.lower()).split()
 
 
-def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, str]) -> bool:
+def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, str], *, whole: bool = False) -> bool:
     """The answer's first Action line names a listed action: the action alone, or followed by
     anything (its description), or the action's description alone — any case or punctuation.
-    Judged here from the raw text, independently of the parsers under test."""
+    ``whole``: the action alone (ScienceWorld's commands, where more words make another
+    command). Judged here from the raw text, independently of the parsers under test."""
     m = _ACTION.search(raw)
     if m is None:
         return False
     said = _words(m.group(1))
+    if whole:
+        return any(said == _words(a) for a in actions)
     return any(said[:len(_words(a))] == _words(a) or (descriptions.get(a) and said == _words(descriptions[a]))
                for a in actions if _words(a))
+
+
+_NOT_UNDERSTOOD = ("No known action matches that input", "Ambiguous request")
+"""ScienceWorld's answers to a command it could not parse: free text reaches the simulator
+(the step is ``executed``), but nothing happened."""
+
+
+def valid_commands(run_dir: Path, episodes: list[dict]) -> list[list[list[str]]]:
+    """ScienceWorld's valid commands before each step of each episode: its thousands of
+    concrete commands are not in the prompt (templates are) nor in the trajectory, so each
+    episode is replayed in a fresh simulator (same task, seed and settings; the commands
+    that reached it, in order), which is deterministic."""
+    from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
+
+    bench = json.loads((run_dir / "config.resolved.json").read_text("utf-8"))["benchmark"]
+    env = ScienceWorldTextEnv(simplification=bench["simplification"], env_step_limit=bench["env_step_limit"],
+                              jvm_options=bench["jvm_options"])
+    out = []
+    try:
+        for episode in episodes:
+            env.reset(episode["task"], episode["seed"])
+            per_step = []
+            for s in episode.get("steps") or []:
+                per_step.append(list(env.actions))
+                for command in s.get("executed") or []:
+                    env.step(command)
+            out.append(per_step)
+    finally:
+        env.close()
+    return out
 
 
 def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
@@ -253,16 +291,27 @@ def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
 def audit(run_dir: Path, row: Row) -> Row:
     """Count from what the run stored (both sides write the same records)."""
     actions, descriptions = _listed(row.benchmark)
+    episodes = []
     for path in sorted((run_dir / "episodes").rglob("*.json")):
         try:
-            steps = json.loads(path.read_text("utf-8")).get("steps") or []
+            episodes.append(json.loads(path.read_text("utf-8")))
         except (OSError, json.JSONDecodeError):
             continue
-        for s in steps:
+    free_text = row.benchmark == "scienceworld"
+    valid = valid_commands(run_dir, episodes) if free_text and episodes else []
+    for e, episode in enumerate(episodes):
+        steps = episode.get("steps") or []
+        for i, s in enumerate(steps):
             acted = bool(s.get("executed")) or s.get("skill_call") is not None
+            if acted and free_text:  # ScienceWorld runs any text: did the simulator understand it?
+                reply = steps[i + 1].get("observation") if i + 1 < len(steps) else episode.get("final_observation")
+                acted = not str(reply or "").lstrip().startswith(_NOT_UNDERSTOOD)
             row.actor_turns += 1
             row.acted += acted
-            if names_listed_action(s.get("raw_text") or "", actions, descriptions):
+            row.actor_output_tokens += int((s.get("usage") or {}).get("output") or 0)
+            raw = s.get("raw_text") or ""
+            if names_listed_action(raw, *((valid[e][i], {}) if free_text else (actions, descriptions)),
+                                   whole=free_text):
                 row.naming += 1
                 row.naming_acted += acted
             if not acted and len(row.examples) < 3:
@@ -297,11 +346,13 @@ def share(part: int, whole: int) -> str:
 
 def table(rows: list[Row]) -> str:
     head = ["benchmark", "protocol", "side", "env acted / actor turns", "answers naming a listed action that acted",
-            "inducer turns with a valid tool call", "new guides not a prompt echo", "wall"]
+            "inducer turns with a valid tool call", "new guides not a prompt echo", "actor tokens written / turn",
+            "wall"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.benchmark, r.protocol, r.side, share(r.acted, r.actor_turns), share(r.naming_acted, r.naming),
-                 share(r.inducer_valid, r.inducer_turns), share(r.guides_real, r.guides), f"{r.wall_s:.0f}s"]
+                 share(r.inducer_valid, r.inducer_turns), share(r.guides_real, r.guides),
+                 f"{r.actor_output_tokens / r.actor_turns:.0f}" if r.actor_turns else "-", f"{r.wall_s:.0f}s"]
         if r.failed:
             cells[-1] += f" ({r.failed})"
         lines.append("| " + " | ".join(cells) + " |")
@@ -314,8 +365,8 @@ def run(args: argparse.Namespace) -> int:
     port = args.port or free_port()
     with tempfile.TemporaryDirectory(prefix="real-model-") as tmp_name:
         tmp = Path(tmp_name)
-        sides = [("after", HERE)] if args.no_before else [(f"before ({args.before})", checkout_dir(args.before, tmp)),
-                                                          ("after", HERE)]
+        sides = [] if args.no_before else [(f"before ({args.before})", checkout_dir(args.before, tmp))]
+        sides += [] if args.no_after else [("after", HERE)]
         server = start_server(gguf, port, args.n_ctx, args.threads, args.dir / "server.log")
         rows: list[Row] = []
         try:
@@ -331,6 +382,8 @@ def run(args: argparse.Namespace) -> int:
                         print(f"    {warning}", flush=True)
         finally:
             stop_server(server)
+            if args.keep:  # the run directories, for reading what the model wrote
+                shutil.copytree(tmp / "runs", args.keep, dirs_exist_ok=True)
     print(f"\nQwen2.5-Coder-0.5B-Instruct Q4 (llama-cpp-python server, {args.threads} threads), temperature 0; "
           f"{args.episodes} episodes x {args.calls} actor calls, max_tokens {args.max_tokens}, seed {args.seed}\n")
     print(table(rows))
@@ -352,6 +405,7 @@ def main() -> int:
     r.add_argument("--wheels", type=Path)
     r.add_argument("--before", default=BEFORE, help="a commit (unpacked with git archive) or a checkout directory")
     r.add_argument("--no-before", action="store_true", help="only this checkout")
+    r.add_argument("--no-after", action="store_true", help="only the --before side")
     r.add_argument("--only", action="append", help="benchmark/protocol, e.g. babyai/react (repeatable); "
                    f"default: {', '.join(DEFAULT_ONLY)}; also: scienceworld/react")
     r.add_argument("--episodes", type=int, default=2)
@@ -364,6 +418,7 @@ def main() -> int:
     r.add_argument("--n-ctx", type=int, default=8192)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--out", type=Path, help="write the rows as JSON here")
+    r.add_argument("--keep", type=Path, help="copy the run directories here (they are deleted otherwise)")
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         serve(sys.argv[2:])
         return 0

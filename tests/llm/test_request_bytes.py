@@ -8,6 +8,9 @@ invalid answers, through vllm and gemini). The episode bodies were recorded agai
 actor's history changed on purpose (issue 29: a refused turn is shown as the model wrote it
 with one line of feedback, a turn without a thought carries no made-up ``Thought: -``), and
 the ``openai`` cases' length key is ``max_tokens`` now: their fake server is not OpenAI's API.
+The episode bodies were recorded a third time when actor calls began to carry the actor's stop
+sequences (``stop`` / ``stopSequences``): each new body is the old one's bytes with that one
+field added, nothing else changed.
 """
 
 from __future__ import annotations

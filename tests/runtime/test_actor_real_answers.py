@@ -74,7 +74,7 @@ def test_words_after_an_action_cut_at_max_tokens_are_not_read_as_its_target():
 
 
 def test_a_refused_turn_goes_back_as_written_with_one_line_of_feedback():
-    raw = "I will explore the room first.\nObservation: a wall\nAction: go"
+    raw = "I will explore the room first.\nThere is a wall.\nNext: go"
     step = ActorStep(0, "c0", "obs", raw, None, "", None, error="no \"Action: ...\" line found")
     shown = assistant_message(step).content
     assert shown == raw  # what it wrote, no made-up "Thought: -"

@@ -18,6 +18,7 @@ number of concurrent requests.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -132,6 +133,7 @@ class FakeLLMServer:
         model_name: str = "fake-model",
         port: int = 0,
         probe: Responder | None = None,
+        honour_stop: bool = False,
     ) -> None:
         if script is not None and callback is not None:
             raise ValueError("give a script or a callback, not both")
@@ -143,6 +145,10 @@ class FakeLLMServer:
         honestly (a short answer cut at the limit asked for), and kept apart from
         ``requests`` so that neither a test's counts nor its script see them."""
         self.default = default or Reply()
+        self.honour_stop = honour_stop
+        """Cut each answer at the request's first stop sequence (chat ``stop``, Gemini
+        ``generationConfig.stopSequences``), leaving it out, as real servers do; off, the
+        answer is written whole, like a server that ignores ``stop``."""
         self.latency_s = latency_s
         self.model_name = model_name
         self._port = port
@@ -218,6 +224,16 @@ class FakeLLMServer:
             return self._callback(body)
         with self._lock:
             return self._script.pop(0) if self._script else self.default
+
+    def _stopped(self, reply: Reply, body: dict[str, Any]) -> Reply:
+        """``reply`` cut at the first of the request's stop sequences (when honoured)."""
+        stops = body.get("stop") or (body.get("generationConfig") or {}).get("stopSequences") or []
+        if not self.honour_stop or not reply.text or not isinstance(stops, list):
+            return reply
+        found = [i for i in (reply.text.find(s) for s in stops if isinstance(s, str) and s) if i >= 0]
+        if not found:
+            return reply
+        return dataclasses.replace(reply, text=reply.text[:min(found)], finish_reason="stop")
 
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
@@ -428,7 +444,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             # see a limit-respecting client's next call overlap this one.
             server._enter()
             try:
-                reply = server._next_reply(body)
+                reply = server._stopped(server._next_reply(body), body)
                 delay = server.latency_s + reply.delay_s
                 if delay:
                     time.sleep(delay)

@@ -2,7 +2,8 @@
 
 Order of one ``complete()``:
 
-1. resolve sampling (config defaults + per-call overrides, all four always present);
+1. resolve sampling (config defaults + per-call overrides, all four always present; a
+   caller's ``stop`` sequences only when :attr:`ManagedModel.sends_stop`);
 2. hash the canonical request; look up ``(namespace, call_id)`` in the cache — same hash and
    ``model.replay`` on: return the stored response with ``cached=True`` (no request made);
    a different hash: warn and call for real;
@@ -21,7 +22,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -41,7 +42,9 @@ __all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated", "tool_sp
 
 log = logging.getLogger(__name__)
 
-SAMPLING_KEYS = frozenset({"temperature", "top_p", "max_tokens", "seed"})
+SAMPLING_KEYS = frozenset({"temperature", "top_p", "max_tokens", "seed", "stop"})
+MAX_STOP = 4
+"""Stop sequences per request: OpenAI's chat API takes at most 4 (Gemini 5)."""
 
 
 def is_empty(c: Completion) -> bool:
@@ -132,7 +135,15 @@ class ManagedModel:
             },
             tools=specs,
         )
-        replayed = self._try_replay(messages, purpose, call_id, req_hash, specs)
+        # An answer stored by code that sent no stop sequences replays too: the actor reads it
+        # the same (its reader cuts at the same strings), so a run resumed across that change
+        # pays for nothing twice.
+        unstopped = (lambda: request_hash(
+            provider=self.provider.name, model=self.provider.model, messages=messages,
+            sampling={k: v for k, v in params.items() if k != "stop"},
+            options={"enable_thinking": self.config.enable_thinking, "thinking_level": self.config.thinking_level},
+            tools=specs)) if "stop" in params else None
+        replayed = self._try_replay(messages, purpose, call_id, req_hash, specs, unstopped)
         if replayed is not None:
             return replayed
         if self.budget is None or self.provider.name == "scripted":
@@ -166,28 +177,50 @@ class ManagedModel:
         if self.cache is not None:
             self.cache.close()
 
+    @property
+    def sends_stop(self) -> bool:
+        """Whether a caller's ``stop`` sequences go out with its requests: only to a provider
+        that accepts them for this model and endpoint (``accepts_stop``: OpenAI's reasoning
+        models answer HTTP 400 to ``stop``; the scripted provider has none), and not when
+        thinking is switched on: servers match stop sequences on the reasoning text too, and
+        a cut thought would leave an answer with no action."""
+        accepts = getattr(self.provider, "accepts_stop", None)
+        return (bool(accepts and accepts()) and self.config.enable_thinking is not True
+                and self.config.thinking_level is None)
+
     def sampling_for(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        """Config sampling with per-call overrides; every key always present (seed may be None)."""
+        """Config sampling with per-call overrides; every key always present (seed may be None).
+        ``stop`` is there only when it is sent (:attr:`sends_stop`): the sampling dict is what
+        the request carries, and it is part of the cache key, so a replay or a resume
+        matches exactly what was asked and a provider that gets no stop keeps its keys."""
         unknown = set(overrides) - SAMPLING_KEYS
         if unknown:
             raise TypeError(
                 f"unknown sampling parameter(s) {sorted(unknown)}; allowed: {sorted(SAMPLING_KEYS)}"
             )
+        stop = overrides.get("stop")
+        if stop is not None and (isinstance(stop, str) or len(stop) > MAX_STOP
+                                 or not all(isinstance(s, str) and s for s in stop)):
+            raise TypeError(f"stop must be a list of at most {MAX_STOP} non-empty strings, not {stop!r}")
         params = self.config.sampling.model_dump()
         params.update(overrides)
-        return {k: params[k] for k in ("temperature", "top_p", "max_tokens", "seed")}
+        out = {k: params[k] for k in ("temperature", "top_p", "max_tokens", "seed")}
+        if stop and self.sends_stop:
+            out["stop"] = list(stop)
+        return out
 
     # -- steps -------------------------------------------------------------------------------
     def _try_replay(
         self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str,
         tools: tuple[ToolSpec, ...] = (),
+        unstopped: Callable[[], str] | None = None,
     ) -> Completion | None:
         if self.cache is None or not self.config.replay:
             return None
         entry = self.cache.get(self.namespace, call_id)
         if entry is None:
             return None
-        if entry.request_hash != req_hash:
+        if entry.request_hash != req_hash and (unstopped is None or entry.request_hash != unstopped()):
             log.warning(
                 "cache: call %s in run %s was made before with a different request "
                 "(hash %s..., now %s...); calling the model instead of replaying",

@@ -36,7 +36,8 @@ class ProviderRequest:
     messages: Conversation
     """The history; ``messages.mapped(encode)`` gives per-message wire forms, each built once."""
     sampling: dict[str, Any]
-    """temperature, top_p, max_tokens and (when set) seed — always all of them."""
+    """temperature, top_p, max_tokens and seed (None: unset) — always all of them — and
+    ``stop`` (a list of strings) when the caller's stop sequences are sent."""
     purpose: Purpose
     call_id: str
     endpoint: str

@@ -58,6 +58,10 @@ class GeminiProvider:
         self._clients: dict[tuple[str, float], genai.Client] = {}
         self._lock = threading.Lock()
 
+    def accepts_stop(self) -> bool:
+        """``generationConfig.stopSequences`` (up to 5) on every Gemini model."""
+        return True
+
     def _client(self, endpoint: str, timeout_s: float) -> genai.Client:
         with self._lock:
             key = (endpoint, timeout_s)
@@ -94,6 +98,7 @@ class GeminiProvider:
             top_p=s["top_p"],
             max_output_tokens=s["max_tokens"],
             seed=s.get("seed"),
+            stop_sequences=list(s["stop"]) if s.get("stop") else None,
             thinking_config=thinking,
             tools=[gt.Tool(function_declarations=[
                 gt.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)

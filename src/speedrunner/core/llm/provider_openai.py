@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +31,8 @@ from speedrunner.core.llm.types import Message, Purpose, ToolSpec, ToolUse, Usag
 __all__ = ["OpenAIChatProvider", "translate_openai_error"]
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+_REASONING_MODEL = re.compile(r"(?:[a-z-]*/)?(?:o\d|gpt-5)")
+"""OpenAI's reasoning models (``o3-mini``, ``gpt-5.4-mini``, ...): they refuse ``stop``."""
 
 
 def translate_openai_error(e: Exception, endpoint: str) -> CallFailure:
@@ -90,6 +93,14 @@ class OpenAIChatProvider:
         official = host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com"))
         return self.max_tokens_param if official else "max_tokens"
 
+    def accepts_stop(self) -> bool:
+        """``stop`` sequences are sent to any OpenAI-compatible server, and to OpenAI's own API
+        except its reasoning models (o1, o3, o4-mini, gpt-5...), which refuse the request
+        (HTTP 400, "Unsupported parameter: 'stop'")."""
+        host = (urlsplit(self.endpoints[0]).hostname or "").lower()
+        official = host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com"))
+        return not (official and _REASONING_MODEL.match(self.model.lower()))
+
     # -- the call -------------------------------------------------------------------------------
     def _client(self, endpoint: str) -> openai.OpenAI:
         """One SDK client per endpoint, shared by threads (the SDK client is thread-safe)."""
@@ -116,6 +127,8 @@ class OpenAIChatProvider:
         }
         if s.get("seed") is not None:
             body["seed"] = s["seed"]
+        if s.get("stop"):
+            body["stop"] = list(s["stop"])
         body["temperature"] = s["temperature"]
         body["top_p"] = s["top_p"]
         if request.tools:

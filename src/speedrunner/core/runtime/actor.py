@@ -44,6 +44,14 @@ _NEXT_TURN = re.compile(
 """A line that starts the *next* turn: an observation or a speaker the model invented, or a
 new ``Thought:`` after its Action line."""
 _CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|user|assistant)\|>")
+ACTOR_STOP = ("\nObservation:", "<|im_start|>")
+"""Stop sequences sent with every actor call where the provider accepts them: the env's own
+label (every observation the actor is shown opens with ``Observation:``) and the chat
+template's next message. Only words the model never needs inside its own turn: a new
+``Thought:`` would also cut a turn with a preamble (``<think>`` ... ``</think>``, a sentence)
+before its Action line, so invented ``Thought:``/``Action:`` pairs are cut by the reader
+alone (:func:`own_turn`). The reader cuts at these strings too, anywhere, so an answer is
+read the same whether the server stopped there or wrote on."""
 MAX_SHOWN_REFUSED = 1500
 """Characters of a refused answer shown back to the model (the rest is said to be cut)."""
 
@@ -114,12 +122,20 @@ def _clean_value(value: str) -> str:
             return text
 
 
+def cut_at_stop(text: str) -> tuple[str, bool]:
+    """``text`` up to the first of :data:`ACTOR_STOP`, as a server that honours them returns
+    it (the stop string left out), and whether anything was cut."""
+    at = min((i for i in (text.find(s) for s in ACTOR_STOP) if i >= 0), default=-1)
+    return (text, False) if at < 0 else (text[:at], True)
+
+
 def own_turn(body: str) -> tuple[str, bool]:
     """``body`` up to where the model began inventing the conversation's next turns (an
     ``Observation:``, a speaker, a chat-template token, or a new ``Thought:`` after its
-    Action line), and whether anything was cut. Small models write the env's answer and
+    Action line; a stop sequence of :data:`ACTOR_STOP` wherever it is), and whether anything
+    was cut. Small models write the env's answer and
     their next moves themselves; only their own turn is theirs to play."""
-    cut = False
+    body, cut = cut_at_stop(body)
     token = _CHAT_TOKEN.search(body)
     if token is not None:
         body, cut = body[:token.start()], True

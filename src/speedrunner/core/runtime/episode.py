@@ -20,6 +20,7 @@ from speedrunner.core.interrupt import STOP, RunInterrupted
 from speedrunner.core.llm.types import Model, Usage
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.actor import (
+    ACTOR_STOP,
     ActorHistory,
     ActorStep,
     first_user_message,
@@ -91,7 +92,8 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             actions = list(env.actions)
             messages = history.sync(traj.steps, current if traj.steps else None, actions)
             try:
-                completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}")
+                completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}",
+                                                stop=ACTOR_STOP)
             except ContextLengthError as e:
                 # The history no longer fits the model: the episode ends, the run goes on.
                 traj.context_error = str(e)
