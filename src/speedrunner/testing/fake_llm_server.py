@@ -253,7 +253,10 @@ def is_probe(body: dict[str, Any]) -> bool:
     """A request of the pre-flight's probe (its fixed prompt opens the body's messages)."""
     from speedrunner.core.llm.preflight import PROBE_PROMPTS
 
-    head = json.dumps(body.get("messages") or body.get("contents") or "")[:400]
+    items = body.get("messages") or body.get("contents") or ""
+    # Only the opening message: dumping the whole conversation made every request O(history)
+    # under the server's lock, a cost the full-schedule benchmark then charged to the runtime.
+    head = json.dumps(items[:1] if isinstance(items, list) else items)[:400]
     return any(p in head for p in PROBE_PROMPTS)
 
 
