@@ -23,7 +23,7 @@ from speedrunner.core.llm.conversation import as_conversation
 from speedrunner.core.llm.types import Completion, Message, ToolUse, Usage
 from speedrunner.core.redact import scrub_json
 
-__all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "answer_from_row", "messages_digest"]
+__all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "answer_from_row", "messages_digest", "records_answer"]
 
 
 def messages_digest(messages: Sequence[Message]) -> str:
@@ -129,12 +129,18 @@ class CallLog:
                 os.fsync(f.fileno())
 
 
+def records_answer(row: dict[str, Any]) -> bool:
+    """The row is of a call made for real that got an answer (not a replay, a failure or an
+    embedding request)."""
+    return not row.get("cache_hit") and row.get("error") is None and row.get("response") is not None
+
+
 def answer_from_row(row: dict[str, Any]) -> Completion | None:
     """The answer a row of a call made for real records (None for a replay or a failure):
     what a resume stores back in the response cache when a kill came between the row and
     the cache's commit. Secrets were scrubbed from the row (``core.redact``), so an answer
     that quoted one comes back with the placeholder instead."""
-    if row.get("cache_hit") or row.get("error") is not None or row.get("response") is None:
+    if not records_answer(row):
         return None
     return Completion(
         text=row["response"],

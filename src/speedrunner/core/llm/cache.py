@@ -200,10 +200,20 @@ class ResponseCache:
 
     def stored_hash(self, namespace: str, call_id: str) -> str | None:
         """The request hash of the stored answer for this call (None: none stored)."""
+        return self.stored_hashes(namespace, [call_id]).get(call_id)
+
+    def stored_hashes(self, namespace: str, call_ids: Sequence[str]) -> dict[str, str]:
+        """call_id -> request hash of the stored answer, for those of ``call_ids`` that have one
+        (primary-key seeks, a few hundred ids a query)."""
+        ids = list(dict.fromkeys(call_ids))
+        out: dict[str, str] = {}
         with self._lock:
-            row = self._conn.execute(
-                "SELECT request_hash FROM responses WHERE namespace=? AND call_id=?", (namespace, call_id)).fetchone()
-        return None if row is None else str(row[0])
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                out.update(self._conn.execute(
+                    f"SELECT call_id, request_hash FROM responses WHERE namespace=? AND call_id IN "
+                    f"({','.join('?' * len(chunk))})", (namespace, *chunk)).fetchall())
+        return out
 
     def pending_sent_at(self, namespace: str) -> dict[str, float]:
         """call_id -> when it was sent, for every request of ``namespace`` still pending."""

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from speedrunner.core.atomic import append_jsonl, iter_jsonl, repair_jsonl
-from speedrunner.core.llm.accounting import answer_from_row
+from speedrunner.core.llm.accounting import answer_from_row, records_answer
 from speedrunner.core.llm.cache import InFlight, ResponseCache
 from speedrunner.core.llm.types import Completion
 
@@ -51,8 +52,9 @@ def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
     """Store back the answers a kill kept out of the cache, append the rows an old-layout
     cache kept out of ``calls_path``, and collect calls left in flight.
 
-    One pass over the log, a row at a time (memory bounded by the pending calls, not the
-    run): each answer row is checked against the cache by its primary key.
+    One pass over the log, a row at a time (memory bounded by a batch of rows and the
+    answers missing, not by the run): the answer rows are checked against the cache by
+    primary key, 500 a query.
     """
     if not cache_path.exists():
         return Reconciled(0, [])
@@ -63,19 +65,26 @@ def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
         pending = cache.pending_sent_at(namespace)
         answered: list[str] = []
         missing: dict[str, Completion] = {}
+
+        def check(batch: list[dict[str, Any]]) -> None:
+            stored = cache.stored_hashes(namespace, [str(r["call_id"]) for r in batch])
+            for row in batch:  # in log order: the last logged answer of a call wins
+                call_id = str(row["call_id"])
+                if call_id in pending and float(row.get("ts") or 0.0) >= pending[call_id]:
+                    answered.append(call_id)  # its answer was logged: it is not in flight
+                if stored.get(call_id) != row["request_hash"]:
+                    missing[call_id] = answer_from_row(row)  # type: ignore[assignment]
+                else:
+                    missing.pop(call_id, None)
+
+        batch: list[dict[str, Any]] = []
         for row in iter_jsonl(calls_path):
-            if row.get("namespace") != namespace:
-                continue
-            answer = answer_from_row(row)
-            if answer is None:
-                continue
-            call_id = str(row["call_id"])
-            if call_id in pending and float(row.get("ts") or 0.0) >= pending[call_id]:
-                answered.append(call_id)  # its answer was logged: it is not in flight
-            if cache.stored_hash(namespace, call_id) != answer.request_hash:
-                missing[call_id] = answer
-            else:
-                missing.pop(call_id, None)  # the last logged answer of a call wins
+            if row.get("namespace") == namespace and records_answer(row):
+                batch.append(row)
+                if len(batch) == 500:
+                    check(batch)
+                    batch = []
+        check(batch)
         if missing:
             cache.commit_answers(namespace, list(missing.items()))
         cache.forget_pending(namespace, answered)
