@@ -7,7 +7,8 @@ against an instant fake model (no network, no model latency: what is left is our
 1. **Per call**: ``--calls`` calls (default 200,000: the paper's 200 rollouts and 4
    evaluations of 30 Crafter episodes can reach that) through ``build_model`` exactly as a run
    builds it — response cache, write-ahead ``pending`` row, the answer's commit, the
-   ``llm_calls.jsonl`` line — with a provider that builds and JSON-encodes the OpenAI request
+   ``llm_calls.jsonl`` line (its one durable record; the old layout also copied it into the
+   cache's ``call_log``) — with a provider that builds and JSON-encodes the OpenAI request
    body and answers at once. Printed: ms per call for every block of 10,000, and the process's
    RSS. Target: the last block <= 1.2x the first; RSS flat. The old code's commit scans the
    log (quadratic over a run), so "before" runs ``--before-calls`` (default 20,000) only.
@@ -18,8 +19,9 @@ against an instant fake model (no network, no model latency: what is left is our
    mean ms per step around step 100, 1,000 and 2,000, and the request's size there. Plus the
    OpenAI SDK's real client work per request at those history lengths against the local
    fake server, from ``llm_request_cost.py`` (the part that must grow: the bytes sent).
-3. **Resume**: the run directory of (1) after a simulated SIGKILL (the JSONL's last 5 lines
-   lost, a torn line left): what a resume does with the stored calls (``repair_jsonl``,
+3. **Resume**: the run directory of (1) after a simulated SIGKILL (a torn line, and the last
+   5 calls half-recorded as that tree's write path leaves them: rows missing from the JSONL
+   under the old layout, answers missing from the cache under the new): what a resume does with the stored calls (``repair_jsonl``,
    ``reconcile``, ``unaccounted``, opening the cache) in a fresh process: seconds and peak
    RSS. Target <= 30 s.
 4. **Report**: ``speedrunner report`` on a run directory at that scale — a real scripted
@@ -149,8 +151,9 @@ def worker_resume(run_dir: Path) -> None:
     cache = ResponseCache(run_dir / "llm_cache.sqlite")
     stored = cache.count("long-run")
     cache.close()
-    print(json.dumps({"s": time.perf_counter() - t, "peak_mb": _peak_mb(), "restored": result.restored_rows,
-                      "stored": stored}), flush=True)
+    print(json.dumps({"s": time.perf_counter() - t, "peak_mb": _peak_mb(), "stored": stored,
+                      "restored": result.restored_rows + getattr(result, "restored_answers", 0),
+                      "in_flight": len(result.in_flight)}), flush=True)
 
 
 def worker_report(run_dir: Path, out: Path) -> None:
@@ -184,41 +187,59 @@ def checkout(spec: str, tmp: Path) -> Path:
 def inflate(run_dir: Path, total: int) -> None:
     """Bring the run directory to ``total`` stored paid calls, as a longer run would have left
     them: copies of its own last row (new ids) added in bulk to the cache, in the layout that
-    tree created, and to ``llm_calls.jsonl``."""
+    tree created (the old one also keeps each row in ``call_log``), and to ``llm_calls.jsonl``."""
     import sqlite3
 
     calls = run_dir / "llm_calls.jsonl"
     with sqlite3.connect(run_dir / "llm_cache.sqlite") as conn:
-        have = conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0]
+        legacy = conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+        have = conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         if have >= total:
             return
         namespace, call_id, request_hash, completion, created = conn.execute(
             "SELECT * FROM responses ORDER BY created_at DESC LIMIT 1").fetchone()
-        seq, row = conn.execute("SELECT MAX(seq), row FROM call_log").fetchone()
-        template = json.loads(row)
+        seq = conn.execute("SELECT MAX(seq) FROM call_log").fetchone()[0] or 0
+        with open(calls, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 100_000))
+            template = json.loads(f.read().splitlines()[-1])
         with open(calls, "a") as f:
             for chunk in range(have, total, 10_000):
                 ids = range(chunk, min(total, chunk + 10_000))
                 rows = [{**template, "call_id": f"fill/{i}", "log_id": f"fill{i:032d}"} for i in ids]
                 conn.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
                                  [(namespace, r["call_id"], request_hash, completion, created) for r in rows])
-                conn.executemany("INSERT INTO call_log VALUES (?, ?, ?)",
-                                 [(r["log_id"], seq + 1 + i - have, json.dumps(r)) for i, r in zip(ids, rows, strict=True)])
+                if legacy:
+                    conn.executemany("INSERT INTO call_log VALUES (?, ?, ?)",
+                                     [(r["log_id"], seq + 1 + i - have, json.dumps(r)) for i, r in zip(ids, rows, strict=True)])
                 f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
-def kill_tail(calls: Path) -> None:
-    """What a SIGKILL between the cache's commit and the JSONL append leaves: the last rows
-    missing from the file, and a torn line."""
-    with open(calls, "r+b") as f:
-        end = f.seek(0, os.SEEK_END)
-        f.seek(max(0, end - 200_000))
-        tail = f.read()
-        lines = tail.split(b"\n")
-        cut = end - len(b"\n".join(lines[-TORN - 1:]))
-        f.truncate(cut)
-        f.seek(cut)
-        f.write(b'{"torn": ')
+def kill_tail(run_dir: Path) -> None:
+    """What a SIGKILL leaves at the end of the write path of the tree that made the run: a torn
+    line, and the last ``TORN`` paid calls half-recorded. The old layout committed the answer
+    and its row to the cache before the JSONL append (the rows are missing from the file); the
+    new one writes the row first (the answers are missing from the cache, their requests still
+    pending)."""
+    import sqlite3
+
+    calls = run_dir / "llm_calls.jsonl"
+    with sqlite3.connect(run_dir / "llm_cache.sqlite") as conn:
+        legacy = conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+        with open(calls, "r+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(0, end - 200_000))
+            lines = f.read().split(b"\n")
+            last = [json.loads(x) for x in lines[-TORN - 1:-1]]
+            if legacy:
+                cut = end - len(b"\n".join(lines[-TORN - 1:]))
+                f.truncate(cut)
+                f.seek(cut)
+            f.write(b'{"torn": ')
+        if not legacy:
+            for row in last:
+                conn.execute("DELETE FROM responses WHERE namespace=? AND call_id=?", (row["namespace"], row["call_id"]))
+                conn.execute("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
+                             (row["namespace"], row["call_id"], row["purpose"], row["ts"] - 1, 0.01))
 
 
 def make_report_dir(root: Path, train: int, evals: int, per_eval: int, steps: int) -> Path:
@@ -270,7 +291,7 @@ def measure(trees: dict[str, tuple[Path, int]], steps: int, episodes: int, repor
         print(f"  [{side}] {calls:,} calls: {r['calls'][0]['ms_per_call']:.3f} -> {r['calls'][-1]['ms_per_call']:.3f} "
               "ms/call", file=sys.stderr, flush=True)
         inflate(run_dir, stored)
-        kill_tail(run_dir / "llm_calls.jsonl")
+        kill_tail(run_dir)
         r["resume"] = run_worker(tree, "resume", str(run_dir))[0]
         steps_dir = tmp / f"steps-{side}"
         steps_dir.mkdir()
@@ -317,7 +338,8 @@ def rows(results: dict[str, dict], sdk: dict[int, float]):
                        st["ms_per_step"][marks[-1]] / st["ms_per_step"][marks[0]], "x", detail=", ".join(
                            f"step {m}: {st['ms_per_step'][m]:.2f} ms ({st['request_kb'][m]:.0f} KB)" for m in marks)))
         out.append(Row(f"long run [{side}]: resume with {r['resume']['stored']:,} stored calls", r["resume"]["s"], "s",
-                       target(30.0), "<=", f"peak RSS {r['resume']['peak_mb']:.0f} MB, {r['resume']['restored']} rows restored"))
+                       target(30.0), "<=", f"peak RSS {r['resume']['peak_mb']:.0f} MB, {r['resume']['restored']} calls restored, "
+                       f"{r['resume'].get('in_flight', 0)} in flight"))
         out.append(Row(f"long run [{side}]: speedrunner report", r["report"]["s"], "s", target(30.0), "<=",
                        f"peak RSS {r['report']['peak_mb']:.0f} MB, exit {r['report']['exit']}"))
     if sdk:

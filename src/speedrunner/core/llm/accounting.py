@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.llm.conversation import as_conversation
-from speedrunner.core.llm.types import Completion, Message, Usage
+from speedrunner.core.llm.types import Completion, Message, ToolUse, Usage
 from speedrunner.core.redact import scrub_json
 
-__all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "messages_digest"]
+__all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "answer_from_row", "messages_digest", "records_answer"]
 
 
 def messages_digest(messages: Sequence[Message]) -> str:
@@ -75,25 +75,29 @@ class CallRecord:
     error: str | None = None
     """Set when the call failed for good (then response is None and LLMError was raised)."""
     log_id: str | None = None
-    """Unique id of a paid answer's row; the same row is committed with the answer in the
-    response cache, so a resume can append a row that a kill kept out of this file."""
+    """Unique id of an answer's row (None for a replay or a failure)."""
     messages: list[dict[str, Any]] | None = None
     tool_calls: list[dict[str, str]] | None = None
-    """Native tool calls of the answer (id, name, arguments as the model wrote them); None
-    under the text protocol, where the call is in ``response``."""
+    """Native tool calls of the answer (id, name, arguments as the model wrote them, and
+    Gemini's ``signature`` when it sent one); None under the text protocol, where the call
+    is in ``response``."""
     tools_offered: list[str] | None = None
     """Names of the tools sent with the request (native protocol only; their definitions
     count as input tokens)."""
 
 
 class CallLog:
-    """Appends rows to ``llm_calls.jsonl`` (whole lines; one writer lock per file).
+    """Appends rows to ``llm_calls.jsonl``, the run's one durable log of calls (whole lines;
+    one writer lock per file).
 
-    A row that records money or a failure is fsynced (an fsync costs less than a synchronous
-    SQLite commit, so this line, not the cache, is the run's durable record of a paid call);
-    a replay's row spent nothing and is only written: a resume that replays 100,000 calls
-    must not wait for 100,000 fsyncs. A kill, SIGKILL included, loses no written line either
-    way (it is in the OS's page cache).
+    A paid answer's row is written here *before* the answer is stored in the response cache
+    (``ManagedModel._call``): the row holds the whole answer, so a kill between the two is
+    repaired on resume from this file (``journal.reconcile``) and the call is replayed, not
+    paid twice. A row that records money (or an unknown price) or a failure is fsynced: one
+    fsync per paid call, and nothing else durable per call. A row that spent nothing (a
+    replay, a scripted answer, a free model) is only written: a resume that replays 100,000
+    calls must not wait for 100,000 fsyncs. A kill, SIGKILL included, loses no written line
+    either way (it is in the OS's page cache).
     """
 
     _locks: dict[Path, threading.Lock] = {}
@@ -117,11 +121,41 @@ class CallLog:
     def append(self, record: CallRecord | dict[str, Any]) -> None:
         row = record if isinstance(record, dict) else self.row(record)
         line = (json.dumps(row, default=str) + "\n").encode("utf-8")
+        spent = row.get("spent_usd")
         with self._lock, open(self.path, "ab") as f:
             f.write(line)  # one write of the whole line
-            if not (row.get("cache_hit") and not row.get("spent_usd")):
+            if row.get("error") or spent is None or spent > 0:
                 f.flush()
                 os.fsync(f.fileno())
+
+
+def records_answer(row: dict[str, Any]) -> bool:
+    """The row is of a call made for real that got an answer (not a replay, a failure or an
+    embedding request)."""
+    return not row.get("cache_hit") and row.get("error") is None and row.get("response") is not None
+
+
+def answer_from_row(row: dict[str, Any]) -> Completion | None:
+    """The answer a row of a call made for real records (None for a replay or a failure):
+    what a resume stores back in the response cache when a kill came between the row and
+    the cache's commit. Secrets were scrubbed from the row (``core.redact``), so an answer
+    that quoted one comes back with the placeholder instead."""
+    if not records_answer(row):
+        return None
+    return Completion(
+        text=row["response"],
+        reasoning=row.get("reasoning"),
+        usage=Usage(**row.get("usage") or {}),
+        latency_s=float(row.get("latency_s") or 0.0),
+        finish_reason=row.get("finish_reason"),
+        provider=row.get("provider") or "",
+        model=row.get("model") or "",
+        scripted=bool(row.get("scripted")),
+        cost_usd=row.get("cost_usd"),
+        request_hash=row["request_hash"],
+        sampling=dict(row.get("sampling") or {}),
+        tool_calls=tuple(ToolUse(**t) for t in row.get("tool_calls") or ()),
+    )
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,17 @@ The same file keeps the money honest across kills (SIGKILL included):
 - ``pending``: every paid request is recorded *before* it is sent, with an upper bound of
   what it can cost. A row still there after a kill is a call that was in flight: it may
   have been billed, and nobody can know.
-- ``call_log``: the ``llm_calls.jsonl`` row of every paid answer, committed in the same
-  transaction as the answer itself (and the removal of its ``pending`` row). A kill after
-  that commit but before the JSONL append loses nothing: ``reconcile`` appends the missing
-  rows on resume, so the log lists every answered call exactly once with its cost.
+- ``responses``: a paid answer is stored here *after* its ``llm_calls.jsonl`` row (the run's
+  one durable log of calls, one fsync per paid row) and in the same transaction as the end
+  of its ``pending`` row. A kill between the two leaves the answer only in the log:
+  ``journal.reconcile`` puts it back here on resume, so it is replayed, never paid twice.
+- ``call_log``: no longer written (issue #33: every call was logged twice, here and in the
+  JSONL). It stays in the schema so that a run killed under the old layout, where the row
+  was committed here before the JSONL append, still resumes exactly.
 
 What a commit costs must not grow with the run (a Crafter run at the paper's scale makes
-hundreds of thousands of calls): ``call_log.seq`` is indexed, so the next sequence number is
-one index seek, not a scan of every row logged so far, and a resume reads the log in pages.
+hundreds of thousands of calls): a commit touches its own ``responses`` and ``pending`` rows
+by primary key, and nothing else.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ _SCHEMA = (
         seq       INTEGER NOT NULL,
         row       TEXT NOT NULL
     )""",
-    # MAX(seq) per commit and the commit-order read on resume: an index seek, not a scan
+    # legacy rows (see the module docstring) are read on resume in commit order
     "CREATE INDEX IF NOT EXISTS call_log_seq ON call_log (seq)",
     """CREATE TABLE IF NOT EXISTS lost_in_flight (
         namespace    TEXT NOT NULL,
@@ -174,29 +177,58 @@ class ResponseCache:
         with self._lock:
             self._conn.execute("DELETE FROM pending WHERE namespace=? AND call_id=?", (namespace, call_id))
 
-    def commit_answer(self, namespace: str, call_id: str, completion: Completion,
-                      log_id: str, log_row: dict[str, Any]) -> None:
-        """Store the answer, its log row and the end of its pending entry in one transaction."""
-        blob = json.dumps(completion_to_dict(completion), ensure_ascii=False)
-        row = json.dumps(log_row, ensure_ascii=False, default=str)
+    def commit_answer(self, namespace: str, call_id: str, completion: Completion) -> None:
+        """Store the answer and end its pending entry in one transaction (its log row is
+        already in ``llm_calls.jsonl``: see the module docstring)."""
+        self.commit_answers(namespace, [(call_id, completion)])
+
+    def commit_answers(self, namespace: str, answers: Sequence[tuple[str, Completion]]) -> None:
+        """``commit_answer`` for several answers in one transaction (a resume restoring them)."""
+        now = time.time()
+        rows = [(namespace, call_id, c.request_hash, json.dumps(completion_to_dict(c), ensure_ascii=False), now)
+                for call_id, c in answers]
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                    (namespace, call_id, completion.request_hash, blob, time.time()),
-                )
-                last = self._conn.execute("SELECT MAX(seq) FROM call_log").fetchone()[0]  # bare MAX: one seek
-                seq = (last or 0) + 1
-                self._conn.execute("INSERT INTO call_log VALUES (?, ?, ?)", (log_id, seq, row))
-                self._conn.execute("DELETE FROM pending WHERE namespace=? AND call_id=?", (namespace, call_id))
+                self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+                self._conn.executemany("DELETE FROM pending WHERE namespace=? AND call_id=?",
+                                       [(namespace, call_id) for call_id, _ in answers])
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
 
+    def stored_hash(self, namespace: str, call_id: str) -> str | None:
+        """The request hash of the stored answer for this call (None: none stored)."""
+        return self.stored_hashes(namespace, [call_id]).get(call_id)
+
+    def stored_hashes(self, namespace: str, call_ids: Sequence[str]) -> dict[str, str]:
+        """call_id -> request hash of the stored answer, for those of ``call_ids`` that have one
+        (primary-key seeks, a few hundred ids a query)."""
+        ids = list(dict.fromkeys(call_ids))
+        out: dict[str, str] = {}
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                out.update(self._conn.execute(
+                    f"SELECT call_id, request_hash FROM responses WHERE namespace=? AND call_id IN "
+                    f"({','.join('?' * len(chunk))})", (namespace, *chunk)).fetchall())
+        return out
+
+    def pending_sent_at(self, namespace: str) -> dict[str, float]:
+        """call_id -> when it was sent, for every request of ``namespace`` still pending."""
+        with self._lock:
+            return {r[0]: float(r[1]) for r in self._conn.execute(
+                "SELECT call_id, sent_at FROM pending WHERE namespace=?", (namespace,))}
+
+    def forget_pending(self, namespace: str, call_ids: Sequence[str]) -> None:
+        """End pending entries whose answers are known (logged) after all."""
+        with self._lock:
+            self._conn.executemany("DELETE FROM pending WHERE namespace=? AND call_id=?",
+                                   [(namespace, c) for c in call_ids])
+
     def logged_rows(self) -> list[tuple[str, str]]:
-        """(log_id, JSON row) of every paid answer, in commit order."""
+        """(log_id, JSON row) of every paid answer the old layout logged here, in commit order."""
         return list(self.iter_logged_rows())
 
     def iter_logged_rows(self, batch: int = 1000) -> Iterator[tuple[str, str]]:

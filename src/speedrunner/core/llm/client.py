@@ -10,7 +10,7 @@ Order of one ``complete()``:
 3. call the provider through the retry layer, each attempt under the endpoint's
    concurrency semaphore (released while backing off), routed by a stable hash of
    ``call_id`` (vLLM replicas; the next replica on each retry);
-4. price it, store it, log it, add it to the totals.
+4. price it, log it (the durable record), store it in the cache, add it to the totals.
 
 Thread-safe: the runtime calls ``complete()`` from several episode threads at once.
 """
@@ -301,7 +301,7 @@ class ManagedModel:
             text=result.text,
             reasoning=result.reasoning,
             usage=result.usage,
-            latency_s=time.monotonic() - started,
+            latency_s=round(time.monotonic() - started, 6),  # as logged: an answer restored from its row is this one
             cached=False,
             finish_reason=result.finish_reason,
             provider=self.provider.name,
@@ -327,12 +327,14 @@ class ManagedModel:
             endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
             log_id=uuid.uuid4().hex, tools=tools,
         )
-        row = CallLog.row(record)
-        if self.cache is not None:  # the answer and its log row: one commit, durable together
-            self.cache.commit_answer(self.namespace, call_id, completion, record.log_id or "", row)
-        self._tally.add(completion)
+        # The row first: it is the durable record of the paid answer (fsynced) and holds all of
+        # it; the cache's commit then ends the call's pending entry. A kill between the two is
+        # repaired on resume from the row (journal.reconcile): replayed, never paid twice.
         if self.calls_log is not None:
-            self.calls_log.append(row)
+            self.calls_log.append(record)
+        if self.cache is not None:
+            self.cache.commit_answer(self.namespace, call_id, completion)
+        self._tally.add(completion)
         return completion
 
     def _max_cost(self, messages: Sequence[Message], params: dict[str, Any],
@@ -422,7 +424,8 @@ class ManagedModel:
             error=error,
             log_id=log_id,
             messages=[message_dict(m) for m in messages] if self.log_full_messages else None,
-            tool_calls=[{"id": t.id, "name": t.name, "arguments": t.arguments} for t in c.tool_calls]
+            tool_calls=[{"id": t.id, "name": t.name, "arguments": t.arguments,
+                         **({"signature": t.signature} if t.signature else {})} for t in c.tool_calls]
             if c is not None and c.tool_calls else None,
             tools_offered=[t.name for t in tools] if tools else None,
         )

@@ -1,11 +1,16 @@
-"""After a kill: make ``llm_calls.jsonl`` whole again and say what may have been billed unseen.
+"""After a kill: make the response cache agree with ``llm_calls.jsonl`` again, and say what may
+have been billed unseen.
 
-A paid answer and its log row are committed together in the response cache
-(``ResponseCache.commit_answer``); the JSONL append comes after, so a SIGKILL between the
-two leaves the row only in the cache. ``reconcile`` appends such rows on resume, so summing
-``spent_usd`` over the file again gives the money spent on answers. Requests that were on
-the wire at the kill (``pending`` rows) cannot be known to be unpaid: they are reported,
-with an upper bound of their price, and kept for ``summary.json``.
+``llm_calls.jsonl`` is the run's one durable log of calls. A paid answer's row is written
+(and fsynced) there first, then the answer is stored in the response cache in the same
+transaction as the end of its ``pending`` row (``ManagedModel._call``). A SIGKILL between
+the two leaves the answer only in the log: ``reconcile`` stores it back in the cache, so the
+resumed run replays it instead of paying for it again. Requests that were on the wire at the
+kill (``pending`` rows with no logged answer) cannot be known to be unpaid: they are
+reported, with an upper bound of their price, and kept for ``summary.json``.
+
+A cache written by the old layout (before issue #33) committed each paid row to its
+``call_log`` table before the JSONL append; such rows missing from the file are appended.
 """
 
 from __future__ import annotations
@@ -13,9 +18,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from speedrunner.core.atomic import append_jsonl, iter_jsonl, repair_jsonl
+from speedrunner.core.llm.accounting import answer_from_row, records_answer
 from speedrunner.core.llm.cache import InFlight, ResponseCache
+from speedrunner.core.llm.types import Completion
 
 __all__ = ["Reconciled", "reconcile", "unaccounted"]
 
@@ -23,9 +31,11 @@ __all__ = ["Reconciled", "reconcile", "unaccounted"]
 @dataclass(frozen=True)
 class Reconciled:
     restored_rows: int
-    """Rows of paid answers that were in the cache but not in llm_calls.jsonl."""
+    """Rows of paid answers that were in the cache but not in llm_calls.jsonl (old layout)."""
     in_flight: list[InFlight]
     """Requests the killed process had sent and never saw answered."""
+    restored_answers: int = 0
+    """Answers logged in llm_calls.jsonl that a kill kept out of the cache (now stored)."""
 
     def message(self) -> str | None:
         """What to tell the user, or None when the kill cost nothing unseen."""
@@ -39,21 +49,59 @@ class Reconciled:
 
 
 def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
-    """Append the log rows a kill kept out of ``calls_path`` and collect calls left in flight."""
+    """Store back the answers a kill kept out of the cache, append the rows an old-layout
+    cache kept out of ``calls_path``, and collect calls left in flight.
+
+    One pass over the log, a row at a time (memory bounded by a batch of rows and the
+    answers missing, not by the run): the answer rows are checked against the cache by
+    primary key, 500 a query.
+    """
     if not cache_path.exists():
         return Reconciled(0, [])
     repair_jsonl(calls_path)  # a kill may have torn the last line
-    logged = {row.get("log_id") for row in iter_jsonl(calls_path)}  # ids only: ~100 bytes a call
     cache = ResponseCache(cache_path)
     try:
-        restored = 0
-        for log_id, row in cache.iter_logged_rows():  # streamed in pages, in commit order
-            if log_id not in logged:
-                append_jsonl(calls_path, json.loads(row))
-                restored += 1
-        return Reconciled(restored, cache.take_in_flight(namespace))
+        restored = _append_legacy_rows(cache, calls_path) if cache.logged_count() else 0
+        pending = cache.pending_sent_at(namespace)
+        answered: list[str] = []
+        missing: dict[str, Completion] = {}
+
+        def check(batch: list[dict[str, Any]]) -> None:
+            stored = cache.stored_hashes(namespace, [str(r["call_id"]) for r in batch])
+            for row in batch:  # in log order: the last logged answer of a call wins
+                call_id = str(row["call_id"])
+                if call_id in pending and float(row.get("ts") or 0.0) >= pending[call_id]:
+                    answered.append(call_id)  # its answer was logged: it is not in flight
+                if stored.get(call_id) != row["request_hash"]:
+                    missing[call_id] = answer_from_row(row)  # type: ignore[assignment]
+                else:
+                    missing.pop(call_id, None)
+
+        batch: list[dict[str, Any]] = []
+        for row in iter_jsonl(calls_path):
+            if row.get("namespace") == namespace and records_answer(row):
+                batch.append(row)
+                if len(batch) == 500:
+                    check(batch)
+                    batch = []
+        check(batch)
+        if missing:
+            cache.commit_answers(namespace, list(missing.items()))
+        cache.forget_pending(namespace, answered)
+        return Reconciled(restored, cache.take_in_flight(namespace), restored_answers=len(missing))
     finally:
         cache.close()
+
+
+def _append_legacy_rows(cache: ResponseCache, calls_path: Path) -> int:
+    """Old layout: rows committed to ``call_log`` but not appended to the file."""
+    logged = {row.get("log_id") for row in iter_jsonl(calls_path)}  # ids only: ~100 bytes a call
+    restored = 0
+    for log_id, row in cache.iter_logged_rows():  # streamed in pages, in commit order
+        if log_id not in logged:
+            append_jsonl(calls_path, json.loads(row))
+            restored += 1
+    return restored
 
 
 def unaccounted(cache_path: Path, namespace: str) -> dict[str, object]:
