@@ -317,3 +317,19 @@ def test_slow_connections_do_not_take_health_down() -> None:
             sock.close()
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_client_gone_before_its_answer_prints_nothing_but_a_real_error_does(server, capsys) -> None:
+    """Killed runs and evicted connections are routine: no traceback on the server's stderr for
+    them (CI logs filled with BrokenPipeError), while a bug still prints one."""
+    for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "Connection reset by peer")):
+        try:
+            raise gone
+        except OSError:
+            server.handle_error(None, ("127.0.0.1", 1))
+    assert capsys.readouterr().err == ""
+    try:
+        raise KeyError("a bug")
+    except KeyError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert "KeyError: 'a bug'" in capsys.readouterr().err

@@ -677,6 +677,14 @@ class BabyAIServer(ThreadingHTTPServer):
         self._evicted: set[socket.socket] = set()
         super().__init__((settings.host, settings.port), Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away before its answer was written (a killed run, a timed-out or
+        evicted connection) is routine for a server: nothing to print. Anything else keeps
+        socketserver's traceback on stderr."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
     def idle(self, sock: socket.socket) -> None:
         """``sock`` waits for a request to begin: it may be evicted for a new connection."""
         with self._idle_lock:
