@@ -161,7 +161,8 @@ def test_replicas_start_one_server_per_gpu_group_and_print_the_url_list(tmp_path
     bindir.mkdir()
     exe = bindir / "vllm"
     exe.write_text('#!/bin/sh\nport=""; prev=""\nfor a in "$@"; do [ "$prev" = --port ] && port="$a"; prev="$a"; done\n'
-                   f'echo "$CUDA_VISIBLE_DEVICES $*" > {tmp_path}/replica-$port.txt\nsleep 30\n')
+                   f'echo $$ > {tmp_path}/pid-$port\necho "$CUDA_VISIBLE_DEVICES $*" > {tmp_path}/replica-$port.txt\n'
+                   'exec sleep 30\n')
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     proc = subprocess.Popen(["bash", str(SCRIPT), "--replicas", "3", "--tensor-parallel-size", "2", "--port", "6000"],
                             env={**{k: v for k, v in os.environ.items() if not k.startswith("SR_")},
@@ -171,13 +172,24 @@ def test_replicas_start_one_server_per_gpu_group_and_print_the_url_list(tmp_path
     deadline = time.monotonic() + 20
     while len(list(tmp_path.glob("replica-*.txt"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.terminate()
+    proc.terminate()  # the script's trap stops its replicas (exec: the pid it kills is the server itself)
     out, _ = proc.communicate(timeout=30)
     assert [line.strip() for line in out.splitlines()[1:4]] == [
         "- http://127.0.0.1:6000/v1", "- http://127.0.0.1:6001/v1", "- http://127.0.0.1:6002/v1"]
     seen = {p.name: p.read_text().split() for p in tmp_path.glob("replica-*.txt")}
     assert seen["replica-6000.txt"][0] == "0,1" and seen["replica-6002.txt"][0] == "4,5"
     assert all(v[1:3] == ["serve", "Qwen/Qwen3.5-35B-A3B"] for v in seen.values())
+    time.sleep(0.2)
+    alive = [p for p in tmp_path.glob("pid-*") if _running(int(p.read_text()))]
+    assert not alive, f"replicas left running after the script was stopped: {alive}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.parametrize("bad", ["0", "x", "-1"])
