@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,13 +66,9 @@ def checkout_dir(spec: str, tmp: Path) -> Path:
     """A directory as given, or the commit ``spec`` unpacked from this repository."""
     if Path(spec).is_dir():
         return Path(spec).resolve()
-    target = tmp / f"checkout-{spec}"
-    archive = subprocess.run(["git", "-C", str(HERE), "archive", "--format=tar", spec], capture_output=True, check=True)
-    target.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(target, filter="tar")
-    return target
+    from perf_common import unpack_commit
 
+    return unpack_commit(spec, tmp)
 
 def describe(checkout: Path) -> str:
     """The commit of a git checkout, and whether it has uncommitted changes."""

@@ -37,7 +37,6 @@ against an instant fake model (no network, no model latency: what is left is our
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import resource
@@ -45,7 +44,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -176,13 +174,9 @@ def run_worker(tree: Path, *args: str, timeout: float = 7200) -> list[dict]:
 
 
 def checkout(spec: str, tmp: Path) -> Path:
-    target = tmp / f"checkout-{spec}"
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", spec], capture_output=True, check=True)
-    target.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(target, filter="tar")
-    return target
+    from perf_common import unpack_commit
 
+    return unpack_commit(spec, tmp)
 
 def inflate(run_dir: Path, total: int) -> None:
     """Bring the run directory to ``total`` stored paid calls, as a longer run would have left

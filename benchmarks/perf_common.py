@@ -8,9 +8,12 @@ Not a test helper: the scripts under ``benchmarks/`` import it (run them from th
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import statistics
+import subprocess
+import tarfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -171,3 +174,14 @@ def tree_rss(root: int) -> tuple[int, int]:
     """
     pids = process_tree(root)
     return sum(rss_bytes(p) for p in pids), len(pids)
+
+
+def unpack_commit(spec: str, tmp: Path) -> Path:
+    """Commit ``spec`` of this repository unpacked under ``tmp`` with ``git archive``: the
+    "before" side of a before/after comparison, without touching the working tree."""
+    target = tmp / f"checkout-{spec}"
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", spec], capture_output=True, check=True)
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(target, filter="tar")
+    return target

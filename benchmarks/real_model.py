@@ -32,7 +32,6 @@ minutes on 2 cores.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import re
@@ -42,7 +41,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import urllib.request
@@ -191,11 +189,9 @@ def checkout_dir(spec: str, tmp: Path) -> Path:
     """A directory checkout, or ``spec`` (a commit) unpacked from this repository with git archive."""
     if Path(spec).is_dir():
         return Path(spec).resolve()
-    archive = subprocess.run(["git", "-C", str(HERE), "archive", "--format=tar", spec], capture_output=True, check=True)
-    out = tmp / f"checkout-{spec}"
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(out, filter="tar")
-    return out
+    from perf_common import unpack_commit
+
+    return unpack_commit(spec, tmp)
 
 
 def run_protocol(checkout: Path, p: Protocol, side: str, url: str, args: argparse.Namespace, run_dir: Path) -> Row:

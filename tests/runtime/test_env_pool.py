@@ -26,11 +26,8 @@ class Env:
         self.closed += 1
 
 
-def test_close_waits_for_a_held_env_and_never_closes_it_under_its_thread() -> None:
-    envs: list[Env] = []
-    pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
-    with pool.env():
-        pass   # one free env
+def hold_an_env(pool: EnvPool) -> tuple[threading.Thread, threading.Event]:
+    """An episode thread that takes an env and uses it until the returned event is set."""
     holding, release = threading.Event(), threading.Event()
 
     def episode() -> None:
@@ -41,6 +38,15 @@ def test_close_waits_for_a_held_env_and_never_closes_it_under_its_thread() -> No
     worker = threading.Thread(target=episode)
     worker.start()
     holding.wait(5)
+    return worker, release
+
+
+def test_close_waits_for_a_held_env_and_never_closes_it_under_its_thread() -> None:
+    envs: list[Env] = []
+    pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
+    with pool.env():
+        pass   # one free env
+    worker, release = hold_an_env(pool)
     threading.Timer(0.3, release.set).start()
     started = time.monotonic()
     pool.close(wait_s=5)
@@ -53,16 +59,7 @@ def test_close_waits_for_a_held_env_and_never_closes_it_under_its_thread() -> No
 def test_an_env_still_held_after_the_wait_is_closed_by_its_thread_on_return() -> None:
     envs: list[Env] = []
     pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
-    holding, release = threading.Event(), threading.Event()
-
-    def episode() -> None:
-        with pool.env() as env, env.in_use:
-            holding.set()
-            release.wait(5)
-
-    worker = threading.Thread(target=episode)
-    worker.start()
-    holding.wait(5)
+    worker, release = hold_an_env(pool)
     pool.close(wait_s=0.05)              # gives up waiting (a request still on the wire)
     assert envs[0].closed == 0           # not closed under the request
     release.set()
