@@ -2,7 +2,8 @@
 
 It tells its roles apart by the system prompt, as a real model would see them:
 - the actor: BabyAI's expert moves (``asi_fakes``), Crafter's scripted policy (``harness``),
-  ScienceWorld's prompt-only player (``speedrunner.testing.scienceworld_player``); once the
+  ScienceWorld's prompt-only player (``speedrunner.testing.scienceworld_player``; on task 3,
+  which it cannot play, a wrong guess that ends the episode: ``T3_LOOKS``); once the
   knowledge offers the benchmark's skill, the first answer calls it;
 - SpeedRunner's inducer (with or without code execution): adds the benchmark's skill, submits;
 - ASI's inducer: the skill and the episode rewritten with it;
@@ -18,7 +19,7 @@ from speedrunner.benchmarks.babyai.kinds import kind_for_seed
 from speedrunner.core.seeding import episode_seed
 from speedrunner.testing.fake_llm_server import Reply
 from speedrunner.testing.native import native_reply
-from speedrunner.testing.scienceworld_player import CODEBOOK, next_action
+from speedrunner.testing.scienceworld_player import CODEBOOK, next_action, parse_goal
 
 from .asi_fakes import FUNCTIONS, ASIFakeLLM
 from .harness import GUIDE, policy_reply
@@ -35,6 +36,10 @@ CRAFTER_SKILL = '''def do_twice(env) -> str:
     env.act("Do")
     return env.act("Do")
 '''
+T3_LOOKS = 3
+"""The player has no plan for task 3 (electricity): it looks around this many times, then
+commits to a wrong focus, as a model out of its depth guesses; ScienceWorld scores that -100
+and ends the episode (instead of 100 calls of "look around" up to the shipped cap)."""
 SKILLS = {"babyai": ("go_forward_n", FUNCTIONS), "crafter": ("do_twice", CRAFTER_SKILL),
           "scienceworld": ("solve_task", CODEBOOK)}
 
@@ -90,6 +95,8 @@ class ShippedFake:
             return Reply(text=f"Thought: the skill does it.\nAction: {self.skill}()", prompt_tokens=100,
                          completion_tokens=12)
         if self.bench == "scienceworld":
-            return Reply(text=f"Thought: next step.\nAction: {next_action(messages)}", prompt_tokens=100,
-                         completion_tokens=12)
+            action = next_action(messages)
+            if parse_goal(messages[1]["content"]) is None and len(messages) > 2 * T3_LOOKS:
+                action = "focus on agent"  # no plan for it: a guess, which ScienceWorld ends at -100
+            return Reply(text=f"Thought: next step.\nAction: {action}", prompt_tokens=100, completion_tokens=12)
         return policy_reply(body)

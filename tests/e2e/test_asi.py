@@ -117,9 +117,14 @@ class Killer:
             return reply
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The uninterrupted run both kills are compared with."""
+    return play(tmp_path_factory.mktemp("reference"), ASIFakeLLM(LEVELS, slow_skill=True))
+
+
 @pytest.mark.parametrize("when", ["sleep", "skill"])
-def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterrupted_run(tmp_path, when):
-    reference = play(tmp_path / "reference", ASIFakeLLM(LEVELS, slow_skill=True))
+def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterrupted_run(tmp_path, reference, when):
     killer = Killer(ASIFakeLLM(LEVELS, slow_skill=True), when)
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"

@@ -3,15 +3,16 @@ then finishes it with exactly the results of a run that was never interrupted.
 
 A terminal's Ctrl-C goes to the whole process group: the train process, its episode threads,
 its skill and analysis sandboxes, ScienceWorld's JVMs. So each try starts the real entry point
-(SpeedRunner's shipped config, quick-test schedule) in its own session and sends SIGINT to the
-group, at a random moment inside the chosen phase: after a random number of model requests of
-that phase have arrived, plus a random delay (the fake answers each request after a fixed
-latency, so the signal lands mid-request or between requests). The run must exit 130, print
-one short message naming the resume command and no traceback, and record ``interrupted`` in
-summary.json; the resume must then equal the uninterrupted reference row for row.
+(SpeedRunner's shipped config, the quick test cut to one batch: ``SCHEDULE``) in its own
+session and sends SIGINT to the group, at a random moment inside the chosen phase: after a
+random number of model requests of that phase have arrived, plus a random delay (the fake
+answers each request after a fixed latency, so the signal lands mid-request or between
+requests). The run must exit 130, print one short message naming the resume command and no
+traceback, and record ``interrupted`` in summary.json; the resume must then equal the
+uninterrupted reference row for row.
 
 Tries per (benchmark, phase) cell: ``SPEEDRUNNER_INTERRUPT_TRIES`` (default 2 on BabyAI, 1 on
-Crafter and ScienceWorld, whose quick-test runs take about a minute each on a busy 2-CPU
+Crafter and ScienceWorld, whose runs take tens of seconds each on a busy 2-CPU
 machine: world generation, a JVM per env); the random draws are seeded per try, so a failure
 names a try that replays the same schedule. ``SPEEDRUNNER_INTERRUPT_TRIES=10`` is the soak.
 """
@@ -41,6 +42,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # a ScienceWorld cel
 TRIES = os.environ.get("SPEEDRUNNER_INTERRUPT_TRIES")
 DEFAULT_TRIES = {"babyai": 2, "crafter": 1, "scienceworld": 1}
 LATENCY_S = 0.05
+SCHEDULE = ("--set", "run.rollouts=2", "--set", "run.eval_every=2")
+"""The quick test cut to one batch: evaluation at 0, a wake batch, a sleep, evaluation at 2 —
+every phase once (the quick test's second batch and sleep added time, not phases)."""
 MAX_STDERR_LINES = 12   # the interrupt message is 3 lines; room for an unrelated warning or two
 
 
@@ -167,7 +171,7 @@ def references(tmp_path_factory):
             run_dir = tmp_path_factory.mktemp(f"reference-{bench}") / "run"
             fake = Fake(bench)
             with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
-                code, _, err, _ = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url), fake)
+                code, _, err, _ = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake)
             assert code == 0, err[-3000:]
             made[bench] = run_dir
         return made[bench]
@@ -176,7 +180,8 @@ def references(tmp_path_factory):
 
 
 @pytest.mark.parametrize("phase", ["train", "sleep", "eval"])
-@pytest.mark.parametrize("bench", ["babyai", "crafter", "scienceworld"])
+@pytest.mark.parametrize("bench", [  # one xdist group per benchmark: its cells share its reference run
+    pytest.param(b, marks=pytest.mark.xdist_group(f"interrupt-stress-{b}")) for b in ("babyai", "crafter", "scienceworld")])
 def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run(tmp_path, references,
                                                                                  bench, phase):
     ref_dir = references(bench)
@@ -190,7 +195,7 @@ def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run
         fake = Fake(bench)
         with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
             fake.arm(phase, rng)
-            code, out, err, exited = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url), fake)
+            code, out, err, exited = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake)
             where = f"try {attempt} (after {fake.after} {phase} requests + {fake.delay_s * 1000:.0f} ms)"
             assert fake.fired.is_set(), f"{where}: the run never reached the phase:\n{err[-2000:]}"
             if code == 0:   # the signal came as the run ended (the phase was its last): nothing to stop

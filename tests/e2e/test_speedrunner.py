@@ -171,11 +171,25 @@ class Killer:
             return reply
 
 
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """The uninterrupted run per tool protocol, made on first use (two kills compare with each)."""
+    made: dict[str, Path] = {}
+
+    def reference(protocol: str) -> Path:
+        if protocol not in made:
+            made[protocol] = play("speedrunner", tmp_path_factory.mktemp(f"reference-{protocol}") / "run",
+                                  SpeedRunnerFakeLLM(LEVELS, slow=True), protocol)
+        return made[protocol]
+
+    return reference
+
+
 @pytest.mark.parametrize("when, protocol", [("turn", "text"), ("run_python", "text"),
                                              ("turn", "native"), ("run_python", "native")])
 def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_uninterrupted_run(
-        tmp_path, when, protocol):
-    reference = play("speedrunner", tmp_path / "reference" / "run", SpeedRunnerFakeLLM(LEVELS, slow=True), protocol)
+        tmp_path, references, when, protocol):
+    reference = references(protocol)
     killer = Killer(SpeedRunnerFakeLLM(LEVELS, slow=True), when)
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"

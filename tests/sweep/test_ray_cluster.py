@@ -45,46 +45,78 @@ sweep) reads it from ``RAY_AUTH_TOKEN_PATH``, as every node of a real cluster ne
 def cluster_env() -> dict[str, str]:
     """Token authentication on, as recent Ray turns it on for ``ray start --head``; the token
     lives in the test's own file, never in ``~/.ray``."""
-    out = {**env(), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    out = {**env(), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
+           # A killed node is declared dead after 3 failed health checks a second apart (Ray's
+           # defaults: 5 checks 3 s apart); each check still has Ray's 10 s to answer.
+           "RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
     if TOKEN_FILE is not None:
         out["RAY_AUTH_TOKEN_PATH"] = str(TOKEN_FILE)
     return out
 
 
-@pytest.fixture
-def cluster(tmp_path):
+class Cluster:
     """A head and a second node, each ``ray start --block`` in a session of its own, so the
-    teardown stops exactly their processes (``ray stop`` would stop every Ray on the machine)."""
+    teardown stops exactly their processes (``ray stop`` would stop every Ray on the machine).
+    Started once for the module; a test that kills the second node leaves the next test a new
+    one (``two_nodes``)."""
+
+    COMMON = ("--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", "--block")
+
+    def __init__(self, temp: Path) -> None:
+        self.temp, port = temp, _port()
+        self.address = f"127.0.0.1:{port}"
+        self.worker: subprocess.Popen | None = None
+        self.head = subprocess.Popen([RAY, "start", "--head", f"--port={port}", f"--temp-dir={temp}",
+                                      "--include-dashboard=false", '--resources={"head_node": 1}', *self.COMMON],
+                                     env=cluster_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True, cwd=temp)
+        deadline = time.monotonic() + 120
+        while not _listening(port):
+            assert self.head.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
+            time.sleep(0.5)
+
+    def two_nodes(self) -> tuple[str, subprocess.Popen]:
+        """The head and a live second node (started anew if a test killed the last one)."""
+        if self.worker is None or self.worker.poll() is not None:
+            self.worker = subprocess.Popen([RAY, "start", f"--address={self.address}",
+                                            '--resources={"second_node": 1}', *self.COMMON], env=cluster_env(),
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           start_new_session=True, cwd=self.temp)
+        deadline = time.monotonic() + 60
+        while nodes_alive(self.address) != 2 and time.monotonic() < deadline:  # a killed node: until it is seen dead
+            time.sleep(1)
+        assert nodes_alive(self.address) == 2, "the second Ray node did not join"
+        return self.address, self.worker
+
+    def stop(self) -> None:
+        for proc in (self.worker, self.head):
+            if proc is not None:
+                kill_session(proc)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One cluster for the module's tests: starting one costs ~10 s of two CPUs."""
+    import shutil
     import tempfile
 
-    port = _port()
     global TOKEN_FILE
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))   # unix socket paths must stay short
     TOKEN_FILE = temp / "auth_token"
     TOKEN_FILE.write_text(secrets.token_hex(32))
-    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", "--block"]
-    address = f"127.0.0.1:{port}"
-    head = subprocess.Popen([RAY, "start", "--head", f"--port={port}", f"--temp-dir={temp}",
-                             "--include-dashboard=false", '--resources={"head_node": 1}', *common],
-                            env=cluster_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, cwd=temp)
-    worker = None
+    made = None
     try:
-        deadline = time.monotonic() + 120
-        while not _listening(port):
-            assert head.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
-            time.sleep(0.5)
-        worker = subprocess.Popen([RAY, "start", f"--address={address}", '--resources={"second_node": 1}',
-                                   *common], env=cluster_env(), stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, start_new_session=True, cwd=temp)
-        yield address, worker
+        made = Cluster(temp)
+        yield made
     finally:
-        for proc in (worker, head):
-            if proc is not None:
-                kill_session(proc)
-        import shutil
-
+        if made is not None:
+            made.stop()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(ray_cluster: Cluster) -> tuple[str, subprocess.Popen]:
+    return ray_cluster.two_nodes()
 
 
 def _listening(port: int) -> bool:
@@ -119,10 +151,6 @@ def test_a_sweep_on_two_nodes_survives_the_loss_of_one(cluster, tmp_path):
     from ..e2e.harness import policy_reply
 
     address, worker = cluster
-    deadline = time.monotonic() + 60
-    while nodes_alive(address) < 2 and time.monotonic() < deadline:
-        time.sleep(1)
-    assert nodes_alive(address) == 2
 
     answered: collections.Counter = collections.Counter()    # prompt digest -> times answered
 
@@ -143,9 +171,9 @@ def test_a_sweep_on_two_nodes_survives_the_loss_of_one(cluster, tmp_path):
           model.base_url: {server.base_url}
           model.name: fake-model
           model.prices: {{input: 1.0, cached_input: 0.1, output: 2.0}}
-          run.rollouts: 40
+          run.rollouts: 16
           run.sleep_every: 4
-          run.eval_every: 40
+          run.eval_every: 16
           run.eval_episodes: 1
           run.parallel_episodes: 1
           benchmark.max_llm_calls: 6
@@ -226,9 +254,6 @@ def test_one_llm_limit_per_endpoint_holds_across_the_clusters_nodes(cluster, tmp
     from ..e2e.harness import policy_reply
 
     address, _ = cluster
-    deadline = time.monotonic() + 60
-    while nodes_alive(address) < 2 and time.monotonic() < deadline:
-        time.sleep(1)
     lock = threading.Lock()
     state = {"in_flight": 0, "peak": 0, "calls": 0}
 
