@@ -116,8 +116,14 @@ except OSError as e:
 
 
 def test_a_fork_bomb_is_capped_by_the_process_limit(session) -> None:
-    result = run(session, CAPPED_FORK_BOMB, timeout_s=10)
-    limit, forked, error = result.stdout.split()
+    for _ in range(3):
+        result = run(session, CAPPED_FORK_BOMB, timeout_s=10)
+        limit, forked, error = result.stdout.split()
+        if int(forked) > 0:
+            break
+        # RLIMIT_NPROC counts every process of the sandbox uid: other sandboxes on the machine
+        # (another test worker's runs) can fill the room for a moment. Try again.
+        time.sleep(2)
     # The limit is LIMITS.processes on top of the uid's tasks at the start (other sandboxes on the
     # machine, e.g. the previous test's, still exiting), so a bomb gets at most that many.
     assert LIMITS.processes <= int(limit) < LIMITS.processes + 500
