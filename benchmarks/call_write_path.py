@@ -78,12 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(Path(args.worker[0]), int(args.worker[1]))
         return 0
-    from long_run import checkout
+    from perf_common import unpack_commit
 
     times: dict[str, list[float]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="write-path-", dir=args.dir) as tmp_name:
         tmp = Path(tmp_name)
-        trees = {"before": checkout(args.before, tmp), "after": REPO}
+        trees = {"before": unpack_commit(args.before, tmp), "after": REPO}
         for k in range(args.repeats):
             for side, tree in trees.items():
                 run_dir = tmp / f"{side}-{k}"

@@ -62,14 +62,6 @@ class Result:
     roles: dict[str, RoleAudit] | None = None
 
 
-def checkout_dir(spec: str, tmp: Path) -> Path:
-    """A directory as given, or the commit ``spec`` unpacked from this repository."""
-    if Path(spec).is_dir():
-        return Path(spec).resolve()
-    from perf_common import unpack_commit
-
-    return unpack_commit(spec, tmp)
-
 def describe(checkout: Path) -> str:
     """The commit of a git checkout, and whether it has uncommitted changes."""
     rev = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
@@ -152,6 +144,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sides = {"after": args.after.resolve()}
         if not args.no_before:
+            from perf_common import checkout_dir
+
             sides = {"before": checkout_dir(args.before, Path(tmp)), **sides}
         results: dict[str, dict[str, Result]] = {}
         for side, checkout in sides.items():

@@ -173,11 +173,6 @@ def run_worker(tree: Path, *args: str, timeout: float = 7200) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def checkout(spec: str, tmp: Path) -> Path:
-    from perf_common import unpack_commit
-
-    return unpack_commit(spec, tmp)
-
 def inflate(run_dir: Path, total: int) -> None:
     """Bring the run directory to ``total`` stored paid calls, as a longer run would have left
     them: copies of its own last row (new ids) added in bulk to the cache, in the layout that
@@ -345,6 +340,8 @@ def rows(results: dict[str, dict], sdk: dict[int, float]):
 def run(*, calls: int = 200_000, before: str = "cebb860", before_calls: int = 20_000, stored: int = 100_000,
         steps: int = 2000, episodes: int = 1, where: Path | None = None, smoke: bool = False) -> tuple[dict[str, dict], dict[int, float]]:
     """Every figure: per side, the workers' results; and the SDK's ms per request by step."""
+    from perf_common import unpack_commit
+
     global BLOCK
     if smoke:
         calls, before_calls, stored, steps, episodes, BLOCK = 400, 200, 1000, 120, 1, 100
@@ -353,7 +350,7 @@ def run(*, calls: int = 200_000, before: str = "cebb860", before_calls: int = 20
         tmp = Path(tmp_name)
         trees = {"after": (REPO, calls)}
         if before:
-            trees = {"before": (checkout(before, tmp), before_calls), **trees}
+            trees = {"before": (unpack_commit(before, tmp), before_calls), **trees}
         results = measure(trees, steps, episodes, scale, tmp, stored)
     sdk = sdk_per_step([s for s in (100, 1000, 2000) if s <= steps] or [steps], 2 if smoke else 9)
     return results, sdk
@@ -361,11 +358,13 @@ def run(*, calls: int = 200_000, before: str = "cebb860", before_calls: int = 20
 
 def report_only(before: str, where: Path | None, repeats: int = 2) -> dict[str, list[dict]]:
     """Figure 4 alone, alternating the trees ``repeats`` times on one run directory."""
+    from perf_common import unpack_commit
+
     out: dict[str, list[dict]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="long-run-", dir=where) as tmp_name:
         tmp = Path(tmp_name)
         run_dir = make_report_dir(tmp, 200, 4, 30, 2000)
-        trees = {"before": checkout(before, tmp), "after": REPO}
+        trees = {"before": unpack_commit(before, tmp), "after": REPO}
         for k in range(repeats):
             for side, tree in trees.items():
                 out[side] += run_worker(tree, "report", str(run_dir), str(tmp / f"report-{side}-{k}"))

@@ -176,6 +176,14 @@ def tree_rss(root: int) -> tuple[int, int]:
     return sum(rss_bytes(p) for p in pids), len(pids)
 
 
+def checkout_dir(spec: str, tmp: Path) -> Path:
+    """A directory as given, or the commit ``spec`` unpacked from this repository
+    (:func:`unpack_commit`): the "before" side of a before/after script."""
+    if Path(spec).is_dir():
+        return Path(spec).resolve()
+    return unpack_commit(spec, tmp)
+
+
 def unpack_commit(spec: str, tmp: Path) -> Path:
     """Commit ``spec`` of this repository unpacked under ``tmp`` with ``git archive``: the
     "before" side of a before/after comparison, without touching the working tree."""

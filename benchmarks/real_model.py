@@ -185,15 +185,6 @@ class Row:
     warnings: list[str] = field(default_factory=list)
 
 
-def checkout_dir(spec: str, tmp: Path) -> Path:
-    """A directory checkout, or ``spec`` (a commit) unpacked from this repository with git archive."""
-    if Path(spec).is_dir():
-        return Path(spec).resolve()
-    from perf_common import unpack_commit
-
-    return unpack_commit(spec, tmp)
-
-
 def run_protocol(checkout: Path, p: Protocol, side: str, url: str, args: argparse.Namespace, run_dir: Path) -> Row:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(checkout / "src") + os.pathsep + env.get("PYTHONPATH", "")
@@ -356,6 +347,8 @@ def table(rows: list[Row]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perf_common import checkout_dir
+
     gguf = setup(args.dir, args.wheels)
     wanted = [p for p in PROTOCOLS if f"{p.benchmark}/{p.name}" in (args.only or DEFAULT_ONLY)]
     port = args.port or free_port()
