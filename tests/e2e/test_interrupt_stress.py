@@ -20,6 +20,7 @@ names a try that replays the same schedule. ``SPEEDRUNNER_INTERRUPT_TRIES=10`` i
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -164,17 +165,15 @@ def launch(cmd: list[str], fake: Fake, timeout: float = 600) -> tuple[int, str, 
 @pytest.fixture(scope="module")
 def references(tmp_path_factory):
     """One uninterrupted run per benchmark, made on first use."""
-    made: dict[str, Path] = {}
 
+    @functools.cache
     def reference(bench: str) -> Path:
-        if bench not in made:
-            run_dir = tmp_path_factory.mktemp(f"reference-{bench}") / "run"
-            fake = Fake(bench)
-            with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
-                code, _, err, _ = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake)
-            assert code == 0, err[-3000:]
-            made[bench] = run_dir
-        return made[bench]
+        run_dir = tmp_path_factory.mktemp(f"reference-{bench}") / "run"
+        fake = Fake(bench)
+        with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
+            code, _, err, _ = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake)
+        assert code == 0, err[-3000:]
+        return run_dir
 
     return reference
 

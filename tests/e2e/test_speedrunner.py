@@ -12,6 +12,7 @@ then ``--resume``, gives the uninterrupted run's results without paying any call
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import signal
@@ -174,13 +175,11 @@ class Killer:
 @pytest.fixture(scope="module")
 def references(tmp_path_factory):
     """The uninterrupted run per tool protocol, made on first use (two kills compare with each)."""
-    made: dict[str, Path] = {}
 
+    @functools.cache
     def reference(protocol: str) -> Path:
-        if protocol not in made:
-            made[protocol] = play("speedrunner", tmp_path_factory.mktemp(f"reference-{protocol}") / "run",
-                                  SpeedRunnerFakeLLM(LEVELS, slow=True), protocol)
-        return made[protocol]
+        return play("speedrunner", tmp_path_factory.mktemp(f"reference-{protocol}") / "run",
+                    SpeedRunnerFakeLLM(LEVELS, slow=True), protocol)
 
     return reference
 

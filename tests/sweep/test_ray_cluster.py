@@ -83,9 +83,9 @@ class Cluster:
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                            start_new_session=True, cwd=self.temp)
         deadline = time.monotonic() + 60
-        while nodes_alive(self.address) != 2 and time.monotonic() < deadline:  # a killed node: until it is seen dead
-            time.sleep(1)
-        assert nodes_alive(self.address) == 2, "the second Ray node did not join"
+        while (alive := nodes_alive(self.address)) != 2 and time.monotonic() < deadline:
+            time.sleep(1)   # joining, or a killed node not yet seen dead
+        assert alive == 2, f"{alive} Ray nodes alive, not 2: the second node did not join"
         return self.address, self.worker
 
     def stop(self) -> None:
