@@ -319,7 +319,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.llm.journal import reconcile
     from speedrunner.core.method import MethodContext
     from speedrunner.core.registry import load_entry_point
-    from speedrunner.core.runtime.loop import Runner
+    from speedrunner.core.runtime.loop import EnvPool, Runner
     from speedrunner.core.specs import BENCHMARKS, METHODS
     from speedrunner.core.tracking import open_tracker
 
@@ -344,15 +344,17 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
             config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
         try:
             skills = None
+            envs = EnvPool(benchmark.make_env)  # the episodes' envs, lent to the sleep phase too
             if hasattr(config.method, "max_skill_actions"):  # a method with a codebook
                 from speedrunner.core.runtime.skill_support import build_skill_support
 
-                skills = build_skill_support(config, benchmark.make_env)
+                skills = build_skill_support(config, envs.env)
                 _note_sandbox(run_dir, skills.sandbox_tier)
             method = load_entry_point(method_spec.factory)(config.method, MethodContext(
                 run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
             runner = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
-                            run_id=run_id, scripted=scripted, skill_support=skills, spend_cap=budget)
+                            run_id=run_id, scripted=scripted, skill_support=skills, spend_cap=budget,
+                            env_pool=envs)
             tracker = open_tracker(config, run_dir, run_id=run_id, scripted=scripted)
             runner.after_save = tracker.after_checkpoint
             exit_code = 1

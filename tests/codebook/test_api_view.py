@@ -47,7 +47,7 @@ from speedrunner.core.env import Observation
 from speedrunner.core.method import MethodContext, SkillSupport
 from speedrunner.core.runtime.actor import ActorStep
 from speedrunner.core.runtime.replay import ReplayResult
-from speedrunner.core.runtime.skill_support import first_observation
+from speedrunner.core.runtime.skill_support import first_observation, fresh_envs
 from speedrunner.core.runtime.trajectory import Trajectory, save_trajectory
 from speedrunner.core.skill import SkillEnv
 from speedrunner.methods.wake_sleep import speedrunner as sr
@@ -84,8 +84,8 @@ def _scienceworld_env():
 BENCHMARKS = {
     # name: (primitives attribute, observe(task, seed), the batch's (task, seed) pairs)
     "babyai": ("ACTIONS", _babyai, [("goto", 11), ("pick_up_seq_go_to", 12)]),
-    "crafter": ("ACTION_NAMES", functools.partial(first_observation, _crafter_env), [("crafter", 5), ("crafter", 6)]),
-    "scienceworld": (None, functools.partial(first_observation, _scienceworld_env), [("4-4/train#0", 0)]),
+    "crafter": ("ACTION_NAMES", functools.partial(first_observation, fresh_envs(_crafter_env)), [("crafter", 5), ("crafter", 6)]),
+    "scienceworld": (None, functools.partial(first_observation, fresh_envs(_scienceworld_env)), [("4-4/train#0", 0)]),
 }
 
 

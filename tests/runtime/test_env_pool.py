@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from speedrunner.core.interrupt import RunInterrupted
 from speedrunner.core.runtime.loop import EnvPool
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Env:
@@ -84,3 +87,27 @@ def test_envs_are_reused_last_in_first_out_and_made_only_when_none_is_free() -> 
     assert len(made) == 2
     pool.close()
     assert [e.closed for e in made] == [1, 1]
+
+
+@pytest.mark.slow
+def test_a_codebook_runs_sleep_phase_borrows_the_episodes_envs(tmp_path, monkeypatch) -> None:
+    """The sleep phase's first observation (the inducer's example state) and replays use an env
+    of the run's pool, not a new one each time (on ScienceWorld a new env is a new JVM: ~2 s and
+    ~6 CPU-seconds a sleep). The offline SpeedRunner demo, two batches of 10 episodes at once:
+    10 envs in all, and the sleeps' look at a first observation found one free."""
+    from speedrunner import train_cli
+    from speedrunner.benchmarks.babyai.benchmark import BabyAIBenchmark
+    from speedrunner.core.runtime import skill_support
+
+    made: list[object] = []
+    make_env = BabyAIBenchmark.make_env
+    monkeypatch.setattr(BabyAIBenchmark, "make_env", lambda self: made.append(make_env(self)) or made[-1])
+    observed: list[str] = []
+    first_observation = skill_support.first_observation
+    monkeypatch.setattr(skill_support, "first_observation",
+                        lambda envs, task, seed: observed.append(task) or first_observation(envs, task, seed))
+    config = REPO / "configs" / "babyai" / "speedrunner-scripted-seq.yaml"
+    assert train_cli.main("babyai", "speedrunner.benchmarks.babyai.train", [
+        "--config_file", str(config), "--run_dir", str(tmp_path / "run"), "--set", "run.rollouts=20",
+        "--set", "run.eval_every=20", "--set", "run.eval_episodes=0"]) == 0
+    assert observed and len(made) == 10

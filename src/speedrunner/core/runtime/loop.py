@@ -167,6 +167,7 @@ class Runner:
         scripted: bool,
         skill_support: SkillSupport | None = None,
         spend_cap: SpendCap | None = None,
+        env_pool: EnvPool | None = None,
     ) -> None:
         self.config = config
         self.spend_cap = spend_cap
@@ -177,7 +178,9 @@ class Runner:
         self.actor = actor
         self.run_id = run_id
         self.scripted = scripted
-        self.pool = EnvPool(benchmark.make_env)
+        self.pool = env_pool or EnvPool(benchmark.make_env)
+        """The run's envs, shared with ``skill_support`` (replays, first observations); closed
+        at the end of ``run``."""
         b = config.benchmark
         self.budget = Budget(b.max_llm_calls, b.max_env_actions, config.run.episode_wall_clock_s)
         self.skill_support = skill_support

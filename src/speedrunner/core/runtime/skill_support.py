@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 
 from speedrunner.core.config.schema import RunConfig
@@ -23,9 +24,29 @@ from speedrunner.core.sandbox import (
 from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["build_skill_support", "first_observation", "import_in_sandbox", "sandbox_tier", "skill_api_module"]
+__all__ = ["EnvLease", "build_skill_support", "first_observation", "fresh_envs", "import_in_sandbox",
+           "sandbox_tier", "skill_api_module"]
 
 SMOKE_TIMEOUT_S = 20.0
+
+EnvLease = Callable[[], AbstractContextManager[TextEnv]]
+"""Lends an env for a ``with`` block: the run's ``EnvPool.env`` (the sleep phase's replays and
+first observations then use the episodes' envs; on ScienceWorld a fresh env is a new JVM,
+~2 s and 6 CPU-seconds before it is warm), or ``fresh_envs(make_env)``."""
+
+
+def fresh_envs(make_env: Callable[[], TextEnv]) -> EnvLease:
+    """An ``EnvLease`` that makes a new env for every ``with`` block and closes it after."""
+
+    @contextmanager
+    def lease() -> Iterator[TextEnv]:
+        env = make_env()
+        try:
+            yield env
+        finally:
+            env.close()
+
+    return lease
 
 
 def skill_api_module(benchmark: str) -> str:
@@ -43,7 +64,7 @@ def sandbox_tier(requested: str) -> str:
                           f"{', '.join(available_tiers()) or 'none'})") from e
 
 
-def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> SkillSupport:
+def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
     api_module = skill_api_module(config.benchmark.name)
     api = importlib.import_module(api_module)
     primitives = tuple(getattr(api, "ACTIONS", None) or getattr(api, "ACTION_NAMES", None) or ())
@@ -57,30 +78,25 @@ def build_skill_support(config: RunConfig, make_env: Callable[[], TextEnv]) -> S
     method = config.method
 
     def replay(task: str, seed: int, skills: Skills, lines: list[str]) -> ReplayResult:
-        env = make_env()
-        try:
+        with envs() as env:
             return replay_script(env, task, seed, lines, skills=skills, open_skills=open_skills,
                                  max_skill_actions=getattr(method, "max_skill_actions", None),
                                  timeout_s=getattr(method, "skill_timeout_s", None),
                                  max_env_actions=config.benchmark.max_env_actions)
-        finally:
-            env.close()
 
     def smoke_test(source: str) -> str | None:
         return import_in_sandbox(source, api_module, tier)
 
     return SkillSupport(api_module=api_module, api_names=tuple(getattr(api, "__all__", ())), primitives=primitives,
                         open_skills=open_skills, smoke_test=smoke_test, replay=replay, sandbox_tier=tier,
-                        observe=partial(first_observation, make_env), sandbox_requested=config.run.sandbox)
+                        observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox)
 
 
-def first_observation(make_env: Callable[[], TextEnv], task: str, seed: int) -> Observation:
-    """A fresh env's observation after ``reset(task, seed)`` (the env is closed again)."""
-    env = make_env()
-    try:
+def first_observation(envs: EnvLease, task: str, seed: int) -> Observation:
+    """An env's observation after ``reset(task, seed)``: the same from any env, fresh or used
+    (every benchmark's reset starts the episode anew, the env checker's determinism check)."""
+    with envs() as env:
         return env.reset(task, seed)
-    finally:
-        env.close()
 
 
 def import_in_sandbox(source: str, api_module: str, tier: str) -> str | None:
