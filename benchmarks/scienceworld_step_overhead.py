@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.java_gateway import GatewayClient
 from scienceworld import ScienceWorldEnv
 
 from speedrunner.benchmarks.scienceworld import env as env_module
@@ -64,14 +65,24 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _as_shipped(sim: Any) -> Any:
+    """``sim`` (our subclass, for its JVM options) back to the package's behaviour: valid
+    commands one py4j call each, and py4j's own connections (no ``TCP_QUICKACK``)."""
+    sim.get_valid_action_object_combinations = types.MethodType(
+        ScienceWorldEnv.get_valid_action_object_combinations, sim)
+    client = sim._gateway._gateway_client
+    client._create_connection = types.MethodType(GatewayClient._create_connection, client)
+    for connection in client.deque:
+        connection.stream = connection.socket.makefile("rb")  # as py4j opens it
+    return sim
+
+
 def measure(repeats: int = 2, tasks: int | None = None) -> tuple[Cost, Cost, int]:
     """The raw env's and ours' per-step costs on the gold paths of the first ``tasks`` t3/t4
     subtasks (all by default), and the number of subtasks played."""
     config = ScienceWorldConfig()
     task_ids = [*TASK_SETS["t3"], *TASK_SETS["t4"]][:tasks]
-    raw = launch_simulator(config.env_step_limit, config.jvm_options)
-    raw.get_valid_action_object_combinations = types.MethodType(  # the package's own, per command
-        ScienceWorldEnv.get_valid_action_object_combinations, raw)
+    raw = _as_shipped(launch_simulator(config.env_step_limit, config.jvm_options))
     ours = ScienceWorldTextEnv(simplification=config.simplification,
                                env_step_limit=config.env_step_limit,
                                jvm_options=config.jvm_options)

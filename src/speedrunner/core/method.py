@@ -72,8 +72,9 @@ class SkillSupport:
     sandbox_tier: str
     """The isolation tier skill code runs under (``bwrap``, ``unshare``, ``rlimits``)."""
     observe: Callable[[str, int], Observation] | None = None
-    """``observe(task, seed)``: an env's first observation on that task and seed (an env of the
-    run's own pool, so no new JVM or server connection per sleep; the inducer's example of ``env.state``; episodes store only the text). ``None``: not offered."""
+    """``observe(task, seed)``: an env's first observation on that task and seed (the inducer's
+    example of ``env.state``; episodes store only the text). In a run, an env of the run's own
+    pool: no new JVM or server connection per sleep. ``None``: not offered."""
     sandbox_requested: str | None = None
     """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
     runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""

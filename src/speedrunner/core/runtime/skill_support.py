@@ -93,8 +93,9 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
 
 
 def first_observation(envs: EnvLease, task: str, seed: int) -> Observation:
-    """An env's observation after ``reset(task, seed)``: the same from any env, fresh or used
-    (every benchmark's reset starts the episode anew, the env checker's determinism check)."""
+    """An env's observation after ``reset(task, seed)``: the same from a fresh env or a used one
+    (the env checker requires a second reset to read as the first; episodes already rely on it,
+    since the pool hands any free env to any episode)."""
     with envs() as env:
         return env.reset(task, seed)
 
