@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, closing
 from functools import partial
 
 from speedrunner.core.config.schema import RunConfig
@@ -37,16 +37,7 @@ first observations then use the episodes' envs; on ScienceWorld a fresh env is a
 
 def fresh_envs(make_env: Callable[[], TextEnv]) -> EnvLease:
     """An ``EnvLease`` that makes a new env for every ``with`` block and closes it after."""
-
-    @contextmanager
-    def lease() -> Iterator[TextEnv]:
-        env = make_env()
-        try:
-            yield env
-        finally:
-            env.close()
-
-    return lease
+    return lambda: closing(make_env())
 
 
 def skill_api_module(benchmark: str) -> str:
