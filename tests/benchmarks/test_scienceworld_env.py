@@ -15,6 +15,7 @@ from speedrunner.benchmarks.scienceworld import skill_api
 from speedrunner.benchmarks.scienceworld.config import TASK_IDS, TASK_SETS
 from speedrunner.benchmarks.scienceworld.env import (
     DETERMINISM_FLAGS,
+    QUIET_STDOUT_FLAGS,
     ScienceWorldTextEnv,
     _AckingReader,
     launch_simulator,
@@ -145,16 +146,29 @@ def test_failure_counts_as_zero_progress(env: ScienceWorldTextEnv) -> None:
 
 
 def test_jvm_options_reach_the_jvm_and_close_stops_it() -> None:
-    env = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC")
+    """Also: an option that makes HotSpot log a warning at start-up (``UseLargePages`` on a
+    machine without large pages) no longer takes the place of the port py4j reads on stdout."""
+    options = "-Xmx256m -XX:+UseSerialGC -XX:+UseLargePages"
+    bare = subprocess.run(["java", "-XX:+UseLargePages", "-version"], capture_output=True, text=True, timeout=60)
+    warns_on_stdout = "[warning]" in bare.stdout   # false only where large pages are configured
+    env = ScienceWorldTextEnv(jvm_options=options)
     assert env._sim is None  # lazy: nothing started yet
     env.reset("3-1/train#0", 0)
     proc = env._sim._gateway.java_process
     with open(f"/proc/{proc.pid}/environ", "rb") as f:
         environ = f.read().split(b"\0")
-    assert f"JAVA_TOOL_OPTIONS=-Xmx256m -XX:+UseSerialGC {DETERMINISM_FLAGS}".encode() in environ
-    assert os.environ.get("JAVA_TOOL_OPTIONS") != "-Xmx256m -XX:+UseSerialGC"
+    assert f"JAVA_TOOL_OPTIONS={QUIET_STDOUT_FLAGS} {options} {DETERMINISM_FLAGS}".encode() in environ
+    assert os.environ.get("JAVA_TOOL_OPTIONS") != options
     env.close()
     assert proc.poll() is not None
+    print(f"HotSpot warned on stdout without {QUIET_STDOUT_FLAGS!r}: {warns_on_stdout}")
+
+
+def test_a_jvm_option_that_logs_to_stdout_is_named_with_the_fix() -> None:
+    env = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC -Xlog:gc")
+    with pytest.raises(EnvError, match=r"wrote to stdout before its port.*-Xlog:gc:stderr"):
+        env.reset("4-1/test", 0)
+    assert env._sim is None
 
 
 FIRST_OBS = """

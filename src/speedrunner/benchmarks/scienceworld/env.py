@@ -48,6 +48,12 @@ _OPEN: weakref.WeakSet[ScienceWorldTextEnv] = weakref.WeakSet()
 _TASK_PREFIX = "Task Description:"
 DETERMINISM_FLAGS = "-XX:+UnlockExperimentalVMOptions -XX:hashCode=2"
 """Always appended to the configured JVM options; see the module docstring."""
+QUIET_STDOUT_FLAGS = "-Xlog:disable -Xlog:all=warning:stderr"
+"""Always put before the configured JVM options. py4j learns the JVM's port from the first
+line the JVM writes to stdout, and HotSpot's own log lines (e.g. "[warning][cds] ...") go to
+stdout by default: one of them would arrive first and the launch would fail. Its warnings
+now go to stderr (which py4j discards); a configured ``-Xlog`` that writes to stdout is
+reported by ``launch_simulator``."""
 
 
 def _close_all() -> None:
@@ -137,6 +143,10 @@ def _simulator_class() -> type:
             super().__init__(*args, **kwargs)
             _acking_connections(self._gateway)
 
+        def __del__(self) -> None:
+            if hasattr(self, "_gateway"):  # a launch that failed has nothing to close
+                super().__del__()
+
         def get_valid_action_object_combinations(self) -> list[str]:
             try:
                 listed = json.loads(self.server.getValidActionObjectCombinationsJSON())["validActions"]
@@ -148,18 +158,23 @@ def _simulator_class() -> type:
 
 
 def launch_simulator(env_step_limit: int, jvm_options: str) -> Any:
-    """Start one ScienceWorld JVM with ``jvm_options`` (+ ``DETERMINISM_FLAGS``)."""
+    """Start one ScienceWorld JVM with ``jvm_options`` (between ``QUIET_STDOUT_FLAGS`` and
+    ``DETERMINISM_FLAGS``)."""
     from py4j.protocol import Py4JError
 
     with _LAUNCH_LOCK:
         previous = os.environ.get("JAVA_TOOL_OPTIONS")
-        os.environ["JAVA_TOOL_OPTIONS"] = f"{jvm_options} {DETERMINISM_FLAGS}".strip()
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{QUIET_STDOUT_FLAGS} {jvm_options} {DETERMINISM_FLAGS}"
         try:
             return _simulator_class()("", envStepLimit=env_step_limit)
         except (OSError, Py4JError) as e:
             raise EnvError(f"could not start the ScienceWorld JVM ({e}); check that Java 11+ "
                            f"is on PATH (`java -version`) and that "
                            f"jvm_options={jvm_options!r} are valid JVM flags") from e
+        except ValueError as e:  # py4j read something other than the port from the JVM's stdout
+            raise EnvError(f"the ScienceWorld JVM wrote to stdout before its port ({e}); with "
+                           f"jvm_options={jvm_options!r}, send JVM logs to stderr or a file "
+                           f"(e.g. -Xlog:gc:stderr or -Xlog:gc:file=gc.log, not -Xlog:gc)") from e
         finally:
             if previous is None:
                 os.environ.pop("JAVA_TOOL_OPTIONS", None)
