@@ -28,7 +28,7 @@ BENCHMARKS.register("scienceworld", BenchmarkSpec(
     name="scienceworld",
     config="speedrunner.benchmarks.scienceworld.config:ScienceWorldConfig",
     factory="speedrunner.benchmarks.scienceworld.benchmark:ScienceWorldBenchmark",
-    quick_test={"max_llm_calls": 5},
+    quick_test={"max_llm_calls": 5, "jvm_compiler": "quick"},
 ))
 
 METHODS.register("react", MethodSpec(

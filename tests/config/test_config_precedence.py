@@ -198,3 +198,25 @@ def test_a_relative_script_in_a_config_file_is_found_next_to_that_file(
     # A --set path is a command-line path: relative to the working directory, as given.
     (elsewhere / "mine.yaml").write_text("- 'Action: turn left'\n")
     assert loader.load(config, overrides=["model.script=mine.yaml"]).config.model.script == "mine.yaml"
+
+
+def test_a_quick_scienceworld_run_compiles_with_c1_only_and_keeps_the_files_jvm_options(
+    loader: ConfigLoader, write_config: WriteConfig
+) -> None:
+    """A quick run's JVMs play a few short episodes each: C2's compiling would cost more CPU
+    than it saves (benchmark.jvm_compiler says so); the file's heap and GC options stay."""
+    from speedrunner.benchmarks.scienceworld.benchmark import ScienceWorldBenchmark
+
+    path = write_config("""
+        method: {name: react}
+        benchmark: {name: scienceworld, jvm_options: "-Xmx2g -XX:+UseSerialGC"}
+    """)
+    full = loader.load(path).config.benchmark
+    quick = loader.load(path, quick_test=True).config.benchmark
+    assert (full.jvm_compiler, quick.jvm_compiler) == ("full", "quick")
+    assert full.launch_jvm_options == "-Xmx2g -XX:+UseSerialGC"
+    assert quick.launch_jvm_options == "-Xmx2g -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    env = ScienceWorldBenchmark(quick, rollouts=4, eval_episodes=2).make_env()   # starts no JVM
+    assert env.jvm_options == quick.launch_jvm_options
+    again = loader.load(path, quick_test=True, overrides=["benchmark.jvm_compiler=full"]).config.benchmark
+    assert again.launch_jvm_options == "-Xmx2g -XX:+UseSerialGC"

@@ -29,7 +29,7 @@ class ScienceWorldBenchmark:
         return ScienceWorldTextEnv(
             simplification=self.config.simplification,
             env_step_limit=self.config.env_step_limit,
-            jvm_options=self.config.jvm_options,
+            jvm_options=self.config.launch_jvm_options,
         )
 
     def train_episode(self, run_seed: int, index: int) -> EpisodeSpec:
