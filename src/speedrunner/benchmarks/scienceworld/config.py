@@ -18,15 +18,15 @@ TASK_IDS = {
     "4-3": "find-plant",
     "4-4": "find-animal",
 }
-QUICK_COMPILER_FLAG = "-XX:TieredStopAtLevel=1"
-"""HotSpot stops at C1: it compiles the simulator's code sooner and far more cheaply than C2,
-and what it makes runs slower. Over a JVM's first few episodes (each JVM's compiling costs
-several CPU-seconds) that is less CPU in all; over hundreds of episodes it is more."""
 TASK_SETS = {
     "t3": ("3-1", "3-2", "3-3", "3-4"),
     "t4": ("4-1", "4-2", "4-3", "4-4"),
     "t3t4": ("3-1", "3-2", "3-3", "3-4", "4-1", "4-2", "4-3", "4-4"),
 }
+QUICK_COMPILER_FLAG = "-XX:TieredStopAtLevel=1"
+"""HotSpot stops at C1: it compiles the simulator's code sooner and far more cheaply than C2,
+and what it makes runs slower. Over a JVM's first few episodes (each JVM's compiling costs
+several CPU-seconds) that is less CPU in all; over hundreds of episodes it is more."""
 
 
 class ScienceWorldConfig(BenchmarkConfig):

@@ -178,7 +178,7 @@ class Runner:
         self.actor = actor
         self.run_id = run_id
         self.scripted = scripted
-        self.pool = env_pool or EnvPool(benchmark.make_env)
+        self.pool = env_pool if env_pool is not None else EnvPool(benchmark.make_env)
         """The run's envs, shared with ``skill_support`` (replays, first observations); closed
         at the end of ``run``."""
         b = config.benchmark
