@@ -63,6 +63,17 @@ def test_opo_never_stores_the_prompt_s_placeholder_guide():
     assert only.guide == "" and "repeats the prompt" in only.problem
     assert read_guide(f"<guide>{PLACEHOLDER}</guide>", echoes=(prompt,)).guide == ""
 
+def test_a_repeated_prompt_is_taken_out_whatever_its_whitespace():
+    """Models re-wrap what they repeat: other line breaks, tabs, a non-breaking space."""
+    prompt = OPO_PROMPTS.render("rewrite", guide=PLACEHOLDER, trajectories="--- Episode 0 ---\nstep 1: go",
+                                max_chars=2000, n=1, successes=0)
+    rewrapped = "\t\u00a0".join(prompt.split())
+    answer = read_guide(f"{rewrapped}\n<guide>Pick up the key first.</guide>", echoes=(prompt,))
+    assert answer.guide == "Pick up the key first." and "the prompt repeated" in answer.repairs
+    half = " ".join(prompt.split()[: len(prompt.split()) // 2])  # a part of the prompt is no echo of it
+    assert "the prompt repeated" not in read_guide(f"{half}\n<guide>Go.</guide>", echoes=(prompt,)).repairs
+
+
 
 def test_opo_keeps_a_guide_that_only_shares_a_few_words_with_the_prompt():
     prompt = OPO_PROMPTS.render("rewrite", guide="Go to the door.", trajectories="...", max_chars=2000, n=1,

@@ -112,7 +112,7 @@ class CallLog:
     @staticmethod
     def row(record: CallRecord) -> dict[str, Any]:
         """The JSON row for ``record`` (no ``messages`` key unless full prompts are logged)."""
-        row = dataclasses.asdict(record)
+        row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}  # scrub_json copies
         for key in ("messages", "tool_calls", "tools_offered"):  # rows stay as before when unused
             if row[key] is None:
                 del row[key]

@@ -166,15 +166,21 @@ def echo_share(guide: str, echoes: tuple[str, ...], current: str = "") -> float:
 
 
 def _without_echoes(body: str, echoes: tuple[str, ...]) -> tuple[str, bool]:
-    """``body`` without any whole copy of an echo (whitespace may differ)."""
+    """``body`` without any whole copy of an echo (whitespace may differ).
+
+    The echo is the whole prompt (thousands of words): its pattern is compiled only
+    when the answer holds a copy, which the flattened texts tell exactly (``\\s`` and
+    ``str.split`` agree on what is whitespace), so an answer that repeats nothing costs a
+    substring test, not the compile of a prompt-sized pattern."""
     found = False
+    flat_body = _flat(body)
     for echo in echoes:
         words = echo.split()
-        if not words:
+        if not words or " ".join(words) not in flat_body:
             continue
         pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
         body, n = pattern.subn("", body)
-        found = found or n > 0
+        found, flat_body = found or n > 0, _flat(body)
     return body, found
 
 
