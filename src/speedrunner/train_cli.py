@@ -34,6 +34,7 @@ from speedrunner.core.rundir import ensure_writable, run_lock
 from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
 
 if TYPE_CHECKING:
+    from speedrunner.core.benchmark import Benchmark
     from speedrunner.core.config.loader import ConfigLoader
     from speedrunner.core.config.schema import RunConfig
     from speedrunner.core.llm.budget import SpendCap
@@ -320,7 +321,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     from speedrunner.core.method import MethodContext
     from speedrunner.core.registry import load_entry_point
     from speedrunner.core.runtime.loop import EnvPool, Runner
-    from speedrunner.core.specs import BENCHMARKS, METHODS
+    from speedrunner.core.specs import METHODS
     from speedrunner.core.tracking import open_tracker
 
     scripted = "scripted" in (config.model.provider, config.inducer_model.provider)
@@ -339,9 +340,8 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls, budget=budget)
         inducer = actor if config.inducer is None else build_model(
             config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls, budget=budget)
-        bench_spec, method_spec = BENCHMARKS.get(config.benchmark.name), METHODS.get(config.method.name)
-        benchmark = load_entry_point(bench_spec.factory)(
-            config.benchmark, rollouts=config.run.rollouts, eval_episodes=config.run.eval_episodes)
+        method_spec = METHODS.get(config.method.name)
+        benchmark = build_benchmark(config)
         try:
             skills = None
             envs = EnvPool(benchmark.make_env)  # the episodes' envs, lent to the sleep phase too
@@ -402,6 +402,17 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     print(describe(run_dir, config) + tag)
     _print_summary(session, "finished")
     return 0
+
+
+def build_benchmark(config: RunConfig) -> Benchmark:
+    """The run's benchmark, its section's schedule-dependent choices settled for the run
+    (``BenchmarkConfig.for_run``: e.g. ScienceWorld's JVM compiler)."""
+    from speedrunner.core.registry import load_entry_point
+    from speedrunner.core.specs import BENCHMARKS
+
+    factory = load_entry_point(BENCHMARKS.get(config.benchmark.name).factory)
+    return factory(config.benchmark.for_run(config.run), rollouts=config.run.rollouts,
+                   eval_episodes=config.run.eval_episodes)
 
 
 def _print_summary(session: _Session, status: str) -> None:

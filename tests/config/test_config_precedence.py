@@ -211,7 +211,7 @@ def test_a_quick_scienceworld_run_compiles_with_c1_only_and_keeps_the_files_jvm_
         method: {name: react}
         benchmark: {name: scienceworld, jvm_options: "-Xmx2g -XX:+UseSerialGC"}
     """)
-    full = loader.load(path).config.benchmark
+    full = loader.load(path, overrides=["benchmark.jvm_compiler=full"]).config.benchmark
     quick = loader.load(path, quick_test=True).config.benchmark
     assert (full.jvm_compiler, quick.jvm_compiler) == ("full", "quick")
     assert full.launch_jvm_options == "-Xmx2g -XX:+UseSerialGC"
@@ -220,3 +220,30 @@ def test_a_quick_scienceworld_run_compiles_with_c1_only_and_keeps_the_files_jvm_
     assert env.jvm_options == quick.launch_jvm_options
     again = loader.load(path, quick_test=True, overrides=["benchmark.jvm_compiler=full"]).config.benchmark
     assert again.launch_jvm_options == "-Xmx2g -XX:+UseSerialGC"
+
+
+@pytest.mark.parametrize(("schedule", "compiler"), [
+    ([], "full"),                                                       # the paper's: 350 episodes, 30 at once
+    (["run.parallel_episodes=10"], "full"),                             # as the t4 configs ship: 35 per env
+    (["run.rollouts=2", "run.sleep_every=2", "run.eval_every=2", "run.eval_episodes=10",
+      "run.parallel_episodes=10"], "quick"),                            # 22 episodes on 10 JVMs
+    (["run.rollouts=2", "run.sleep_every=2", "run.eval_every=2", "run.eval_episodes=10",
+      "run.parallel_episodes=1"], "full"),                              # the same 22 on one JVM
+    (["run.rollouts=4", "run.sleep_every=2", "run.eval_every=4", "run.eval_episodes=0",
+      "run.parallel_episodes=1"], "quick"),                             # 4 episodes, no evaluation
+])
+def test_auto_gives_short_jvm_lives_the_quick_compiler(loader: ConfigLoader, write_config: WriteConfig,
+                                                       schedule: list[str], compiler: str) -> None:
+    """The default ``auto`` settles by the schedule the run's envs will play, in the run's
+    own benchmark (what the train entry point builds); a named compiler is kept."""
+    from speedrunner.train_cli import build_benchmark
+
+    path = write_config("method: {name: react}\nbenchmark: {name: scienceworld}\n")
+    config = loader.load(path, overrides=schedule).config
+    assert config.benchmark.jvm_compiler == "auto"
+    assert build_benchmark(config).config.jvm_compiler == compiler
+    for named in ("full", "quick"):
+        pinned = loader.load(path, overrides=[*schedule, f"benchmark.jvm_compiler={named}"]).config
+        assert build_benchmark(pinned).config.jvm_compiler == named
+    babyai = loader.load(write_config("method: {name: react}\nbenchmark: {name: babyai}\n")).config
+    assert build_benchmark(babyai).config == babyai.benchmark   # nothing to settle elsewhere

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from speedrunner.core.config.schema import BenchmarkConfig
+from speedrunner.core.config.schema import BenchmarkConfig, RunSection
 
 TASK_IDS = {
     "3-1": "power-component",
@@ -27,6 +27,11 @@ QUICK_COMPILER_FLAG = "-XX:TieredStopAtLevel=1"
 """HotSpot stops at C1: it compiles the simulator's code sooner and far more cheaply than C2,
 and what it makes runs slower. Over a JVM's first few episodes (each JVM's compiling costs
 several CPU-seconds) that is less CPU in all; over hundreds of episodes it is more."""
+QUICK_COMPILER_MAX_EPISODES_PER_ENV = 4
+"""``jvm_compiler: auto`` picks quick when each env plays at most this many episodes on
+average: measured on t4, C1 alone costs less up to about three 30-step episodes of one JVM
+and more from then on, so four of the prompt-only player's shorter ones stay on the cheap
+side; the paper's schedule (35 per env at ten at once) is far past it."""
 
 
 class ScienceWorldConfig(BenchmarkConfig):
@@ -42,10 +47,12 @@ class ScienceWorldConfig(BenchmarkConfig):
     """ScienceWorld simplification string (e.g. "easy", or "" for none)."""
     jvm_options: str = "-Xmx512m -XX:+UseSerialGC"
     """JAVA_TOOL_OPTIONS for each env's JVM (caps the heap near 540 MB)."""
-    jvm_compiler: Literal["full", "quick"] = "full"
+    jvm_compiler: Literal["auto", "full", "quick"] = "auto"
     """The JVM's just-in-time compilers: full (HotSpot's tiered C1 + C2; the fastest steps once
-    warm) or quick (C1 only, -XX:TieredStopAtLevel=1: about a fifth less CPU for a JVM that
-    plays only a few short episodes, but steps 2-3x slower once warm). --quick_test uses quick."""
+    warm), quick (C1 only, -XX:TieredStopAtLevel=1: about a fifth less CPU for a JVM that
+    plays only a few short episodes, but steps 2-3x slower once warm), or auto: quick when
+    the run's schedule gives each env at most 4 episodes on average, else full. --quick_test
+    uses quick. The simulator's results are the same either way."""
 
     @field_validator("task_set")
     @classmethod
@@ -56,9 +63,17 @@ class ScienceWorldConfig(BenchmarkConfig):
 
         raise ValueError(unknown("ScienceWorld task set", v, [*TASK_SETS, *TASK_IDS]))
 
+    def for_run(self, run: RunSection) -> ScienceWorldConfig:
+        """``jvm_compiler: auto`` settled for ``run``'s schedule (see the field)."""
+        if self.jvm_compiler != "auto":
+            return self
+        quick = run.episodes_per_env <= QUICK_COMPILER_MAX_EPISODES_PER_ENV
+        return self.model_copy(update={"jvm_compiler": "quick" if quick else "full"})
+
     @property
     def launch_jvm_options(self) -> str:
-        """``jvm_options`` plus the flag ``jvm_compiler`` asks for."""
+        """``jvm_options`` plus the flag ``jvm_compiler`` asks for (``auto`` not yet settled by
+        ``for_run``, e.g. an env built outside a run, is full)."""
         return f"{self.jvm_options} {QUICK_COMPILER_FLAG}" if self.jvm_compiler == "quick" else self.jvm_options
 
     @property

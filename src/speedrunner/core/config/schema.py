@@ -9,7 +9,7 @@ knows neither by name.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -72,6 +72,14 @@ class RunSection(Section):
     def peak_parallel_episodes(self) -> int:
         """The most episodes (envs) this run ever plays at once."""
         return self.workers(max(self.sleep_every, self.eval_episodes))
+
+    @property
+    def episodes_per_env(self) -> float:
+        """How many episodes each env of the run plays on average: training and every
+        evaluation (at 0, every ``eval_every`` and at the end) over ``peak_parallel_episodes``."""
+        evaluations = 0 if self.eval_episodes == 0 else 1 + self.rollouts // self.eval_every + \
+            (self.rollouts % self.eval_every != 0)
+        return (self.rollouts + evaluations * self.eval_episodes) / self.peak_parallel_episodes
 
     episode_wall_clock_s: float = Field(1800.0, gt=0)
     """Wall-clock cap per episode, in seconds (the paper: 30 minutes)."""
@@ -209,6 +217,11 @@ class BenchmarkConfig(Section):
     """Per-episode budget of LLM calls (BabyAI 30, ScienceWorld 100); null = unlimited."""
     max_env_actions: int | None = Field(None, ge=1)
     """Per-episode budget of environment actions (Crafter 2,000); null = unlimited."""
+
+    def for_run(self, run: RunSection) -> Self:
+        """This section with its schedule-dependent choices made for ``run`` (nothing to make
+        here; ScienceWorld picks its JVMs' compiler). The train entry point calls it once."""
+        return self
 
     @model_validator(mode="after")
     def _some_budget(self) -> BenchmarkConfig:
