@@ -38,6 +38,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                         if d.scope in _SCOPE_WIDTH and d.baseid.startswith("tests") and name not in _SUITE_WIDE)
         if shared:
             item.add_marker(pytest.mark.xdist_group(shared[0][1]))
+    _slow_modules_first(items)
+
+
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Modules with ``slow`` tests (end-to-end runs of tens of seconds) run first, each module
+    still in one piece and in its own order: xdist hands tests out in this order, so the last
+    minutes are many short tests spread over every worker, not one long run keeping one CPU
+    busy while the others idle (the suite's tail was 25-40 s of a single worker)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 SYSTEM_PACKAGES = (

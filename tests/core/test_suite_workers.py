@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 BUILT: list[int] = []
@@ -39,3 +41,15 @@ def test_the_suite_runs_on_every_core_by_default(pytestconfig: pytest.Config) ->
     pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     addopts = shlex.split(pyproject["tool"]["pytest"]["ini_options"]["addopts"])
     assert addopts[addopts.index("-n") + 1] == "auto" and addopts[addopts.index("--dist") + 1] == "loadgroup"
+
+
+def test_modules_with_slow_tests_are_handed_out_first_each_in_one_piece(request: pytest.FixtureRequest) -> None:
+    """The suite's last minutes are short tests on every worker, not one long run on one."""
+    items = request.session.items
+    slow = [i.get_closest_marker("slow") is not None for i in items]
+    if not (any(slow) and not all(slow)):
+        pytest.skip("this selection has only slow or only quick tests")
+    runs = [path for path, _ in itertools.groupby(i.path for i in items)]
+    assert len(runs) == len(set(runs)), "a module was split"
+    slow_modules = {i.path for i, s in zip(items, slow, strict=True) if s}
+    assert runs == sorted(runs, key=lambda p: p not in slow_modules)
