@@ -29,9 +29,10 @@ and what it makes runs slower. Over a JVM's first few episodes (each JVM's compi
 several CPU-seconds) that is less CPU in all; over hundreds of episodes it is more."""
 QUICK_COMPILER_MAX_EPISODES_PER_ENV = 4
 """``jvm_compiler: auto`` picks quick when each env plays at most this many episodes on
-average: measured on t4, C1 alone costs less up to about three 30-step episodes of one JVM
-and more from then on, so four of the prompt-only player's shorter ones stay on the cheap
-side; the paper's schedule (35 per env at ten at once) is far past it."""
+average. Measured on t4: C1 alone cost less over one JVM's first two or three 30-step
+episodes and more from the fourth on; a shipped config on a two-rollout schedule (2.2
+episodes per JVM, ~10 steps each) cost 22-27 % less. Four is a judgement between the two;
+the paper's schedule (35 per env at ten at once) is far past it."""
 
 
 class ScienceWorldConfig(BenchmarkConfig):
