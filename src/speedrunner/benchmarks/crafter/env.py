@@ -1,7 +1,8 @@
 """Crafter as a ``TextEnv``: BALROG action names in, text + structured view out.
 
-Each ``reset(task, seed)`` builds a fresh world from ``seed`` alone (a new
-``DeterministicCrafterEnv``), because a second ``reset()`` on one Crafter env mixes an
+Each ``reset(task, seed)`` starts a fresh world from ``seed`` alone (a new
+``DeterministicCrafterEnv``, or a copy of the one this process already generated for that
+seed: ``start_states.py``), because a second ``reset()`` on one Crafter env mixes an
 episode counter into the seed and would give a different world. The same (task, seed)
 therefore gives the identical episode in any process. Frames are never rendered: the
 text is built from the world directly (see ``text.py``).
@@ -20,6 +21,7 @@ from typing import Any
 import crafter
 
 from speedrunner.benchmarks.crafter.determinism import DeterministicCrafterEnv
+from speedrunner.benchmarks.crafter.start_states import START_STATES
 from speedrunner.benchmarks.crafter.text import (
     ACHIEVEMENT_ORDER,
     ACHIEVEMENTS,
@@ -106,11 +108,8 @@ class CrafterTextEnv:
     def reset(self, task: str, seed: int) -> Observation:
         if task != TASK:
             raise EnvError(unknown("Crafter task", task, [TASK]))
-        self._env = DeterministicCrafterEnv(
-            area=self._area, length=self._length, seed=int(seed), render_image=False)
-        self._env.reset()
-        _, _, done, _ = self._env.step(_ACTION_INDEX[HIDDEN_RESET_ACTION])
-        self._done = bool(done)
+        self._env, self._done = START_STATES.env(
+            self._area, self._length, int(seed), _ACTION_INDEX[HIDDEN_RESET_ACTION])
         return self._observe()
 
     def step(self, action: str) -> StepResult:
