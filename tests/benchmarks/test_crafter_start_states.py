@@ -57,14 +57,19 @@ def test_a_kept_start_plays_exactly_like_a_freshly_generated_world(seed: int, ar
 
 
 def test_repeated_seeds_are_generated_once_and_the_oldest_start_leaves_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    generated: list[int] = []
-    real = crafter.worldgen.generate_world
-    monkeypatch.setattr(crafter.worldgen, "generate_world", lambda world, player: (
-        generated.append(int(world.random.get_state()[1][0])), real(world, player))[1])
-    loaded: list[str] = []
-    textures = crafter.engine.Textures
-    monkeypatch.setattr(crafter.engine, "Textures", lambda directory: (loaded.append(str(directory)),
-                                                                      textures(directory))[1])
+    generated, loaded = [], []
+    generate_world, textures = crafter.worldgen.generate_world, crafter.engine.Textures
+
+    def counted_generate_world(world: Any, player: Any) -> None:
+        generated.append(world)
+        generate_world(world, player)
+
+    def counted_textures(directory: Any) -> Any:
+        loaded.append(directory)
+        return textures(directory)
+
+    monkeypatch.setattr(crafter.worldgen, "generate_world", counted_generate_world)
+    monkeypatch.setattr(crafter.engine, "Textures", counted_textures)
     states = StartStates(capacity=2)
     for seed in (1, 2, 1, 1, 2):
         states.env(SMALL, 10000, seed, NOOP)
