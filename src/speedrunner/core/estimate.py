@@ -118,9 +118,7 @@ def estimate(config: RunConfig, *, source: str = "", latency_s: float = 5.0,
         "(not fixed by the config), plus the knowledge shown")
     knowledge = _knowledge_bytes(config, out.assumptions)
     batches = run.rollouts // run.sleep_every
-    eval_points = 0 if run.eval_episodes == 0 else len(
-        set(range(0, run.rollouts + 1, run.eval_every)) | {run.rollouts})
-    eval_episodes = eval_points * run.eval_episodes
+    eval_episodes = run.evaluations * run.eval_episodes
     actor_max = _actor_calls_per_episode(config, out.assumptions)
     actor_tokens = config.model.sampling.max_tokens
     calls: list[_Calls] = []

@@ -74,12 +74,18 @@ class RunSection(Section):
         return self.workers(max(self.sleep_every, self.eval_episodes))
 
     @property
+    def evaluations(self) -> int:
+        """How many evaluations the run makes: at rollout 0, every ``eval_every`` and at the end
+        (none when ``eval_episodes`` is 0)."""
+        if self.eval_episodes == 0:
+            return 0
+        return len(set(range(0, self.rollouts + 1, self.eval_every)) | {self.rollouts})
+
+    @property
     def episodes_per_env(self) -> float:
         """How many episodes each env of the run plays on average: training and every
-        evaluation (at 0, every ``eval_every`` and at the end) over ``peak_parallel_episodes``."""
-        evaluations = 0 if self.eval_episodes == 0 else 1 + self.rollouts // self.eval_every + \
-            (self.rollouts % self.eval_every != 0)
-        return (self.rollouts + evaluations * self.eval_episodes) / self.peak_parallel_episodes
+        evaluation over ``peak_parallel_episodes``."""
+        return (self.rollouts + self.evaluations * self.eval_episodes) / self.peak_parallel_episodes
 
     episode_wall_clock_s: float = Field(1800.0, gt=0)
     """Wall-clock cap per episode, in seconds (the paper: 30 minutes)."""
