@@ -6,7 +6,9 @@ Two JVMs with the same options: one behind the package's ``ScienceWorldEnv`` as 
 play the gold action sequence of one test variation of every t3/t4 subtask, step by step,
 taking turns at going first so machine noise hits both alike. Per step: wall time, this
 process's CPU (the calling thread's) and the JVM's CPU (from ``/proc``). Target: wall ratio
-under 1.1; CPU is what a machine running many episodes at once pays.
+under 1.1; CPU is what a machine running many episodes at once pays. Then an episode's start
+the same way: the package's ``load`` + ``reset()`` against our ``reset(task, seed)``, which
+builds the world once (``ScienceWorldTextEnv._load_and_reset`` says why).
 
     python benchmarks/scienceworld_step_overhead.py [--repeats 2]
 """
@@ -109,6 +111,34 @@ def measure(repeats: int = 2, tasks: int | None = None) -> tuple[Cost, Cost, int
     return raw_cost, our_cost, len(task_ids)
 
 
+def episode_start_cost(repeats: int = 3) -> tuple[Cost, Cost]:
+    """The package's episode start (``load`` + ``reset()``) and ours (``reset(task, seed)``)
+    on a test variation of every t3/t4 subtask, on two JVMs, taking turns at going first."""
+    config = ScienceWorldConfig()
+    raw = launch_simulator(config.env_step_limit, config.jvm_options)
+    ours = ScienceWorldTextEnv(simplification=config.simplification,
+                               env_step_limit=config.env_step_limit, jvm_options=config.jvm_options)
+    ours.reset("4-1/test", 0)
+    raw_cost, our_cost = Cost(raw._gateway.java_process.pid), Cost(ours._sim._gateway.java_process.pid)
+
+    def package_start(task: str, seed: int) -> Any:
+        ref = parse_task(task, seed)
+        raw.load(ref.task_name, ref.variation, config.simplification)
+        return raw.reset()
+
+    try:
+        for i in range(repeats):
+            for j, task_id in enumerate([*TASK_SETS["t3"], *TASK_SETS["t4"]]):
+                task, seed = f"{task_id}/test", i * 11 + j
+                sides = [(raw_cost, package_start), (our_cost, ours.reset)]
+                for cost, start in (sides if (i + j) % 2 else sides[::-1]):
+                    cost.timed(start, task, seed)
+    finally:
+        ours.close()
+        stop_simulator(raw)
+    return raw_cost, our_cost
+
+
 def answer_latency(chars: int = 9000, calls: int = 20) -> tuple[float, float]:
     """Median seconds for one py4j answer of ``chars`` characters over a plain py4j
     connection and over ours (``env._AckingReader``), on one JVM, alternating."""
@@ -145,6 +175,12 @@ def main() -> None:
     ratio = statistics.fmean(ours.wall) / statistics.fmean(raw.wall)
     cpu = lambda c: statistics.fmean(c.python_cpu) + statistics.fmean(c.jvm_cpu)  # noqa: E731
     print(f"ratio ours/raw: wall {ratio:.3f} (target < 1.1), CPU {cpu(ours) / cpu(raw):.3f}")
+    raw_start, our_start = episode_start_cost()
+    print(f"episode starts: {len(raw_start.wall)} each (t3/t4 test variations)")
+    print(raw_start.line("raw load() + reset():").replace("/step", "/start"))
+    print(our_start.line("ScienceWorldTextEnv.reset:").replace("/step", "/start"))
+    print(f"ratio ours/raw: wall {statistics.fmean(our_start.wall) / statistics.fmean(raw_start.wall):.3f}, "
+          f"JVM CPU {statistics.fmean(our_start.jvm_cpu) / statistics.fmean(raw_start.jvm_cpu):.3f}")
     plain, acking = answer_latency()
     print(f"one py4j answer of 9,000 chars: {1000 * plain:.1f} ms over a plain connection, "
           f"{1000 * acking:.1f} ms over ours")

@@ -137,6 +137,44 @@ def test_reuses_one_jvm_and_reproduces_episodes(env: ScienceWorldTextEnv) -> Non
     assert env.reset("4-2/test", 25 + 75).text == first.text  # seed picks test[25] == 250
 
 
+class _CountingServer:
+    """The JVM's interface object, counting the ``reset`` calls made through it."""
+
+    def __init__(self, server: Any) -> None:
+        self.server, self.resets = server, 0
+
+    def __getattr__(self, name: str) -> Any:
+        self.resets += name == "reset"
+        return getattr(self.server, name)
+
+
+@pytest.mark.parametrize("task_id", ["4-2", "3-1", "3-3"])
+def test_an_episode_starts_from_one_world_build_exactly_as_the_packages_reset(
+        env: ScienceWorldTextEnv, raw: Any, task_id: str) -> None:
+    """The JVM's ``reset`` is ``load`` again: the env builds the world once and takes the
+    package's first move itself. The observations (and the valid commands) then match the
+    package's ``load`` + ``reset`` move for move."""
+    for split, seed in (("test", 0), ("train", 7)):
+        ref = parse_task(f"{task_id}/{split}", seed)
+        env.reset(str(ref), seed)  # a JVM to count on
+        counting = env._sim.server = _CountingServer(env._sim.server)
+        try:
+            ours = env.reset(str(ref), seed)
+        finally:
+            env._sim.server = counting.server
+        assert counting.resets == 0
+        raw.load(ref.task_name, ref.variation, "easy")
+        text, info = raw.reset()
+        assert ours.text == text and ours.structured["valid_actions"] == info["valid"]
+        assert (ours.structured["look"], ours.structured["inventory"]) == (info["look"], info["inv"])
+        for action in ("look around", info["valid"][len(info["valid"]) // 2], "inventory", "open door"):
+            mine, theirs = env.step(action), raw.step(action)
+            assert mine.observation.text == theirs[0] and mine.observation.structured["valid_actions"] == theirs[3]["valid"]
+            assert mine.info["score"] == theirs[3]["score"] and mine.done == theirs[2]
+            if mine.done:
+                break
+
+
 def test_failure_counts_as_zero_progress(env: ScienceWorldTextEnv) -> None:
     env.reset("4-1/test#225", 0)
     result = env.step("focus on agent")  # wrong focus ends the episode as a failure

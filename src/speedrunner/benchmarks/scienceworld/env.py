@@ -286,8 +286,16 @@ class ScienceWorldTextEnv:
             stop_simulator(sim)
 
     def _load_and_reset(self, ref: TaskRef) -> tuple[str, dict[str, Any]]:
+        """Build the episode's world once and take the package's first move, ``look around``.
+
+        The package's ``reset()`` is the JVM's ``reset``, which is ``load`` again with the same
+        arguments (every build reseeds the simulator's random generator and object ids from the
+        variation), then that first move: after a ``load`` it rebuilt the world just built,
+        ~60-120 ms of JVM CPU an episode. ``tests/benchmarks/test_scienceworld_env.py`` checks
+        that both starts give the same observations."""
         self._sim.load(ref.task_name, ref.variation, self.simplification)
-        return self._sim.reset()
+        text, _, _, info = self._sim.step("look around")
+        return text, info
 
     def _call(self, fn: Any, *args: Any) -> Any:
         """Run a simulator call; a dead JVM becomes an ``EnvError`` and the next reset restarts it."""
