@@ -116,10 +116,31 @@ def test_a_skill_error_reaches_the_actor_and_the_episode_goes_on() -> None:
     assert traj.env_actions == 1
 
 
-def test_an_unknown_skill_is_an_invalid_action_and_no_sandbox_starts() -> None:
-    started: list[Skills] = []
-    ctx = EpisodeContext(PolicyModel(lambda m, p, c: 'Action: fly("x")'), Knowledge(1, "S", "x", skills=SKILLS),
-                         Budget(2, None, 60.0), open_skills=lambda skills: started.append(skills))
-    traj = run_episode(CounterEnv(), SPEC, ctx)
+def test_an_unknown_skill_is_an_invalid_action_and_the_sandbox_is_never_called() -> None:
+    traj, runner = run(lambda m, p, c: 'Action: fly("x")', calls=2)
     assert all("'fly' is not a skill" in s.error for s in traj.steps)
-    assert started == [] and traj.sandbox_tier is None
+    assert runner.calls == [] and traj.sandbox_tier is None
+
+
+def test_the_sandbox_opens_before_the_first_model_call_and_closes_with_the_episode() -> None:
+    """It boots while the model answers, not after the answer on the episode's path."""
+    events: list[str] = []
+    runner = FakeRunner()
+
+    def policy(messages, purpose, call_id) -> str:
+        events.append("model")
+        return calls_skill_then_waits(messages, purpose, call_id)
+
+    ctx = EpisodeContext(PolicyModel(policy), Knowledge(1, "Skills", "count_to(n)", skills=SKILLS),
+                         Budget(3, None, 60.0), open_skills=lambda skills: events.append("open") or runner)
+    traj = run_episode(CounterEnv(), SPEC, ctx)
+    assert events[:2] == ["open", "model"] and events.count("open") == 1
+    assert traj.success and runner.closed and traj.sandbox_tier == "test-double"
+
+
+def test_without_skills_no_sandbox_opens() -> None:
+    opened: list[Skills] = []
+    ctx = EpisodeContext(PolicyModel(lambda m, p, c: "Action: inc"), Knowledge(0, "", ""),
+                         Budget(3, None, 60.0), open_skills=lambda skills: opened.append(skills))
+    traj = run_episode(CounterEnv(), SPEC, ctx)
+    assert traj.env_actions == 3 and opened == []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from speedrunner.core.sandbox import Limits, cgroups, open_analysis_session
+from speedrunner.core.sandbox import Limits, cgroups, open_analysis_session, process
 from speedrunner.core.sandbox.analysis import AnalysisSession
 
 from .conftest import LIMITS
@@ -179,6 +179,33 @@ def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     scratch = session._process.scratch
     assert processes_with_home(scratch)  # the daemon is there, outside the sandbox's process tree
     session.close()
+    assert not processes_with_home(scratch)
+
+
+@needs_cgroups
+def test_a_sandbox_with_a_cgroup_is_found_and_killed_through_it_not_by_walking_all_processes(
+        tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting and killing a sandbox walked every process of the machine (``/proc``) to find its
+    tree: thirty sandboxes of an evaluation closing at once took ~30 ms of CPU each. With a cgroup,
+    its member list is the tree, a reparented daemon included, and it all dies at close."""
+    def walked(root: int) -> set[int]:
+        raise AssertionError("walked all of /proc")
+
+    monkeypatch.setattr(process, "_descendants", walked)
+    with open_analysis_session(tier=tier, limits=LIMITS) as session:
+        result = run(session, """
+            import os, time
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    time.sleep(120)
+                os._exit(0)
+            time.sleep(0.2)
+            print("forked")
+        """)
+        assert result.stdout == "forked\n", result.error
+        scratch = session._process.scratch
+        assert processes_with_home(scratch)
     assert not processes_with_home(scratch)
 
 

@@ -13,10 +13,13 @@ from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.episode import EpisodeContext, run_episode
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox import open_skill_runner
+from speedrunner.core.sandbox.process import SandboxStartError
 
 from ..runtime.fakes import CounterEnv as EpisodeCounterEnv
 from ..runtime.fakes import PolicyModel
 from .conftest import API, LIMITS, CounterEnv, call, open_runner, still_works
+
+CODEBOOK_LINE = "def forward(env, n):\n    return n\n"
 
 
 def test_a_skill_takes_20_primitive_actions_through_step(runner) -> None:
@@ -87,6 +90,20 @@ def test_errors_show_the_skills_own_traceback_only(runner) -> None:
     assert outcome.tree["calls"][0]["error"] == "ZeroDivisionError: division by zero"
     outcome = call(runner, "no_such_skill")
     assert "no skill named 'no_such_skill'" in outcome.error
+
+
+def test_a_sandbox_is_launched_at_open_and_waited_for_at_its_first_call(tier) -> None:
+    """Open returns before the child is up (it boots while the episode's model answers); one
+    that does not come up fails the first call with the child's own words, and is not silently
+    replaced by a second start."""
+    runner = open_skill_runner(Skills(1, CODEBOOK_LINE, {}, "no_such_skill_api"), tier=tier, limits=LIMITS)
+    try:
+        assert runner.pid is not None and runner.processes_started == 1
+        with pytest.raises(SandboxStartError, match=r"(?s)did not start .*No module named .no_such_skill_api"):
+            call(runner, "forward", 1)
+        assert runner.processes_started == 1 and runner.pid is None
+    finally:
+        runner.close()
 
 
 def test_one_process_serves_every_call_of_the_episode(runner) -> None:

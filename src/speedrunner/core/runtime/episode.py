@@ -81,6 +81,11 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     runner: SkillRunner | None = None
     stop: StopReason | None = None
     try:
+        if skills is not None and ctx.open_skills is not None:
+            # Opened before the first model call, so the sandbox boots while the model answers
+            # rather than after it, on the episode's path (at ten or thirty episodes at once on two
+            # CPUs that was most of each episode's overhead); unused if no skill is called.
+            runner = ctx.open_skills(skills)
         while stop is None:
             stop = _budget_stop(traj, ctx.budget, started)
             if stop is not None:
@@ -129,7 +134,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                 step.effect = "skill_call"
                 if runner is None:
                     runner = _open_runner(ctx, skills)
-                    traj.sandbox_tier = runner.tier
+                traj.sandbox_tier = runner.tier
                 current = _call_skill(runner, parsed.skill_call, act, step, traj, state, ctx,
                                       episode_actions_left(env, ctx.budget.max_env_actions, traj.env_actions))
             if env.success:

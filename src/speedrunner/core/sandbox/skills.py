@@ -86,7 +86,11 @@ class SandboxSkillRunner:
         self._load_error: str | None = None
         self._loaded = False
         self._closed = False
-        self._ensure_process()  # start now: a broken sandbox fails at open, not in the middle of a call
+        # Launched now, waited for at the first call: the child boots while the episode goes on
+        # (its next model call). A sandbox that cannot be launched fails here; one that does not
+        # come up, at the first call, before anything is sent to it.
+        self._process = self._start_process()
+        self.processes_started = 1
 
     @property
     def pid(self) -> int | None:
@@ -100,19 +104,31 @@ class SandboxSkillRunner:
     def _ensure_process(self) -> SandboxProcess:
         if self._closed:
             raise RuntimeError("the skill runner is closed")
+        if self._process is not None:
+            self._finish_start()  # one that died booting is reported, not silently replaced
         if self._process is None or not self._process.alive:
             self._discard_process()
             self._process = self._start_process()
             self.processes_started += 1
             self._loaded = False
             self._load_error = None
+            self._finish_start()
+        assert self._process is not None
         return self._process
 
+    def _finish_start(self) -> None:
+        assert self._process is not None
+        try:
+            self._process.wait_ready()
+        except BaseException:
+            self._discard_process()
+            raise
+
     def _start_process(self) -> SandboxProcess:
-        """A fresh skill child (tests replace it by one running hostile code, to check that the
-        parent holds even when the restricted layer has been left)."""
+        """A fresh skill child, launched, not waited for (tests replace it by one running hostile
+        code, to check that the parent holds even when the restricted layer has been left)."""
         return SandboxProcess(self.tier, self.limits, mode="skills", preload=[*ALLOWED_MODULES, self.skills.api_module],
-                              max_message_bytes=SKILL_MESSAGE_BYTES)
+                              max_message_bytes=SKILL_MESSAGE_BYTES, wait=False)
 
     def _discard_process(self) -> None:
         if self._process is not None:
