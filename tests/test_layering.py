@@ -30,7 +30,7 @@ TOP_FLOORS: list[set[str]] = [
 
 CORE_FLOORS: list[set[str]] = [
     {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts", "argparsing",
-     "pyast"},
+     "pyast", "tempdirs"},
     {"registry", "env"},
     {"specs", "benchmark", "env_checker", "skill"},
     {"config", "sandbox"},

@@ -16,11 +16,11 @@ import atexit
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from speedrunner.core.llm.slots import SLOTS_DIR_ENV
+from speedrunner.core.tempdirs import process_temp_dir
 from speedrunner.errors import ServerUnavailableError
 from speedrunner.sweep.spec import SweepRun
 
@@ -31,12 +31,13 @@ def slots_env() -> dict[str, str]:
     """The environment variable that makes runs on this machine share LLM endpoint limits.
 
     Unless the user set it, a fresh private directory (``mkdtemp``: mode 0700, a name nobody
-    can predict and pre-create as a symlink), removed when the sweep exits.
+    can predict and pre-create as a symlink), removed when the sweep exits (and, if the sweep
+    was killed, by a later sweep: ``core/tempdirs.py``).
     """
     given = os.environ.get(SLOTS_DIR_ENV)
     if given:
         return {SLOTS_DIR_ENV: given}
-    made = tempfile.mkdtemp(prefix="speedrunner-llm-slots-")
+    made = str(process_temp_dir("speedrunner-llm-slots-"))
     atexit.register(shutil.rmtree, made, ignore_errors=True)
     return {SLOTS_DIR_ENV: made}
 

@@ -34,6 +34,7 @@ from speedrunner.core.sandbox import cgroups, seccomp
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
 from speedrunner.core.sandbox.commands import NOBODY, drop_to_uid, package_root, site_packages, wrap
 from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.tempdirs import process_temp_dir
 
 BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
              "from speedrunner.core.sandbox.child import main; main(sys.argv[2:])")
@@ -46,6 +47,8 @@ _SIGNAL_HINTS = {
     signal.SIGABRT: "it aborted",
 }
 
+
+SCRATCH_PREFIX = "speedrunner-sandbox-"
 
 _WRAPPER_TASKS = 4
 """Tasks of the wrappers (bwrap and its init, unshare, setpriv) counted by the cgroup's ``pids.max``."""
@@ -111,7 +114,7 @@ class SandboxProcess:
         many start at once) while the caller does something else."""
         self.tier = tier
         self.limits = limits
-        self.scratch = Path(tempfile.mkdtemp(prefix="speedrunner-sandbox-"))
+        self.scratch = process_temp_dir(SCRATCH_PREFIX)  # what killed runs left is removed
         self._root = _private_root_dir() if tier == "unshare" else None
         self._log = tempfile.TemporaryFile(prefix="speedrunner-sandbox-log-")  # noqa: SIM115 - lives as long as the child
         self._popen: subprocess.Popen[bytes] | None = None
@@ -340,16 +343,8 @@ _ROOT_PREFIX = "speedrunner-root-"
 
 def _private_root_dir() -> Path:
     """An empty directory for the unshare tier to build its root on (mounted only in the
-    sandbox's namespace); the ones killed runs left (named after their pid) are removed."""
-    tmp = Path(tempfile.gettempdir())
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(tmp):
-            if entry.name.startswith(_ROOT_PREFIX):
-                pid = entry.name[len(_ROOT_PREFIX):].split("-", 1)[0]
-                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(entry.path)  # empty, unless someone else put something there
-    return Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
+    sandbox's namespace); the ones killed runs left are removed."""
+    return process_temp_dir(_ROOT_PREFIX)
 
 
 def _host_pid(wrapper_pid: int, child_pid: int, tree: set[int] | None = None) -> int | None:
