@@ -165,6 +165,14 @@ def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     cgroup (or, without one, its own uid under rlimits, or its pid namespace) takes it down."""
     if session.tier == "rlimits" and session._process.cgroup is None and os.geteuid() != 0:
         pytest.skip("a non-root parent without cgroups: rlimits sandboxes share its uid (not promised, docs/sandbox.md)")
+    scratch = start_a_double_forked_daemon(session)
+    session.close()
+    assert not processes_with_home(scratch)
+
+
+def start_a_double_forked_daemon(session: AnalysisSession) -> Path:
+    """A setsid() daemon, reparented out of the sandbox's process tree; returns the scratch its
+    processes are found by."""
     result = run(session, """
         import os, time
         if os.fork() == 0:
@@ -178,8 +186,7 @@ def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     assert result.stdout == "forked\n", result.error
     scratch = session._process.scratch
     assert processes_with_home(scratch)  # the daemon is there, outside the sandbox's process tree
-    session.close()
-    assert not processes_with_home(scratch)
+    return scratch
 
 
 @needs_cgroups
@@ -193,19 +200,7 @@ def test_a_sandbox_with_a_cgroup_is_found_and_killed_through_it_not_by_walking_a
 
     monkeypatch.setattr(process, "_descendants", walked)
     with open_analysis_session(tier=tier, limits=LIMITS) as session:
-        result = run(session, """
-            import os, time
-            if os.fork() == 0:
-                os.setsid()
-                if os.fork() == 0:
-                    time.sleep(120)
-                os._exit(0)
-            time.sleep(0.2)
-            print("forked")
-        """)
-        assert result.stdout == "forked\n", result.error
-        scratch = session._process.scratch
-        assert processes_with_home(scratch)
+        scratch = start_a_double_forked_daemon(session)
     assert not processes_with_home(scratch)
 
 
