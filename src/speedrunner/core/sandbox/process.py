@@ -177,11 +177,6 @@ class SandboxProcess:
             raise self._start_error(e) from None
         self._ready_by = deadline
 
-    @property
-    def starting(self) -> bool:
-        """Launched, its hello not yet read (``wait=False``)."""
-        return self._ready_by is not None
-
     def wait_ready(self) -> None:
         """Wait for the booting child's hello (at once if it is ready); ``SandboxStartError`` if
         it does not come. The caller kills the process then."""
