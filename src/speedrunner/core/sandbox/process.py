@@ -111,7 +111,12 @@ class SandboxProcess:
                  max_message_bytes: int | None = None, wait: bool = True) -> None:
         """Start the child; with ``wait=False`` return once it is launched and leave the wait for
         its hello to ``wait_ready()``, so it boots (tens of milliseconds of CPU, far longer when
-        many start at once) while the caller does something else."""
+        many start at once) while the caller does something else.
+
+        Start it from a thread that outlives it: the wrappers die with the *thread* that started
+        them (bwrap's ``--die-with-parent`` and setpriv's ``--pdeathsig`` are the kernel's
+        parent-death signal, which follows the thread), so a sandbox launched from a short-lived
+        helper thread is SIGKILLed when that thread ends."""
         self.tier = tier
         self.limits = limits
         self.scratch = process_temp_dir(SCRATCH_PREFIX)  # what killed runs left is removed
