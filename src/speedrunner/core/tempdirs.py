@@ -37,21 +37,26 @@ def process_temp_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
 
 
-def remove_stale(prefix: str, where: str | None = None, *, stale_after_s: float = STALE_AFTER_S) -> list[str]:
-    """Remove ``prefix<pid>-*`` directories in ``where`` (the temp dir) whose process is gone and
-    whose modification time is older than ``stale_after_s``; returns their names."""
+def remove_stale(prefix: str) -> list[str]:
+    """Remove ``prefix<pid>-*`` directories in the temp dir whose process is gone and which have
+    not been modified for ``STALE_AFTER_S``; returns their names."""
     removed: list[str] = []
     now = time.time()
     with contextlib.suppress(OSError):
-        for entry in os.scandir(where or tempfile.gettempdir()):
-            if not entry.name.startswith(prefix):
-                continue
-            pid = entry.name[len(prefix):].split("-", 1)[0]
-            if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
+        for entry in os.scandir(tempfile.gettempdir()):
+            if not owner_gone(entry.name, prefix):
                 continue
             with contextlib.suppress(OSError):
-                if not entry.is_dir(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < stale_after_s:
+                if not entry.is_dir(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER_S:
                     continue
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.name)
     return removed
+
+
+def owner_gone(name: str, prefix: str) -> bool:
+    """Whether ``name`` is ``prefix<pid>-...`` and process ``pid`` no longer exists here."""
+    if not name.startswith(prefix):
+        return False
+    pid = name[len(prefix):].split("-", 1)[0]
+    return pid.isdigit() and not os.path.exists(f"/proc/{pid}")

@@ -37,6 +37,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from speedrunner.core.tempdirs import owner_gone
+
 log = logging.getLogger(__name__)
 
 PREFIX = "speedrunner-sandbox-"
@@ -223,13 +225,11 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
 def _remove_stale(parent: Path) -> None:
     """Remove the cgroups a killed run left (named after its pid, which no longer exists)."""
     try:
-        entries = [d for d in parent.iterdir() if d.name.startswith(PREFIX)]
+        entries = [d for d in parent.iterdir() if owner_gone(d.name, PREFIX)]
     except OSError:
         return
     for d in entries:
-        pid = d.name[len(PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            Cgroup(1, (d,), 0, 0).remove()
+        Cgroup(1, (d,), 0, 0).remove()
 
 
 def _unavailable(reason: str) -> None:

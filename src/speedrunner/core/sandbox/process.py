@@ -49,6 +49,7 @@ _SIGNAL_HINTS = {
 
 
 SCRATCH_PREFIX = "speedrunner-sandbox-"
+_ROOT_PREFIX = "speedrunner-root-"
 
 _WRAPPER_TASKS = 4
 """Tasks of the wrappers (bwrap and its init, unshare, setpriv) counted by the cgroup's ``pids.max``."""
@@ -120,7 +121,8 @@ class SandboxProcess:
         self.tier = tier
         self.limits = limits
         self.scratch = process_temp_dir(SCRATCH_PREFIX)  # what killed runs left is removed
-        self._root = _private_root_dir() if tier == "unshare" else None
+        # unshare builds its root on an empty directory, mounted only in the sandbox's namespace
+        self._root = process_temp_dir(_ROOT_PREFIX) if tier == "unshare" else None
         self._log = tempfile.TemporaryFile(prefix="speedrunner-sandbox-log-")  # noqa: SIM115 - lives as long as the child
         self._popen: subprocess.Popen[bytes] | None = None
         self.channel: Channel | None = None
@@ -336,15 +338,6 @@ class SandboxProcess:
         if self._root is not None:
             with contextlib.suppress(OSError):
                 self._root.rmdir()  # the private root was mounted in the sandbox's namespace only
-
-
-_ROOT_PREFIX = "speedrunner-root-"
-
-
-def _private_root_dir() -> Path:
-    """An empty directory for the unshare tier to build its root on (mounted only in the
-    sandbox's namespace); the ones killed runs left are removed."""
-    return process_temp_dir(_ROOT_PREFIX)
 
 
 def _host_pid(wrapper_pid: int, child_pid: int, tree: set[int] | None = None) -> int | None:

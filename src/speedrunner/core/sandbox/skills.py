@@ -90,7 +90,7 @@ class SandboxSkillRunner:
         # (its next model call). A sandbox that cannot be launched fails here; one that does not
         # come up, at the first call, before anything is sent to it.
         self._process = self._start_process()
-        self.processes_started = 1
+        self.processes_started += 1
 
     @property
     def pid(self) -> int | None:
