@@ -368,6 +368,8 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
             finally:
                 tracker.finish(result.summary if exit_code == 0 else None, exit_code=exit_code)
         finally:
+            if skills is not None:
+                skills.close()
             benchmark.close()
     except (RunInterrupted, ConfigError, CheckpointError):
         raise  # interrupted, or found wrong before anything ran (exit 2)

@@ -79,6 +79,12 @@ class SkillSupport:
     """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
     runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""
 
+    def close(self) -> None:
+        """Stops what is kept ready between smoke tests (a booted sandbox, ``ImportCheck``)."""
+        close = getattr(self.smoke_test, "close", None)
+        if callable(close):
+            close()
+
 
 @dataclass(frozen=True)
 class MethodContext:

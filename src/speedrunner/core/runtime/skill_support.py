@@ -5,7 +5,8 @@ candidate generation, and ASI's replays)."""
 from __future__ import annotations
 
 import importlib
-import json
+import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from functools import partial
@@ -15,16 +16,15 @@ from speedrunner.core.env import Observation, TextEnv
 from speedrunner.core.method import SkillSupport
 from speedrunner.core.runtime.replay import ReplayResult, replay_script
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
-from speedrunner.core.sandbox import (
-    available_tiers,
-    open_analysis_session,
-    open_skill_runner,
-    resolve_tier,
-)
+from speedrunner.core.sandbox import available_tiers, open_skill_runner, resolve_tier
+from speedrunner.core.sandbox.channel import ChannelTimeout
+from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxStartError
+from speedrunner.core.sandbox.skills import launch_skill_process, load_codebook_in
 from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["EnvLease", "build_skill_support", "first_observation", "fresh_envs", "import_in_sandbox",
+__all__ = ["EnvLease", "ImportCheck", "build_skill_support", "first_observation", "fresh_envs",
            "sandbox_tier", "skill_api_module"]
 
 SMOKE_TIMEOUT_S = 20.0
@@ -75,11 +75,8 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
                                  timeout_s=getattr(method, "skill_timeout_s", None),
                                  max_env_actions=config.benchmark.max_env_actions)
 
-    def smoke_test(source: str) -> str | None:
-        return import_in_sandbox(source, api_module, tier)
-
     return SkillSupport(api_module=api_module, api_names=tuple(getattr(api, "__all__", ())), primitives=primitives,
-                        open_skills=open_skills, smoke_test=smoke_test, replay=replay, sandbox_tier=tier,
+                        open_skills=open_skills, smoke_test=ImportCheck(api_module, tier), replay=replay, sandbox_tier=tier,
                         observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox)
 
 
@@ -91,20 +88,71 @@ def first_observation(envs: EnvLease, task: str, seed: int) -> Observation:
         return env.reset(task, seed)
 
 
-def import_in_sandbox(source: str, api_module: str, tier: str) -> str | None:
-    """Load ``source`` as the sandbox loads a codebook; ``None`` or the error it raised."""
-    code = ("from speedrunner.core.sandbox.restrict import load_codebook\n"
-            f"load_codebook({json.dumps(source)}, {json.dumps(api_module)})\n")
-    session = open_analysis_session(tier=tier)
-    try:
-        result = session.run(code, timeout_s=SMOKE_TIMEOUT_S)
-    finally:
-        session.close()
-    if result.timed_out:
-        return f"importing the module did not finish within {SMOKE_TIMEOUT_S:.0f} s (top-level code must be cheap)"
-    if result.error is None:
-        return None
-    # The author needs the module's own frames and the error, not the sandbox's loader.
-    lines = result.error.strip().splitlines()
-    own = next((i for i, line in enumerate(lines) if 'File "codebook.py"' in line), None)
-    return "importing the module failed:\n" + "\n".join(lines[own:] if own is not None else lines[-1:])
+class ImportCheck:
+    """The smoke test of a candidate codebook: loads ``source`` in a fresh skill sandbox exactly
+    as an episode's sandbox loads it (the same child, preloads and restricted loader); ``None``
+    or what went wrong, from the codebook's own frames.
+
+    Every edit and every submit of a sleep is checked, and a sandbox takes ~0.1 s of wall time to
+    boot, which the inducer's turn would wait for (in the paper's BabyAI schedule at 100 ms per
+    call, half of every sleep's time beyond its model calls). So when a check ends, the next
+    check's sandbox is launched at once and boots while the inducer's next turn is with the model;
+    it is fresh, never used, when the check takes it. Launched only from the main thread, where the
+    sleep runs: a sandbox dies with the thread that started it (``SandboxProcess``). ``close()``
+    kills the one kept ready.
+    """
+
+    def __init__(self, api_module: str, tier: str, limits: Limits | None = None) -> None:
+        self.api_module = api_module
+        self.tier = tier
+        self.limits = limits or Limits()
+        self._ready: SandboxProcess | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, source: str) -> str | None:
+        process = self._take()
+        try:
+            error = load_codebook_in(process, source, self.api_module, time.monotonic() + SMOKE_TIMEOUT_S)
+        except ChannelTimeout:
+            return f"importing the module did not finish within {SMOKE_TIMEOUT_S:.0f} s (top-level code must be cheap)"
+        except SandboxDied as e:
+            return f"importing the module failed: {e}"
+        finally:
+            process.kill()
+            self._launch_next()
+        if error is None:
+            return None
+        lines = error.removeprefix("the codebook did not load:").strip("\n").splitlines()
+        return "\n".join(["importing the module failed:", *(x for x in lines if x != "Traceback (most recent call last):")])
+
+    def _take(self) -> SandboxProcess:
+        with self._lock:
+            process, self._ready = self._ready, None
+        if process is not None:
+            try:
+                process.wait_ready()
+                if process.alive:
+                    return process
+            except SandboxStartError:  # killed while it waited (or broken: a fresh start says so)
+                pass
+            process.kill()
+        process = launch_skill_process(self.tier, self.limits, self.api_module)
+        try:
+            process.wait_ready()
+        except BaseException:
+            process.kill()
+            raise
+        return process
+
+    def _launch_next(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        with self._lock:
+            if self._ready is None:
+                self._ready = launch_skill_process(self.tier, self.limits, self.api_module)
+
+    def close(self) -> None:
+        with self._lock:
+            process, self._ready = self._ready, None
+        if process is not None:
+            process.kill()

@@ -63,6 +63,21 @@ def open_skill_runner(skills: Skills, *, tier: str = "auto", limits: Limits | No
     return SandboxSkillRunner(skills, resolve_tier(tier), limits or Limits())
 
 
+def launch_skill_process(tier: str, limits: Limits, api_module: str) -> SandboxProcess:
+    """A skill child with the modules skill code may import, launched and not waited for: it
+    boots while the caller goes on (``wait_ready()`` or the first request waits)."""
+    return SandboxProcess(tier, limits, mode="skills", preload=[*ALLOWED_MODULES, api_module],
+                          max_message_bytes=SKILL_MESSAGE_BYTES, wait=False)
+
+
+def load_codebook_in(process: SandboxProcess, source: str, api_module: str, deadline: float) -> str | None:
+    """Send a codebook to a skill child that has none yet: ``None`` if it loaded, else the load
+    error (the codebook's own traceback). ``ChannelTimeout``/``SandboxDied`` as for any request."""
+    request_id = SandboxProcess.new_request_id()
+    process.start_request({"op": "load", "id": request_id, "source": source, "api_module": api_module}, deadline)
+    return check_load_reply(process.receive(deadline), request_id)
+
+
 class SandboxSkillRunner:
     """Implements ``speedrunner.core.runtime.skill_call.SkillRunner``; see the module docstring."""
 
@@ -127,8 +142,7 @@ class SandboxSkillRunner:
     def _start_process(self) -> SandboxProcess:
         """A fresh skill child, launched, not waited for (tests replace it by one running hostile
         code, to check that the parent holds even when the restricted layer has been left)."""
-        return SandboxProcess(self.tier, self.limits, mode="skills", preload=[*ALLOWED_MODULES, self.skills.api_module],
-                              max_message_bytes=SKILL_MESSAGE_BYTES, wait=False)
+        return launch_skill_process(self.tier, self.limits, self.skills.api_module)
 
     def _discard_process(self) -> None:
         if self._process is not None:
@@ -147,10 +161,7 @@ class SandboxSkillRunner:
         served: list[dict[str, Any]] = []
         try:
             if not self._loaded:
-                request_id = SandboxProcess.new_request_id()
-                process.start_request({"op": "load", "id": request_id, "source": self.skills.source,
-                                       "api_module": self.skills.api_module}, deadline)
-                self._load_error = check_load_reply(process.receive(deadline), request_id)
+                self._load_error = load_codebook_in(process, self.skills.source, self.skills.api_module, deadline)
                 self._loaded = True
             if self._load_error is not None:
                 return _failed(call, self._load_error)
