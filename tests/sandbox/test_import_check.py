@@ -103,3 +103,22 @@ def test_a_codebook_run_stops_the_sandbox_it_kept_ready() -> None:
     assert ready is not None and ready.alive
     support.close()
     assert not ready.alive
+
+
+def test_an_interrupted_check_propagates_and_keeps_no_sandbox_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    launched: list[object] = []
+    launch = skill_support.launch_skill_process
+
+    def counting_launch(*args, **kwargs):
+        launched.append(launch(*args, **kwargs))
+        return launched[-1]
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(skill_support, "launch_skill_process", counting_launch)
+    monkeypatch.setattr(skill_support, "load_codebook_in", interrupted)
+    check = ImportCheck(API, resolve_tier("auto"))
+    with pytest.raises(KeyboardInterrupt):
+        check(GOOD)
+    assert check._ready is None and len(launched) == 1 and not launched[0].alive  # the run is ending: no new boot

@@ -112,14 +112,19 @@ class ImportCheck:
     def __call__(self, source: str) -> str | None:
         process = self._take()
         try:
+            verdict = self._load(process, source)
+        finally:
+            process.kill()
+        self._launch_next()  # not after an interrupt or a broken sandbox: those propagate
+        return verdict
+
+    def _load(self, process: SandboxProcess, source: str) -> str | None:
+        try:
             error = load_codebook_in(process, source, self.api_module, time.monotonic() + SMOKE_TIMEOUT_S)
         except ChannelTimeout:
             return f"importing the module did not finish within {SMOKE_TIMEOUT_S:.0f} s (top-level code must be cheap)"
         except SandboxDied as e:
             return f"importing the module failed: {e}"
-        finally:
-            process.kill()
-            self._launch_next()
         if error is None:
             return None
         lines = error.removeprefix("the codebook did not load:").strip("\n").splitlines()
