@@ -79,11 +79,15 @@ class SkillSupport:
     """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
     runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""
 
+    prepare: Callable[[int], None] | None = None
+    """``prepare(n)``: boot ``n`` skill sandboxes ahead for the episodes the next phase starts at
+    once (``open_skills`` hands them out); called when a sleep starts. ``None``: not offered."""
+    on_close: Callable[[], None] | None = None
+    """Stops what is kept ready (booted sandboxes); the run calls ``close()`` when it ends."""
+
     def close(self) -> None:
-        """Stops what is kept ready between smoke tests (a booted sandbox, ``ImportCheck``)."""
-        close = getattr(self.smoke_test, "close", None)
-        if callable(close):
-            close()
+        if self.on_close is not None:
+            self.on_close()
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,7 @@ class Runner:
                         t.success, t.progress, t.cost_usd, index=t.index, actor=actor_turns(t))))
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
+                self._prepare_sandboxes(batch, knowledge)
                 result = self.method.sleep(trajectories, batch_index=batch)
                 progress.sleep_cost(_sum_cost([c.cost_usd for c in result.completions]))
                 self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started, knowledge)
@@ -233,6 +234,22 @@ class Runner:
         if summary.get("actor_warning"):
             print(f"WARNING: {summary['actor_warning']}", file=sys.stderr, flush=True)
         return RunResult(self.run_dir, checkpoint, summary)
+
+    def _prepare_sandboxes(self, batch: int, knowledge: Knowledge) -> None:
+        """Boot the skill sandboxes of the episodes the next phase starts at once while this
+        sleep waits for its model (``SkillSupport.prepare``). Only when the knowledge already has
+        skills: the sleep rarely removes them all (then they are killed unused when the run ends)."""
+        if self.skill_support is None or self.skill_support.prepare is None or knowledge.skills is None:
+            return
+        run = self.config.run
+        following = (batch + 1) * run.sleep_every
+        if run.eval_episodes and (following % run.eval_every == 0 or following >= run.rollouts):
+            episodes = run.eval_episodes
+        elif following < run.rollouts and getattr(self.method, "train_batch", None) is None:
+            episodes = run.sleep_every
+        else:
+            return
+        self.skill_support.prepare(run.workers(episodes))
 
     # ---------------------------------------------------------------- resume
     def _resume_point(self) -> Checkpoint:

@@ -20,11 +20,15 @@ from speedrunner.core.sandbox import available_tiers, open_skill_runner, resolve
 from speedrunner.core.sandbox.channel import ChannelTimeout
 from speedrunner.core.sandbox.limits import Limits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxStartError
-from speedrunner.core.sandbox.skills import launch_skill_process, load_codebook_in
+from speedrunner.core.sandbox.skills import (
+    SandboxSkillRunner,
+    launch_skill_process,
+    load_codebook_in,
+)
 from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["EnvLease", "ImportCheck", "build_skill_support", "first_observation", "fresh_envs",
+__all__ = ["EnvLease", "ImportCheck", "SkillSandboxes", "build_skill_support", "first_observation", "fresh_envs",
            "sandbox_tier", "skill_api_module"]
 
 SMOKE_TIMEOUT_S = 20.0
@@ -75,9 +79,16 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
                                  timeout_s=getattr(method, "skill_timeout_s", None),
                                  max_env_actions=config.benchmark.max_env_actions)
 
+    check, sandboxes = ImportCheck(api_module, tier), SkillSandboxes(tier, api_module)
+
+    def close() -> None:
+        check.close()
+        sandboxes.close()
+
     return SkillSupport(api_module=api_module, api_names=tuple(getattr(api, "__all__", ())), primitives=primitives,
-                        open_skills=open_skills, smoke_test=ImportCheck(api_module, tier), replay=replay, sandbox_tier=tier,
-                        observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox)
+                        open_skills=sandboxes.open, smoke_test=check, replay=replay, sandbox_tier=tier,
+                        observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox,
+                        prepare=sandboxes.prepare, on_close=close)
 
 
 def first_observation(envs: EnvLease, task: str, seed: int) -> Observation:
@@ -161,3 +172,99 @@ class ImportCheck:
             process, self._ready = self._ready, None
         if process is not None:
             process.kill()
+
+
+class SkillSandboxes:
+    """Opens each episode's skill runner, on a sandbox booted ahead when one is ready.
+
+    An episode that holds skills launches its sandbox before its first model call, but when ten
+    or thirty episodes start at once on two CPUs their boots (~50 ms of CPU each, and the launch's
+    few ms of the run's own CPU each) outlast that call, and the first skill calls wait for them.
+    ``prepare(n)``, called by the run loop when a sleep starts, boots ``n`` sandboxes, one at a
+    time, while the sleep waits for its model; ``open`` hands one out (fresh, never used; the
+    codebook is loaded at the first call as always) or, when none is ready, launches one as before
+    and one fewer is booted ahead. The launches run
+    on one thread that lives until ``close()``: a sandbox dies with the thread that started it
+    (``SandboxProcess``), so ``close()`` only when no episode is running. A launch that fails
+    here is dropped: the episode launches its own and reports why.
+    """
+
+    def __init__(self, tier: str, api_module: str, limits: Limits | None = None) -> None:
+        self.tier = tier
+        self.api_module = api_module
+        self.limits = limits or Limits()
+        self._ready: list[SandboxProcess] = []
+        self._to_launch = 0
+        self._booting = 0
+        self._closed = False
+        self._changed = threading.Condition()
+        self._launcher: threading.Thread | None = None
+
+    def open(self, skills: Skills) -> SkillRunner:
+        process = None
+        if skills.api_module == self.api_module:
+            with self._changed:
+                if self._ready:
+                    process = self._ready.pop(0)
+                elif self._to_launch:  # the phase has begun: this episode launches its own instead
+                    self._to_launch -= 1
+        if process is not None and not process.alive:  # died while it waited (killed from outside)
+            process.kill()
+            process = None
+        return SandboxSkillRunner(skills, self.tier, self.limits, process=process)
+
+    def prepare(self, n: int) -> None:
+        with self._changed:
+            if self._closed:
+                return
+            self._to_launch = max(self._to_launch, n - len(self._ready) - self._booting)
+            if self._launcher is None:
+                self._launcher = threading.Thread(target=self._launch_loop, name="speedrunner-sandbox-launcher",
+                                                  daemon=True)
+                self._launcher.start()
+            self._changed.notify()
+
+    @property
+    def ready(self) -> int:
+        """Sandboxes launched ahead and not yet handed out."""
+        with self._changed:
+            return len(self._ready)
+
+    def _launch_loop(self) -> None:
+        while True:
+            with self._changed:
+                while not self._closed and self._to_launch == 0:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                self._to_launch -= 1
+                self._booting += 1
+            try:
+                # One boot at a time, so they take one CPU and leave the other to the sleep.
+                process = launch_skill_process(self.tier, self.limits, self.api_module)
+                try:
+                    process.wait_ready()
+                except BaseException:
+                    process.kill()
+                    raise
+            except Exception:  # e.g. no processes left: the episodes launch their own and say why
+                with self._changed:
+                    self._to_launch, self._booting = 0, 0
+                continue
+            with self._changed:
+                self._booting -= 1
+                if not self._closed:
+                    self._ready.append(process)
+                    continue
+            process.kill()
+            return
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            ready, self._ready = self._ready, []
+            self._changed.notify_all()
+        for process in ready:
+            process.kill()
+        if self._launcher is not None:
+            self._launcher.join(timeout=10)

@@ -81,7 +81,9 @@ def load_codebook_in(process: SandboxProcess, source: str, api_module: str, dead
 class SandboxSkillRunner:
     """Implements ``speedrunner.core.runtime.skill_call.SkillRunner``; see the module docstring."""
 
-    def __init__(self, skills: Skills, tier: str, limits: Limits) -> None:
+    def __init__(self, skills: Skills, tier: str, limits: Limits, process: SandboxProcess | None = None) -> None:
+        """``process``: a skill child booted ahead for this runner (``launch_skill_process`` with the
+        same tier, limits and API module, never used); without one, one is launched now."""
         if not _MODULE_NAME.match(skills.api_module):
             raise ValueError(f"not a module name: {skills.api_module!r}")
         self.skills = skills
@@ -104,7 +106,7 @@ class SandboxSkillRunner:
         # Launched now, waited for at the first call: the child boots while the episode goes on
         # (its next model call). A sandbox that cannot be launched fails here; one that does not
         # come up, at the first call, before anything is sent to it.
-        self._process = self._start_process()
+        self._process = process if process is not None else self._start_process()
         self.processes_started += 1
 
     @property
