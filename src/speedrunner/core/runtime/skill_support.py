@@ -152,13 +152,7 @@ class ImportCheck:
             except SandboxStartError:  # killed while it waited (or broken: a fresh start says so)
                 pass
             process.kill()
-        process = launch_skill_process(self.tier, self.limits, self.api_module)
-        try:
-            process.wait_ready()
-        except BaseException:
-            process.kill()
-            raise
-        return process
+        return launch_skill_process(self.tier, self.limits, self.api_module, wait=True)
 
     def _launch_next(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -241,12 +235,7 @@ class SkillSandboxes:
                 self._booting += 1
             try:
                 # One boot at a time, so they take one CPU and leave the other to the sleep.
-                process = launch_skill_process(self.tier, self.limits, self.api_module)
-                try:
-                    process.wait_ready()
-                except BaseException:
-                    process.kill()
-                    raise
+                process = launch_skill_process(self.tier, self.limits, self.api_module, wait=True)
             except Exception:  # e.g. no processes left: the episodes launch their own and say why
                 with self._changed:
                     self._to_launch, self._booting = 0, 0

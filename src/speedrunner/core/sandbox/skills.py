@@ -63,11 +63,11 @@ def open_skill_runner(skills: Skills, *, tier: str = "auto", limits: Limits | No
     return SandboxSkillRunner(skills, resolve_tier(tier), limits or Limits())
 
 
-def launch_skill_process(tier: str, limits: Limits, api_module: str) -> SandboxProcess:
-    """A skill child with the modules skill code may import, launched and not waited for: it
-    boots while the caller goes on (``wait_ready()`` or the first request waits)."""
+def launch_skill_process(tier: str, limits: Limits, api_module: str, *, wait: bool = False) -> SandboxProcess:
+    """A skill child with the modules skill code may import, launched and, unless ``wait``, not
+    waited for: it boots while the caller goes on (``wait_ready()`` or the first request waits)."""
     return SandboxProcess(tier, limits, mode="skills", preload=[*ALLOWED_MODULES, api_module],
-                          max_message_bytes=SKILL_MESSAGE_BYTES, wait=False)
+                          max_message_bytes=SKILL_MESSAGE_BYTES, wait=wait)
 
 
 def load_codebook_in(process: SandboxProcess, source: str, api_module: str, deadline: float) -> str | None:
