@@ -26,6 +26,7 @@ from speedrunner.core.sandbox.skills import (
     load_codebook_in,
 )
 from speedrunner.core.sandbox.tiers import check_analysis_tier
+from speedrunner.core.sandbox.tracing import LOAD_FAILED
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
 __all__ = ["EnvLease", "ImportCheck", "SkillSandboxes", "build_skill_support", "first_observation", "fresh_envs",
@@ -138,7 +139,7 @@ class ImportCheck:
             return f"importing the module failed: {e}"
         if error is None:
             return None
-        lines = error.removeprefix("the codebook did not load:").strip("\n").splitlines()
+        lines = error.removeprefix(f"{LOAD_FAILED}:").strip("\n").splitlines()
         return "\n".join(["importing the module failed:", *(x for x in lines if x != "Traceback (most recent call last):")])
 
     def _take(self) -> SandboxProcess:

@@ -35,6 +35,7 @@ from typing import Any
 
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed
 from speedrunner.core.sandbox.tracing import (
+    LOAD_FAILED,
     MAX_ACTION_CHARS,
     PrintSink,
     Recorder,
@@ -190,7 +191,7 @@ class SkillServer:
             with _Capture(discard.write):
                 namespace, functions = load_codebook(source, api_module)
         except BaseException as e:
-            return {"loaded": False, "error": "the codebook did not load:\n" + own_traceback(e)}
+            return {"loaded": False, "error": f"{LOAD_FAILED}:\n" + own_traceback(e)}
         for name in functions:
             namespace[name] = traced(namespace[name], lambda: self.recorder)
             self.functions.add(name)

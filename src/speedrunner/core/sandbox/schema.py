@@ -26,6 +26,7 @@ from typing import Any
 from speedrunner.core import pyast
 from speedrunner.core.sandbox.process import SandboxViolation
 from speedrunner.core.sandbox.tracing import (
+    LOAD_FAILED,
     MAX_ACTION_CHARS,
     MAX_DEPTH,
     MAX_ERROR_CHARS,
@@ -114,7 +115,7 @@ def check_load_reply(message: dict[str, Any], request_id: str) -> str | None:
     check_id(message, request_id)
     if message.get("loaded") is True:
         return None
-    return _text(message.get("error", "the codebook did not load"), MAX_ERROR_CHARS + _ERROR_SLACK,
+    return _text(message.get("error", LOAD_FAILED), MAX_ERROR_CHARS + _ERROR_SLACK,
                  "the load error")
 
 

@@ -32,6 +32,8 @@ MAX_DEPTH = 40
 MAX_REPR = 500
 MAX_ITEMS = 100
 MAX_ERROR_CHARS = 4000
+LOAD_FAILED = "the codebook did not load"
+"""How a load error begins (the child writes it, the import check strips it)."""
 MAX_RETURN_BYTES = 1_000_000
 MAX_VALUE_DEPTH = 100
 """Nesting of a returned value (the parent refuses deeper JSON)."""
