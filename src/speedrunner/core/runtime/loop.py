@@ -243,7 +243,7 @@ class Runner:
             return
         run = self.config.run
         following = (batch + 1) * run.sleep_every
-        if run.eval_episodes and (following % run.eval_every == 0 or following >= run.rollouts):
+        if self._eval_due(following):
             episodes = run.eval_episodes
         elif following < run.rollouts and getattr(self.method, "train_batch", None) is None:
             episodes = run.sleep_every
@@ -369,13 +369,16 @@ class Runner:
         self._save(checkpoint)
 
     # ------------------------------------------------------------------ eval
+    def _eval_due(self, rollout: int, *, final: bool = False) -> bool:
+        """Evaluations run at rollout 0, every ``eval_every`` rollouts, and always at the end."""
+        run = self.config.run
+        return run.eval_episodes > 0 and (final or rollout % run.eval_every == 0 or rollout >= run.rollouts)
+
     def _maybe_evaluate(self, rollout: int, checkpoint: Checkpoint, progress: ProgressReporter,
                         *, final: bool = False) -> None:
-        """Evaluate at rollout 0, every ``eval_every`` rollouts, and always at the end."""
-        run = self.config.run
-        due = rollout % run.eval_every == 0 or final
-        if run.eval_episodes == 0 or not due or rollout in checkpoint.eval_points_done:
+        if not self._eval_due(rollout, final=final) or rollout in checkpoint.eval_points_done:
             return
+        run = self.config.run
         progress.phase(f"eval at rollout {rollout}")
         started = time.monotonic()
         knowledge = self.method.knowledge()
