@@ -198,6 +198,22 @@ def test_scripted_builtin_policy_is_deterministic(make_model):
     assert other.text == FALLBACK_TEXT
 
 
+def test_scripted_builtin_policy_picks_from_the_conversations_latest_actions_line():
+    """ScienceWorld's list changes as the actor moves, and feedback lists the actions again: the
+    policy plays from the last listed line, not the prompt's first one; a message that only
+    mentions the label inside a sentence lists nothing."""
+    from speedrunner.core.llm.provider_scripted import pick_action
+
+    prompt = [Message("system", "Play.\nAvailable actions: turn left, turn right\n"),
+              Message("user", "obs")]
+    assert pick_action(prompt, "0") in {"turn left", "turn right"}
+    later = [*prompt, Message("assistant", "Action: fly"),
+             Message("user", "Invalid.\nAvailable actions: open door\nAvailable actions: go west, go east\n"),
+             Message("user", "Nothing new; the Available actions: line above still holds.")]
+    assert {pick_action(later, str(i)) for i in range(20)} == {"go west", "go east"}
+    assert pick_action([Message("user", "the Available actions: none here")], "0") is None
+
+
 def test_scripted_script_list_is_indexed_by_trailing_call_number(tmp_path, make_model):
     script = tmp_path / "script.yaml"
     script.write_text("- first\n- second\n- third\n")

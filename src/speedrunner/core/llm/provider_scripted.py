@@ -46,7 +46,8 @@ from speedrunner.errors import ConfigError, LLMError, MissingFileError
 
 __all__ = ["ScriptedProvider", "pick_action"]
 
-_ACTIONS_LINE = re.compile(r"^\s*Available actions:\s*(.+?)\s*$", re.MULTILINE)
+_ACTIONS_LABEL = "Available actions:"
+_ACTIONS_LINE = re.compile(rf"^\s*{_ACTIONS_LABEL}\s*(.+?)\s*$", re.MULTILINE)
 FALLBACK_TEXT = "[SCRIPTED placeholder answer: the scripted model writes no text of its own, it only picks listed actions]"
 PLACEHOLDERS: dict[str, str] = {
     # Plausible, benchmark-neutral and labelled: a reader of guide/gen_<g>.md must never take
@@ -63,10 +64,7 @@ PLACEHOLDERS: dict[str, str] = {
 
 def pick_action(messages: list[Message], call_id: str) -> str | None:
     """The built-in policy's action, or None when the prompt lists no actions."""
-    found: list[str] = []
-    for m in messages:
-        for match in _ACTIONS_LINE.finditer(m.content):
-            found = [a.strip() for a in match.group(1).split(",") if a.strip()]
+    found = _listed_actions(messages)
     if not found:
         return None
     digest = hashlib.sha256()
@@ -74,6 +72,16 @@ def pick_action(messages: list[Message], call_id: str) -> str | None:
         digest.update(f"{m.role}\x00{m.content}\x01".encode())
     digest.update(call_id.encode())
     return found[int.from_bytes(digest.digest()[:8], "big") % len(found)]
+
+
+def _listed_actions(messages: list[Message]) -> list[str]:
+    """The conversation's last ``Available actions:`` line, split. Only messages holding the
+    label go through the regex: a multiline ``^`` is tried at every position, and a long
+    episode's history is tens of kilobytes per call (most of a fake server's CPU a request)."""
+    for m in reversed(messages):
+        if _ACTIONS_LABEL in m.content and (lines := _ACTIONS_LINE.findall(m.content)):
+            return [a.strip() for a in lines[-1].split(",") if a.strip()]
+    return []
 
 
 _TRAILING_NUMBER = re.compile(r"(?:^|/)(\d+)$")
