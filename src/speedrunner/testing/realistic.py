@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedrunner.core.llm.provider import split_think
+from speedrunner.core.llm.provider_scripted import listed_actions
 from speedrunner.methods.wake_sleep.speedrunner_native import native_arguments
 from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, parse_tool_call
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
@@ -75,7 +76,6 @@ class Served:
     clean: str
 
 _LABEL = re.compile(r"^(Thought|Action|Tool|Task|Reasoning|Explain|Plan|Code):", re.MULTILINE)
-_ACTIONS = re.compile(r"^\s*Available actions:\s*(.+?)\s*$", re.MULTILINE)
 _PRIMITIVES = re.compile(r"^Primitive actions:\s*(.+?)\s*$", re.MULTILINE)
 _SUMMARY_ACTION = re.compile(r"^\s+action: (.+?)(?:  -> .*)?$", re.MULTILINE)
 _BATCH = re.compile(r"Sleep phase after batch (\d+)")
@@ -183,10 +183,7 @@ def _answer(messages: list[tuple[str, str]], rng: random.Random,
 
 
 def _actor(messages: list[tuple[str, str]], rng: random.Random) -> str:
-    actions: list[str] = []
-    for _, content in messages:
-        for m in _ACTIONS.finditer(content):
-            actions = [a.strip() for a in m.group(1).split(",") if a.strip()]
+    actions = listed_actions([content for _, content in messages])
     action = rng.choice(actions) if actions else "look around"
     return f"Thought: {action} looks useful from here.\nAction: {action}"
 

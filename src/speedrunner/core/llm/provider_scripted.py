@@ -44,7 +44,7 @@ from speedrunner.core.llm.provider import ProviderRequest, ProviderResult
 from speedrunner.core.llm.types import Message, Purpose, Usage
 from speedrunner.errors import ConfigError, LLMError, MissingFileError
 
-__all__ = ["ScriptedProvider", "pick_action"]
+__all__ = ["ScriptedProvider", "listed_actions", "pick_action"]
 
 _ACTIONS_LABEL = "Available actions:"
 _ACTIONS_LINE = re.compile(rf"^\s*{_ACTIONS_LABEL}\s*(.+?)\s*$", re.MULTILINE)
@@ -64,7 +64,7 @@ PLACEHOLDERS: dict[str, str] = {
 
 def pick_action(messages: list[Message], call_id: str) -> str | None:
     """The built-in policy's action, or None when the prompt lists no actions."""
-    found = _listed_actions(messages)
+    found = listed_actions([m.content for m in messages])
     if not found:
         return None
     digest = hashlib.sha256()
@@ -74,12 +74,13 @@ def pick_action(messages: list[Message], call_id: str) -> str | None:
     return found[int.from_bytes(digest.digest()[:8], "big") % len(found)]
 
 
-def _listed_actions(messages: list[Message]) -> list[str]:
-    """The conversation's last ``Available actions:`` line, split. Only messages holding the
-    label go through the regex: a multiline ``^`` is tried at every position, and a long
-    episode's history is tens of kilobytes per call (most of a fake server's CPU a request)."""
-    for m in reversed(messages):
-        if _ACTIONS_LABEL in m.content and (lines := _ACTIONS_LINE.findall(m.content)):
+def listed_actions(contents: list[str]) -> list[str]:
+    """The conversation's last ``Available actions:`` line, split (``contents``: the messages'
+    texts, oldest first). Only messages holding the label go through the regex: a multiline
+    ``^`` is tried at every position, and a long episode's history is tens of kilobytes per
+    call (most of a fake server's CPU a request)."""
+    for content in reversed(contents):
+        if _ACTIONS_LABEL in content and (lines := _ACTIONS_LINE.findall(content)):
             return [a.strip() for a in lines[-1].split(",") if a.strip()]
     return []
 
