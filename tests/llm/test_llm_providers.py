@@ -199,9 +199,9 @@ def test_scripted_builtin_policy_is_deterministic(make_model):
 
 
 def test_scripted_builtin_policy_picks_from_the_conversations_latest_actions_line():
-    """ScienceWorld's list changes as the actor moves, and feedback lists the actions again: the
-    policy plays from the last listed line, not the prompt's first one; a message that only
-    mentions the label inside a sentence lists nothing."""
+    """As the module says: the last ``Available actions:`` line wins (a later message's, and
+    within a message its last); a message that mentions the label inside a sentence lists
+    nothing, and the search goes on to the messages before it."""
     from speedrunner.core.llm.provider_scripted import pick_action
 
     prompt = [Message("system", "Play.\nAvailable actions: turn left, turn right\n"),

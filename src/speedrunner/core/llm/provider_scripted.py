@@ -77,8 +77,8 @@ def pick_action(messages: list[Message], call_id: str) -> str | None:
 def listed_actions(contents: list[str]) -> list[str]:
     """The conversation's last ``Available actions:`` line, split (``contents``: the messages'
     texts, oldest first). Only messages holding the label go through the regex: a multiline
-    ``^`` is tried at every position, and a long episode's history is tens of kilobytes per
-    call (most of a fake server's CPU a request)."""
+    ``^`` is tried at every position, and late in a Crafter episode the history is tens of
+    kilobytes a call (over all of it, the regex was about half a fake server's CPU a request)."""
     for content in reversed(contents):
         if _ACTIONS_LABEL in content and (lines := _ACTIONS_LINE.findall(content)):
             return [a.strip() for a in lines[-1].split(",") if a.strip()]
