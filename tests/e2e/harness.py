@@ -11,8 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from speedrunner.core.llm.provider_scripted import pick_action
-from speedrunner.core.llm.types import Message
+from speedrunner.core.llm.provider_scripted import choose_action
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,11 +29,11 @@ def body_key(body: dict) -> str:
 
 def policy_reply(body: dict) -> Reply:
     """A deterministic 'LLM': the scripted provider's choice, sometimes an invalid answer."""
-    messages = [Message(m["role"], m["content"]) for m in body["messages"]]
-    if "strategy guide" in messages[0].content:
+    turns = [(m["role"], m["content"]) for m in body["messages"]]
+    if "strategy guide" in turns[0][1]:
         return Reply(text=GUIDE, prompt_tokens=500, completion_tokens=40)
-    action = pick_action(messages, "fake")
-    turn = sum(m.role == "assistant" for m in messages)
+    action = choose_action(turns, "fake")
+    turn = sum(role == "assistant" for role, _ in turns)
     if action is None or turn % 4 == 1:   # every episode's second turn is an invalid answer
         return Reply(text="Thought: I am not sure.\nAction: fly away", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
     return Reply(text=f"Thought: try it.\nAction: {action}", prompt_tokens=100, cached_tokens=60, completion_tokens=12)

@@ -44,7 +44,7 @@ from speedrunner.core.llm.provider import ProviderRequest, ProviderResult
 from speedrunner.core.llm.types import Message, Purpose, Usage
 from speedrunner.errors import ConfigError, LLMError, MissingFileError
 
-__all__ = ["ScriptedProvider", "listed_actions", "pick_action"]
+__all__ = ["ScriptedProvider", "choose_action", "listed_actions", "pick_action"]
 
 _ACTIONS_LABEL = "Available actions:"
 _ACTIONS_LINE = re.compile(rf"^\s*{_ACTIONS_LABEL}\s*(.+?)\s*$", re.MULTILINE)
@@ -64,12 +64,18 @@ PLACEHOLDERS: dict[str, str] = {
 
 def pick_action(messages: list[Message], call_id: str) -> str | None:
     """The built-in policy's action, or None when the prompt lists no actions."""
-    found = listed_actions([m.content for m in messages])
+    return choose_action([(m.role, m.content) for m in messages], call_id)
+
+
+def choose_action(turns: list[tuple[str, str]], call_id: str) -> str | None:
+    """:func:`pick_action` over ``(role, content)`` pairs: what a fake server reads from a
+    request body, without building a ``Message`` per turn of a long history."""
+    found = listed_actions([content for _, content in turns])
     if not found:
         return None
     digest = hashlib.sha256()
-    for m in messages:
-        digest.update(f"{m.role}\x00{m.content}\x01".encode())
+    for role, content in turns:
+        digest.update(f"{role}\x00{content}\x01".encode())
     digest.update(call_id.encode())
     return found[int.from_bytes(digest.digest()[:8], "big") % len(found)]
 
