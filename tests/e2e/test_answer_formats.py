@@ -4,8 +4,7 @@ in summary.json, per phase in the sleep record, and shown in the report."""
 
 import json
 
-from speedrunner.core.llm.provider_scripted import pick_action
-from speedrunner.core.llm.types import Message
+from speedrunner.core.llm.provider_scripted import choose_action
 from speedrunner.core.reporting import build_report
 from speedrunner.testing.fake_llm_server import Reply
 
@@ -14,12 +13,12 @@ from .harness import run, start_server, train_cmd
 
 def realistic(body: dict) -> Reply:
     """Actor turn k: 0 exact, 1 bold labels, 2 cut at max_tokens (no Action line), 3 <think> + JSON."""
-    messages = [Message(m["role"], m["content"]) for m in body["messages"]]
-    if "strategy guide" in messages[0].content:
+    turns = [(m["role"], m["content"]) for m in body["messages"]]
+    if "strategy guide" in turns[0][1]:
         return Reply(text="<think>doors matter</think>\n<guide>Open doors first.", finish_reason="length",
                      prompt_tokens=500, completion_tokens=40)
-    action = pick_action(messages, "fake") or "go forward"
-    turn = sum(m.role == "assistant" for m in messages) % 4
+    action = choose_action(turns, "fake") or "go forward"
+    turn = sum(role == "assistant" for role, _ in turns) % 4
     text = [f"Thought: go.\nAction: {action}", f"**Thought:** go.\n**Action:** {action}",
             "Thought: I will first consider every object in the room, starting with",
             f'<think>hm</think>\n{{"thought": "go", "action": "{action}"}}'][turn]

@@ -10,7 +10,7 @@ import pytest
 
 from speedrunner.core.llm import Message
 from speedrunner.core.llm.provider import split_think
-from speedrunner.core.llm.provider_scripted import FALLBACK_TEXT
+from speedrunner.core.llm.provider_scripted import FALLBACK_TEXT, pick_action
 from speedrunner.errors import ConfigError, LLMError, MissingAPIKeyError
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
@@ -202,8 +202,6 @@ def test_scripted_builtin_policy_picks_from_the_conversations_latest_actions_lin
     """As the module says: the last ``Available actions:`` line wins (a later message's, and
     within a message its last); a message that mentions the label inside a sentence lists
     nothing, and the search goes on to the messages before it."""
-    from speedrunner.core.llm.provider_scripted import pick_action
-
     prompt = [Message("system", "Play.\nAvailable actions: turn left, turn right\n"),
               Message("user", "obs")]
     assert pick_action(prompt, "0") in {"turn left", "turn right"}
