@@ -14,6 +14,8 @@ from pathlib import Path
 from speedrunner.core.llm.provider_scripted import choose_action
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
+from . import prewarmed
+
 REPO = Path(__file__).resolve().parents[2]
 PRICES = "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}"
 GUIDE = "<guide>Fake guide: explore, then act on what you see.</guide>"
@@ -73,8 +75,11 @@ def train_cmd(benchmark: str, config: str, run_dir: Path, url: str, *extra: str)
             "--set", "model.name=fake-model", "--set", PRICES, *extra]
 
 
-def run(cmd: list[str], timeout: float = 400) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=clean_env())
+def run(cmd: list[str], timeout: float = 400, *, env: dict[str, str] | None = None,
+        cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """``cmd`` to its end, output captured; a train entry point runs in a pre-imported
+    interpreter (``prewarmed``: the same entry point in a process of its own, without the start-up)."""
+    return prewarmed.run(cmd, cwd=cwd, env=clean_env() if env is None else env, timeout=timeout)
 
 
 def clean_env() -> dict[str, str]:
