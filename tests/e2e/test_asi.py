@@ -21,7 +21,7 @@ import pytest
 from speedrunner.core.seeding import episode_seed
 
 from .asi_fakes import SKILL, ASIFakeLLM, bot_actions
-from .harness import REPO, clean_env, rows, start_server
+from .harness import REPO, clean_env, rows, run, start_server
 
 pytestmark = pytest.mark.slow
 KIND = "pick_up_seq_go_to"
@@ -41,8 +41,7 @@ def asi_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
 def play(tmp: Path, fake: ASIFakeLLM, *extra: str) -> Path:
     server = start_server(fake)
     try:
-        proc = subprocess.run(asi_cmd(tmp / "run", server.base_url, *extra), capture_output=True, text=True,
-                              timeout=600, env=clean_env(), cwd=REPO)
+        proc = run(asi_cmd(tmp / "run", server.base_url, *extra), timeout=600)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -134,8 +133,7 @@ def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterru
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL
-        resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)],
-                                 capture_output=True, text=True, timeout=600, env=clean_env(), cwd=REPO)
+        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)], timeout=600)
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -12,14 +12,13 @@ two calls would show that budget's count.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from .caps_fakes import babyai_fake, crafter_fake
-from .harness import REPO, clean_env, start_server
+from .harness import REPO, run, start_server
 
 pytestmark = pytest.mark.slow
 NO_CAP_HITS = {"max_skill_actions": 0, "skill_timeout": 0, "max_iterations_per_world": 0, "max_functions": 0,
@@ -33,7 +32,7 @@ def train(benchmark: str, config: str, run_dir: Path, fake, *extra: str) -> Path
                "--config_file", str(REPO / "configs" / benchmark / config), "--run_dir", str(run_dir),
                "--set", "model.provider=vllm", "--set", f"model.base_url={server.base_url}",
                "--set", "model.name=fake-model", *extra]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=clean_env(), cwd=REPO)
+        proc = run(cmd, timeout=900)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]

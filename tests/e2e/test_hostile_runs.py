@@ -17,7 +17,7 @@ import pytest
 
 from speedrunner.core.reporting import build_report
 
-from .harness import REPO, clean_env, rows, start_server
+from .harness import REPO, clean_env, rows, run, start_server
 from .speedrunner_fakes import SpeedRunnerFakeLLM, tool
 from .test_speedrunner import LEVELS, ROLLOUTS, Killer, cmd, episode, sleep_dir
 
@@ -47,7 +47,7 @@ def run_killed_then_resumed(command, resume: list[str], fake, run_dir: Path, *, 
         _, err = proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL, err[-3000:]
         (run_dir / "episodes" / "train" / f"{tear:04d}.json").write_text('{"split": "train", "steps": [[[')
-        resumed = subprocess.run(resume, capture_output=True, text=True, timeout=600, env=clean_env(), cwd=REPO)
+        resumed = run(resume, timeout=600)
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]

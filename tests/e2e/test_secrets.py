@@ -11,7 +11,7 @@ import pytest
 
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
-from .harness import REPO, clean_env
+from .harness import REPO, clean_env, run
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ def run_train(tmp_path: Path, config: str, *sets: str, env: dict[str, str], pref
         cmd.append("--skip_preflight")
     for s in sets:
         cmd += ["--set", s]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO, env={**clean_env(), **env})
+    return run(cmd, timeout=300, env={**clean_env(), **env})
 
 
 def with_userinfo(url: str) -> str:

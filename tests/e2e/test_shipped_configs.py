@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -23,7 +22,7 @@ import yaml
 
 from speedrunner.testing.fake_llm_server import Reply
 
-from .harness import PRICES, REPO, clean_env, start_server
+from .harness import PRICES, REPO, run, start_server
 from .shipped_fakes import ShippedFake, babyai_levels
 
 pytestmark = pytest.mark.slow
@@ -108,7 +107,7 @@ def test_the_shipped_config_runs_as_shipped(tmp_path: Path, bench: str, name: st
            "--set", f"run.rollouts={rollouts}", "--set", f"run.sleep_every={rollouts}",
            "--set", f"run.eval_every={rollouts}", "--set", f"run.eval_episodes={n_eval}", *extra]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1400, cwd=REPO, env=clean_env())
+        proc = run(cmd, timeout=1400)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .harness import REPO, clean_env
+from .harness import REPO, clean_env, run
 
 pytestmark = pytest.mark.slow
 
@@ -67,9 +67,8 @@ def test_a_run_placed_with_run_dir_keeps_its_result_beside_it_wherever_the_shell
     shell_dir, place = tmp_path / "shell", tmp_path / "store" / "exp1"
     shell_dir.mkdir()
     sets = [a for s in [*SETTINGS[:3], "run.rollouts=10", "run.eval_every=10"] for a in ("--set", s)]
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file",
-                           str(CONFIG), "--run_dir", str(place), *sets], cwd=shell_dir, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file", str(CONFIG),
+                "--run_dir", str(place), *sets], timeout=300, env=env, cwd=shell_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads((place / "speedrun.json").read_text())
     copy = tmp_path / "store" / "speedrun" / f"{record['result_id']}.json"

@@ -27,7 +27,7 @@ from speedrunner.core.seeding import episode_seed
 from speedrunner.testing.fake_llm_server import Reply
 
 from .asi_fakes import SKILL, bot_actions
-from .harness import REPO, body_key, clean_env, rows, start_server
+from .harness import REPO, body_key, clean_env, rows, run, start_server
 from .speedrunner_fakes import INDUCER, SpeedRunnerFakeLLM
 
 pytestmark = pytest.mark.slow
@@ -49,8 +49,7 @@ def cmd(method: str, run_dir: Path, url: str, protocol: str = "text") -> list[st
 def play(method: str, run_dir: Path, fake, protocol: str = "text") -> Path:
     server = start_server(fake)
     try:
-        proc = subprocess.run(cmd(method, run_dir, server.base_url, protocol), capture_output=True, text=True, timeout=600,
-                              env=clean_env(), cwd=REPO)
+        proc = run(cmd(method, run_dir, server.base_url, protocol), timeout=600)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -202,8 +201,7 @@ def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_u
         done = sorted(p.name for p in sleep_dir(run_dir, 1).glob("turn_*.json"))
         # ... in turn 0's run_python call (its record is written when the code returns), or at turn 2.
         assert done == ([] if when == "run_python" else ["turn_0000.json", "turn_0001.json"])
-        resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)],
-                                 capture_output=True, text=True, timeout=600, env=clean_env(), cwd=REPO)
+        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)], timeout=600)
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]

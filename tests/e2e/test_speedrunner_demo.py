@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import runpy
-import subprocess
 import sys
 
 import pytest
 import yaml
 
-from .harness import REPO, clean_env
+from .harness import REPO, run
 
 CONFIG = REPO / "configs" / "babyai" / "speedrunner-scripted-seq.yaml"
 RECORDED = REPO / "configs" / "babyai" / "recorded" / "speedrunner-babyai-seq.yaml"
@@ -32,10 +31,9 @@ def test_the_checked_in_recording_is_what_its_generator_writes():
 @pytest.mark.slow
 def test_the_offline_demo_learns_skills_and_llm_calls_fall_after_the_first_sleep(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file", str(CONFIG),
-                           "--run_dir", str(run_dir), "--set", "run.rollouts=20", "--set", "run.eval_every=20",
-                           "--set", "run.eval_episodes=0"],
-                          capture_output=True, text=True, timeout=600, env=clean_env(), cwd=REPO)
+    proc = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file", str(CONFIG),
+                "--run_dir", str(run_dir), "--set", "run.rollouts=20", "--set", "run.eval_every=20",
+                "--set", "run.eval_episodes=0"], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     before = [m["llm_calls"] for m in metrics if m["batch"] == 0]

@@ -24,7 +24,7 @@ import pytest
 from speedrunner.core.reporting import build_report
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
-from .harness import REPO, body_key, clean_env, rows, start_server
+from .harness import REPO, body_key, clean_env, rows, run, start_server
 from .voyager_fakes import DESCRIPTION, CappedVoyagerFakeLLM, VoyagerFakeLLM
 
 pytestmark = pytest.mark.slow
@@ -56,8 +56,7 @@ def env() -> dict[str, str]:
 def play(run_dir: Path, fake, *extra: str) -> tuple[Path, FakeLLMServer]:
     server = start_server(fake)
     try:
-        proc = subprocess.run(voyager_cmd(run_dir, server.base_url, *extra), capture_output=True, text=True,
-                              timeout=600, env=env(), cwd=REPO)
+        proc = run(voyager_cmd(run_dir, server.base_url, *extra), timeout=600, env=env())
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -238,9 +237,8 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL
-        resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager",
-                                  "--resume", str(run_dir)], capture_output=True, text=True, timeout=600,
-                                 env=env(), cwd=REPO)
+        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager", "--resume", str(run_dir)],
+                      timeout=600, env=env())
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -295,9 +293,8 @@ def test_a_run_from_when_every_iteration_had_a_fresh_world_is_refused_on_resume(
         return {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "provenance.json"}
 
     before = stored()
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager", "--resume",
-                           str(run_dir), "--skip_preflight"], capture_output=True, text=True, timeout=300, env=env(),
-                          cwd=REPO)
+    proc = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager", "--resume", str(run_dir),
+                "--skip_preflight"], timeout=300, env=env())
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "from before tasks continued in one world" in proc.stderr and "Start a new run" in proc.stderr
     assert stored() == before

@@ -11,13 +11,12 @@ from __future__ import annotations
 import ast
 import json
 import runpy
-import subprocess
 import sys
 
 import pytest
 import yaml
 
-from .harness import REPO, clean_env, rows
+from .harness import REPO, rows, run
 
 CONFIG = REPO / "configs" / "crafter" / "voyager-scripted-crafter.yaml"
 RECORDED = REPO / "configs" / "crafter" / "recorded" / "voyager-crafter.yaml"
@@ -43,9 +42,8 @@ def nested(tree: dict) -> set[str]:
 @pytest.mark.slow
 def test_the_offline_demo_adds_retrieves_and_reuses_skills_in_continuing_worlds(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager", "--config_file",
-                           str(CONFIG), "--run_dir", str(run_dir)],
-                          capture_output=True, text=True, timeout=600, env=clean_env(), cwd=REPO)
+    proc = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train_voyager", "--config_file", str(CONFIG),
+                "--run_dir", str(run_dir)], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     its = [json.loads(p.read_text()) for p in sorted((run_dir / "voyager" / "iterations").glob("*/*.json"))]
     assert [(i["world"], i["in_world"], i["task"], i["attempt"], i.get("skill_added")) for i in its] == [

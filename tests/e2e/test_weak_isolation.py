@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import REPO, clean_env, start_server
+from .harness import REPO, clean_env, run, start_server
 from .speedrunner_fakes import SpeedRunnerFakeLLM
 from .test_speedrunner import LEVELS, cmd, episode, sleep_dir
 
@@ -24,8 +24,7 @@ def test_a_run_under_the_named_rlimits_tier_says_so_everywhere(tmp_path: Path) -
     run_dir = tmp_path / "run"
     server = start_server(SpeedRunnerFakeLLM(LEVELS, code=True))
     try:
-        proc = subprocess.run([*cmd("speedrunner", run_dir, server.base_url), "--set", "run.sandbox=rlimits"],
-                              capture_output=True, text=True, timeout=600, env=clean_env(), cwd=REPO)
+        proc = run([*cmd("speedrunner", run_dir, server.base_url), "--set", "run.sandbox=rlimits"], timeout=600)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]

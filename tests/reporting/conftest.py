@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..e2e.harness import REPO, clean_env
+from ..e2e.harness import REPO, clean_env, run
 
 BABYAI = REPO / "configs" / "babyai"
 OPO = ("--config_file", str(BABYAI / "opo-scripted-seq.yaml"), "--set", "run.rollouts=10", "--set",
@@ -95,8 +95,7 @@ def fixture_runs(tmp_path_factory) -> Iterator[FixtureRuns]:
     try:
         _signal_after_first_batch(killed, opo[1], signal.SIGKILL)
         _signal_after_first_batch(paused, opo[2], signal.SIGSTOP)
-        resume = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume",
-                                 str(opo[1])], capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=300)
+        resume = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(opo[1])], timeout=300)
         assert resume.returncode == 0, resume.stderr[-3000:]
         for proc in (done, demo, invalid):
             _finish(proc)

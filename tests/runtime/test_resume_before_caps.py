@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from speedrunner.core.config.yaml_source import read_yaml_source
 from speedrunner.core.runtime.caps import upgrade_stored_method
 from speedrunner.core.runtime.loop import config_fingerprint
 
-from ..e2e.harness import REPO, clean_env
+from ..e2e.harness import run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "run_before_caps"
 SOURCE = read_yaml_source(FIXTURE / "config.yaml")
@@ -49,8 +48,7 @@ def test_the_stored_config_resolves_to_its_old_caps_and_its_old_fingerprint():
 def test_resume_finishes_the_run_and_counts_caps_from_then_on(tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(FIXTURE, run_dir)
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)],
-                          capture_output=True, text=True, timeout=300, env=clean_env(), cwd=REPO)
+    proc = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
     assert checkpoint["completed_batches"] == 2 and checkpoint["metrics_rows"] == 4

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import REPO, KillingPolicy, clean_env, start_server, train_cmd
+from tests.e2e.harness import REPO, KillingPolicy, clean_env, run, start_server, train_cmd
 
 from .wandb_files import config, history, offline_files, run_group, run_ids, steps, summary
 
@@ -35,9 +35,8 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def train(run_dir: Path, tmp_path: Path, *sets: str, config: Path = DEMO) -> subprocess.CompletedProcess:
     args = [a for s in (*SMALL, *sets) for a in ("--set", s)]
-    return subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file",
-                           str(config), "--run_dir", str(run_dir), *args], cwd=tmp_path, env=env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
+    return run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file", str(config),
+                "--run_dir", str(run_dir), *args], timeout=300, env=env(tmp_path), cwd=tmp_path)
 
 
 def train_rows(files: list[Path]) -> list[dict]:
@@ -111,9 +110,8 @@ def test_a_killed_and_resumed_run_logs_each_episode_exactly_once_under_one_id(tm
         proc.communicate(timeout=300)
         assert policy.killed and proc.returncode == -9
         first = json.loads((run_dir / "tracking.json").read_text())["wandb"]
-        resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume",
-                                  str(run_dir)], env=env(tmp_path), cwd=tmp_path, capture_output=True,
-                                 text=True, timeout=300)
+        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(run_dir)],
+                      timeout=300, env=env(tmp_path), cwd=tmp_path)
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -177,9 +175,8 @@ def test_a_kill_between_logging_rows_and_moving_the_cursor_logs_no_row_twice(tmp
     (first_file,) = offline_files(run_dir)
     assert len(train_rows([first_file])) == 13                         # in W&B before the kill ...
     cursor = json.loads((run_dir / "tracking.json").read_text())["wandb"]
-    resumed = subprocess.run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume",
-                              str(run_dir)], cwd=tmp_path, env=env(tmp_path), capture_output=True,
-                             text=True, timeout=300)
+    resumed = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)],
+                  timeout=300, env=env(tmp_path), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     files = offline_files(run_dir)
     assert len(files) == 2 and set().union(*(run_ids(f) for f in files)) == {cursor["id"]}
