@@ -200,8 +200,7 @@ class Server:
 
     @classmethod
     def get(cls, slot: int = 0) -> Server:
-        """Server ``slot`` of this process: each has its own string-hash seed, so a test that
-        compares two runs' results row for row runs them on different ones."""
+        """Server ``slot`` of this process: each has a string-hash seed of its own."""
         with cls._lock:
             server = cls._instances.get(slot)
             if server is None or server._proc.poll() is not None:
@@ -242,24 +241,25 @@ def entry_module(cmd: list[str]) -> str | None:
     return None
 
 
-def popen(cmd: list[str], *, cwd: Path | str, env: dict[str, str], new_session: bool = False, slot: int = 0):
-    """``subprocess.Popen(cmd, stdout=PIPE, stderr=PIPE, text=True, ...)``, from server ``slot``
-    when ``cmd`` is an entry point it runs."""
+def popen(cmd: list[str], *, cwd: Path | str, env: dict[str, str], new_session: bool = False):
+    """``subprocess.Popen(cmd, stdout=PIPE, stderr=PIPE, text=True, ...)``, from a server when
+    ``cmd`` is an entry point it runs: a ``--resume`` from a second one, so that a resumed run
+    and the run it is compared with (made on the first) never share a string-hash seed."""
     module = entry_module(cmd)
     if module is None:
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
                                 start_new_session=new_session)
+    slot = 1 if "--resume" in cmd else 0
     proc = Server.get(slot).spawn(module, cmd[3:], cwd=cwd, env=env, new_session=new_session)
     proc.args = cmd
     return proc
 
 
-def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str], timeout: float,
-        slot: int = 0) -> subprocess.CompletedProcess:
-    """``subprocess.run(cmd, capture_output=True, text=True, ...)``, from server ``slot`` when it can."""
+def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True, ...)``, from a server when it can (``popen``)."""
     if entry_module(cmd) is None:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
-    proc = popen(cmd, cwd=cwd, env=env, slot=slot)
+    proc = popen(cmd, cwd=cwd, env=env)
     out: list[str] = []
     err: list[str] = []
     pumps = [threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),

@@ -138,11 +138,11 @@ def follow(stream, fake: Fake, sink: list[str]) -> None:
             fake.phase = "eval"
 
 
-def launch(cmd: list[str], fake: Fake, timeout: float = 600, slot: int = 0) -> tuple[int, str, str, float]:
-    """Run ``cmd`` in its own session (so the group can be signalled like a terminal's), from
-    pre-imported interpreter ``slot`` (``prewarmed``)."""
+def launch(cmd: list[str], fake: Fake, timeout: float = 600) -> tuple[int, str, str, float]:
+    """Run ``cmd`` in its own session (so the group can be signalled like a terminal's), from a
+    pre-imported interpreter (``prewarmed``; a ``--resume`` from another one than its reference's)."""
     fake.phase = "start"
-    proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env(), new_session=True, slot=slot)
+    proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env(), new_session=True)
     fake.pgid = proc.pid
     out: list[str] = []
     err: list[str] = []
@@ -215,7 +215,7 @@ def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run
 
             fake.target = None   # disarmed: the same endpoint answers the resumed run
             code, _, err, _ = launch([sys.executable, "-m", f"speedrunner.benchmarks.{bench}.train",
-                                   "--resume", str(run_dir)], fake, slot=1)  # not the reference's hash seed
+                                   "--resume", str(run_dir)], fake)
         assert code == 0, f"{where}: resume failed\n{err[-3000:]}"
         for name in ("metrics.jsonl", "eval.jsonl"):
             assert rows(run_dir / name) == rows(ref_dir / name), f"{where}: {name} differs"
