@@ -13,7 +13,8 @@ printed with exit status 1).
 What a forked child does not reproduce, and so what the tests that use this do not test: the
 interpreter's start-up and the imports themselves (``tests/e2e/test_main_job.py`` and the CLI
 tests run ``python -m`` for real), and a fresh string-hash seed per process (every child shares
-the server's; the tests that compare two runs' results row for row start real processes).
+its server's, so a ``--resume`` comes from a second server: a resumed run is never compared with
+a reference of its own seed). ``docs/contributing.md`` lists which tests run what.
 
 ``SPEEDRUNNER_TEST_PREWARMED=0`` runs every such command as a plain subprocess instead.
 """
@@ -54,6 +55,10 @@ def _warm() -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    for name in MODULES:  # what they import stays; runpy runs each itself, as `python -m` does
+        package, _, leaf = name.rpartition(".")
+        del sys.modules[name]
+        delattr(sys.modules[package], leaf)
     import opensimplex
 
     opensimplex.OpenSimplex(seed=0).noise3(0.5, 0.5, 0.5)
@@ -90,7 +95,7 @@ def serve(path: str, parent: int) -> None:
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                _become(request, fds, [listener, conn], [wake_r, wake_w])  # never returns
+                _become(request, fds, [listener, conn, *children.values()], [wake_r, wake_w])  # never returns
             for fd in fds:
                 os.close(fd)
             conn.sendall(json.dumps({"pid": pid}).encode())
@@ -165,7 +170,9 @@ class Process:
     def _read_status(self) -> None:
         data = self._conn.recv(4096)
         self._conn.close()
-        self.returncode = json.loads(data)["returncode"] if data else -signal.SIGKILL
+        if not data:
+            raise RuntimeError(f"the pre-imported interpreter died before reporting how process {self.pid} ended")
+        self.returncode = json.loads(data)["returncode"]
 
     def send_signal(self, sig: int) -> None:
         if self.returncode is None:
@@ -216,21 +223,19 @@ class Server:
             os.rmdir(self._dir)
 
     def spawn(self, module: str, args: list[str], *, cwd: Path | str, env: dict[str, str],
-              new_session: bool = False, stdin: int | None = None) -> Process:
+              new_session: bool = False) -> Process:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        devnull = os.open(os.devnull, os.O_RDONLY) if stdin is None else None
+        devnull = os.open(os.devnull, os.O_RDONLY)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             conn.connect(self.path)
             request = {"module": module, "args": args, "cwd": str(cwd), "env": env, "new_session": new_session}
-            socket.send_fds(conn, [json.dumps(request).encode()],
-                            [devnull if stdin is None else stdin, out_w, err_w])
+            socket.send_fds(conn, [json.dumps(request).encode()], [devnull, out_w, err_w])
             pid = json.loads(conn.recv(4096))["pid"]
         finally:
             for fd in (out_w, err_w, devnull):
-                if fd is not None:
-                    os.close(fd)
+                os.close(fd)
         return Process(conn, pid, os.fdopen(out_r, "r", errors="replace"), os.fdopen(err_r, "r", errors="replace"))
 
 

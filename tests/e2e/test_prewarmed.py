@@ -109,3 +109,17 @@ def test_only_the_train_entry_points_are_run_this_way():
     assert prewarmed.entry_module(train) == ("speedrunner.benchmarks.babyai.train" if prewarmed.ENABLED else None)
     assert prewarmed.entry_module([sys.executable, "-m", "speedrunner.cli", "report"]) is None
     assert prewarmed.entry_module(["python3", "-m", "speedrunner.benchmarks.babyai.train"]) is None
+
+
+@pytest.mark.skipif(not prewarmed.ENABLED, reason="SPEEDRUNNER_TEST_PREWARMED=0")
+@pytest.mark.parametrize("bench", ["babyai", "crafter", "scienceworld"])
+def test_an_entry_point_from_the_server_prints_what_python_m_prints(bench, tmp_path):
+    """Byte for byte, and nothing more on stderr (no runpy warning about a module imported twice)."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", f"speedrunner.benchmarks.{bench}.train", "--help"]
+    env = {**os.environ, "COLUMNS": "100"}
+    real = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    served = prewarmed.run(cmd, cwd=tmp_path, env=env, timeout=120)
+    assert (served.returncode, served.stdout, served.stderr) == (real.returncode, real.stdout, real.stderr) == \
+        (0, real.stdout, "")
