@@ -167,6 +167,24 @@ class Process:
             self._read_status()
         return self.returncode  # type: ignore[return-value]
 
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Both outputs to their ends and the exit status, as ``Popen.communicate`` gives them."""
+        out: list[str] = []
+        err: list[str] = []
+        pumps = [threading.Thread(target=lambda: out.append(self.stdout.read()), daemon=True),
+                 threading.Thread(target=lambda: err.append(self.stderr.read()), daemon=True)]
+        for t in pumps:
+            t.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.wait(timeout)
+        for t in pumps:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if t.is_alive():  # a descendant still holds the pipe open, as subprocess would wait for
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        self.stdout.close()
+        self.stderr.close()
+        return "".join(out), "".join(err)
+
     def _read_status(self) -> None:
         data = self._conn.recv(4096)
         self._conn.close()
@@ -265,22 +283,10 @@ def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str], timeout: float)
     if entry_module(cmd) is None:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     proc = popen(cmd, cwd=cwd, env=env)
-    out: list[str] = []
-    err: list[str] = []
-    pumps = [threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),
-             threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)]
-    for t in pumps:
-        t.start()
-    deadline = time.monotonic() + timeout
     try:
-        proc.wait(timeout=timeout)
+        out, err = proc.communicate(timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
         raise
-    finally:
-        for t in pumps:
-            t.join(timeout=max(1.0, deadline - time.monotonic()))
-        proc.stdout.close()
-        proc.stderr.close()
-    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "".join(err))
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

@@ -11,7 +11,6 @@ import collections
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from speedrunner.core.seeding import episode_seed
 
+from . import prewarmed
 from .asi_fakes import SKILL, ASIFakeLLM, bot_actions
 from .harness import REPO, clean_env, rows, run, start_server
 
@@ -128,8 +128,7 @@ def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterru
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
     try:
-        proc = subprocess.Popen(asi_cmd(run_dir, server.base_url), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=REPO)
+        proc = prewarmed.popen(asi_cmd(run_dir, server.base_url), cwd=REPO, env=clean_env())
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL

@@ -17,6 +17,7 @@ import pytest
 
 from speedrunner.core.reporting import build_report
 
+from . import prewarmed
 from .harness import REPO, clean_env, rows, run, start_server
 from .speedrunner_fakes import SpeedRunnerFakeLLM, tool
 from .test_speedrunner import LEVELS, ROLLOUTS, Killer, cmd, episode, sleep_dir
@@ -41,8 +42,7 @@ def run_killed_then_resumed(command, resume: list[str], fake, run_dir: Path, *, 
     killer = Killer(fake, "turn")
     server = start_server(killer)
     try:
-        proc = subprocess.Popen(command(server.base_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, env=clean_env(), cwd=REPO)
+        proc = prewarmed.popen(command(server.base_url), cwd=REPO, env=clean_env())
         killer.pid = proc.pid
         _, err = proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL, err[-3000:]

@@ -3,12 +3,12 @@ no answered LLM call paid for again, and the final metrics equal an uninterrupte
 
 import collections
 import json
-import subprocess
 import sys
 
 import pytest
 
-from .harness import KillingPolicy, clean_env, rows, run, start_server, train_cmd
+from . import prewarmed
+from .harness import REPO, KillingPolicy, clean_env, rows, run, start_server, train_cmd
 
 CONFIG = ("crafter", "opo-gpt-crafter.yaml")
 SMALL = ("--set", "benchmark.max_env_actions=8", "--set", "run.parallel_episodes=1")
@@ -16,7 +16,7 @@ SMALL = ("--set", "benchmark.max_env_actions=8", "--set", "run.parallel_episodes
 
 def launch(server, run_dir, policy):
     cmd = train_cmd(*CONFIG, run_dir, server.base_url, *SMALL)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env())
     policy.pid = proc.pid
     _, stderr = proc.communicate(timeout=400)
     return proc.returncode, stderr

@@ -16,7 +16,6 @@ import functools
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 from speedrunner.core.seeding import episode_seed
 from speedrunner.testing.fake_llm_server import Reply
 
+from . import prewarmed
 from .asi_fakes import SKILL, bot_actions
 from .harness import REPO, body_key, clean_env, rows, run, start_server
 from .speedrunner_fakes import INDUCER, SpeedRunnerFakeLLM
@@ -192,8 +192,7 @@ def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_u
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
     try:
-        proc = subprocess.Popen(cmd("speedrunner", run_dir, server.base_url, protocol), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=REPO)
+        proc = prewarmed.popen(cmd("speedrunner", run_dir, server.base_url, protocol), cwd=REPO, env=clean_env())
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL

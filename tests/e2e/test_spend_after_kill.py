@@ -8,7 +8,6 @@ Runs kill themselves with many calls in flight (8 parallel episodes, 0.3 s laten
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.llm.accounting import messages_digest
 from speedrunner.core.llm.types import Message
 
+from . import prewarmed
 from .harness import REPO, KillingPolicy, clean_env, run, train_cmd
 
 pytestmark = pytest.mark.slow
@@ -39,8 +39,7 @@ def test_the_log_lists_every_answered_call_once_and_bounds_what_was_in_flight(tm
     run_dir = tmp_path / "run"
     try:
         cmd = train_cmd("babyai", "react-gpt-seq.yaml", run_dir, server.base_url, *MANY_IN_FLIGHT)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                env=clean_env())
+        proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env())
         policy.pid = proc.pid
         proc.communicate(timeout=300)
         assert proc.returncode == -9 and policy.killed

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from speedrunner.core.reporting import build_report
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
+from . import prewarmed
 from .harness import REPO, body_key, clean_env, rows, run, start_server
 from .voyager_fakes import DESCRIPTION, CappedVoyagerFakeLLM, VoyagerFakeLLM
 
@@ -231,9 +231,8 @@ def test_sigkill_mid_iteration_then_resume_equals_an_uninterrupted_run(tmp_path,
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
     try:
-        proc = subprocess.Popen(voyager_cmd(run_dir, server.base_url, "--set", f"model.tool_protocol={protocol}"),
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+        proc = prewarmed.popen(voyager_cmd(run_dir, server.base_url, "--set", f"model.tool_protocol={protocol}"),
+                               cwd=REPO, env=env())
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL

@@ -129,6 +129,7 @@ def test_a_run_on_two_replicas_killed_mid_run_resumes_and_pays_no_call_twice(tmp
     from speedrunner.core.atomic import read_jsonl
     from speedrunner.core.llm.accounting import messages_digest
 
+    from ..e2e import prewarmed
     from ..e2e.harness import REPO, KillingPolicy, clean_env, run, train_cmd
 
     policy = KillingPolicy(kill_at=30)          # one count over both replicas
@@ -140,8 +141,7 @@ def test_a_run_on_two_replicas_killed_mid_run_resumes_and_pays_no_call_twice(tmp
         cmd = train_cmd("babyai", "react-gpt-seq.yaml", run_dir, f"[{urls[0]}, {urls[1]}]",
                         "--set", "run.rollouts=8", "--set", "run.sleep_every=4", "--set", "run.eval_every=8",
                         "--set", "run.eval_episodes=1", "--set", "run.parallel_episodes=4")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                env=clean_env())
+        proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env())
         policy.pid = proc.pid
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == -9 and policy.killed, err[-3000:]

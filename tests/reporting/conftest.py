@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ..e2e import prewarmed
 from ..e2e.harness import REPO, clean_env, run
 
 BABYAI = REPO / "configs" / "babyai"
@@ -55,8 +56,7 @@ class FixtureRuns:
 
 def _train(run_dir: Path, *args: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", *args, "--run_dir", str(run_dir)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
-                            cwd=REPO)
+    return prewarmed.popen(cmd, cwd=REPO, env=clean_env())
 
 
 def _signal_after_first_batch(proc: subprocess.Popen, run_dir: Path, sig: signal.Signals) -> None:

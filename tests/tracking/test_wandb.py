@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e import prewarmed
 from tests.e2e.harness import REPO, KillingPolicy, clean_env, run, start_server, train_cmd
 
 from .wandb_files import config, history, offline_files, run_group, run_ids, steps, summary
@@ -104,8 +105,7 @@ def test_a_killed_and_resumed_run_logs_each_episode_exactly_once_under_one_id(tm
         cmd = train_cmd("crafter", "opo-gpt-crafter.yaml", run_dir, server.base_url,
                         "--set", "benchmark.max_env_actions=8", "--set", "run.parallel_episodes=1",
                         "--set", OFFLINE)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env(tmp_path), cwd=tmp_path)
+        proc = prewarmed.popen(cmd, cwd=tmp_path, env=env(tmp_path))
         policy.pid = proc.pid
         proc.communicate(timeout=300)
         assert policy.killed and proc.returncode == -9
