@@ -50,11 +50,8 @@ def spawn(cwd, *args, env=None, new_session=False):
 
 
 def finish(proc, timeout=60):
-    code = proc.wait(timeout)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    proc.stdout.close()
-    proc.stderr.close()
-    return code, out, err
+    out, err = proc.communicate(timeout)
+    return proc.returncode, out, err
 
 
 def test_the_child_gets_its_own_arguments_environment_cwd_and_session(module):
