@@ -167,3 +167,31 @@ def test_concurrent_episodes_are_independent(server: BabyAIServer) -> None:
         t.join()
     for i in range(12):
         assert results[i] == results[i % 3]
+
+
+def test_the_server_as_a_process_imports_neither_pydantic_nor_networkx() -> None:
+    """Every run starts a server process afresh, so what it imports is paid per run: not the
+    config layer (pydantic) nor networkx, which minigrid's package init would import for its
+    WFC environments (BabyAI never builds one; minigrid stubs them when networkx is missing).
+    Together ~40 % of its start-up. The served levels are played by every BabyAI e2e run."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "speedrunner.benchmarks.babyai.server", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert {"minigrid", "speedrunner.benchmarks.babyai.levels"} <= imported
+    assert "pydantic" not in imported
+    assert not [name for name in imported if name.startswith("networkx.")]  # a blocked import is still listed
+
+
+def test_a_server_imported_as_a_module_leaves_networkx_importable() -> None:
+    """Doing without networkx is for the server's own process only (``__main__``)."""
+    import importlib
+    import sys
+
+    import speedrunner.benchmarks.babyai.server  # noqa: F401  (imported above too: already in sys.modules)
+
+    assert sys.modules.get("networkx", "absent") is not None
+    assert importlib.import_module("networkx").Graph is not None

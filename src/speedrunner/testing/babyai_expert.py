@@ -53,8 +53,7 @@ class BabyAIExpert:
     @classmethod
     def for_run(cls, run_seed: int, task_set: str, episodes: int) -> BabyAIExpert:
         """The expert for the first ``episodes`` training and evaluation episodes of a run."""
-        from speedrunner.benchmarks.babyai.config import TASK_SETS
-        from speedrunner.benchmarks.babyai.kinds import kind_for_seed
+        from speedrunner.benchmarks.babyai.kinds import TASK_SETS, kind_for_seed
         from speedrunner.core.seeding import episode_seed
 
         seeds = [episode_seed(run_seed, split, i) for split in ("train", "eval") for i in range(episodes)]

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from speedrunner.benchmarks.babyai.kinds import TASK_KINDS, TASK_SETS
 from speedrunner.core.config.schema import BenchmarkConfig
 
-TASK_KINDS = ("goto", "pickup", "open", "putnext", "pick_up_seq_go_to")
-TASK_SETS = {"seq": ("pick_up_seq_go_to",), "mixed": TASK_KINDS, **{k: (k,) for k in TASK_KINDS}}
+__all__ = ["TASK_KINDS", "TASK_SETS", "BabyAIConfig"]
 
 
 class BabyAIConfig(BenchmarkConfig):

@@ -46,8 +46,7 @@ from minigrid.envs.babyai.core.verifier import (
     PutNextInstr,
 )
 
-from speedrunner.benchmarks.babyai.config import TASK_KINDS
-from speedrunner.benchmarks.babyai.kinds import kind_for_seed
+from speedrunner.benchmarks.babyai.kinds import TASK_KINDS, kind_for_seed
 from speedrunner.core.names import unknown
 from speedrunner.errors import UnknownNameError
 
