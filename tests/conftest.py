@@ -105,7 +105,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Byte-compile the checkout's Python once, before any worker or subprocess starts.
+    """Before any worker or subprocess starts: byte-compile the checkout's Python once, and
+    start making the ScienceWorld JVMs' shared class-data archive (``tests/jvm_class_archive.py``).
 
     With ``PYTHONDONTWRITEBYTECODE`` set (as on CI machines) no process writes ``.pyc``
     files, so each of the suite's hundreds of processes (runs, servers, sandbox children)
@@ -121,3 +122,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     for folder in ("src", "benchmarks", "BALROG", "tests"):
         if (root / folder).is_dir():
             compileall.compile_dir(root / folder, quiet=1)
+    global _CLASS_ARCHIVE
+    from tests import jvm_class_archive
+
+    _CLASS_ARCHIVE = jvm_class_archive.start()
+
+
+_CLASS_ARCHIVE = None
+"""The ScienceWorld JVMs' shared class-data archive (``tests/jvm_class_archive.py``), if made."""
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _CLASS_ARCHIVE is not None and not hasattr(session.config, "workerinput"):
+        _CLASS_ARCHIVE.stop()
