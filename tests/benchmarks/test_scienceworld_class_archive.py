@@ -29,29 +29,23 @@ def archive_path() -> Path:
     return path
 
 
-def play(env: ScienceWorldTextEnv) -> tuple[list[str], list[str]]:
-    texts = [env.reset("4-2/test", 7).text]
-    for action in ("look around", "open door to kitchen", "go to kitchen", "inventory"):
-        texts.append(env.step(action).observation.text)
-    return texts, env.actions
+def play() -> tuple[tuple[list[str], list[str]], str]:
+    """A few steps in a new JVM: what it showed, and its memory map."""
+    env = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC")
+    try:
+        texts = [env.reset("4-2/test", 7).text]
+        for action in ("look around", "open door to kitchen", "go to kitchen", "inventory"):
+            texts.append(env.step(action).observation.text)
+        return (texts, env.actions), Path(f"/proc/{env._sim._gateway.java_process.pid}/maps").read_text()
+    finally:
+        env.close()
 
 
 def test_a_jvm_maps_the_archive_and_plays_as_one_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
     path = archive_path()
-    shared = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC")
-    try:
-        with_archive = play(shared)
-        maps = Path(f"/proc/{shared._sim._gateway.java_process.pid}/maps").read_text()
-    finally:
-        shared.close()
+    with_archive, maps = play()
     assert str(path) in maps, "the JVM did not map the suite's class archive"
-
     monkeypatch.delenv(OPTIONS)
-    alone = ScienceWorldTextEnv(jvm_options="-Xmx256m -XX:+UseSerialGC")
-    try:
-        without = play(alone)
-        maps = Path(f"/proc/{alone._sim._gateway.java_process.pid}/maps").read_text()
-    finally:
-        alone.close()
+    without, maps = play()
     assert str(path) not in maps
     assert with_archive == without
