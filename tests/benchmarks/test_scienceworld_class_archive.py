@@ -14,7 +14,8 @@ import pytest
 from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
 from tests.jvm_class_archive import OPTIONS, SWITCH
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="no JVM (apt-get install openjdk-17-jre-headless)")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("java") is None, reason="no JVM (apt-get install openjdk-17-jre-headless)")]
 
 
 def archive_path() -> Path:
