@@ -264,7 +264,8 @@ def entry_module(cmd: list[str]) -> str | None:
     return None
 
 
-def popen(cmd: list[str], *, cwd: Path | str, env: dict[str, str], new_session: bool = False):
+def popen(cmd: list[str], *, cwd: Path | str, env: dict[str, str],
+          new_session: bool = False) -> Process | subprocess.Popen:
     """``subprocess.Popen(cmd, stdout=PIPE, stderr=PIPE, text=True, ...)``, from a server when
     ``cmd`` is an entry point it runs: a ``--resume`` from a second one, so that a resumed run
     and the run it is compared with (made on the first) never share a string-hash seed."""

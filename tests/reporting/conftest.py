@@ -54,12 +54,12 @@ class FixtureRuns:
     in_progress_seed: int = 2
 
 
-def _train(run_dir: Path, *args: str) -> subprocess.Popen:
+def _train(run_dir: Path, *args: str) -> prewarmed.Process | subprocess.Popen:
     cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", *args, "--run_dir", str(run_dir)]
     return prewarmed.popen(cmd, cwd=REPO, env=clean_env())
 
 
-def _signal_after_first_batch(proc: subprocess.Popen, run_dir: Path, sig: signal.Signals) -> None:
+def _signal_after_first_batch(proc: prewarmed.Process | subprocess.Popen, run_dir: Path, sig: signal.Signals) -> None:
     metrics = run_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -74,7 +74,7 @@ def _signal_after_first_batch(proc: subprocess.Popen, run_dir: Path, sig: signal
     assert proc.returncode == -sig, f"the run was not killed mid-way ({proc.returncode}): {stderr[-2000:]}"
 
 
-def _finish(proc: subprocess.Popen) -> None:
+def _finish(proc: prewarmed.Process | subprocess.Popen) -> None:
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
 
