@@ -174,9 +174,12 @@ def test_the_server_as_a_process_imports_neither_pydantic_nor_networkx() -> None
     config layer (pydantic) nor networkx, which minigrid's package init would import for its
     WFC environments (BabyAI never builds one; minigrid stubs them when networkx is missing).
     Together ~40 % of its start-up. The served levels are played by every BabyAI e2e run."""
+    import importlib.util
     import subprocess
     import sys
 
+    # Without networkx installed, minigrid would skip it anyway and this test would prove nothing.
+    assert importlib.util.find_spec("networkx") is not None, "networkx is a dev dependency: pip install -e '.[dev]'"
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "speedrunner.benchmarks.babyai.server", "--help"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -41,6 +41,20 @@ def test_every_package_the_suite_names_is_in_the_readme_set_up_and_ci() -> None:
 
     repo = Path(__file__).resolve().parents[2]
     set_up = (repo / "README.md").read_text("utf-8").split("## Set-up", 1)[1].split("\n## ", 1)[0]
-    ci = (repo / ".ci" / "run").read_text("utf-8")
+    installer = (repo / "scripts" / "install-system-packages.sh").read_text("utf-8")
+    assert "bash scripts/install-system-packages.sh" in set_up
+    assert "bash scripts/install-system-packages.sh" in (repo / ".ci" / "run").read_text("utf-8")
     for _, package, _ in conftest.SYSTEM_PACKAGES:
-        assert f"`{package}`" in set_up and package in ci, package
+        assert f"`{package}`" in set_up and f"missing+=({package})" in installer, package
+
+
+def test_ci_installs_into_a_virtual_environment_it_makes() -> None:
+    """Nothing preinstalled on the machine can stand in for a dependency the install forgot."""
+    from pathlib import Path
+
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text("utf-8").splitlines()
+    commands = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
+    made = next(i for i, c in enumerate(commands) if c.startswith("python3 -m venv"))
+    activated = next(i for i, c in enumerate(commands) if c.startswith("source") and "activate" in c)
+    installed = commands.index('pip install -e ".[dev]"')
+    assert made < activated < installed < commands.index("python -m pytest -q")
