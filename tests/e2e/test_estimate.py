@@ -18,6 +18,7 @@ import pytest
 from speedrunner.catalog import config_loader
 from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.estimate import estimate, format_estimate
+from speedrunner.errors import ConfigError
 from speedrunner.shipped_configs import list_configs, shipped_config_path
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 from speedrunner.testing.realistic import RealisticFake
@@ -114,9 +115,9 @@ def test_the_worst_case_bounds_a_real_run_and_a_pilot_gives_the_typical_case(tmp
 
 
 def _role(row: dict) -> str:
-    from speedrunner.core.estimate import _role_of
+    from speedrunner.core.estimate import role_of
 
-    return _role_of(row)
+    return role_of(row)
 
 
 def test_wall_time_follows_latency_and_concurrency() -> None:
@@ -135,3 +136,70 @@ def test_a_model_without_a_price_says_how_to_set_one() -> None:
     text = format_estimate(estimate(config))
     assert "no price for model 'my-own-model'" in text and "speedrunner/data/prices.yaml" in text
     assert "worst case: unknown" in text
+
+
+def test_the_shipped_t4_worst_case_is_bounded_by_the_context_window_and_says_so() -> None:
+    """ScienceWorld's 100-call episodes would resend ~675k tokens a call late in an episode: past
+    gpt-5.4-mini's window, so no such call is ever paid. The table bounds it without a flag."""
+    config = _load(REPO / "configs" / "scienceworld" / "speedrunner-gpt-t4.yaml")
+    e = estimate(config)
+    window = 400_000
+    assert [(u.model, u.tokens, u.origin) for u in e.context_windows] == [("gpt-5.4-mini", window, "table")]
+    for role in e.roles:
+        assert role.input_tokens_max <= role.calls_max * window, role
+    flagged = estimate(config, context_tokens=window)  # the same bound as the command-line flag gives
+    assert [r.input_tokens_max for r in e.roles] == [r.input_tokens_max for r in flagged.roles]
+    text = format_estimate(e)
+    assert "bounded by gpt-5.4-mini's context window of 400,000 tokens (built-in table" in text
+    assert e.usd_max is not None and e.usd_max < estimate(config, context_tokens=10**9).usd_max
+
+
+def test_every_shipped_model_has_a_context_window() -> None:
+    for name in list_configs():
+        for use in estimate(_load(shipped_config_path(name))).context_windows:
+            assert use.tokens is not None and use.source, (name, use)
+
+
+def test_model_context_tokens_bounds_an_unknown_model_and_must_be_a_number() -> None:
+    path = REPO / "configs" / "babyai" / "opo-gpt-seq.yaml"
+    unbounded = estimate(_load(path, "model.name=my-own-model"))
+    assert [(u.model, u.tokens, u.origin) for u in unbounded.context_windows] == [("my-own-model", None, None)]
+    text = format_estimate(unbounded)
+    assert "UNBOUNDED for my-own-model" in text and "model.context_tokens: N" in text
+    bounded = estimate(_load(path, "model.name=my-own-model", "model.context_tokens=8192"))
+    assert [(u.tokens, u.origin) for u in bounded.context_windows] == [(8192, "config")]
+    assert "bounded by my-own-model's context window of 8,192 tokens (model.context_tokens)" in format_estimate(bounded)
+    for role in bounded.roles:
+        assert role.input_tokens_max <= role.calls_max * 8192
+    assert sum(r.input_tokens_max for r in bounded.roles) < sum(r.input_tokens_max for r in unbounded.roles)
+    # The flag still overrides the config.
+    assert estimate(_load(path, "model.context_tokens=8192"), context_tokens=4096).context_windows[0].tokens == 4096
+    with pytest.raises(ConfigError, match="model.context_tokens: Input should be a valid integer"):
+        _load(path, "model.context_tokens=lots")
+    proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "estimate", str(path),
+                           "--set", "model.context_tokens=0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "model.context_tokens" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["estimate", str(REPO / "configs" / "scienceworld" / "speedrunner-gpt-t4.yaml")],
+    ["configs", "list"],
+])
+def test_a_closed_pipe_ends_the_command_quietly(command: list[str]) -> None:
+    """``speedrunner estimate ... | head``: the reader is gone before the output is written."""
+    proc = subprocess.Popen([sys.executable, "-m", "speedrunner.cli", *command], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the child has started up: its first write finds no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_an_inducer_on_another_provider_keeps_its_own_context_window() -> None:
+    """The actor's ``model.context_tokens`` belongs to the actor's model: a Gemini inducer is
+    bounded by Gemini's window, not by the actor's smaller one."""
+    config = _load(REPO / "configs" / "babyai" / "speedrunner-gpt-seq.yaml", "model.context_tokens=1000",
+                   "inducer.provider=gemini", "inducer.name=gemini-3-flash-preview")
+    windows = {u.model: (u.tokens, u.origin) for u in estimate(config).context_windows}
+    assert windows == {"gpt-5.4-mini": (1000, "config"), "gemini-3-flash-preview": (1_048_576, "table")}

@@ -89,7 +89,8 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
 
 
 # Keys that belong to one particular model; an inducer on another provider does not inherit them.
-MODEL_SPECIFIC_KEYS = ("name", "base_url", "api_key_env", "prices", "script", "enable_thinking", "thinking_level")
+MODEL_SPECIFIC_KEYS = ("name", "base_url", "api_key_env", "prices", "context_tokens", "script", "enable_thinking",
+                       "thinking_level")
 
 
 def inducer_over_model(data: Mapping[str, Any]) -> dict[str, Any]:

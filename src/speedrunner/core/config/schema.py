@@ -141,7 +141,8 @@ class Prices(Section):
 class ModelConfig(Section):
     """One model endpoint (the actor's, or the sleep-phase inducer's)."""
 
-    OPERATIONAL = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts", "max_concurrency"})
+    OPERATIONAL = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts", "max_concurrency",
+                             "context_tokens"})
 
     provider: Literal["openai", "vllm", "gemini", "scripted"] = "openai"
     """Which API: openai, vllm (any OpenAI-compatible server), gemini, or scripted (offline)."""
@@ -157,6 +158,11 @@ class ModelConfig(Section):
     """Sampling parameters."""
     prices: Prices | None = None
     """USD per 1M tokens; null looks the model up in the built-in price table (unknown -> cost unknown)."""
+    context_tokens: int | None = Field(None, ge=1)
+    """The model's context window in tokens, for ``speedrunner estimate``: no call's input can
+    exceed it, which bounds the worst case of long episodes. Null looks the model up in the
+    built-in table (speedrunner/data/context_windows.yaml); a model in neither gets no bound.
+    For a vLLM server, its --max-model-len. Never changes a run's results."""
     enable_thinking: bool | None = None
     """Qwen-style thinking switch sent as chat_template_kwargs; null leaves the server default."""
     thinking_level: str | None = None
