@@ -17,8 +17,12 @@ is logged with its role, its variant and the clean answer it was written from
 (:meth:`RealisticFake.how_served`), so a script can tell from a run's records which turns a
 variant cost (``benchmarks/format_robustness.py``, ``testing.format_audit``).
 
-Serve it with ``speedrunner fake-llm --port 8000 [--variants 0.3] [--seed N]`` and point a
-config at it (``model.provider=vllm``, ``model.base_url=http://127.0.0.1:8000/v1``).
+The actor calls an offered skill when one fits the task's next step (``skill_choice``), else
+plays its policy (``actor``: e.g. ``expert.ExpertActor``; none: a listed action at random). The
+SpeedRunner inducer writes skills that do a benchmark's steps where it knows them (``fake_skills``).
+
+Serve it with ``speedrunner fake-llm --port 8000 [--variants 0.3] [--seed N] [--policy expert]``
+and point a config at it (``model.provider=vllm``, ``model.base_url=http://127.0.0.1:8000/v1``).
 """
 
 from __future__ import annotations
@@ -38,10 +42,13 @@ from speedrunner.core.llm.provider_scripted import listed_actions
 from speedrunner.methods.wake_sleep.speedrunner_native import native_arguments
 from speedrunner.methods.wake_sleep.speedrunner_tools import TOOLS, parse_tool_call
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
+from speedrunner.testing.fake_skills import skills_for
 from speedrunner.testing.native import native_reply, offered_tools
+from speedrunner.testing.prompt_reading import primitive_actions
+from speedrunner.testing.skill_choice import choose_skill_call
 
-__all__ = ["FORMAT_VARIANTS", "TEXT_VARIANTS", "RealisticFake", "Served", "answer_key", "one_answer", "reply_key",
-           "serve"]
+__all__ = ["FORMAT_VARIANTS", "POLICIES", "TEXT_VARIANTS", "RealisticFake", "Served", "answer_key",
+           "one_answer", "reply_key", "serve"]
 
 TEXT_VARIANTS = ("markdown", "think", "prose", "truncated", "json", "wrong_case", "two_calls", "wrong")
 """The text variants, drawn uniformly when a request is chosen for one."""
@@ -76,7 +83,6 @@ class Served:
     clean: str
 
 _LABEL = re.compile(r"^(Thought|Action|Tool|Task|Reasoning|Explain|Plan|Code):", re.MULTILINE)
-_PRIMITIVES = re.compile(r"^Primitive actions:\s*(.+?)\s*$", re.MULTILINE)
 _SUMMARY_ACTION = re.compile(r"^\s+action: (.+?)(?:  -> .*)?$", re.MULTILINE)
 _BATCH = re.compile(r"Sleep phase after batch (\d+)")
 
@@ -94,7 +100,8 @@ class RealisticFake:
     actor: Callable[[list[tuple[str, str]]], str | None] | None = None
     """A policy for the actor's clean answers (messages -> answer, None: the fake's own, a
     listed action at random), e.g. ``testing.babyai_expert.BabyAIExpert``, which wins levels
-    so that ASI has successful episodes to induce from; its answers get variants as any."""
+    so that ASI has successful episodes to induce from; its answers get variants as any. A
+    fitting offered skill is called before it is asked."""
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     """Answers given, per ``role/variant`` (``actor/clean``, ``inducer/markdown``, ...)."""
     log: dict[str, list[Served]] = field(default_factory=dict)
@@ -179,6 +186,10 @@ def _answer(messages: list[tuple[str, str]], rng: random.Random,
     for marker, role, answer in _ROLES:
         if marker in system:
             return role, answer(first, last, turn, rng)
+    call = choose_skill_call(messages)  # a skill that fits the next step, as competent models call one
+    if call is not None:
+        name = call.split("(")[0]
+        return "actor", f"Thought: the skill {name} does the next step of the task.\nAction: {call}"
     return "actor", (actor(messages) if actor is not None else None) or _actor(messages, rng)
 
 
@@ -189,29 +200,27 @@ def _actor(messages: list[tuple[str, str]], rng: random.Random) -> str:
 
 
 def _skill(name: str, primitive: str) -> str:
-    return (f'def {name}(env) -> str:\n'
-            f'    """Play `{primitive}` up to twice, stopping when the episode ends.\n\n'
-            f'    Returns:\n        The observation text after the last action.\n    """\n'
-            f'    text = env.text\n    for _ in range(2):\n        if env.done:\n            break\n'
-            f'        text = env.act({primitive!r})\n    return text\n')
+    return skills_for("", name, primitive)[0]
 
 
 def _primitive(prompt: str) -> str:
-    m = _PRIMITIVES.search(prompt)
-    if m is None or m.group(1).startswith("("):
-        return "look around"
-    return m.group(1).split(",")[0].strip()
+    listed = primitive_actions(prompt)
+    return listed[0] if listed else "look around"
 
 
 def _inducer(first: str, last: str, turn: int, rng: random.Random, accepted: bool) -> str:
-    """Look at the draft, add one skill (again, until it is accepted), submit."""
+    """Look at the draft; add the benchmark's useful skills when the draft lacks them (again,
+    until accepted; elsewhere one small skill per batch); submit."""
     batch = _BATCH.search(first)
-    name = f"repeat_first_action_b{batch.group(1) if batch else 0}"
+    generic = f"repeat_first_action_b{batch.group(1) if batch else 0}"
+    source, names = skills_for(first, generic, _primitive(first))
     if turn == 0:
         return "Let me look at the draft first.\nTool: view_codebook"
+    if turn == 1 and all(re.search(rf"^def {n}\(", last, re.MULTILINE) for n in names):
+        return "Tool: submit\nthe skills the tasks need are already there"
     if not accepted and turn < 6:
-        return f"A small skill saves calls.\nTool: add_function\n```python\n{_skill(name, _primitive(first))}```"
-    return f"Tool: submit\nadded {name}" if accepted else "Tool: submit\nno change this time"
+        return f"Skills for the task's steps save calls.\nTool: add_function\n```python\n{source}```"
+    return f"Tool: submit\nadded {', '.join(names)}" if accepted else "Tool: submit\nno change this time"
 
 
 def _asi(first: str, last: str, turn: int, rng: random.Random) -> str:
@@ -358,6 +367,21 @@ def _voyager_call(body: dict[str, Any], text: str) -> Reply:
     return Reply(text=None, tool_calls=[{"name": "submit_skill", "arguments": arguments}])
 
 
-def serve(port: int, *, variants: float = 0.3, seed: int = 0, model_name: str = "fake-realistic") -> FakeLLMServer:
+POLICIES = {"random": "fake-realistic", "expert": "fake-expert"}
+"""Actor policies of the served fake -> the model name it serves by default: ``random`` (a
+listed action at random), ``expert`` (``testing.expert.ExpertActor``: BabyAI's bot,
+ScienceWorld's task-4 player). Under either, a fitting offered skill is called first."""
+
+
+def serve(port: int, *, variants: float = 0.3, seed: int = 0, model_name: str | None = None,
+          policy: str = "random") -> FakeLLMServer:
     """Start the realistic fake on 127.0.0.1:``port`` (0: any free port); the caller stops it."""
-    return FakeLLMServer(callback=RealisticFake(variants=variants, seed=seed), model_name=model_name, port=port).start()
+    if policy not in POLICIES:
+        raise ValueError(f"policy is one of {', '.join(POLICIES)}, got {policy!r}")
+    actor = None
+    if policy == "expert":
+        from speedrunner.testing.expert import ExpertActor
+
+        actor = ExpertActor()
+    fake = RealisticFake(variants=variants, seed=seed, actor=actor)
+    return FakeLLMServer(callback=fake, model_name=model_name or POLICIES[policy], port=port).start()
