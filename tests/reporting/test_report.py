@@ -194,7 +194,9 @@ def test_markdown_shows_the_csv_numbers_and_both_warnings(report):
 def test_html_is_one_file_that_needs_no_network(report):
     html = (report / "report.html").read_text()
     assert 'id="scripted-banner"' in html and 'id="progress-banner"' in html
-    assert html.count('src="data:image/png;base64,') == len(PLOTS)
+    # The scripted model costs nothing: that figure is one line, every other one an inlined image.
+    assert html.count('src="data:image/png;base64,') == len(PLOTS) - 1
+    assert "Cost per episode vs rollouts (actor + amortised sleep): all 0 in every run" in html
     for fetch in ('src="http', "src='http", 'href="http', "<link rel=\"stylesheet\"", "<script src", "@import", "url("):
         assert fetch not in html, fetch
     assert "gen_1 → gen_2 (+3 −3 lines): make_private go_to — go_to is now the private helper _go_to" in html

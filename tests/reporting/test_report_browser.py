@@ -168,3 +168,27 @@ def test_the_page_is_something_a_researcher_scans(fixture_runs, browser, tmp_pat
         keep = Path(os.environ["SPEEDRUNNER_TEST_ARTIFACTS"])
         keep.mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, keep / "report-top.png")
+
+
+def test_the_headline_is_near_the_top_and_fits_a_1400_px_window(fixture_runs, browser, tmp_path):
+    """The headline table is the first thing on the page and every one of its columns (cost
+    per episode and LLM calls included) is on screen at 1,400 px, without scrolling sideways."""
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "report"
+    assert main(["report", str(fixture_runs.root), "--out", str(out)]) == 0
+    browser.set_window_size(1400, 900)
+    browser.get((out / "report.html").resolve().as_uri())
+    js = browser.execute_script
+    table = browser.find_element(By.ID, "table-headline")
+    width = js("return document.documentElement.clientWidth")
+    assert js("return arguments[0].scrollWidth <= arguments[0].clientWidth", table)
+    assert js("return document.documentElement.scrollWidth") <= width
+    box = js("var r = arguments[0].getBoundingClientRect(); return [r.left, r.right, r.top];", table)
+    assert box[0] >= 0 and box[1] <= width and box[2] < js("return window.innerHeight"), box
+    heads = table.find_elements(By.TAG_NAME, "th")
+    assert [h.text for h in heads][-3:] == ["actor LLM calls / episode (with sleep)", "$ / episode", "total $"]
+    for cell in heads + table.find_elements(By.TAG_NAME, "td"):
+        right = js("return arguments[0].getBoundingClientRect().right", cell)
+        assert right <= width, (cell.text, right, width)
+    assert len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 3     # opo, react, speedrunner

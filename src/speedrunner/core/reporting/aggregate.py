@@ -1,4 +1,5 @@
-"""Numbers per run, then mean ± 1 s.d. over seeds per experiment (benchmark, task set, method, model).
+"""Numbers per run, then mean ± 1 s.d. over seeds per experiment (benchmark, task set, method,
+model, and the settings that decide results: ``experiments.py``).
 
 Every value is first computed per run (a *seed-level value*): a curve point is the mean
 over one training batch's episodes or one evaluation point; a final value is the run's own
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from speedrunner.core.codebook.callgraph import tree_depth
+from speedrunner.core.reporting.experiments import differing_keys, variant_labels
 from speedrunner.core.reporting.knowledge import Generation, generations
 from speedrunner.core.reporting.rundata import GroupKey, RunData
 
@@ -193,11 +195,61 @@ def run_numbers(run: RunData) -> RunNumbers:
     return RunNumbers(run, curves, finals, knowledge, skill_method)
 
 
+@dataclass(frozen=True)
+class Separation:
+    """Runs of one name kept apart because their results-deciding settings differ."""
+
+    name: str
+    differing: list[str]
+    """The dotted settings that differ between the experiments (schedule first)."""
+    variants: list[tuple[str, int]]
+    """Each experiment's label and its number of runs."""
+
+    @property
+    def text(self) -> str:
+        keys = ", ".join(self.differing[:6]) + (f", +{len(self.differing) - 6} more" if len(self.differing) > 6 else "")
+        parts = "; ".join(f'"{label}" ({n} run{"s" if n != 1 else ""})' for label, n in self.variants)
+        return (f"{self.name}: {len(self.variants)} experiments kept apart, not averaged — their settings "
+                f"differ in {keys}: {parts}")
+
+
+def experiment_keys(runs: list[RunData]) -> tuple[list[GroupKey], list[Separation]]:
+    """Each run's experiment: its name plus its settings (seed aside); runs of one name whose
+    settings differ get a variant label saying how, and a note that they were kept apart."""
+    settings = [run.settings for run in runs]
+    by_name: dict[GroupKey, dict[str, list[int]]] = {}
+    for i, run in enumerate(runs):
+        by_name.setdefault(run.key, {}).setdefault(settings[i].fingerprint, []).append(i)
+    keys: list[GroupKey] = list(run.key for run in runs)
+    separations = []
+    for name, experiments in by_name.items():
+        if len(experiments) < 2:
+            continue
+        fingerprints = sorted(experiments, key=lambda f: min(experiments[f]))
+        firsts = [settings[experiments[f][0]] for f in fingerprints]
+        labels = variant_labels(firsts)
+        labels = [label if labels.count(label) == 1 else f"{label} (settings {f[:8]})"
+                  for f, label in zip(fingerprints, labels, strict=True)]  # never one key for two experiments
+        for f, label in zip(fingerprints, labels, strict=True):
+            for i in experiments[f]:
+                keys[i] = replace(name, variant=label)
+        separations.append(Separation(name.name, differing_keys(firsts),
+                                      [(label, len(experiments[f])) for f, label in
+                                       zip(fingerprints, labels, strict=True)]))
+    return keys, separations
+
+
 def group_runs(runs: list[RunData]) -> list[Group]:
-    """Runs grouped by (benchmark, task set, method, model), aggregated over seeds."""
+    """Runs grouped by experiment (name and settings, seed aside), aggregated over seeds."""
+    return group_experiments(runs)[0]
+
+
+def group_experiments(runs: list[RunData]) -> tuple[list[Group], list[Separation]]:
+    """``group_runs`` and the notes on runs of one name kept apart."""
+    keys, separations = experiment_keys(runs)
     by_key: dict[GroupKey, list[RunNumbers]] = {}
-    for run in runs:
-        by_key.setdefault(run.key, []).append(run_numbers(run))
+    for run, key in zip(runs, keys, strict=True):
+        by_key.setdefault(key, []).append(run_numbers(run))
     groups = []
     for key in sorted(by_key, key=lambda k: k.label):
         group = Group(key, by_key[key], index=len(groups))
@@ -219,7 +271,7 @@ def group_runs(runs: list[RunData]) -> list[Group]:
             at = [k for r in group.runs for k in r.knowledge if k.generation == g]
             group.knowledge.append((g, {m: stat([getattr(k, m) for k in at]) for m in KNOWLEDGE}))
         groups.append(group)
-    return groups
+    return groups, separations
 
 
 def _benchmark_metrics(row: dict[str, Any]) -> dict[str, float]:

@@ -48,11 +48,11 @@ def caps_table(groups: list[Group]) -> Table:
             train = run_cap_hits(run.metrics)
             evals = sum_skill_hits(e.get("cap_hits") for e in run.evals)
             rows.append({"benchmark": g.key.benchmark, "task_set": g.key.task_set, "method": g.key.method,
-                         "model": g.key.model, "seed": str(run.seed), "run_id": run.run_id,
+                         "model": g.key.model, "variant": g.key.variant, "seed": str(run.seed), "run_id": run.run_id,
                          "caps_in_force": _in_force(settings),
                          **{f"train_{n}": fmt(train[n]) if n in settings else NOT_IN_FORCE for n in CAP_NAMES},
                          **{f"eval_{n}": fmt(v) if n in settings else NOT_IN_FORCE for n, v in evals.items()}})
-    columns = ["benchmark", "task_set", "method", "model", "seed", "run_id", "caps_in_force",
+    columns = ["benchmark", "task_set", "method", "model", "variant", "seed", "run_id", "caps_in_force",
                *(f"train_{n}" for n in CAP_NAMES), *(f"eval_{n}" for n in SKILL_CAPS)]
     notes = {"caps_in_force": "episode budget: a skill call may take the episode's remaining env actions; "
                               "derived: 60 s + 0.25 s per action of the call's cap; none: no cap; "

@@ -14,7 +14,8 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from speedrunner.core.reporting.aggregate import Group, RunNumbers
+from speedrunner.core.reporting.aggregate import Group, RunNumbers, Separation
+from speedrunner.core.reporting.headline import Headline, display_rows, headline_notes
 from speedrunner.core.reporting.knowledge import diffs, sleep_notes
 from speedrunner.core.reporting.plots import SCRIPTED_BANNER, Plot
 from speedrunner.core.reporting.rundata import read_trajectory
@@ -74,11 +75,11 @@ def _episodes(run_numbers: RunNumbers, budget: int) -> tuple[list[dict[str, Any]
     return episodes, readable - len(episodes)
 
 
-def _run_label(r: RunNumbers) -> str:
+def _run_label(g: Group, r: RunNumbers) -> str:
     run = r.run
     marks = [run.status] + (["SCRIPTED"] if run.scripted else []) + ([f"resumed {run.resumes}x"] if run.resumes else [])
     marks += [run.spending] if run.spending is not None else []
-    return f"{run.key.label} seed {run.seed} {run.run_id} [{', '.join(marks)}]"
+    return f"{g.key.label} seed {run.seed} {run.run_id} [{', '.join(marks)}]"
 
 
 def _data_json(groups: list[Group]) -> str:
@@ -87,7 +88,7 @@ def _data_json(groups: list[Group]) -> str:
     for g in groups:
         for r in g.runs:
             episodes, omitted = _episodes(r, budget)
-            runs.append({"label": _run_label(r), "scripted": r.run.scripted, "status": r.run.status,
+            runs.append({"label": _run_label(g, r), "scripted": r.run.scripted, "status": r.run.status,
                          "episodes": episodes, "omitted": omitted})
     return json.dumps({"runs": runs}, ensure_ascii=False).replace("<", "\\u003c")
 
@@ -130,7 +131,7 @@ def _knowledge_html(groups: list[Group]) -> str:
             if not r.knowledge:
                 continue
             kind = r.knowledge[0].kind
-            parts.append(f"<h3>{escape(_run_label(r))}: {kind} generations 0–{r.knowledge[-1].generation}</h3>")
+            parts.append(f"<h3>{escape(_run_label(g, r))}: {kind} generations 0–{r.knowledge[-1].generation}</h3>")
             notes = sleep_notes(r.run.path)
             unchanged: list[int] = []
             for before, after, text in [*diffs(r.knowledge), (-1, -1, "end")]:
@@ -153,7 +154,22 @@ def _knowledge_html(groups: list[Group]) -> str:
     return "".join(parts) or "<p>No run in this report stores a guide or a codebook.</p>"
 
 
-def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: str) -> str:
+def _headline_html(h: Headline, separations: list[Separation]) -> str:
+    """The headline table and how to read it, at the top of the page."""
+    head = "".join(f"<th>{escape(c)}</th>" for c in h.columns)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in display_rows(h))
+    notes = "".join(f"<li>{escape(n)}</li>" for n in headline_notes(h))
+    kept = ('<div class="banner progress" id="kept-apart"><p>Kept apart (different settings, never averaged):</p>'
+            "<ul>" + "".join(f"<li>{escape(s.text)}</li>" for s in separations) + "</ul></div>"
+            if separations else "")
+    return (f'<section id="headline"><h2>Headline</h2>{kept}<table id="table-headline" class="headline">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f'<p class="csv">CSV: tables/headline.csv; every column below, under <a href="#tables">Tables</a>.</p>'
+            f'<ul class="notes">{notes}</ul></section>')
+
+
+def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: str, *,
+           headline: Headline | None = None, separations: list[Separation] | None = None) -> str:
     scripted = any(g.scripted for g in groups)
     partial = [r for g in groups for r in g.in_progress]
     banners = []
@@ -172,7 +188,11 @@ def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: s
     figures = "".join(
         f'<figure id="plot-{escape(p.name)}"{" class=wide" if p.wide else ""}><img alt="{escape(p.title)}" '
         f'src="data:image/png;base64,{base64.b64encode(p.png_bytes).decode()}">'
-        f"<figcaption>{escape(p.title)} — plots/{escape(p.name)}.png, .svg</figcaption></figure>" for p in plots)
+        f"<figcaption>{escape(p.title)} — plots/{escape(p.name)}.png, .svg</figcaption></figure>"
+        for p in plots if p.empty is None)
+    collapsed = "".join(f'<li id="plot-{escape(p.name)}">{escape(p.collapsed)}</li>' for p in plots if p.empty)
+    figures += f'<ul class="collapsed-plots">{collapsed}</ul>' if collapsed else ""
+    top = _headline_html(headline, separations or []) if headline is not None else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -182,9 +202,10 @@ def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: s
 <body>
 <h1>{escape(title)}</h1>
 {"".join(banners)}
-<nav><a href="#plots">Plots</a><a href="#tables">Tables</a><a href="#viewer">Trajectories</a><a href="#knowledge">Knowledge</a></nav>
+<nav><a href="#headline">Headline</a><a href="#plots">Plots</a><a href="#tables">Tables (all columns)</a><a href="#viewer">Trajectories</a><a href="#knowledge">Knowledge</a></nav>
+{top}
 <section id="plots"><h2>Plots</h2><p>Mean over seeds, band ±1 s.d. (sample), n seeds in each legend.</p>{figures}</section>
-<section id="tables"><h2>Tables</h2>{"".join(_table_html(t) for t in tables)}</section>
+<section id="tables"><h2>Tables (all columns)</h2>{"".join(_table_html(t) for t in tables)}</section>
 <section id="viewer"><h2>Trajectories</h2>
 <div class="controls"><label>Run <select id="run-select"></select></label>
 <label>Episode <select id="episode-select"></select></label>

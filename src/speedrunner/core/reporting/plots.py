@@ -36,6 +36,19 @@ class Plot:
     png_bytes: bytes
     wide: bool = False
     """Several panels side by side: shown full width."""
+    empty: str | None = None
+    """Why the figure shows nothing worth a slot ("all 0 in every run"): the report gives it one line."""
+
+    @property
+    def collapsed(self) -> str:
+        return f"{self.title}: {self.empty}"
+
+
+def emptiness(values: list[float]) -> str | None:
+    """"no value in any run" or "all 0 in every run" when a figure would show nothing, else None."""
+    if not values:
+        return "no value in any run"
+    return "all 0 in every run" if all(v == 0 for v in values) else None
 
 
 def group_color(group: Group) -> str:
@@ -84,7 +97,7 @@ def _legend(fig: Figure, axes: list) -> None:
         fig.legend(handles, labels, loc="outside lower center", fontsize=7, ncols=1)
 
 
-def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False) -> Plot:
+def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False, empty: str | None = None) -> Plot:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
@@ -92,7 +105,7 @@ def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False) 
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
     atomic_write_bytes(out / f"{name}.png", png.getvalue())
     atomic_write_bytes(out / f"{name}.svg", svg.getvalue())
-    return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue(), wide)
+    return Plot(name, title, out / f"{name}.png", out / f"{name}.svg", png.getvalue(), wide, empty)
 
 
 def _from_zero(ax, axis: str = "y", note: str = "every value is 0") -> None:
@@ -117,7 +130,7 @@ def _curve_plot(groups: list[Group], out: Path, curve: str, title: str) -> Plot:
     ax.set_ylabel(CURVES[curve])
     ax.grid(alpha=0.3)
     _legend(fig, [ax])
-    return _save(fig, out, curve, title)
+    return _save(fig, out, curve, title, empty=emptiness([s.mean for g in groups for _, s in g.curves.get(curve, [])]))
 
 
 def _frontier_plot(groups: list[Group], out: Path) -> Plot:
@@ -146,7 +159,7 @@ def _frontier_plot(groups: list[Group], out: Path) -> Plot:
     ax.set_ylabel("evaluation progress (final evaluation)")
     ax.grid(alpha=0.3)
     _legend(fig, [ax])
-    return _save(fig, out, "frontier", title)
+    return _save(fig, out, "frontier", title, empty=None if points else "no run with a known cost at an evaluation")
 
 
 def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
@@ -169,7 +182,9 @@ def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    return _save(fig, out, "knowledge_size", title, wide=True)
+    sizes = [s.mean for g in groups for _, stats in g.knowledge for m, _label in panels
+             if (s := stats[m]) is not None]
+    return _save(fig, out, "knowledge_size", title, wide=True, empty=emptiness(sizes))
 
 
 def _generation_points(group: Group, metric: str) -> list[tuple[int, Stat]]:
@@ -199,7 +214,11 @@ def _skills_plot(groups: list[Group], out: Path) -> Plot:
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    return _save(fig, out, "skills", title, wide=True)
+    values = [s.mean for g in groups for c in ("skill_calls_per_episode", "actions_per_skill_call")
+              for _, s in g.curves.get(c, [])]
+    values += [s.mean for g in groups for m in ("call_graph_density", "max_call_depth", "dynamic_max_call_depth")
+               for _, s in _generation_points(g, m)]
+    return _save(fig, out, "skills", title, wide=True, empty=emptiness(values))
 
 
 def _api_tokens_plot(groups: list[Group], out: Path) -> Plot:
@@ -214,7 +233,8 @@ def _api_tokens_plot(groups: list[Group], out: Path) -> Plot:
     ax.set_ylabel("tokens of the skills section of the actor's first message")
     ax.grid(alpha=0.3)
     _legend(fig, [ax])
-    return _save(fig, out, "skill_api_tokens", title)
+    tokens = [s.mean for g in groups for _, s in _generation_points(g, "skill_api_tokens")]
+    return _save(fig, out, "skill_api_tokens", title, empty=emptiness(tokens))
 
 
 def draw_all(groups: list[Group], out: Path) -> list[Plot]:

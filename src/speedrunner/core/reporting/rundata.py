@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.atomic import read_jsonl
+from speedrunner.core.reporting.experiments import Settings, settings_of
 from speedrunner.core.rundir import implied_provider
 from speedrunner.errors import ReportInputError
 
@@ -31,14 +32,24 @@ class GroupKey:
     task_set: str
     method: str
     model: str
+    variant: str = ""
+    """What sets this experiment apart from others of the same name ("quick test"); empty when
+    no other experiment shares its name."""
 
     @property
-    def label(self) -> str:
+    def name(self) -> str:
         return f"{self.benchmark}/{self.task_set} {self.method} ({self.model})"
 
     @property
-    def slug(self) -> str:
-        return "-".join(s.replace("/", "_") for s in (self.benchmark, self.task_set, self.method, self.model))
+    def label(self) -> str:
+        return f"{self.name} — {self.variant}" if self.variant else self.name
+
+    @property
+    def model_kind(self) -> str:
+        """``scripted`` (no LLM), ``fake`` (the fake LLM server) or ``llm``."""
+        if self.model.startswith("fake-"):
+            return "fake"
+        return "llm"
 
 
 @dataclass
@@ -114,6 +125,25 @@ class RunData:
             text += f" (sweep cap ${float(s['sweep_max_cost_usd']):.2f})"
         return text
 
+    @cached_property
+    def settings(self) -> Settings:
+        """The results-deciding settings, seed aside (runs alike in these are one experiment)."""
+        return settings_of(self.config, self.extra.get("provenance", {}))
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """Dollars of every LLM call of the run (``summary.json`` ``spent_usd``; None when a
+        price is unknown, or when the run predates that field and had no spending cap)."""
+        spent = self.summary["spent_usd"] if "spent_usd" in self.summary else (
+            self.summary.get("spending") or {}).get("spent_usd")
+        return float(spent) if isinstance(spent, int | float) and not isinstance(spent, bool) else None
+
+    @property
+    def recorded_fingerprint(self) -> str | None:
+        """``results_config_sha256`` as the run recorded it (seed included)."""
+        value = self.extra.get("checkpoint", {}).get("results_config_sha256")
+        return value if isinstance(value, str) and value else None
+
     @property
     def resumes(self) -> int:
         return len(self.extra.get("provenance", {}).get("resumes") or [])
@@ -167,7 +197,8 @@ def load_run(path: Path) -> RunData:
     summary = _json(path / "summary.json") or {}
     return RunData(path=path, config=config, summary=summary,
                    metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
-                   speedrun=_json(path / "speedrun.json"), extra={"provenance": _json(path / "provenance.json") or {}})
+                   speedrun=_json(path / "speedrun.json"), extra={"provenance": _json(path / "provenance.json") or {},
+                                                            "checkpoint": _json(path / "checkpoint.json") or {}})
 
 
 def find_runs(paths: list[Path]) -> list[RunData]:

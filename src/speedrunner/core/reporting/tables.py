@@ -12,7 +12,10 @@ from speedrunner.core.reporting.aggregate import FINALS, KNOWLEDGE, Group, Stat
 from speedrunner.core.reporting.caps_table import caps_table
 from speedrunner.core.reporting.table import Table, fmt
 
-KEY_COLUMNS = ["benchmark", "task_set", "method", "model"]
+NAME_COLUMNS = ["benchmark", "task_set", "method", "model"]
+KEY_COLUMNS = [*NAME_COLUMNS, "variant"]
+"""An experiment: its name and what sets it apart from others of that name (per-run tables
+that name the run may leave the variant out)."""
 
 
 def _stat_cells(name: str, s: Stat | None) -> dict[str, str]:
@@ -23,7 +26,8 @@ def _stat_cells(name: str, s: Stat | None) -> dict[str, str]:
 
 def _key_cells(group: Group) -> dict[str, str]:
     k = group.key
-    return {"benchmark": k.benchmark, "task_set": k.task_set, "method": k.method, "model": k.model}
+    return {"benchmark": k.benchmark, "task_set": k.task_set, "method": k.method, "model": k.model,
+            "variant": k.variant}
 
 
 def _target(speedrun: dict | None, config: dict) -> str:
@@ -61,10 +65,19 @@ def runs_table(groups: list[Group]) -> Table:
                          "rollouts": f"{len(run.metrics)}/{run.rollouts_planned}",
                          "final_eval_progress": fmt(r.finals["final_eval_progress"]),
                          "final_eval_success": fmt(r.finals["final_eval_success"]),
-                         "sandbox_violations": fmt(run.sandbox_violations), "path": str(run.path)})
+                         "total_cost_usd": fmt(run.total_cost_usd),
+                         "sandbox_violations": fmt(run.sandbox_violations),
+                         "experiment": run.settings.fingerprint[:12],
+                         "results_config_sha256": (run.recorded_fingerprint or "")[:12], "path": str(run.path)})
     columns = [*KEY_COLUMNS, "seed", "run_id", "status", "resumes", "scripted", "rollouts",
-               "final_eval_progress", "final_eval_success", "sandbox_violations", "path"]
-    notes = {"sandbox_violations": "messages from a sandbox that broke the protocol (forged, out of step or "
+               "final_eval_progress", "final_eval_success", "total_cost_usd", "sandbox_violations", "experiment",
+               "results_config_sha256", "path"]
+    notes = {"variant": "what sets the experiment apart from others of the same name (empty: nothing does)",
+             "total_cost_usd": "dollars of every LLM call of the run: training, sleep and evaluation "
+                               "(summary.json spent_usd); empty when a price is unknown or the run did not record it",
+             "experiment": "hash of the settings that decide results, seed aside: runs alike in it are one experiment",
+             "results_config_sha256": "the run's own fingerprint of those settings, seed included (checkpoint.json)",
+             "sandbox_violations": "messages from a sandbox that broke the protocol (forged, out of step or "
                                    "oversized): each ended one skill call or analysis turn and restarted that "
                                    "sandbox; summary.json has them by train/eval/sleep"}
     return Table("runs", "Runs", columns, rows, [], notes)
@@ -112,7 +125,7 @@ def answers_table(groups: list[Group]) -> Table:
              "refused": "actor turns that changed nothing: no action read, or one the env does not know",
              "skill_calls": "actor turns that called a skill"}
     return Table("answers", "How answers were read (turns per role)",
-                 [*KEY_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS], rows, [], notes)
+                 [*NAME_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS], rows, [], notes)
 
 
 def all_tables(groups: list[Group]) -> list[Table]:

@@ -1,0 +1,96 @@
+"""Run directories written directly, with numbers chosen by the test (no training: fast).
+
+Each has the files the report reads (docs/run-directory.md): ``config.resolved.json`` from
+the real config loader (so grouping sees a real resolved config), ``provenance.json``,
+``checkpoint.json``, ``summary.json``, ``metrics.jsonl`` and ``eval.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from speedrunner.catalog import config_loader
+
+from ..e2e.harness import REPO
+
+_MISSING = object()
+
+
+@dataclass
+class Spec:
+    """One run: its config (file + overrides) and the numbers its files hold."""
+
+    config: str = "react-gpt-seq.yaml"
+    seed: int = 0
+    overrides: list[str] = field(default_factory=list)
+    quick_test: bool = False
+    success: float = 0.5
+    """Success (and progress) at the last evaluation."""
+    llm_calls: int = 30
+    sleep_calls_share: float = 0.0
+    cost: float | None = 0.01
+    """Cost of each training episode (None: unpriced)."""
+    spent: float | None | object = _MISSING
+    """summary.json ``spent_usd`` (left out when not given, as runs before the field)."""
+
+
+def write_run(path: Path, spec: Spec) -> Path:
+    loaded = config_loader().load(
+        REPO / "configs" / "babyai" / spec.config,
+        overrides=[f"run.seed={spec.seed}", *spec.overrides],
+        quick_test=spec.quick_test,
+    )
+    config = loaded.resolved_json()
+    path.mkdir(parents=True)
+    (path / "config.resolved.json").write_text(json.dumps(config))
+    (path / "provenance.json").write_text(
+        json.dumps({"run_id": path.name, "quick_test": spec.quick_test})
+    )
+    (path / "checkpoint.json").write_text(
+        json.dumps({"run_id": path.name, "results_config_sha256": "ab" * 32})
+    )
+    rollouts, every = config["run"]["rollouts"], config["run"]["sleep_every"]
+    rows = [
+        {
+            "batch": i // every,
+            "rollout": i + 1,
+            "index": i,
+            "llm_calls": spec.llm_calls,
+            "cost_usd": spec.cost,
+            "tokens": {"output": 100},
+            "sleep_output_tokens_share": 0.0,
+            "sleep_llm_calls_share": spec.sleep_calls_share,
+            "stop_reason": "budget",
+        }
+        for i in range(rollouts)
+    ]
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    evals = [
+        {
+            "rollout": 0,
+            "success_mean": 0.0,
+            "progress_mean": 0.0,
+            "cost_mean_usd": spec.cost,
+            "per_episode": [],
+        },
+        {
+            "rollout": rollouts,
+            "success_mean": spec.success,
+            "progress_mean": spec.success,
+            "cost_mean_usd": spec.cost,
+            "per_episode": [],
+        },
+    ]
+    (path / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    summary = {
+        "run_id": path.name,
+        "status": "finished",
+        "model": config["model"]["name"],
+        "scripted": config["model"]["provider"] == "scripted",
+    }
+    if spec.spent is not _MISSING:
+        summary["spent_usd"] = spec.spent
+    (path / "summary.json").write_text(json.dumps(summary))
+    return path
