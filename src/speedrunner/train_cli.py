@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from speedrunner.core.benchmark import Benchmark
     from speedrunner.core.config.loader import ConfigLoader
     from speedrunner.core.config.schema import RunConfig
-    from speedrunner.core.llm.budget import SpendCap
+    from speedrunner.core.llm.budget import BudgetReached, SpendCap
+    from speedrunner.core.runtime.loop import Runner, RunStatus
 
 EXAMPLE_CONFIGS = {
     "babyai": "configs/babyai/react-gpt-seq.yaml",
@@ -69,6 +70,11 @@ class _Session:
     run_dir: Path | None = None
     budget: SpendCap | None = None
     config: RunConfig | None = None
+    runner: Runner | None = None
+    """Set once the run's loop exists: it writes summary.json at every stop."""
+    summary: dict[str, object] | None = None
+    """The summary.json built at the stop: the run-summary line and the messages show its figures."""
+    summary_written: bool = False
 
 
 def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) -> int:
@@ -96,22 +102,23 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
             raise
     except BudgetReached as e:
         assert session.run_dir is not None  # no call is made before the run directory exists
-        _mark_status(session.run_dir, "budget_reached", str(e),
-                     session.budget.snapshot() if session.budget is not None else None)
+        _mark_status(session, "budget_reached", str(e), budget=e)
         more = ("raise its max_cost_usd in the sweep file, then rerun the sweep" if e.scope == "sweep"
                 else f"raise the cap:\n  python -m {session.entry_point} --resume {session.run_dir} "
                      f"--set run.max_cost_usd={_suggest_cap(e)}")
         _print_summary(session, "budget_reached")
-        print(f"\nbudget reached: {e}. The run stopped before that call; nothing stored is lost "
-              f"(spend so far is in {session.run_dir / 'summary.json'}). To continue exactly where "
-              f"it stopped, {more}", file=sys.stderr)
+        reason = session.summary.get("status_reason") if session.summary is not None else None
+        where = (f" ({session.run_dir / 'summary.json'} has it as spent_usd)" if session.summary_written
+                 else "")
+        print(f"\nbudget reached: {reason or e}{where}. The run stopped before that call; nothing "
+              f"stored is lost. To continue exactly where it stopped, {more}", file=sys.stderr)
         return e.exit_code
     except RunInterrupted as e:
         how = "Ctrl-C" if e.exit_code == 130 else e.signal_name
         if session.run_dir is None:
             print(f"\ninterrupted ({how}) before the run started; nothing was written", file=sys.stderr)
         else:
-            _mark_status(session.run_dir, "interrupted", f"{how}")
+            _mark_status(session, "interrupted", f"{how}")
             _print_summary(session, "interrupted")
             print(f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
                   f"nothing stored is lost. Continue with:\n  python -m {session.entry_point} "
@@ -352,9 +359,9 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
                 _note_sandbox(run_dir, skills.sandbox_tier)
             method = load_entry_point(method_spec.factory)(config.method, MethodContext(
                 run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
-            runner = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor,
-                            run_id=run_id, scripted=scripted, skill_support=skills, spend_cap=budget,
-                            env_pool=envs)
+            runner = session.runner = Runner(
+                config, run_dir, benchmark=benchmark, method=method, actor=actor, run_id=run_id,
+                scripted=scripted, skill_support=skills, spend_cap=budget, env_pool=envs)
             tracker = open_tracker(config, run_dir, run_id=run_id, scripted=scripted)
             runner.after_save = tracker.after_checkpoint
             exit_code = 1
@@ -378,19 +385,19 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
             raise
         where = getattr(e, "filename", None) or run_dir
         reason = f"cannot write {where}: {getattr(e, 'strerror', None) or e}"
-        _mark_status(run_dir, "failed", reason)
+        _mark_status(session, "failed", reason)
         _print_summary(session, "failed")
         print(f"error: {reason}. Everything written before it is kept. Free some space (or make "
               f"the directory writable), then {resume}", file=sys.stderr)
         return 1
     except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
-        _mark_status(run_dir, "failed", str(e))
+        _mark_status(session, "failed", str(e))
         _print_summary(session, "failed")
         print(f"error: {e}\nThe run stopped; nothing stored is lost. Once the cause is fixed, "
               f"{resume}", file=sys.stderr)
         return 1
     except Exception as e:
-        _mark_status(run_dir, "failed", f"{type(e).__name__}: {e}")
+        _mark_status(session, "failed", f"{type(e).__name__}: {e}")
         raise
     final = result.summary.get("final_eval") or {}
     tag = " [SCRIPTED MODEL]" if scripted else ""
@@ -424,7 +431,7 @@ def _print_summary(session: _Session, status: str) -> None:
     if session.run_dir is None or session.config is None:
         return
     try:
-        line = summary_line(session.run_dir, session.config, status=status)
+        line = summary_line(session.run_dir, session.config, status=status, summary=session.summary)
     except (OSError, ValueError) as e:  # unreadable files must not hide why the run ended
         line = f"run summary: not available ({e})"
     print(line, flush=True)
@@ -441,14 +448,35 @@ def _is_storage_error(e: BaseException) -> bool:
     return isinstance(e, OSError) and e.errno in _STORAGE_ERRNOS
 
 
-def _mark_status(run_dir: Path, status: str, reason: str | None = None,
-                 spending: dict[str, object] | None = None) -> None:
-    """Record how the run ended in summary.json, best effort (the disk may be why it ended)."""
-    from speedrunner.core.redact import scrub
-    from speedrunner.core.runtime.loop import mark_run_status
+def _mark_status(session: _Session, status: RunStatus, reason: str | None = None, *,
+                 budget: BudgetReached | None = None) -> None:
+    """Record how the run ended in summary.json, best effort (the disk may be why it ended).
 
+    Once the loop exists it rebuilds the whole summary (totals of the last checkpoint, the
+    spend as the log has it now) and keeps it in ``session`` for the lines printed after;
+    before that, only the status of the stored summary changes.
+    """
+    from speedrunner.core.atomic import atomic_write_json
+    from speedrunner.core.redact import scrub
+    from speedrunner.core.runtime.loop import SUMMARY_FILE, mark_run_status
+
+    assert session.run_dir is not None
+    reason = None if reason is None else scrub(reason)
+    if session.runner is None or not session.runner.started:
+        with contextlib.suppress(OSError):
+            mark_run_status(session.run_dir, status, reason)
+        return
+    try:
+        summary = session.runner.summary(status, reason, budget=budget)
+    except Exception as e:  # the disk may be why the run stopped: never hide why it did
+        print(f"warning: summary.json not updated ({type(e).__name__}: {e})", file=sys.stderr)
+        return
+    if isinstance(summary.get("status_reason"), str):
+        summary["status_reason"] = scrub(summary["status_reason"])
+    session.summary = summary
     with contextlib.suppress(OSError):
-        mark_run_status(run_dir, status, None if reason is None else scrub(reason), spending)  # type: ignore[arg-type]
+        atomic_write_json(session.run_dir / SUMMARY_FILE, summary)
+        session.summary_written = True
 
 
 def _leave_stuck_requests_behind(code: int) -> None:

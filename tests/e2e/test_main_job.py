@@ -49,7 +49,7 @@ def test_readme_main_job_runs_offline_and_says_it_is_scripted(tmp_path):
     assert calls and all(c["scripted"] for c in calls)
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("run summary: 200 training episodes, training success ") and "final eval success" in last
-    assert f"| {len(calls)} LLM calls" in last and "cost $0 (the scripted model, not an LLM)" in last
+    assert f"| {len(calls)} LLM calls" in last and "spent $0 (the scripted model, not an LLM)" in last
 
 
 def readme_quick_looks() -> list[list[str]]:

@@ -107,7 +107,7 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
         assert summary["status"] == "budget_reached"
         assert summary["spending"]["max_cost_usd"] == cap and summary["spending"]["reached"] is True
         assert "budget reached" in capped.stderr and "--set run.max_cost_usd=" in capped.stderr
-        assert f"of cap ${cap:.2f}" in capped.stdout  # the progress line shows spend against the cap
+        assert f"of cap ${cap:.4f}" in capped.stdout  # the progress line shows spend against the cap
         assert f"--resume {run_dir}" in capped.stderr
         # Never crossed: what the provider billed (calls on the wire at the stop included) and
         # what the run logged both stay within the cap; and the stop came well before the end.

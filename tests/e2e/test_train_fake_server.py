@@ -86,5 +86,5 @@ def test_quick_run_writes_a_complete_run_directory(tmp_path, bench, config):
     last = proc.stdout.strip().splitlines()[-1]
     spent = sum(c["spent_usd"] for c in calls)
     assert last.startswith("run summary: 4 training episodes, training success ")
-    assert f"| {len(calls)} LLM calls, " in last and f"| cost ${spent:.4f} | wall time " in last
+    assert f"| {len(calls)} LLM calls, " in last and f"| spent ${spent:.4f} | wall time " in last
     assert (run_dir / "speedrun.json").exists()

@@ -55,7 +55,7 @@ def test_parallel_calls_never_take_spend_past_the_cap(tmp_path: Path) -> None:
     assert sum(billed) <= 0.01 + 1e-12                      # the provider never billed past the cap
     assert outcomes.count("answered") == len(billed) > 10   # it called until the cap was near
     assert "refused" in outcomes
-    assert cap.reached is not None and cap.snapshot()["spent_usd"] == pytest.approx(sum(billed), abs=1e-6)
+    assert cap.reached is not None and cap.spent == pytest.approx(sum(billed), abs=1e-6)
     # Once reached, every later call is refused before it is sent, and a replay is still free.
     with pytest.raises(BudgetReached):
         cap.reserve(0.0)
@@ -75,3 +75,20 @@ def test_the_sweep_ledger_is_one_cap_over_runs(tmp_path: Path) -> None:
     assert a.total() == pytest.approx(0.3 + 0.1 + 0.2 + 0.2)
     a.register(0.4)                                  # a resumed run enters itself afresh
     assert a.total() == pytest.approx(0.4 + 0.2 + 0.2)
+
+
+def test_a_stop_names_the_spend_and_what_was_still_in_flight_apart(tmp_path: Path) -> None:
+    """"Spent" is completed calls only; a call on the wire at the stop is shown beside it, at its
+    worst case; calls a kill left in flight count against the cap but are not "spent"."""
+    cap = SpendCap(cap=1.0, spent=0.25, lost=0.125)
+    on_the_wire = cap.reserve(0.5)
+    with pytest.raises(BudgetReached) as refused:      # 0.25 + 0.125 + 0.5 + 0.25 > 1.0
+        cap.reserve(0.25)
+    assert cap.snapshot() == {"max_cost_usd": 1.0, "reached": True, "in_flight_usd": 0.5}
+    assert cap.describe(0.25) == "spent $0.2500 of cap $1.0000"
+    text = refused.value.stopped(0.25, cap.snapshot()["in_flight_usd"])
+    assert text.endswith("The run spent $0.2500; up to $0.5000 more was in flight when the cap stopped the run")
+    assert "the next call could cost up to $0.2500, more than the $0.1250 the cap had left" in text
+    cap.settle(on_the_wire, 0.0625)
+    assert cap.spent == 0.3125 and cap.snapshot()["in_flight_usd"] == 0.0
+    assert not refused.value.stopped(0.3125, 0.0).count("in flight when")

@@ -204,3 +204,58 @@ def test_eval_over_several_task_kinds_reports_each_kinds_success_and_their_mean(
     assert summary["rates"] == {"goto": 2 / 3, "open": 0.0}
     assert summary["episodes"] == {"goto": 3, "open": 1}
     assert summary["mean_over_tasks"] == pytest.approx(1 / 3)  # the episode mean would be 0.5
+
+
+class LoggingModel(PolicyModel):
+    """A ``PolicyModel`` that logs every call's cost in the run's llm_calls.jsonl, as a run's models do."""
+
+    def __init__(self, policy, log, **kwargs) -> None:
+        super().__init__(policy, **kwargs)
+        self.log = log
+
+    def complete(self, messages, *, purpose, call_id, **sampling):
+        completion = super().complete(messages, purpose=purpose, call_id=call_id, **sampling)
+        with self._lock, open(self.log, "a") as f:
+            f.write(json.dumps({"call_id": call_id, "model": "fake", "spent_usd": self.cost, "error": None,
+                                "usage": {"input_uncached": 100, "output": 10}}) + "\n")
+        return completion
+
+
+def test_after_a_crash_summary_json_holds_the_last_checkpoint_and_the_spend(tmp_path):
+    """summary.json is rewritten after every checkpoint: a process that dies without a word
+    (SIGKILL) leaves the totals, evaluations and elapsed time of its last checkpoint."""
+    from speedrunner.core.llm.spent import usd
+
+    model = LoggingModel(crashing(noisy_policy, 26), tmp_path / "llm_calls.jsonl", cost=0.001)
+    runner, _ = make_runner(tmp_path, model, make_config(parallel_episodes=1))
+    with pytest.raises(Crash):
+        runner.run()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    checkpoint = json.loads((tmp_path / "checkpoint.json").read_text())
+    assert checkpoint["totals"]["episodes"] >= 2  # the crash came after a checkpoint
+    assert summary["status"] == "running" and summary["training"] == checkpoint["totals"]
+    assert summary["elapsed_s"] == checkpoint["elapsed_s"] > 0
+    assert [e["rollout"] for e in summary["eval"]] == checkpoint["eval_points_done"]
+    # Its spend is the log's as of that checkpoint; at a stop, the entry point's summary is the log's now.
+    stopped = runner.write_summary("interrupted", "Ctrl-C")
+    assert stopped["training"] == checkpoint["totals"] and stopped["status_reason"] == "Ctrl-C"
+    logged = sum(r["spent_usd"] for r in read_jsonl(tmp_path / "llm_calls.jsonl"))
+    assert stopped["spent_usd"] == pytest.approx(logged) and logged > summary["spent_usd"] > 0
+    assert runner.spend_text() == f"spent {usd(stopped['spent_usd'])}"
+
+
+def test_a_stop_before_the_loop_started_keeps_the_stored_totals_and_updates_the_spend(tmp_path):
+    """A resume that fails before its loop exists (a benchmark that does not start): summary.json
+    keeps what the earlier process wrote, with the new status and the log's spend."""
+    from speedrunner.core.runtime.loop import mark_run_status
+
+    earlier = {"status": "running", "training": {"episodes": 4, "cost_usd": 0.2}, "spent_usd": 0.25,
+               "spending": {"spent_usd": 0.25, "max_cost_usd": 1.0}}
+    (tmp_path / "summary.json").write_text(json.dumps(earlier))
+    (tmp_path / "llm_calls.jsonl").write_text("".join(
+        json.dumps({"model": "m", "spent_usd": s, "error": None}) + "\n" for s in (0.25, 0.125)))
+    mark_run_status(tmp_path, "failed", "the env server did not start")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["status_reason"] == "the env server did not start"
+    assert summary["training"] == earlier["training"] and summary["ended_at"]
+    assert summary["spent_usd"] == summary["spending"]["spent_usd"] == 0.375

@@ -16,8 +16,10 @@ A call refused by either raises :class:`BudgetReached`; from then on every furth
 process is refused too, so the run stops promptly and cleanly (exit code 3, status
 ``budget_reached``), and ``--resume`` with a higher cap continues it exactly.
 
-"Spent so far" on a resume is what ``llm_calls.jsonl`` says was spent plus the worst case of
-calls that were in flight when an earlier process was killed (they may have been billed).
+What counts against the cap on a resume is what ``llm_calls.jsonl`` says was spent plus the
+worst case of calls that were in flight when an earlier process was killed (they may have been
+billed). What the run *shows* as spent is the log's figure alone (``core.llm.spent``); the
+in-flight worst cases are shown beside it, never added in.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from speedrunner.core.atomic import atomic_write_json, iter_jsonl
 from speedrunner.core.interrupt import RunInterrupted
+from speedrunner.core.llm.spent import usd
 
 if TYPE_CHECKING:
     from speedrunner.core.config.schema import RunConfig
@@ -73,13 +76,31 @@ class BudgetReached(RunInterrupted):
 
     def __init__(self, *, scope: str, cap: float, spent: float, in_flight: float, this_call: float) -> None:
         self.scope, self.cap, self.spent, self.in_flight, self.this_call = scope, cap, spent, in_flight, this_call
-        super().__init__(
-            f"{scope} spending cap ${cap:.4f} reached: spent ${spent:.4f}, calls in flight may cost up to "
-            f"${in_flight:.4f}, and the next call up to ${this_call:.4f}")
+        super().__init__(self._decision())
 
     @property
     def exit_code(self) -> int:
         return BUDGET_EXIT_CODE
+
+    def _decision(self) -> str:
+        """Why the call was refused, in the figures the check used at that moment. A run's own
+        spend is not named here: calls in flight then finish after it (see :meth:`stopped`)."""
+        if self.scope == "sweep":
+            return (f"sweep spending cap {usd(self.cap)} reached: the sweep's runs together spent "
+                    f"{usd(self.spent)}, calls in flight may cost up to {usd(self.in_flight)}, and the "
+                    f"next call up to {usd(self.this_call)}")
+        left = max(0.0, self.cap - self.spent - self.in_flight)
+        return (f"run spending cap {usd(self.cap)} reached: the next call could cost up to "
+                f"{usd(self.this_call)}, more than the {usd(left)} the cap had left (calls in "
+                "flight counted at their worst case)")
+
+    def stopped(self, spent: float | None, in_flight: float | None) -> str:
+        """How the stop reads once the run has stopped: the run's spend (``core.llm.spent``) and
+        the worst case of its calls still on the wire then, apart."""
+        text = f"{self._decision()}. The run spent {usd(spent)}"
+        if in_flight:
+            text += f"; up to {usd(in_flight)} more was in flight when the cap stopped the run"
+        return text
 
 
 @dataclass
@@ -100,7 +121,10 @@ class SpendCap:
 
     cap: float | None
     spent: float = 0.0
-    """Spent so far on this run (earlier processes included)."""
+    """Billed cost of this run's completed calls (earlier processes included)."""
+    lost: float = 0.0
+    """Worst case of the calls earlier processes left in flight at a kill (they may have been
+    billed): counted against the cap, never shown as spent."""
     ledger: SweepLedger | None = None
     reached: BudgetReached | None = None
     """Set by the first refused call; every later call is refused too."""
@@ -116,8 +140,8 @@ class SpendCap:
         with self._lock:
             if self.reached is not None:
                 raise self._again()
-            if self.cap is not None and self.spent + self._in_flight + max_usd > self.cap + _EPS:
-                self.reached = BudgetReached(scope="run", cap=self.cap, spent=self.spent,
+            if self.cap is not None and self.spent + self.lost + self._in_flight + max_usd > self.cap + _EPS:
+                self.reached = BudgetReached(scope="run", cap=self.cap, spent=self.spent + self.lost,
                                              in_flight=self._in_flight, this_call=max_usd)
                 raise self.reached
             ledger_id = None
@@ -147,21 +171,22 @@ class SpendCap:
             self.spent += cost_usd
 
     def snapshot(self) -> dict[str, Any]:
-        """For summary.json, metrics and the progress line."""
+        """The cap's side of summary.json's ``spending`` (the spend itself is the log's)."""
         with self._lock:
-            out: dict[str, Any] = {"max_cost_usd": self.cap, "spent_usd": round(self.spent, 6),
-                                   "reached": self.reached is not None}
+            out: dict[str, Any] = {"max_cost_usd": self.cap, "reached": self.reached is not None,
+                                   # calls hold their worst case only under a cap
+                                   "in_flight_usd": round(self._in_flight, 6) if self.active else None}
             if self.ledger is not None:
                 out["sweep_max_cost_usd"] = self.ledger.cap
             return out
 
-    def describe(self) -> str:
-        """For the progress line: e.g. ``spent $0.41 of cap $5.00 (sweep: $3.20 of $20.00)``."""
-        with self._lock:
-            parts = [f"spent ${self.spent:.4f}" + (f" of cap ${self.cap:.2f}" if self.cap is not None else "")]
+    def describe(self, spent: float | None) -> str:
+        """For the progress line: e.g. ``spent $0.4100 of cap $5.0000 (sweep: $3.2000 of $20.0000)``;
+        ``spent`` is the run's spend (``core.llm.spent``)."""
+        text = f"spent {usd(spent)}" + (f" of cap {usd(self.cap)}" if self.cap is not None else "")
         if self.ledger is not None:
-            parts.append(f"sweep: ${self.ledger.total():.4f} of ${self.ledger.cap:.2f}")
-        return " (".join(parts) + (")" if len(parts) > 1 else "")
+            text += f" (sweep: {usd(self.ledger.total())} of {usd(self.ledger.cap)})"
+        return text
 
     def _again(self) -> BudgetReached:
         r = self.reached
@@ -288,11 +313,12 @@ def spend_cap(config: RunConfig, run_id: str, cache_path: Path, calls_path: Path
     from speedrunner.core.llm.journal import unaccounted
 
     lost = unaccounted(cache_path, run_id).get("max_usd")
-    spent = spent_in_log(calls_path) + (float(lost) if isinstance(lost, int | float) else 0.0)
+    spent = spent_in_log(calls_path)
+    earlier = float(lost) if isinstance(lost, int | float) else 0.0
     ledger = SweepLedger.from_env(run_id)
     if ledger is not None:
-        ledger.register(spent)
-    return SpendCap(config.run.max_cost_usd, spent=spent, ledger=ledger)
+        ledger.register(spent + earlier)
+    return SpendCap(config.run.max_cost_usd, spent=spent, lost=earlier, ledger=ledger)
 
 
 def require_prices(config: RunConfig) -> None:

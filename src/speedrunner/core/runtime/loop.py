@@ -27,14 +27,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from speedrunner.core.answer_counts import actor_turn_counts, format_counts, not_acting_warning
+from speedrunner.core.answer_counts import actor_turn_counts, not_acting_warning
 from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import RunInterrupted
-from speedrunner.core.llm.budget import SpendCap
+from speedrunner.core.llm.budget import BudgetReached, SpendCap
 from speedrunner.core.llm.journal import unaccounted
+from speedrunner.core.llm.spent import CallLogTotals, usd
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
 from speedrunner.core.runtime import skill_metrics
@@ -54,6 +55,7 @@ from speedrunner.core.runtime.checkpoint import (
 from speedrunner.core.runtime.episode import EpisodeContext, call_prefix, run_episode
 from speedrunner.core.runtime.progress import ProgressReporter
 from speedrunner.core.runtime.speedrun import SpeedrunTracker
+from speedrunner.core.runtime.stored_counts import FormatCounter
 from speedrunner.core.runtime.trajectory import (
     Trajectory,
     episode_path,
@@ -190,12 +192,18 @@ class Runner:
         """Called after every checkpoint (experiment tracking follows the run's files from there)."""
         self._process_started = time.monotonic()
         self._elapsed_before = 0.0  # real time of earlier processes on this run (from the checkpoint)
+        self._calls = CallLogTotals(run_dir / CALLS_FILE)
+        """The run's spend and calls, read from its log as it grows (``core.llm.spent``)."""
+        self._stored: Checkpoint | None = None
+        """The checkpoint as last stored (or resumed from): what every summary.json reports."""
+        self._formats = FormatCounter(run_dir)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> RunResult:
         run = self.config.run
         checkpoint = self._resume_point()
-        self._write_summary(checkpoint, status="running")
+        self._stored = checkpoint.model_copy(deep=True)
+        self.write_summary("running")
         start_run = getattr(self.benchmark, "start_run", None)
         if start_run is not None:
             start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}",
@@ -206,7 +214,7 @@ class Runner:
             run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
             version=checkpoint.knowledge_version, metric=metric,
             metric_sum=sum(float(r[metric]) for r in read_jsonl(self.run_dir / METRICS_FILE)),
-            spend=self.spend_cap.describe if self.spend_cap is not None and self.spend_cap.active else None)
+            spend=self.spend_text)
         try:
             for batch in range(checkpoint.completed_batches, batches):
                 start = batch * run.sleep_every
@@ -218,19 +226,18 @@ class Runner:
                 train_batch = getattr(self.method, "train_batch", None)  # its own training phase (Voyager)
                 trajectories = self._play(specs, knowledge, None, progress) if train_batch is None else train_batch(
                     specs, TrainingContext(self.pool.env, self.budget, self._stop, lambda t: progress.training_episode(
-                        t.success, t.progress, t.cost_usd, index=t.index, actor=actor_turns(t))))
+                        t.success, t.progress, index=t.index, actor=actor_turns(t))))
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 self._prepare_sandboxes(batch, knowledge)
                 result = self.method.sleep(trajectories, batch_index=batch)
-                progress.sleep_cost(_sum_cost([c.cost_usd for c in result.completions]))
                 self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started, knowledge)
                 progress.batch_finished(result.knowledge.version)
             self._maybe_evaluate(run.rollouts, checkpoint, progress, final=True)
         finally:
             progress.close()
             self.pool.close()
-        summary = self._write_summary(checkpoint, status="finished")
+        summary = self.write_summary("finished")
         if summary.get("actor_warning"):
             print(f"WARNING: {summary['actor_warning']}", file=sys.stderr, flush=True)
         return RunResult(self.run_dir, checkpoint, summary)
@@ -288,7 +295,7 @@ class Runner:
             trajectory = self._play_one(spec, ctx)
             save_trajectory(self.run_dir, trajectory)
             if progress is not None and eval_point is None:  # display only: completion order is fine
-                progress.training_episode(trajectory.success, trajectory.progress, trajectory.cost_usd,
+                progress.training_episode(trajectory.success, trajectory.progress,
                                           index=trajectory.index, actor=actor_turns(trajectory))
             return trajectory
 
@@ -308,7 +315,7 @@ class Runner:
         if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
             for index in sorted(set(results) - set(futures)):
                 t = results[index]
-                progress.training_episode(t.success, t.progress, t.cost_usd, index=t.index, actor=actor_turns(t))
+                progress.training_episode(t.success, t.progress, index=t.index, actor=actor_turns(t))
         return [results[spec.index] for spec in specs]
 
     def _play_one(self, spec: EpisodeSpec, ctx: EpisodeContext) -> Trajectory:
@@ -422,8 +429,12 @@ class Runner:
         after the batch's sleep, so every row of a batch carries the same figures."""
         if self.spend_cap is None:
             return {}
-        snap = self.spend_cap.snapshot()
-        return {"run_spent_usd": snap["spent_usd"], "max_cost_usd": snap["max_cost_usd"]}
+        return {"run_spent_usd": self._calls.read().spent_usd, "max_cost_usd": self.spend_cap.cap}
+
+    def spend_text(self) -> str:
+        """The progress line's money: the run's spend, against its caps when set."""
+        spent = self._calls.read().spent_usd
+        return f"spent {usd(spent)}" if self.spend_cap is None else self.spend_cap.describe(spent)
 
     def _elapsed(self) -> float:
         """Real time on this run: earlier processes (to their last checkpoint) plus this one."""
@@ -432,40 +443,65 @@ class Runner:
     def _save(self, checkpoint: Checkpoint) -> None:
         checkpoint.elapsed_s = round(self._elapsed(), 3)
         save_checkpoint(self.run_dir, checkpoint)
+        self._stored = checkpoint.model_copy(deep=True)
+        self.write_summary("running")
         if self.after_save is not None:
             self.after_save(checkpoint)
 
-    def _write_summary(self, checkpoint: Checkpoint, *, status: RunStatus) -> dict[str, Any]:
-        """summary.json: written when the run starts (``running``) and when it finishes."""
-        evals = read_jsonl(self.run_dir / EVAL_FILE)
-        if status == "finished":
+    @property
+    def started(self) -> bool:
+        """``run`` has loaded the checkpoint: :meth:`summary` can be built."""
+        return self._stored is not None
+
+    def write_summary(self, status: RunStatus, reason: str | None = None, *,
+                      budget: BudgetReached | None = None) -> dict[str, Any]:
+        """Build summary.json (:meth:`summary`) and write it; returns what it wrote."""
+        summary = self.summary(status, reason, budget=budget)
+        atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
+        return summary
+
+    def summary(self, status: RunStatus, reason: str | None = None, *,
+                budget: BudgetReached | None = None) -> dict[str, Any]:
+        """summary.json, from what the run stored: the last checkpoint's totals and evaluations,
+        the call log's spend, the spending cap. Written when the run starts, after every
+        checkpoint and at every stop, so it is true whenever the run ends (a SIGKILL leaves the
+        last checkpoint's). A budget stop's reason names the spend this summary holds."""
+        checkpoint = self._stored
+        assert checkpoint is not None, "summary() before run() loaded the checkpoint"
+        evals = read_jsonl(self.run_dir / EVAL_FILE)[:checkpoint.eval_rows]
+        finished = status == "finished"
+        if finished:
             self.speedrun.finish(checkpoint, evals)
+        spent = self._calls.read().spent_usd
+        cap = None if self.spend_cap is None else self.spend_cap.snapshot()
+        if budget is not None:
+            reason = budget.stopped(spent, None if cap is None else cap["in_flight_usd"])
         summary = {
             "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,
             "task_set": self.config.benchmark.task_set, "seed": self.config.run.seed,
             "model": self.config.model.name, "scripted": self.scripted,
             "note": "SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
-            "status": status, "status_reason": None,
-            "started_at": checkpoint.started_at, "ended_at": _now() if status == "finished" else None,
-            "elapsed_s": round(self._elapsed(), 3),
+            "status": status, "status_reason": reason,
+            "started_at": checkpoint.started_at, "ended_at": None if status == "running" else _now(),
+            "elapsed_s": round(self._elapsed(), 3) if finished else checkpoint.elapsed_s,
+            "spent_usd": spent,
             "training": checkpoint.totals.model_dump(),
             "knowledge_version": checkpoint.knowledge_version,
             "eval": [{k: e.get(k) for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd",
                                             "benchmark_metrics")} for e in evals],
-            "final_eval": None if not evals or status != "finished"
+            "final_eval": None if not evals or not finished
             else {k: v for k, v in evals[-1].items() if k != "per_episode"},
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
-            "spending": None if self.spend_cap is None else self.spend_cap.snapshot(),
+            "spending": None if cap is None else {"spent_usd": spent, **cap},
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
-            "format": (answers := format_counts(self.run_dir)),
+            "format": (answers := self._formats.counts()),
             "actor_warning": not_acting_warning(answers.get("actor")),
-            "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)),
+            "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)[:checkpoint.metrics_rows]),
             "eval_cap_hits": sum_skill_hits(e.get("cap_hits") or {} for e in evals),
             **sandbox_summary(self.skill_support),
             "sandbox_violations": count_violations(self.run_dir),
         }
-        atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
         return summary
 
 
@@ -489,21 +525,22 @@ def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:
             "mean_over_tasks": sum(rates.values()) / len(rates)}
 
 
-def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None,
-                    spending: dict[str, Any] | None = None) -> None:
-    """Record how a run ended (``interrupted`` or ``failed`` with the reason) in summary.json.
-
-    Called by the entry point after the loop was left by an exception. The elapsed time of
-    this process is not known here; ``elapsed_s`` stays as of the last checkpoint.
-    """
+def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None) -> None:
+    """Record how a run ended when it stopped before its ``Runner`` existed (e.g. a benchmark
+    that failed to start on a resume): summary.json keeps the totals an earlier process wrote
+    at its last checkpoint or stop; the status and the spend (read from the log) are brought up
+    to date. Once a ``Runner`` exists, ``Runner.write_summary`` records every stop instead."""
     path = run_dir / SUMMARY_FILE
     try:
         summary = json.loads(path.read_text("utf-8")) if path.exists() else {"run_id": run_dir.name}
     except (json.JSONDecodeError, UnicodeDecodeError):
         summary = {"run_id": run_dir.name}
-    summary.update(status=status, status_reason=reason, ended_at=_now())
-    if spending is not None:
-        summary["spending"] = spending
+    if not isinstance(summary, dict):
+        summary = {"run_id": run_dir.name}
+    spent = CallLogTotals(run_dir / CALLS_FILE).read().spent_usd
+    summary.update(status=status, status_reason=reason, ended_at=_now(), spent_usd=spent)
+    if isinstance(summary.get("spending"), dict):
+        summary["spending"]["spent_usd"] = spent
     atomic_write_json(path, summary)
 
 

@@ -1,4 +1,4 @@
-"""Progress display while a run works: episodes, the run's metric, cost, knowledge, ETA.
+"""Progress display while a run works: episodes, the run's metric, spend, knowledge, ETA.
 
 On a terminal it is a live rich progress bar; elsewhere (CI, logs) one line per event. Both
 go to stdout (warnings and errors go to stderr). The metric shown is the one the run is
@@ -7,7 +7,9 @@ The ETA appears once a whole batch (wake and sleep) has run in this process, and
 training time only, so evaluation and start-up do not inflate it. Scripted runs say so on
 every line (``[scripted]``: short, so an 80-column line keeps its content): their numbers
 come from no LLM. On a terminal each phase ("eval at rollout 4: ...") is printed as a line of
-its own above the bar, whose text is only the run's standing, so neither is cut.
+its own above the bar, whose text is only the run's standing, so neither is cut. The money
+shown is the run's spend (``core.llm.spent``: every call so far, training, sleep and
+evaluation), the same figure summary.json and the run's last line give.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ class ProgressReporter:
     def __init__(self, total_episodes: int, *, scripted: bool, totals: Totals | None = None,
                  version: int = 0, metric: str = "success", metric_sum: float | None = None,
                  console: Console | None = None, spend: Callable[[], str] | None = None) -> None:
-        """``totals`` carries the counts of a resumed run forward (episodes, successes, cost);
+        """``totals`` carries the counts of a resumed run forward (episodes, successes);
         ``metric_sum`` the sum of ``metric`` over its finished episodes (default: successes);
-        ``spend`` says the money spent against the spending cap (shown when a cap is set)."""
+        ``spend`` says the run's spend (and its caps), e.g. ``spent $0.0123 of cap $5.0000``."""
         totals = totals or Totals()
         self.spend = spend
         self.console = console or Console()
@@ -39,7 +41,6 @@ class ProgressReporter:
         self.done = totals.episodes
         self.metric = metric
         self.metric_sum = float(totals.successes if metric_sum is None else metric_sum)
-        self.cost: float | None = totals.cost_usd
         self.version = version
         self.tag = SCRIPTED_TAG if scripted else ""
         self._lock = threading.Lock()
@@ -79,7 +80,7 @@ class ProgressReporter:
         else:
             print(f"{self.tag}{text}", flush=True)
 
-    def training_episode(self, success: bool, progress: float, cost: float | None, *,
+    def training_episode(self, success: bool, progress: float, *,
                          index: int | None = None, actor: dict[str, int] | None = None) -> None:
         """A training episode finished. Episodes of a batch finish in any order, so the line
         counts episodes *done* and names the finished one by its index, never as "episode n"."""
@@ -90,7 +91,6 @@ class ProgressReporter:
                 self.actor_turns += actor.get("turns", 0)
                 self.actor_acted += actor.get("acted", 0) + actor.get("skill_calls", 0)
             self.metric_sum += float(progress if self.metric == "progress" else success)
-            self.cost = None if self.cost is None or cost is None else self.cost + cost
             outcome = "success" if success else f"progress {progress:.2f}" if self.metric == "progress" else "failure"
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, description=self._standing())
@@ -98,10 +98,6 @@ class ProgressReporter:
                 which = f"episode {index}: {outcome}" if index is not None else outcome
                 print(f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}{self._eta()}",
                       flush=True)
-
-    def sleep_cost(self, cost: float | None) -> None:
-        """Add a sleep phase's cost to the running total (unknown stays unknown)."""
-        self.cost = None if self.cost is None or cost is None else self.cost + cost
 
     def close(self) -> None:
         if self._progress is not None:
@@ -112,12 +108,11 @@ class ProgressReporter:
         return f"{self.tag}{phase} | {self._standing(tag=False)}"
 
     def _standing(self, *, tag: bool = True) -> str:
-        """The run's metric so far, its cost and knowledge version (the live bar's text)."""
-        cost = "unknown" if self.cost is None else f"${self.cost:.4f}"
+        """The run's metric so far, its spend and knowledge version (the live bar's text)."""
         value = f"{self.metric_sum / self.done:.0%}" if self.done else "-"
         spend = f" | {self.spend()}" if self.spend is not None else ""
         acted = f" | env acted {self.actor_acted}/{self.actor_turns} turns" if self.actor_turns else ""
-        return f"{self.tag if tag else ''}{self.metric} {value}{acted} | cost {cost}{spend} | knowledge v{self.version}"
+        return f"{self.tag if tag else ''}{self.metric} {value}{acted}{spend} | knowledge v{self.version}"
 
     def _eta(self) -> str:
         """Remaining training time from this process's finished batches (none before the first)."""

@@ -1,9 +1,10 @@
-"""The one line every run ends with: episodes, success, LLM calls, tokens, cost, wall time.
+"""The one line every run ends with: episodes, success, LLM calls, tokens, spend, wall time.
 
 It is read from what the run stored (``checkpoint.json``, ``summary.json``,
 ``llm_calls.jsonl``), not from the process's memory, so a run that was resumed, stopped or
-failed reports its whole history the same way. A cost that cannot be computed says why and
-how to fix it instead of a bare "unknown".
+failed reports its whole history the same way. The spend is summary.json's ``spent_usd``
+(``core.llm.spent``), so the line, the file and a budget message show one figure. A spend
+that cannot be computed says why and how to fix it instead of a bare "unknown".
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.config.schema import ModelConfig, RunConfig
+from speedrunner.core.llm.spent import CallLogTotals, usd
 from speedrunner.core.runtime.checkpoint import CHECKPOINT_FILE
 
 CALLS_FILE = "llm_calls.jsonl"
@@ -54,10 +55,12 @@ def _unknown_cost_reason(models: list[str], config: RunConfig) -> str:
     return "; ".join(parts)
 
 
-def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished") -> str:
-    """``run_dir``'s totals in one line; ``status`` says how this process ended it."""
+def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished",
+                 summary: dict[str, Any] | None = None) -> str:
+    """``run_dir``'s totals in one line; ``status`` says how this process ended it. ``summary``
+    is the summary.json just built (default: the file), whose ``spent_usd`` the line shows."""
     checkpoint = _read_json(run_dir / CHECKPOINT_FILE)
-    summary = _read_json(run_dir / SUMMARY_FILE)
+    summary = _read_json(run_dir / SUMMARY_FILE) if summary is None else summary
     totals = checkpoint.get("totals") or {}
     episodes = int(totals.get("episodes") or 0)
     successes = int(totals.get("successes") or 0)
@@ -66,23 +69,20 @@ def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished") 
     if final.get("success_mean") is not None:
         success += f", final eval success {final['success_mean']:.3f}"
 
-    calls = [r for r in read_jsonl(run_dir / CALLS_FILE) if isinstance(r, dict) and r.get("error") is None]
-    usage = [r.get("usage") or {} for r in calls]
-    tokens_in = sum(int(u.get("input_uncached", 0)) + int(u.get("input_cached", 0)) for u in usage)
-    tokens_out = sum(int(u.get("output", 0)) for u in usage)
-    unpriced = list(dict.fromkeys(str(r.get("model")) for r in calls
-                                  if r.get("spent_usd") is None and not r.get("scripted")))
-    if calls and all(r.get("scripted") for r in calls):
-        cost = "cost $0 (the scripted model, not an LLM)"
-    elif unpriced:
-        cost = f"cost unknown ({_unknown_cost_reason(unpriced, config)})"
+    calls = CallLogTotals(run_dir / CALLS_FILE).read()
+    spent = summary.get("spent_usd", calls.spent_usd)  # older runs' summaries have none: the log
+    spent = spent if isinstance(spent, int | float) and not isinstance(spent, bool) else None
+    if calls.calls and calls.scripted == calls.calls:
+        cost = "spent $0 (the scripted model, not an LLM)"
+    elif spent is None:
+        cost = "spent unknown" + (f" ({_unknown_cost_reason(list(calls.unpriced), config)})" if calls.unpriced else "")
     else:
-        spent = sum(float(r.get("spent_usd") or 0.0) for r in calls)
-        replays = sum(1 for r in calls if r.get("cache_hit"))
-        cost = f"cost ${spent:.4f}" + (f" ({replays} replayed from the cache, not paid again)" if replays else "")
+        replays = calls.replays
+        cost = f"spent {usd(spent)}" + (f" ({replays} replayed from the cache, not paid again)" if replays else "")
 
     elapsed = float(checkpoint.get("elapsed_s") or summary.get("elapsed_s") or 0.0)
     ended = "" if status == "finished" else f" [{status}]"
-    return (f"run summary{ended}: {episodes} training episodes, {success} | {len(calls)} LLM calls, "
+    tokens_in, tokens_out = calls.tokens_in, calls.tokens_out
+    return (f"run summary{ended}: {episodes} training episodes, {success} | {calls.calls} LLM calls, "
             f"{_count(tokens_in + tokens_out)} tokens ({_count(tokens_in)} in, {_count(tokens_out)} out) | "
             f"{cost} | wall time {elapsed:.0f} s")
