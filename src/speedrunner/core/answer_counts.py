@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COUNT_KEYS", "EFFECT_KEYS", "acted_share", "actor_turn_counts", "format_counts", "not_acting_warning",
+__all__ = ["COUNT_KEYS", "EFFECT_KEYS", "FormatCounter", "acted_share", "actor_turn_counts", "not_acting_warning",
            "step_effect"]
 
 EFFECT_KEYS = ("acted", "refused", "skill_calls")
@@ -26,6 +26,8 @@ COUNT_KEYS = ("turns", "ok", "repaired", "lost", "truncated", "dropped_calls", *
 meaning could be read from the answer's form; ``truncated``: cut at ``max_tokens``
 (``finish_reason`` ``length``); ``dropped_calls``: tool calls written after a turn's first
 one, which never ran (the turn itself counts as ``repaired``); then :data:`EFFECT_KEYS`."""
+Counts = dict[str, dict[str, int]]
+"""Role -> ``COUNT_KEYS`` counts."""
 NOT_ACTING = 0.5
 """Below this share of actor turns that made the env act (or called a skill), a run says so."""
 
@@ -73,38 +75,61 @@ def not_acting_warning(counts: dict[str, int] | None) -> str | None:
             "the prompt, the parser or the model before spending more")
 
 
-def format_counts(run_dir: Path) -> dict[str, dict[str, int]]:
-    """Role -> counts (``COUNT_KEYS``) over every stored episode and sleep record of the run."""
-    totals: dict[str, dict[str, int]] = {}
+class FormatCounter:
+    """Role -> ``COUNT_KEYS`` counts over a run's stored episodes and sleep (and Voyager
+    iteration) records. summary.json is rewritten after every checkpoint, so a record already
+    counted (same size and modification time: records are written once, atomically) is not
+    read again."""
 
-    def add(role: str, counts: dict[str, Any]) -> None:
-        row = totals.setdefault(role, dict.fromkeys(COUNT_KEYS, 0))
-        for key in COUNT_KEYS:
-            value = counts.get(key, 0)
-            row[key] += value if isinstance(value, int) and not isinstance(value, bool) else 0
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._seen: dict[Path, tuple[tuple[int, int], Counts]] = {}
 
-    for path in sorted((run_dir / "episodes").rglob("*.json")):
-        row = actor_turn_counts(_read(path).get("steps") or [])
-        if row["turns"]:
-            add("actor", row)
-    records = [*sorted((run_dir / "sleep").rglob("*.json")), *sorted((run_dir / "voyager" / "iterations").rglob("*.json"))]
-    for path in records:
-        record = _read(path).get("format")
-        if isinstance(record, dict):
-            for role, counts in record.items():
-                if isinstance(counts, dict):
-                    add(str(role), counts)
-    for role, row in totals.items():
-        if role != "actor":  # sleep records count no "ok" and no effect: derive the one, drop the other
-            row["ok"] = max(0, row["turns"] - row["repaired"] - row["lost"])
-            for key in EFFECT_KEYS:
-                row.pop(key, None)
-    return dict(sorted(totals.items()))
+    def counts(self) -> Counts:
+        files = [(p, "actor") for p in sorted((self.run_dir / "episodes").rglob("*.json"))]
+        files += [(p, "records") for p in (*sorted((self.run_dir / "sleep").rglob("*.json")),
+                                           *sorted((self.run_dir / "voyager" / "iterations").rglob("*.json")))]
+        seen: dict[Path, tuple[tuple[int, int], Counts]] = {}
+        for path, kind in files:
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            stamp = (st.st_size, st.st_mtime_ns)
+            known = self._seen.get(path)
+            seen[path] = known if known is not None and known[0] == stamp else (stamp, _file_counts(path, kind))
+        self._seen = seen  # files that went away (a quarantined episode) no longer count
+        totals: Counts = {}
+        for _, counts in seen.values():
+            for role, row in counts.items():
+                total = totals.setdefault(role, dict.fromkeys(COUNT_KEYS, 0))
+                for key in COUNT_KEYS:
+                    total[key] += row.get(key, 0)
+        for role, row in totals.items():
+            if role != "actor":  # sleep records count no "ok" and no effect: derive the one, drop the other
+                row["ok"] = max(0, row["turns"] - row["repaired"] - row["lost"])
+                for key in EFFECT_KEYS:
+                    row.pop(key, None)
+        return dict(sorted(totals.items()))
+
+
+def _file_counts(path: Path, kind: str) -> Counts:
+    data = _read(path)
+    if kind == "actor":
+        row = actor_turn_counts(data.get("steps") or [])
+        return {"actor": row} if row["turns"] else {}
+    record = data.get("format")
+    if not isinstance(record, dict):
+        return {}
+    return {str(role): {key: value for key in COUNT_KEYS
+                        if isinstance(value := counts.get(key, 0), int) and not isinstance(value, bool)}
+            for role, counts in record.items() if isinstance(counts, dict)}
 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return {}  # written atomically; a damaged file is another module's report to make
     return data if isinstance(data, dict) else {}

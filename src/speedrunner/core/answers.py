@@ -269,7 +269,7 @@ class FormatTally:
     (``repaired``), how many yielded no meaning because of their form (``lost``), how many
     were cut at ``max_tokens`` (``truncated``), and how many tool calls were written after a
     turn's first one and so never ran (``dropped_calls``). A method stores :meth:`record` in
-    its sleep record; ``core.answer_counts.format_counts`` sums a run's records for
+    its sleep record; ``core.answer_counts.FormatCounter`` sums a run's records for
     ``summary.json``."""
 
     role: str

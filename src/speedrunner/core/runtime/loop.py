@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from speedrunner.core.answer_counts import actor_turn_counts, not_acting_warning
+from speedrunner.core.answer_counts import FormatCounter, actor_turn_counts, not_acting_warning
 from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
@@ -55,7 +55,6 @@ from speedrunner.core.runtime.checkpoint import (
 from speedrunner.core.runtime.episode import EpisodeContext, call_prefix, run_episode
 from speedrunner.core.runtime.progress import ProgressReporter
 from speedrunner.core.runtime.speedrun import SpeedrunTracker
-from speedrunner.core.runtime.stored_counts import FormatCounter
 from speedrunner.core.runtime.trajectory import (
     Trajectory,
     episode_path,
