@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.atomic import read_jsonl
+from speedrunner.core.llm.spent import usd
 from speedrunner.core.reporting.experiments import Settings, settings_of
 from speedrunner.core.rundir import implied_provider
 from speedrunner.errors import ReportInputError
@@ -112,17 +113,17 @@ class RunData:
 
     @property
     def spending(self) -> str | None:
-        """Money spent against the spending cap (``summary.json``), e.g. ``spent $0.41 of cap $5.00``;
+        """Money spent against the spending cap (``summary.json``), e.g. ``spent $0.4100 of cap $5.0000``;
         None when the run had no cap."""
         s = self.summary.get("spending")
         if not isinstance(s, dict) or (s.get("max_cost_usd") is None and s.get("sweep_max_cost_usd") is None):
             return None
-        spent = s.get("spent_usd")
-        text = f"spent ${float(spent):.4f}" if isinstance(spent, int | float) else "spent unknown"
+        spent = self.summary.get("spent_usd")
+        text = "spent " + usd(float(spent) if isinstance(spent, int | float) else None)
         if isinstance(s.get("max_cost_usd"), int | float):
-            text += f" of cap ${float(s['max_cost_usd']):.2f}"
+            text += f" of cap {usd(float(s['max_cost_usd']))}"
         if isinstance(s.get("sweep_max_cost_usd"), int | float):
-            text += f" (sweep cap ${float(s['sweep_max_cost_usd']):.2f})"
+            text += f" (sweep cap {usd(float(s['sweep_max_cost_usd']))})"
         return text
 
     @cached_property
