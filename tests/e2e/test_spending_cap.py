@@ -146,7 +146,8 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
     from speedrunner.core.reporting import build_report
 
     report = build_report([run_dir], tmp_path / "report")
-    assert "of cap $1.00" in (report.out / "report.md").read_text()
+    spent = json.loads((run_dir / "summary.json").read_text())["spent_usd"]
+    assert f"spent ${spent:.4f} of cap $1.0000" in (report.out / "report.md").read_text()  # the run's one figure
 
 
 def test_a_cap_needs_prices(tmp_path):
