@@ -2,9 +2,11 @@
 
 Arguments are dotted ``key=value`` pairs under ``deploy.``: every field of
 ``ServerSettings`` (host, port, episode_ttl_s, max_episodes, max_episodes_per_owner,
-max_owners, owner_ttl_s, reserved_episodes_per_owner, max_body_bytes, read_timeout_s,
-first_byte_timeout_s, request_timeout_s, max_connections, verbose);
-``--help`` lists them with their defaults. Works from a plain repo checkout: if ``speedrunner``
+max_body_bytes, read_timeout_s, first_byte_timeout_s, request_timeout_s, max_connections,
+max_requests_per_connection, max_connection_age_s, verbose); ``--help`` lists them with their
+defaults. The server serves only you: it writes its token to ``babyai-server-<port>.token``
+(mode 0600) in your runtime directory, where the runs you start find it (it says where on
+stderr; the token itself is never printed). ``SPEEDRUNNER_BABYAI_TOKEN`` sets the token instead. Works from a plain repo checkout: if ``speedrunner``
 is not importable, the checkout's ``src`` directory is put on ``sys.path`` first.
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -39,10 +40,21 @@ def test_help_lists_keys() -> None:
     assert result.returncode == 0 and "deploy.episode_ttl_s" in result.stdout
 
 
-def test_deploy_serves_on_the_given_port() -> None:
+def test_deploy_serves_on_the_given_port_to_its_user_only(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The user's command keeps working, and the server it starts writes its token (mode 0600)
+    where the runs the user starts find it; a request without it gets 401. Stopping the server
+    removes the file, and the token is never printed."""
+    from speedrunner.benchmarks.babyai import auth
+    from speedrunner.benchmarks.babyai.benchmark import BabyAIBenchmark
+    from speedrunner.benchmarks.babyai.config import BabyAIConfig
+
+    runtime = tmp_path / "runtime"
+    monkeypatch.setenv(auth.RUNTIME_DIR_ENV, str(runtime))  # for the server (its environment) and for us
+    monkeypatch.delenv(auth.TOKEN_ENV, raising=False)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    token_file = runtime / f"babyai-server-{port}.token"
     proc = subprocess.Popen([sys.executable, str(DEPLOY), f"deploy.port={port}",
                              "deploy.max_episodes=3", "deploy.episode_ttl_s=60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -52,12 +64,23 @@ def test_deploy_serves_on_the_given_port() -> None:
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
                 conn.request("GET", "/health")
-                health = json.loads(conn.getresponse().read())
+                response = conn.getresponse()
+                health = response.status, json.loads(response.read())
                 conn.close()
             except OSError:
                 time.sleep(0.05)
-        assert health is not None and health["service"] == "babyai-text"
+        assert health is not None and health[0] == 401 and health[1]["service"] == "babyai-text"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        config = BabyAIConfig(server_url=f"http://127.0.0.1:{port}", autostart_server=False)
+        bench = BabyAIBenchmark(config, rollouts=1, eval_episodes=0)
+        env = bench.make_env()  # finds the token by port
+        assert env.reset("goto", 0).text and bench._server is None
+        env.close()
+        bench.close()
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=10)
     assert b"Sampling rejected" not in out
+    assert str(token_file).encode() in err and token.encode() not in out + err
+    assert not token_file.exists()

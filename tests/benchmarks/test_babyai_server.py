@@ -26,15 +26,21 @@ def server() -> Iterator[BabyAIServer]:
 
 
 def call(srv: BabyAIServer, method: str, path: str, body: Any = None, *,
-         raw: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+         raw: bytes | None = None, headers: dict[str, str] | None = None,
+         authorized: bool = True) -> tuple[int, dict]:
+    """One request on a connection of its own, with the server's token unless ``authorized=False``."""
     host, port = srv.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=5)
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    conn.request(method, path, body=data, headers=headers or {})
+    conn.request(method, path, body=data, headers={**(auth_header(srv) if authorized else {}), **(headers or {})})
     response = conn.getresponse()
     payload = json.loads(response.read())
     conn.close()
     return response.status, payload
+
+
+def auth_header(srv: BabyAIServer) -> dict[str, str]:
+    return {"Authorization": f"Bearer {srv.token}"}
 
 
 def new_episode(srv: BabyAIServer, task: str = "goto", seed: int = 0) -> str:
@@ -130,6 +136,7 @@ def test_missing_content_length_is_411(server: BabyAIServer) -> None:
     host, port = server.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=5)
     conn.putrequest("POST", "/episodes")
+    conn.putheader("Authorization", f"Bearer {server.token}")
     conn.endheaders()
     response = conn.getresponse()
     assert response.status == 411 and json.loads(response.read())["code"] == "length_required"

@@ -6,6 +6,9 @@ kind_for_seed`` over the configured task set), so ``env.reset(spec.task, spec.se
 replays the same episode anywhere. When the configured server URL is local and nothing
 answers, a private server subprocess is started on a free local port and stopped on
 ``close()``, at interpreter exit, or (watched by the server itself) when this process dies.
+Every server serves only its user's token holders (``auth.py``): one we start gets its token in
+its environment; one already at the URL is used with the token ``auth.find_token`` finds, and
+if it refuses us (another user's), a local URL with autostart gets a private server instead.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import contextlib
 import http.client
 import json
 import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -23,32 +25,43 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote, urlsplit
 
+from speedrunner.benchmarks.babyai import auth
 from speedrunner.benchmarks.babyai.config import BabyAIConfig
-from speedrunner.benchmarks.babyai.env import START_HINT, BabyAITextEnv, ServerConnection
+from speedrunner.benchmarks.babyai.env import (
+    START_HINT,
+    BabyAITextEnv,
+    OwnerTag,
+    ServerConnection,
+    refused,
+)
 from speedrunner.benchmarks.babyai.kinds import kind_for_seed
 from speedrunner.core.benchmark import EpisodeSpec, Split
 from speedrunner.core.seeding import episode_seed
 from speedrunner.errors import ServerUnavailableError
 
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+LOCAL_HOSTS = auth.LOCAL_HOSTS
+
+Answer = Literal["ours", "nothing", "refused"]
+"""At a URL: our server (it takes our token), nothing listening, or a BabyAI server that refuses us."""
 
 
-def probe(url: str, timeout_s: float = 1.0) -> bool:
-    """True if a BabyAI-Text server answers ``GET /health`` at ``url``; False if nothing listens.
+def answer_at(url: str, token: str | None, timeout_s: float = 1.0) -> Answer:
+    """What answers ``GET /health`` at ``url`` with ``token``.
 
-    Raises ``ServerUnavailableError`` when something *else* answers there, since starting a
-    server on that port would fail anyway.
+    Raises ``ServerUnavailableError`` when something other than a BabyAI-Text server answers
+    there, since starting a server on that port would fail anyway.
     """
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout_s)
     try:
-        conn.request("GET", parts.path.rstrip("/") + "/health")
+        conn.request("GET", parts.path.rstrip("/") + "/health", headers=auth.header(token))
         response = conn.getresponse()
         body = response.read()
     except (OSError, http.client.HTTPException):
-        return False
+        return "nothing"
     finally:
         conn.close()
     try:
@@ -61,7 +74,13 @@ def probe(url: str, timeout_s: float = 1.0) -> bool:
         raise ServerUnavailableError(
             f"something other than a BabyAI-Text server answers at {url}; free the port or "
             "point benchmark.server_url elsewhere")
-    return True
+    return "refused" if response.status == 401 else "ours"
+
+
+def probe(url: str, timeout_s: float = 1.0, token: str | None = None) -> bool:
+    """True if a BabyAI-Text server this user may use answers at ``url`` (with ``token``, else the
+    one ``auth.find_token`` finds); False if nothing listens or the server refuses us."""
+    return answer_at(url, token or auth.find_token(url), timeout_s) == "ours"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -77,6 +96,8 @@ class ServerProcess:
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self.url = f"http://{host}:{port}"
+        self.token = auth.new_token()
+        """Handed to the server in its environment (never on its command line, which every user sees)."""
         self._proc: subprocess.Popen[bytes] | None = None
         # Lives as long as the server: its stderr, shown if startup fails.
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
@@ -84,7 +105,7 @@ class ServerProcess:
     def start(self, timeout_s: float) -> None:
         """Launch and wait until ``/health`` answers; raise with the server's stderr if it dies."""
         src = str(Path(__file__).resolve().parents[3])  # works from a checkout without install
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        env = {**os.environ, auth.TOKEN_ENV: self.token, "PYTHONPATH": os.pathsep.join(
             p for p in (src, os.environ.get("PYTHONPATH")) if p)}
         cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.server", "--host", self.host,
                "--port", str(self.port), "--parent-pid", str(os.getpid())]
@@ -99,7 +120,7 @@ class ServerProcess:
                 raise ServerUnavailableError(
                     f"the BabyAI-Text server started for {self.url} exited with code "
                     f"{self._proc.returncode}:\n{err}")
-            if probe(self.url, timeout_s=1.0):
+            if probe(self.url, timeout_s=1.0, token=self.token):
                 return
             time.sleep(0.05)
         self.stop()
@@ -134,31 +155,35 @@ class ServerProcess:
 
 
 OWNER_FILE = "babyai_owner.json"
-"""In the run directory: the server-side owner of this run's episodes and its token (0600)."""
+"""In the run directory: the server-side owners of this run's episodes, the current one last (0600)."""
 
 
-def _read_owner(run_dir: Path | None) -> tuple[str, str] | None:
+def _read_owners(run_dir: Path | None) -> list[str]:
     if run_dir is None:
-        return None
+        return []
     try:
         fd = os.open(run_dir / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, encoding="utf-8") as f:
             data = json.load(f)
-        return str(data["owner"]), str(data["token"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # none yet, or unreadable: a fresh owner (leftovers then wait for the idle expiry)
+        owners = data.get("owners") or [data["owner"]]  # "owner" alone: written by an older version
+        return [str(o) for o in owners]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []  # none yet, or unreadable: a fresh owner (leftovers then wait for the idle expiry)
 
 
-def _save_owner(run_dir: Path | None, owner: str, token: str) -> None:
+def _save_owners(run_dir: Path | None, owners: list[str]) -> None:
     if run_dir is None:
         return
-    tmp = run_dir / f".{OWNER_FILE}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({"owner": owner, "token": token}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, run_dir / OWNER_FILE)
+    fd, tmp = tempfile.mkstemp(prefix=f".{OWNER_FILE}.", suffix=".tmp", dir=run_dir)  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"owner": owners[-1], "owners": owners}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, run_dir / OWNER_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class BabyAIBenchmark:
@@ -175,8 +200,8 @@ class BabyAIBenchmark:
         self._url = config.server_url.rstrip("/")
         self._checked = False
         self._lock = threading.Lock()
-        self._owner: str | None = None
-        self._owner_token: str | None = None
+        self._token: str | None = None
+        self._owner: OwnerTag | None = None
         self.restarts = 0
 
     def __repr__(self) -> str:
@@ -198,8 +223,15 @@ class BabyAIBenchmark:
             if self._checked and (self._server is None or self._server.running):
                 return
             url = self.config.server_url.rstrip("/")
-            if not probe(url):
-                parts = urlsplit(url)
+            self._token = auth.find_token(url)
+            found = answer_at(url, self._token)
+            parts = urlsplit(url)
+            if found == "refused" and (parts.hostname not in LOCAL_HOSTS or not self.config.autostart_server):
+                raise refused(url)
+            if found == "refused":
+                print(f"note: the BabyAI server at {url} serves another user (or wants a token this run does "
+                      "not have); this run starts its own on a free port", file=sys.stderr)
+            if found != "ours":
                 if parts.hostname not in LOCAL_HOSTS:
                     raise ServerUnavailableError(
                         f"no BabyAI-Text server answers at {url}; on that machine run "
@@ -214,49 +246,45 @@ class BabyAIBenchmark:
                 # configured URL is used instead whenever it answers.
                 self._server = ServerProcess(parts.hostname or "127.0.0.1", free_port())
                 self._server.start(self.config.server_start_timeout_s)
-                self._url = self._server.url
+                self._url, self._token = self._server.url, self._server.token
             self._checked = True
 
     def make_env(self) -> BabyAITextEnv:
         self.ensure_server()
         return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s, owner=self._owner,
-                             owner_token=self._owner_token)
+                             token=self._token)
 
     def start_run(self, run_tag: str, run_dir: Path | None = None) -> None:
         """Tag this run's episodes, and delete what a killed earlier process of it left.
 
-        A SIGKILLed run cannot delete its episodes; on a shared server they would wait for
-        the idle expiry. The server gives each owner to the first client that claims it, and
-        deleting its episodes takes the owner's token: it is kept in ``run_dir`` (mode 0600,
-        outside what analysis code sees), so the resume has it and removes them at once.
+        A SIGKILLed run cannot delete its episodes; on a shared server they would wait for the
+        idle expiry. The owners it created them under are kept in ``run_dir`` (mode 0600), so the
+        resume removes them at once. An owner is the run's tag plus a random part: no other run
+        of the user creates under it by accident.
         """
-        saved = _read_owner(run_dir)
-        owner, token = saved or (run_tag, secrets.token_urlsafe(24))
+        owners = _read_owners(run_dir)
         self.ensure_server()
-        with contextlib.suppress(ServerUnavailableError, OSError):
-            conn = ServerConnection(self._url, self.config.request_timeout_s)
-            try:
-                if saved:
-                    status, payload = conn.request("DELETE", f"/episodes?owner={quote(owner, safe='')}",
-                                                   headers={"X-Owner-Token": token})
-                    if status == 200 and payload.get("deleted"):
-                        print(f"BabyAI server {self._url}: deleted {len(payload['deleted'])} episode(s) an "
-                              "earlier process of this run left behind", file=sys.stderr)
-                status, payload = conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
-                if status == 403:  # someone else holds this tag on that server: use a fresh one
-                    owner, token = f"{run_tag}-{secrets.token_hex(4)}", secrets.token_urlsafe(24)
-                    status, payload = conn.request("POST", "/owners", {"owner": owner, "owner_token": token})
-                if status != 200:  # busy (503 too_many_owners) or refused: play without an owner
-                    print(f"BabyAI server {self._url} did not register owner {owner!r} (HTTP {status}: "
-                          f"{payload.get('error', payload)}); this run's episodes go on without an owner (they "
-                          "expire after the server's idle timeout instead of being deleted by a resume)",
-                          file=sys.stderr)
-                    self._owner = self._owner_token = None
-                    return
-            finally:
-                conn.close()
-        self._owner, self._owner_token = owner, token
-        _save_owner(run_dir, owner, token)
+        if owners:
+            with contextlib.suppress(ServerUnavailableError, OSError):
+                conn = ServerConnection(self._url, self.config.request_timeout_s, self._token)
+                try:
+                    deleted = 0
+                    for owner in owners:
+                        status, payload = conn.request("DELETE", f"/episodes?owner={quote(owner, safe='')}")
+                        deleted += len(payload.get("deleted") or []) if status == 200 else 0
+                    if deleted:
+                        print(f"BabyAI server {self._url}: deleted {deleted} episode(s) an earlier process "
+                              "of this run left behind", file=sys.stderr)
+                finally:
+                    conn.close()
+
+        def remember(name: str) -> None:
+            owners.append(name)
+            _save_owners(run_dir, owners)
+
+        self._owner = OwnerTag(run_tag, owners[-1] if owners else None, remember)
+        if not owners:
+            remember(self._owner.name)
 
     def recover(self, error: Exception) -> bool:
         """After an env error: restart our own server if it died (True: replay the episode).

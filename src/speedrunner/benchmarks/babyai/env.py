@@ -10,12 +10,16 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import secrets
 import socket
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from speedrunner.benchmarks.babyai import auth
 from speedrunner.benchmarks.babyai.text import ACTIONS
 from speedrunner.core.env import Observation, StepResult
 from speedrunner.core.names import unknown
@@ -30,14 +34,27 @@ START_HINT = "start one with `python BALROG/deploy_env.py deploy.port=<port>`"
 BUSY_WAIT_S = 60.0
 """How long a request keeps retrying while the server is busy (503 ``too_many_connections``, or a
 connection it closed unanswered to make room): another client holds every connection slot."""
-BUSY_CODES = frozenset({"too_many_connections", "too_many_episodes", "too_many_owners"})
+BUSY_CODES = frozenset({"too_many_connections", "too_many_episodes"})
 """503 codes that mean the server is full (other clients), not broken."""
 
 
-class ServerConnection:
-    """A keep-alive JSON connection to one server; not thread-safe (one per env)."""
+class ServerAuthError(EnvError):
+    """The server refused our token (401): it is another user's, or was started with another token."""
 
-    def __init__(self, base_url: str, timeout_s: float) -> None:
+
+def refused(base_url: str) -> ServerAuthError:
+    return ServerAuthError(
+        f"the BabyAI server at {base_url} refused this run (401 unauthorized): it serves only the user who "
+        f"started it, with its token; {auth.where(base_url)}")
+
+
+class ServerConnection:
+    """A keep-alive JSON connection to one server; not thread-safe (one per env).
+
+    Every request carries the server's token: ``token``, else the one ``auth.find_token`` finds.
+    """
+
+    def __init__(self, base_url: str, timeout_s: float, token: str | None = None) -> None:
         parts = urlsplit(base_url)
         if parts.scheme != "http" or not parts.hostname:
             raise EnvError(f"BabyAI server_url must look like http://host:port, got {base_url!r}")
@@ -45,6 +62,7 @@ class ServerConnection:
         self.host, self.port = parts.hostname, parts.port or 80
         self.prefix = parts.path.rstrip("/")
         self.timeout_s = timeout_s
+        self._auth = auth.header(token or auth.find_token(self.base_url))
         self._conn: http.client.HTTPConnection | None = None
 
     def _connect(self) -> http.client.HTTPConnection:
@@ -59,10 +77,13 @@ class ServerConnection:
         """(status, JSON body). A connection closed before its answer is retried on a new one (the
         server closes a stale keep-alive connection, or an idle one to make room, without serving
         what arrives on it), and so is a 503 ``too_many_connections`` (answered before the request is
-        read), for up to ``busy_wait_s``, with a note on stderr: the server is busy, not broken."""
+        read), for up to ``busy_wait_s``, with a note on stderr: the server is busy, not broken.
+        A 401 (the server is not ours to use) raises ``ServerAuthError`` at once."""
         started, pause, noted = time.monotonic(), 0.1, False
         while True:
             status, payload = self._request_once(method, path, body, headers, started + busy_wait_s)
+            if status == 401:
+                raise refused(self.base_url)
             if status != 503 or payload.get("code") != "too_many_connections":
                 return status, payload
             if time.monotonic() + pause > started + busy_wait_s:
@@ -77,7 +98,8 @@ class ServerConnection:
     def _request_once(self, method: str, path: str, body: dict[str, Any] | None,
                       headers: dict[str, str] | None, deadline: float) -> tuple[int, dict[str, Any]]:
         data = json.dumps(body).encode() if body is not None else None
-        headers = {**({"Content-Type": "application/json"} if data is not None else {}), **(headers or {})}
+        headers = {**({"Content-Type": "application/json"} if data is not None else {}), **self._auth,
+                   **(headers or {})}
         attempt = 0
         while True:
             attempt += 1
@@ -147,16 +169,43 @@ class ServerBusyError(EnvError):
     """The server answered but is full (503 ``too_many_*``): other clients, not a fault of ours or its."""
 
 
+class OwnerTag:
+    """The owner a run's episodes are created under (shared by its envs), so a resume can delete
+    what a killed process of the run left. When the server has no room left for it (429
+    ``owner_quota``: its episodes fill the owner's quota), the run goes on under a fresh one."""
+
+    def __init__(self, run_tag: str, name: str | None = None,
+                 on_change: Callable[[str], None] | None = None) -> None:
+        self.run_tag = run_tag
+        self.name = name or self.fresh()
+        self.on_change = on_change
+        """Called with the new name after a change (the benchmark stores it for a resume)."""
+        self._lock = threading.Lock()
+
+    def fresh(self) -> str:
+        return f"{self.run_tag}-{secrets.token_hex(6)}"
+
+    def replace(self, refused: str, base_url: str, why: str) -> str:
+        """A fresh name instead of ``refused`` (once, however many envs were refused it), said in one line."""
+        with self._lock:
+            if self.name == refused:
+                self.name = self.fresh()
+                print(f"BabyAI server at {base_url} has no room for owner {refused!r} ({why}); this run's "
+                      f"episodes go on under a fresh owner {self.name!r}", file=sys.stderr)
+                if self.on_change is not None:
+                    self.on_change(self.name)
+            return self.name
+
+
 class BabyAITextEnv:
     """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
 
     accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)
 
-    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: str | None = None,
-                 owner_token: str | None = None) -> None:
-        self._http = ServerConnection(server_url, request_timeout_s)
+    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: OwnerTag | None = None,
+                 token: str | None = None) -> None:
+        self._http = ServerConnection(server_url, request_timeout_s, token)
         self._owner = owner  # tags server-side episodes with the run, so a resume can clean up
-        self._owner_token = owner_token  # proves the owner is us (the server checks it on create)
         self._episode_id: str | None = None
         self._start: dict[str, Any] = {}
         self._observation: Observation | None = None
@@ -214,16 +263,12 @@ class BabyAITextEnv:
             if payload.get("code") in ("unknown_episode", "episode_expired"):
                 self._episode_id = None  # expired or server restarted: start afresh
         if self._episode_id is None:
-            create = body if self._owner is None else {**body, "owner": self._owner}
-            if self._owner is not None and self._owner_token is not None:
-                create["owner_token"] = self._owner_token
-            status, payload = self._http.request("POST", "/episodes", create)
-            if payload.get("code") == "too_many_owners" and self._owner is not None:
-                print(f"BabyAI server at {self._http.base_url} has no room for owner {self._owner!r} "
-                      f"({payload.get('error')}); this run's episodes go on without an owner (they expire "
-                      "after the server's idle timeout instead of being deleted by a resume)", file=sys.stderr)
-                self._owner = self._owner_token = None
-                status, payload = self._http.request("POST", "/episodes", body)
+            tag = self._owner
+            owner = None if tag is None else tag.name
+            status, payload = self._http.request("POST", "/episodes", {**body, "owner": owner})
+            if tag is not None and owner is not None and payload.get("code") == "owner_quota":
+                owner = tag.replace(owner, self._http.base_url, str(payload.get("error")))
+                status, payload = self._http.request("POST", "/episodes", {**body, "owner": owner})
         _raise_for(status, payload, f"reset({task!r}, {seed})")
         self._episode_id = payload["episode_id"]
         self._start = payload
@@ -251,7 +296,8 @@ class BabyAITextEnv:
     def close(self) -> None:
         """Delete the server-side episode (best effort) and drop the connection. Idempotent."""
         if self._episode_id is not None:
-            with contextlib.suppress(ServerUnavailableError):  # server gone: episode gone too
+            # Server gone: episode gone too. Refused (restarted with another token): it expires there.
+            with contextlib.suppress(ServerUnavailableError, ServerAuthError):
                 self._http.request("DELETE", f"/episodes/{self._episode_id}")
             self._episode_id = None
         self._http.close()

@@ -13,6 +13,7 @@ import json
 import sys
 from urllib.parse import urlsplit
 
+from speedrunner.benchmarks.babyai import auth
 from speedrunner.benchmarks.babyai.benchmark import LOCAL_HOSTS
 from speedrunner.benchmarks.babyai.config import BabyAIConfig
 from speedrunner.benchmarks.babyai.env import START_HINT
@@ -26,7 +27,7 @@ def check_server(config: BabyAIConfig, timeout_s: float = 3.0) -> None:
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout_s)
     try:
-        conn.request("GET", parts.path.rstrip("/") + "/health")
+        conn.request("GET", parts.path.rstrip("/") + "/health", headers=auth.header(auth.find_token(url)))
         response = conn.getresponse()
         status, body = response.status, response.read(4096)
     except (OSError, http.client.HTTPException) as e:
@@ -48,6 +49,12 @@ def check_server(config: BabyAIConfig, timeout_s: float = 3.0) -> None:
               "hold its connections); the run starts and its requests retry until a slot frees",
               file=sys.stderr)
         return
+    if status == 401 and service == SERVICE:  # a BabyAI server that is not ours to use
+        if parts.hostname in LOCAL_HOSTS and config.autostart_server:
+            return  # the run starts its own on a free port (and says so)
+        raise PreflightError(
+            f"benchmark.server_url {url}: the BabyAI-Text server there refuses this run (401): it serves only "
+            f"the user who started it, with its token; {auth.where(url)} (--skip_preflight skips this check)")
     if status != 200 or service != SERVICE:
         seen = body.decode("utf-8", "replace").strip().replace("\n", " ")[:120]
         raise PreflightError(

@@ -2,9 +2,13 @@
 
 Start it with ``python BALROG/deploy_env.py deploy.port=8080`` or
 ``python -m speedrunner.benchmarks.babyai.server --port 8080``. It binds 127.0.0.1 unless
-told otherwise. Each episode lives server-side behind its own lock, so many clients may
-play concurrently; idle episodes expire after ``episode_ttl_s``; at most ``max_episodes``
-exist at once.
+told otherwise, and serves only the user who started it: every request must carry
+``Authorization: Bearer <token>``, the secret the server made at start (or
+``SPEEDRUNNER_BABYAI_TOKEN``), which it writes to ``babyai-server-<port>.token`` (mode 0600) in
+the user's runtime directory (``auth.py``); anything else gets 401 ``unauthorized`` before any
+of it is read or done, and its connection is closed. Each episode lives server-side behind its
+own lock, so many clients may play concurrently; idle episodes expire after ``episode_ttl_s``;
+at most ``max_episodes`` exist at once.
 
 JSON schema (request -> response; every body is a JSON object)::
 
@@ -13,9 +17,7 @@ JSON schema (request -> response; every body is a JSON object)::
     POST   /episodes {task: str, seed: int, owner?: str}
                                         -> {episode_id, task, instruction, observation,
                                             structured, actions, action_descriptions, max_steps}
-    POST   /owners {owner: str, owner_token?: str}  -> {owner, owner_token}   (claim an owner)
-    DELETE /episodes?owner=<owner>  (header X-Owner-Token: <token>)
-                                        -> {deleted: [<id>, ...]}   (every episode of that owner)
+    DELETE /episodes?owner=<owner>      -> {deleted: [<id>, ...]}   (every episode of that owner)
     POST   /episodes/<id>/step {action: str}
                                         -> {observation, structured, reward, done, success,
                                             progress, steps, truncated}
@@ -27,32 +29,27 @@ JSON schema (request -> response; every body is a JSON object)::
 ``BabyAI-MixedTrainLocal-v0/``. ``seed`` is an integer in [0, 2**32). ``observation`` is
 BALROG's text; ``structured`` the same facts as a dict (see ``text.py``).
 
-``owner`` tags an episode with its client (a run): a resumed run deletes what its killed
-predecessor left, instead of leaving it until the idle expiry. The first client to use an
-owner (``POST /owners``, or a create with that owner) gets its ``owner_token`` (its own
-``owner_token`` if it sent one, else a fresh secret); every later create for that owner and
-every ``DELETE ?owner=`` must present it. Each owner (and all clients without one, together)
-may have at most ``max_episodes_per_owner`` episodes, and each owner that has episodes has
-``reserved_episodes_per_owner`` of them kept free for it: no other owner's create may take
-them, and a new owner's first episode is accepted only while its own reservation still fits.
-An owner without episodes holds no reservation, costs one episode slot, and is forgotten after
-``owner_ttl_s`` idle, or at once (oldest first) when a new owner needs its place, so inventing
-owner names never keeps new owners out. Requests have a total deadline
-(``request_timeout_s`` from their first byte), not just a per-read timeout; a new connection
-that sends nothing is closed after ``first_byte_timeout_s``, and when every connection slot is
-taken the connection idle longest is closed to make room (503 ``too_many_connections`` only
-when none is idle).
+``owner`` tags an episode with its client (a run), so a resumed run deletes what its killed
+predecessor left instead of leaving it until the idle expiry. Each owner (and all clients
+without one, together) may have at most ``max_episodes_per_owner`` episodes. Requests have a
+total deadline (``request_timeout_s`` from their first byte), not just a per-read timeout; a
+new connection that sends nothing is closed after ``first_byte_timeout_s``; a connection is
+closed after ``max_requests_per_connection`` requests or ``max_connection_age_s``; when every
+connection slot is taken, the connection idle longest, else the one whose request has been
+arriving longest (nothing of it is executed: its client resends it), is closed to make room
+(503 ``too_many_connections`` only when every connection is executing a request).
 
 Errors are ``{"error": <what was wrong and what to do>, "code": <short id>, ...}``:
 400 ``malformed_json`` (also numbers too long to convert and JSON nested too deep) /
 ``bad_request`` (also a bad ``Content-Length``) / ``unknown_task`` (+ ``valid_tasks``) /
-``invalid_action`` (+ ``valid_actions``); 404 ``unknown_episode`` / ``unknown_route``;
-403 ``owner_token_mismatch``; 405 ``method_not_allowed`` (+ ``allowed`` and an ``Allow``
+``invalid_action`` (+ ``valid_actions``); 401 ``unauthorized`` (no or wrong token; + ``service``);
+404 ``unknown_episode`` / ``unknown_route``;
+405 ``method_not_allowed`` (+ ``allowed`` and an ``Allow``
 header; HEAD, OPTIONS, TRACE and unknown methods too); 408 ``request_timeout`` (a request
 not complete within ``request_timeout_s``); 409 ``episode_done``; 410 ``episode_expired``;
 411 ``length_required``; 413 ``body_too_large``; 429 ``owner_quota``; 503
-``too_many_episodes`` / ``too_many_owners`` / ``too_many_connections`` (more than
-``max_connections`` open at once). Requests that are not HTTP/1.x get a JSON 400 too:
+``too_many_episodes`` / ``too_many_connections`` (more than
+``max_connections`` executing at once). Requests that are not HTTP/1.x get a JSON 400 too:
 ``not_http`` (TLS bytes: use ``http://``), ``http_0_9``, ``bad_request`` (a bad request line
 or headers; 414 / 431 for oversized ones). A bad request never stops the server.
 """
@@ -60,18 +57,17 @@ or headers; 414 / 431 for oversized ones). A bad request never stops the server.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import io
 import json
 import os
 import re
-import secrets
+import signal
 import socket
 import sys
 import threading
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -84,7 +80,7 @@ if __name__ == "__main__":
     # networkx cannot be imported. A module imported elsewhere leaves sys.modules alone.
     sys.modules.setdefault("networkx", None)  # type: ignore[assignment]
 
-from speedrunner.benchmarks.babyai import levels, text  # noqa: E402
+from speedrunner.benchmarks.babyai import auth, levels, text  # noqa: E402
 from speedrunner.core.argparsing import ArgumentParser  # noqa: E402
 from speedrunner.core.names import unknown  # noqa: E402
 from speedrunner.errors import UnknownNameError  # noqa: E402
@@ -106,24 +102,10 @@ class ServerSettings:
     120 s and their capped waits, about 23 minutes); lower it for models with shorter limits."""
     max_episodes: int = 4096
     """Most episodes alive at once; creating one more answers 503 after expiring idle ones. An
-    episode holds ~14 KiB (measured), so a full store is ~60 MB; room for 255 owners' reservations."""
+    episode holds ~14 KiB (measured), so a full store is ~60 MB."""
     max_episodes_per_owner: int = 256
-    """Most episodes one owner may have alive (all clients that send no owner count as one);
-    more answer 429, so one client cannot fill the store for the others."""
-    max_owners: int = 4096
-    """Most owners known at once. An owner without episodes costs one episode slot and is
-    forgotten after ``owner_ttl_s`` idle, or at once when a new owner needs its place: claiming
-    names never keeps a new owner out."""
-    owner_ttl_s: float = 60.0
-    """Seconds an owner with no episode is remembered (its client re-registers it, with its token,
-    on its next create)."""
-    reserved_episodes_per_owner: int = 16
-    """Episodes kept free for each owner that has episodes (and for the clients without one,
-    together) until it has that many: other owners' creates cannot take them, and a new owner's
-    first episode is accepted only while its reservation fits (else 503 ``too_many_owners``). So a
-    client that invents owner names can fill what is unreserved but never starve an owner that
-    plays. Capped at ``max_episodes_per_owner`` and at an eighth of ``max_episodes`` (small
-    stores); 0 turns it off."""
+    """Most episodes one owner (a run) may have alive (all clients that send no owner count as
+    one); more answer 429, so one runaway run cannot fill the store for the others."""
     max_body_bytes: int = 65536
     """Largest request body accepted (413 above it)."""
     read_timeout_s: float = 300.0
@@ -137,7 +119,14 @@ class ServerSettings:
     """A request (request line, headers and body) must arrive in full within this many seconds of
     its first byte, however slowly it trickles: else 408 and the connection is closed."""
     max_connections: int = 512
-    """Most connections served at once; more are answered 503 at once, without a thread."""
+    """Most connections served at once. When all are taken, a new connection takes the place of
+    one that is idle or whose request is still arriving (its client resends it); only when every
+    one is executing a request, a 503 at once, without a thread."""
+    max_requests_per_connection: int = 1000
+    """A connection is closed (``Connection: close`` on its answer) after this many requests, so
+    no client keeps a slot for ever; a keep-alive client simply reconnects."""
+    max_connection_age_s: float = 600.0
+    """A connection is closed after its first answer past this age (same reason)."""
     verbose: bool = False
     """Log every request to stderr."""
 
@@ -205,28 +194,14 @@ class Episode:
         }
 
 
-@dataclass
-class Owner:
-    """Who may create and delete an owner's episodes: whoever holds its token."""
-
-    token: str
-    last_used: float
-
-
 class EpisodeStore:
-    """Episodes by id, with idle expiry, a size bound and per-owner quotas. One short global lock."""
+    """Episodes by id, with idle expiry, a size bound and a quota per owner. One short global lock."""
 
     _REMEMBER_EXPIRED = 10000
 
-    def __init__(self, ttl_s: float, max_episodes: int, max_per_owner: int | None = None,
-                 max_owners: int = 4096, reserved_per_owner: int = 0, owner_ttl_s: float | None = None) -> None:
+    def __init__(self, ttl_s: float, max_episodes: int, max_per_owner: int | None = None) -> None:
         self.ttl_s, self.max_episodes = ttl_s, max_episodes
-        self.owner_ttl_s = ttl_s if owner_ttl_s is None else owner_ttl_s
         self.max_per_owner = max_episodes if max_per_owner is None else max_per_owner
-        self.max_owners = max_owners
-        self.reserve = max(0, min(reserved_per_owner, self.max_per_owner, max_episodes // 8))
-        """Episodes held free for each known owner (and the no-owner group) until it has that many."""
-        self._owners: dict[str, Owner] = {}
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}
         self._expired: OrderedDict[str, None] = OrderedDict()
@@ -244,80 +219,23 @@ class EpisodeStore:
             self._expired[eid] = None
         while len(self._expired) > self._REMEMBER_EXPIRED:
             self._expired.popitem(last=False)
-        used = {e.owner for e in self._episodes.values()}
-        for name in [n for n, o in self._owners.items() if n not in used and now - o.last_used > self.owner_ttl_s]:
-            del self._owners[name]
 
-    def _reserved(self, counts: Counter[str | None]) -> int:
-        """Free slots still held for the owners that have episodes and the no-owner group (lock
-        held). The store keeps ``max_episodes - alive >= this``: every create is checked against it."""
-        if not self.reserve:
-            return 0
-        return sum(max(0, self.reserve - counts[o]) for o in [*(o for o in self._owners if counts[o]), None])
-
-    def _empty_owners(self, counts: Counter[str | None]) -> list[str]:
-        """Known owners without an episode, idle longest first (lock held)."""
-        return sorted((n for n in self._owners if not counts[n]), key=lambda n: self._owners[n].last_used)
-
-    def _free(self, counts: Counter[str | None]) -> int:
-        """Episode slots free: an owner without episodes costs one (lock held)."""
-        return self.max_episodes - len(self._episodes) - len(self._empty_owners(counts))
-
-    def _claim(self, owner: str, token: str | None, now: float) -> str:
-        """The owner's token: registers an unknown owner, checks a known one's (lock held)."""
-        known = self._owners.get(owner)
-        if known is None:
-            counts = Counter(e.owner for e in self._episodes.values())
-            empty = self._empty_owners(counts)
-            # A new owner costs a slot; owners that never played make room for it, oldest first.
-            while empty and (len(self._owners) >= self.max_owners or self._free(counts) - self._reserved(counts) < 1):
-                del self._owners[empty.pop(0)]
-            if len(self._owners) >= self.max_owners:
-                raise ApiError(503, "too_many_owners", f"{self.max_owners} owners have episodes alive; retry "
-                               "later or start the server with a larger deploy.max_owners")
-            if self._free(counts) - self._reserved(counts) < 1:
-                raise ApiError(503, "too_many_owners", "the store's free episodes are taken or reserved for the "
-                               f"owners playing ({self.reserve} each); retry when one ends, or start the server "
-                               "with a larger deploy.max_episodes")
-            known = self._owners[owner] = Owner(token or secrets.token_urlsafe(24), now)
-        elif token is None or not hmac.compare_digest(token.encode(), known.token.encode()):
-            raise ApiError(403, "owner_token_mismatch", f"owner {owner!r} belongs to another client: send "
-                           "the owner_token its first request got, or use another owner")
-        known.last_used = now
-        return known.token
-
-    def claim(self, owner: str, token: str | None = None) -> str:
-        """``POST /owners``: the owner's token (an unknown owner becomes the caller's)."""
-        with self._lock:
-            now = time.monotonic()
-            self._sweep(now, force=True)
-            return self._claim(owner, token, now)
-
-    def create(self, owner: str | None = None, token: str | None = None) -> tuple[Episode, str | None]:
-        """A new episode (and the owner's token, for an owner): quota and token checked first."""
+    def create(self, owner: str | None = None) -> Episode:
+        """A new episode, within the owner's quota and the store's size."""
         # Ids only name server-side state; they never influence an episode's content.
         episode = Episode(uuid.uuid4().hex, owner)
         with self._lock:
-            now = time.monotonic()
-            self._sweep(now, force=True)
-            token = None if owner is None else self._claim(owner, token, now)
-            counts = Counter(e.owner for e in self._episodes.values())
-            if counts[owner] >= self.max_per_owner:
+            self._sweep(time.monotonic(), force=True)
+            if sum(e.owner == owner for e in self._episodes.values()) >= self.max_per_owner:
                 who = f"owner {owner!r}" if owner is not None else "clients without an owner"
                 raise ApiError(429, "owner_quota", f"{who} already have {self.max_per_owner} episodes alive; "
                                "DELETE finished ones (or raise deploy.max_episodes_per_owner)")
-            if self._free(counts) + (not counts[owner] and owner is not None) < 1:
+            if len(self._episodes) >= self.max_episodes:
                 raise ApiError(503, "too_many_episodes",
                                f"{self.max_episodes} episodes are alive; DELETE finished ones or "
                                "start the server with a larger deploy.max_episodes")
-            counts[owner] += 1
-            if self._free(counts) - 1 < self._reserved(counts):
-                raise ApiError(503, "too_many_episodes",
-                               f"the free episodes are reserved for other owners ({self.reserve} each until they "
-                               "have that many); DELETE finished ones or start the server with a larger "
-                               "deploy.max_episodes")
             self._episodes[episode.id] = episode
-        return episode, token
+        return episode
 
     def get(self, episode_id: str) -> Episode:
         with self._lock:
@@ -341,13 +259,9 @@ class EpisodeStore:
         with self._lock:
             self._episodes.pop(episode_id, None)
 
-    def delete_owned(self, owner: str, token: str | None) -> list[str]:
-        """Delete every episode of ``owner`` (its token required); their ids."""
+    def delete_owned(self, owner: str) -> list[str]:
+        """Delete every episode of ``owner``; their ids."""
         with self._lock:
-            known = self._owners.get(owner)
-            if known is None:
-                return []  # an owner nobody holds has no episodes
-            self._claim(owner, token, time.monotonic())
             ids = [e.id for e in self._episodes.values() if e.owner == owner]
             for eid in ids:
                 del self._episodes[eid]
@@ -357,7 +271,6 @@ class EpisodeStore:
 _ROUTES: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
     (re.compile(r"^/health$"), "health", ("GET",)),
     (re.compile(r"^/episodes$"), "episodes", ("POST", "DELETE")),
-    (re.compile(r"^/owners$"), "owners", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)/step$"), "step", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)/reset$"), "reset", ("POST",)),
     (re.compile(r"^/episodes/([^/]+)$"), "delete", ("DELETE",)),
@@ -374,13 +287,11 @@ def _task_and_seed(body: dict[str, Any]) -> tuple[str, int]:
     return task, seed
 
 
-def _owner_and_token(body: dict[str, Any]) -> tuple[str | None, str | None]:
-    owner, token = body.get("owner"), body.get("owner_token")
+def _owner(body: dict[str, Any]) -> str | None:
+    owner = body.get("owner")
     if owner is not None and (not isinstance(owner, str) or not 0 < len(owner) <= 200):
         raise ApiError(400, "bad_request", '"owner" must be a string of 1 to 200 characters')
-    if token is not None and (not isinstance(token, str) or not 16 <= len(token) <= 200):
-        raise ApiError(400, "bad_request", '"owner_token" must be a string of 16 to 200 characters')
-    return owner, token
+    return owner
 
 
 def _check_task(task: str, seed: int) -> str:
@@ -400,12 +311,11 @@ class DeadlineReader(io.RawIOBase):
     """
 
     def __init__(self, sock: socket.socket, idle_s: float, request_s: float,
-                 on_idle: Any = lambda: None, on_begin: Any = lambda: True) -> None:
+                 on_idle: Any = lambda: None) -> None:
         self.sock, self.idle_s, self.request_s = sock, idle_s, request_s
         self.deadline: float | None = None
-        self.on_idle, self.on_begin = on_idle, on_begin
-        """Called when a request's first bytes arrive; False: the connection was evicted meanwhile
-        (the bytes are dropped unanswered, so the client resends them on a new connection)."""
+        self.on_idle = on_idle
+        """Called when the connection waits for a request to begin (nothing of one is buffered)."""
 
     def readable(self) -> bool:
         return True
@@ -427,8 +337,6 @@ class DeadlineReader(io.RawIOBase):
                 raise TimeoutError("the request did not arrive in time")
             self.sock.settimeout(left)
         n = self.sock.recv_into(buffer)
-        if n and self.deadline is None and not self.on_begin():
-            return 0
         if n:
             self.begin()
         return n
@@ -436,6 +344,10 @@ class DeadlineReader(io.RawIOBase):
 
 _ERROR_CODES = {400: "bad_request", 414: "uri_too_long", 431: "headers_too_large", 501: "method_not_allowed",
                 505: "http_version_not_supported"}
+
+
+class Evicted(Exception):
+    """The connection was given to a newcomer before its request was read in full: drop it unanswered."""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -451,10 +363,10 @@ class Handler(BaseHTTPRequestHandler):
         super().setup()
         self.rfile.close()
         self.reader = DeadlineReader(self.connection, settings.first_byte_timeout_s, settings.request_timeout_s,
-                                     lambda: self.server.idle(self.connection),
-                                     lambda: self.server.busy(self.connection))
+                                     lambda: self.server.idle(self.connection))
         self.rfile = io.BufferedReader(self.reader, 65536)
         self.served = 0
+        self.opened = time.monotonic()
 
     def handle_one_request(self) -> None:
         """The stdlib's, with a JSON answer for everything that is not an HTTP/1.x request."""
@@ -466,6 +378,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             first = self.rfile.peek(1)[:1]
             self.reader.begin()  # from here on, the whole request is on the clock
+            # Begun (read now or already buffered with the last request); until it is read in full
+            # its slot may go to a newcomer. Evicted before this: dropped unanswered (it is resent).
+            if not self.server.busy(self.connection):
+                self.close_connection = True
+                return
             if first in (b"\x16", b"\x80"):  # a TLS (or SSLv2) ClientHello
                 self.request_version, self.command, self.requestline = "HTTP/1.1", None, "(TLS)"
                 self.close_connection = True
@@ -495,6 +412,9 @@ class Handler(BaseHTTPRequestHandler):
             if self.headers is not None and self.headers.defects:
                 self.send_error(400, f"malformed header lines ({self.headers.defects[0]!r})")
                 return
+            if not auth.matches(self.headers.get("Authorization"), self.server.token):
+                self._refuse()
+                return
             getattr(self, "do_" + self.command)()
             self.wfile.flush()
         except TimeoutError:
@@ -505,6 +425,15 @@ class Handler(BaseHTTPRequestHandler):
                     self._reply(408, {"error": f"request not complete within "
                                       f"{self.server.settings.request_timeout_s:g} s of its first byte",
                                       "code": "request_timeout"})
+
+    def _refuse(self) -> None:
+        """401 before anything else is read or done, and the connection closed."""
+        self.close_connection = True
+        self._reply(401, {"error": "this BabyAI-Text server serves only the user who started it: send "
+                          "'Authorization: Bearer <token>' with the token from its token file "
+                          f"(babyai-server-<port>.token in that user's runtime directory) or {auth.TOKEN_ENV}",
+                          "code": "unauthorized", "service": SERVICE}, {"WWW-Authenticate": "Bearer"},
+                    body=self.command != "HEAD")
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors the stdlib finds (request line, headers) as JSON, like every other answer."""
@@ -529,8 +458,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         headers: dict[str, str] = {}
+        settings = self.server.settings
+        if (self.served >= settings.max_requests_per_connection
+                or time.monotonic() - self.opened >= settings.max_connection_age_s):
+            self.close_connection = True  # no connection keeps its slot for ever; the client reconnects
         try:
             status, payload = 200, self._route(method)
+        except Evicted:
+            self.close_connection = True  # its slot went to a new connection; the client resends
+            return
         except ApiError as e:
             status, payload = e.status, e.body
             if status == 405:
@@ -555,6 +491,12 @@ class Handler(BaseHTTPRequestHandler):
         raise ApiError(404, "unknown_route", f"no route {method} {path}; see GET /health and the "
                        "server module docstring for the API")
 
+    def _start_work(self) -> None:
+        """The request is read in full: from here it is executed, so its connection is no longer
+        given to a newcomer (Evicted if that happened while it arrived: nothing was done)."""
+        if not self.server.working(self.connection):
+            raise Evicted
+
     def _read_json(self) -> dict[str, Any]:
         length = self.headers.get("Content-Length")
         if length is None:
@@ -575,6 +517,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise ApiError(408, "request_timeout", f"body not received within "
                            f"{self.server.settings.request_timeout_s:g} s of the request's first byte") from None
+        self._start_work()
         if len(raw) < size:  # the client closed (or half-closed) before sending it all
             self.close_connection = True
             raise ApiError(400, "bad_request", f"body ended after {len(raw)} of {size} bytes")
@@ -597,8 +540,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
         elif length:
             self.close_connection = True
+        self._start_work()
 
     def _health(self) -> dict[str, Any]:
+        self._discard_body()
         return {"status": "ok", "service": SERVICE, "tasks": levels.valid_tasks(),
                 "actions": list(text.ACTIONS), "episodes": len(self.server.store)}
 
@@ -608,24 +553,17 @@ class Handler(BaseHTTPRequestHandler):
             if not owner:
                 raise ApiError(400, "bad_request", "DELETE /episodes needs ?owner=<owner>")
             self._discard_body()
-            return {"deleted": self.server.store.delete_owned(owner, self.headers.get("X-Owner-Token"))}
+            return {"deleted": self.server.store.delete_owned(owner)}
         return self._create()
-
-    def _owners(self) -> dict[str, Any]:
-        owner, token = _owner_and_token(self._read_json())
-        if owner is None:
-            raise ApiError(400, "bad_request", 'body needs "owner" (a string)')
-        return {"owner": owner, "owner_token": self.server.store.claim(owner, token)}
 
     def _create(self) -> dict[str, Any]:
         body = self._read_json()
         task, seed = _task_and_seed(body)
-        owner, token = _owner_and_token(body)
+        owner = _owner(body)
         _check_task(task, seed)  # before allocating, so a bad task leaves nothing behind
-        episode, token = self.server.store.create(owner, token)
+        episode = self.server.store.create(owner)
         with episode.lock:
-            started = episode.start(task, seed)
-        return started if token is None else {**started, "owner_token": token}
+            return episode.start(task, seed)
 
     def _step(self, episode_id: str) -> dict[str, Any]:
         body = self._read_json()
@@ -666,23 +604,38 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class BabyAIServer(ThreadingHTTPServer):
-    """The HTTP server plus its episode store and settings."""
+    """The HTTP server plus its episode store, settings and token."""
 
     daemon_threads = True
     request_queue_size = 256  # the default 5 drops SYNs when many episodes connect at once
 
-    def __init__(self, settings: ServerSettings) -> None:
+    def __init__(self, settings: ServerSettings, *, token: str | None = None, token_file: bool = True) -> None:
         self.settings = settings
+        self.token = token or auth.new_token()
+        """Every request must carry it (``Authorization: Bearer``); never printed or logged."""
         if ":" in settings.host:
             self.address_family = socket.AF_INET6
-        self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner,
-                                  settings.max_owners, settings.reserved_episodes_per_owner, settings.owner_ttl_s)
+        self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner)
         self._connections = threading.BoundedSemaphore(settings.max_connections)
-        self._idle_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._idle: dict[socket.socket, float] = {}
-        """Connections waiting for a request to begin, and since when: the ones a full server evicts."""
+        """Connections waiting for a request to begin, and since when."""
+        self._arriving: dict[socket.socket, float] = {}
+        """Connections whose request has begun but is not yet read in full, and since when."""
         self._evicted: set[socket.socket] = set()
         super().__init__((settings.host, settings.port), Handler)
+        self.token_file: auth.TokenFile | None = None
+        if token_file:
+            try:
+                self.token_file = auth.TokenFile(self.server_address[1], self.token)
+            except BaseException:
+                super().server_close()
+                raise
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.token_file is not None:
+            self.token_file.remove()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away before its answer was written (a killed run, a timed-out or
@@ -694,39 +647,52 @@ class BabyAIServer(ThreadingHTTPServer):
 
     def idle(self, sock: socket.socket) -> None:
         """``sock`` waits for a request to begin: it may be evicted for a new connection."""
-        with self._idle_lock:
+        with self._state_lock:
+            self._arriving.pop(sock, None)
             self._idle[sock] = time.monotonic()
 
     def busy(self, sock: socket.socket) -> bool:
-        """A request began on ``sock``; False if it was evicted first (then it is not served)."""
-        with self._idle_lock:
+        """A request began on ``sock`` (still evictable until read in full); False if it was evicted."""
+        with self._state_lock:
             self._idle.pop(sock, None)
+            self._arriving[sock] = time.monotonic()
+            return sock not in self._evicted
+
+    def working(self, sock: socket.socket) -> bool:
+        """``sock``'s request is read in full and about to be executed: no longer evictable.
+        False if it was evicted first (then it must not be executed)."""
+        with self._state_lock:
+            self._arriving.pop(sock, None)
             return sock not in self._evicted
 
     def gone(self, sock: socket.socket) -> None:
-        with self._idle_lock:
+        with self._state_lock:
             self._idle.pop(sock, None)
+            self._arriving.pop(sock, None)
             self._evicted.discard(sock)
 
-    def _evict_idle(self) -> bool:
-        """Close the connection idle longest (no request of it is in progress); False if none is idle."""
-        with self._idle_lock:
-            if not self._idle:
+    def _evict(self) -> bool:
+        """Close the connection idle longest, else the one whose request has been arriving longest
+        (nothing of it was executed: its client resends it); False if every one is executing."""
+        with self._state_lock:
+            pool = self._idle or self._arriving
+            if not pool:
                 return False
-            sock = min(self._idle, key=self._idle.__getitem__)
-            del self._idle[sock]
+            sock = min(pool, key=pool.__getitem__)
+            del pool[sock]
             self._evicted.add(sock)
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         return True
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """One thread per connection, at most ``max_connections``: when all are taken, the one idle
-        longest is closed to make room; only if none is idle, a 503 at once, without a thread."""
+        """One thread per connection, at most ``max_connections``: when all are taken, one that is
+        idle or still receiving its request is closed to make room; only if every one is executing
+        a request, a 503 at once, without a thread."""
         if not self._connections.acquire(blocking=False) and not (
-                self._evict_idle() and self._connections.acquire(timeout=2.0)):
+                self._evict() and self._connections.acquire(timeout=2.0)):
             body = json.dumps({"error": f"the server is busy: {self.settings.max_connections} connections are "
-                               "open and none is idle; retry later or raise deploy.max_connections",
+                               "executing requests; retry later or raise deploy.max_connections",
                                "code": "too_many_connections", "service": SERVICE}).encode()
             with contextlib.suppress(OSError):
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -749,9 +715,10 @@ class BabyAIServer(ThreadingHTTPServer):
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def start_in_thread(settings: ServerSettings | None = None) -> BabyAIServer:
-    """Serve in a daemon thread of this process (tests, benchmarks); stop with ``.shutdown()``."""
-    server = BabyAIServer(settings or ServerSettings(port=0))
+def start_in_thread(settings: ServerSettings | None = None, *, token_file: bool = True) -> BabyAIServer:
+    """Serve in a daemon thread of this process (tests, benchmarks); stop with ``.shutdown()``
+    and ``.server_close()`` (which removes its token file)."""
+    server = BabyAIServer(settings or ServerSettings(port=0), token_file=token_file)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      name="babyai-server", daemon=True).start()
     return server
@@ -768,10 +735,18 @@ def _watch_parent(server: BabyAIServer, parent_pid: int) -> None:
 
 def serve(settings: ServerSettings, *, parent_pid: int | None = None) -> None:
     """Serve until interrupted (or until ``parent_pid`` exits)."""
-    server = BabyAIServer(settings)
+    try:
+        server = BabyAIServer(settings)
+    except auth.TokenFileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     if parent_pid is not None:
         threading.Thread(target=_watch_parent, args=(server, parent_pid), daemon=True).start()
-    print(f"BabyAI-Text server listening on {server.url}", file=sys.stderr, flush=True)
+    # SIGTERM (a run stopping its server, kill) ends like Ctrl-C: the token file is removed.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    print(f"BabyAI-Text server listening on {server.url}; it serves only you: its token is in "
+          f"{server.token_file.path if server.token_file else '(no file)'} (mode 0600), where the runs you "
+          f"start find it (elsewhere, set {auth.TOKEN_ENV} to it)", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -792,9 +767,6 @@ def main(argv: list[str] | None = None) -> None:
                         help="most episodes alive at once")
     parser.add_argument("--max-episodes-per-owner", type=int, default=defaults.max_episodes_per_owner,
                         help="most episodes one owner may have alive")
-    parser.add_argument("--max-owners", type=int, default=defaults.max_owners, help="most owners known at once")
-    parser.add_argument("--reserved-episodes-per-owner", type=int, default=defaults.reserved_episodes_per_owner,
-                        help="episodes kept free for each known owner (0: none)")
     parser.add_argument("--request-timeout-s", type=float, default=defaults.request_timeout_s,
                         help="seconds a whole request may take from its first byte")
     parser.add_argument("--parent-pid", type=int, default=None,
@@ -803,7 +775,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     settings = ServerSettings(host=args.host, port=args.port, episode_ttl_s=args.episode_ttl_s,
                               max_episodes=args.max_episodes, max_episodes_per_owner=args.max_episodes_per_owner,
-                              max_owners=args.max_owners, reserved_episodes_per_owner=args.reserved_episodes_per_owner,
                               request_timeout_s=args.request_timeout_s, verbose=args.verbose)
     serve(settings, parent_pid=args.parent_pid)
 
