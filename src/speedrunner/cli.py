@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     fake.add_argument("--variants", type=float, default=0.3,
                       help="fraction of answers dressed as real models write them (default 0.3)")
     fake.add_argument("--seed", type=int, default=0, help="seed of the answers and their variants (default 0)")
+    fake.add_argument("--policy", choices=("random", "expert"), default="random",
+                      help="the actor's moves: random (a listed action) or expert (BabyAI's bot, ScienceWorld's "
+                           "task-4 player; elsewhere random); model name fake-realistic / fake-expert")
     est = sub.add_parser("estimate", help="forecast a run's LLM calls, tokens, dollars and wall time (no key, no network)",
                          description=ESTIMATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     est.add_argument("path", help="a run config YAML file")
@@ -57,8 +61,12 @@ def _parser() -> argparse.ArgumentParser:
 
     add_estimate_flags(est)
     report = sub.add_parser("report", help="plots, tables and one HTML file from run directories")
-    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
-    report.add_argument("--out", help="output directory (default: RUN_DIR/report for one run, else ./report)")
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                        help="run directories, folders holding them, or a sweep file (its runs that have started)")
+    report.add_argument("--out", help="output directory (default: RUN_DIR/report for one run, "
+                                      "<output_root>/sweeps/<name>/report for a sweep file, else ./report)")
+    report.add_argument("--baseline", metavar="METHOD",
+                        help="the method the headline compares every other with (default: react)")
     return parser
 
 
@@ -82,6 +90,9 @@ calls, a wrong answer). Same seed and prompt: same answer. Run any config agains
       --set model.name=fake-realistic
 
 (provider vllm needs no key; the name keeps the fake visible in every file of the run.)
+--policy expert plays BabyAI with minigrid's bot and ScienceWorld's task 4 with a scripted
+player (other benchmarks: random), served as model fake-expert. Under either policy the
+actor calls an offered skill that fits the task's next step. It is no LLM: see docs/fake-llm.md.
 Stop it with Ctrl-C.
 """
 
@@ -93,15 +104,15 @@ def _fake_llm(args: argparse.Namespace) -> int:
     from speedrunner.testing.realistic import serve
 
     try:
-        server = serve(args.port, variants=args.variants, seed=args.seed)
+        server = serve(args.port, variants=args.variants, seed=args.seed, policy=args.policy)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"error: cannot listen on 127.0.0.1:{args.port}: {e.strerror}; pick another --port", file=sys.stderr)
         return 2
-    print(f"fake LLM (variants {args.variants:g}, seed {args.seed}) on {server.base_url}  "
-          f"(gemini: {server.root_url}); model.name: fake-realistic", flush=True)
+    print(f"fake LLM (variants {args.variants:g}, seed {args.seed}, policy {args.policy}) on {server.base_url}  "
+          f"(gemini: {server.root_url}); model.name: {server.model_name}", flush=True)
     # Ctrl-C must stop it even when the shell started it with SIGINT ignored (a background job
     # of a non-interactive shell), where Python would not install its own handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -115,6 +126,18 @@ def _fake_llm(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command; a reader that closes the pipe early (``| head``) ends it quietly, exit 0."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not in a traceback at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush has nowhere to fail
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "sweep":
@@ -148,9 +171,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             leaderboard.run(args)
         elif args.command == "report":
+            import speedrunner.catalog  # noqa: F401  (registers the config classes: their operational keys)
             from speedrunner.core.reporting import build_report, report_line
+            from speedrunner.sweep.report import report_inputs
 
-            print(report_line(build_report([Path(p) for p in args.run_dirs], Path(args.out) if args.out else None)))
+            inputs = report_inputs(args.run_dirs)  # a sweep file stands for its run directories
+            for note in inputs.notes:
+                print(note, file=sys.stderr)
+            print(report_line(build_report(inputs.paths, Path(args.out) if args.out else inputs.default_out,
+                                           baseline=args.baseline)))
         elif args.configs_command == "list":
             from speedrunner.shipped_configs import list_configs
 

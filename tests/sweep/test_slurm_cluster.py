@@ -50,9 +50,13 @@ def statuses(root: Path) -> dict[str, str]:
 
 def test_a_sweep_submitted_as_an_array_runs_every_run_and_reports_each(cluster, tmp_path):
     path = sweep_file(tmp_path, tmp_path / "runs")
-    proc = submit(cluster, path, "--tasks", "2")
+    proc = submit(cluster, path, "--tasks", "2", "--status-every", "0.2")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "submitted as SLURM job" in proc.stdout and "(2 array tasks" in proc.stdout
+    for r in load_sweep(path).runs:  # followed from the runs' files: SLURM says nothing per run
+        for line in (f"[queued] {r.label}: run dir {r.run_dir}; log {r.log_file}",
+                     f"[start] {r.label} (on a worker): run dir {r.run_dir}", f"[finished] {r.label}  ("):
+            assert line in proc.stdout, proc.stdout[-3000:]
     job = proc.stdout.split("submitted as SLURM job ", 1)[1].split()[0]
     assert f"slurm: {job}_0 completed" in proc.stdout and f"slurm: {job}_1 completed" in proc.stdout
     assert set(statuses(tmp_path / "runs").values()) == {"finished"} and len(statuses(tmp_path / "runs")) == 4

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -110,7 +111,7 @@ def test_a_local_sweep_runs_every_run_to_the_end(reference):
         # One line per run: status, progress, cost, run dir.
         line = next(ln for ln in stdout.splitlines() if ln.endswith(str(r.run_dir)))
         assert line.startswith("finished") and " 3/3 " in line and "$0.0000 scripted" in line
-    assert "speedrunner report " + " ".join(str(r.run_dir) for r in runs) in stdout
+    assert f"report over the sweep's runs:\n  speedrunner report {path}" in stdout
 
     # A rerun finds every run finished and starts nothing.
     before = {r.run_id: (r.run_dir / "llm_calls.jsonl").read_bytes() for r in runs}
@@ -306,8 +307,10 @@ def test_a_rerun_after_a_crash_pays_no_call_twice_on_a_real_endpoint(tmp_path):
         server.stop()
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     runs = load_sweep(path).runs
-    first, second = (ln for ln in rerun.stdout.splitlines() if ln.startswith("["))
+    first, second = (ln for ln in rerun.stdout.splitlines() if re.match(r"\[\d+/\d+\] ", ln))
     assert "finished*" in first and "finished " in second  # run 0 had finished, run 1 was resumed
+    assert f"[resume] {runs[1].label} (continuing (" in rerun.stdout and f"log {runs[1].log_file}" in rerun.stdout
+    assert f"[start] {runs[0].label}" not in rerun.stdout and f"[resume] {runs[0].label}" not in rerun.stdout
     paid: collections.Counter = collections.Counter()
     for r in runs:
         for line in (r.run_dir / "llm_calls.jsonl").read_text().splitlines():

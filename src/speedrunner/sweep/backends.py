@@ -18,10 +18,14 @@ from typing import Any
 
 from speedrunner.core.llm.slots import SLOTS_DIR_ENV
 from speedrunner.errors import SpeedRunnerError
-from speedrunner.sweep.execute import Outcome, execute, read_outcome
+from speedrunner.sweep.execute import Action, Outcome, execute, read_outcome
 from speedrunner.sweep.spec import SweepRun
 
 Report = Callable[[Outcome, int, int], None]
+Announce = Callable[[SweepRun, Action, str], None]
+"""Hears (run, start or resume, why) when a run's process starts on this machine."""
+Queued = Callable[[SweepRun, Action], None]
+"""Hears (run, start or resume) when a run is handed to Ray, which starts it on some node."""
 RAY_HINT = 'pip install -e ".[ray]"'
 
 
@@ -45,12 +49,12 @@ class LocalPool:
         self._lock = threading.Lock()
 
     def run(self, runs: list[SweepRun], operational: Callable[[SweepRun], list[str]],
-            extra_env: dict[str, str], report: Report) -> list[Outcome]:
+            extra_env: dict[str, str], report: Report, announce: Announce | None = None) -> list[Outcome]:
         env = {**os.environ, **extra_env}
         results: dict[str, Outcome] = {}
         with ThreadPoolExecutor(self.workers, thread_name_prefix="sweep-run") as pool:
             futures: dict[Future[Outcome], SweepRun] = {
-                pool.submit(self._one, r, operational(r), env): r for r in runs}
+                pool.submit(self._one, r, operational(r), env, announce): r for r in runs}
             try:
                 for n, future in enumerate(as_completed(futures), 1):
                     outcome = future.result()
@@ -70,11 +74,12 @@ class LocalPool:
                 if proc.poll() is None:
                     proc.send_signal(signum)
 
-    def _one(self, run: SweepRun, operational: list[str], env: dict[str, str]) -> Outcome:
+    def _one(self, run: SweepRun, operational: list[str], env: dict[str, str],
+             announce: Announce | None) -> Outcome:
         if self._stop.is_set():
             return read_outcome(run, "skip", None, note="not started: the sweep was stopped")
         try:
-            return execute(run, operational=operational, env=env, on_start=self._track)
+            return execute(run, operational=operational, env=env, on_start=self._track, announce=announce)
         except OSError as e:  # e.g. the log directory cannot be written: the other runs go on
             return read_outcome(run, "broken", None, note=f"could not start: {e}")
 
@@ -149,13 +154,14 @@ def _report_limits(ray: Any, limiter: Any) -> None:
 
 def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, str],
             report: Report, operational: Callable[[SweepRun], list[str]] = lambda r: [],
-            init_kwargs: dict[str, Any] | None = None) -> list[Outcome]:
+            init_kwargs: dict[str, Any] | None = None, queued: Queued | None = None) -> list[Outcome]:
     """Each run one Ray task with its CPUs (and memory, e.g. ScienceWorld's JVMs).
 
     Connects to the cluster at ``address`` (or ``RAY_ADDRESS``), else starts a local one,
     unless Ray is already initialised in this process. ``operational`` adds resume-safe
     ``--set`` overrides per run (a local Ray's runs share this machine's BabyAI server; on a
-    cluster each BabyAI run autostarts one on its node).
+    cluster each BabyAI run autostarts one on its node). ``queued`` hears each run that will
+    start or resume as its task is submitted.
     """
     ray = import_ray()
     if not ray.is_initialized():
@@ -178,6 +184,10 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
         limiter, limits_env = cluster_llm_limits(ray)
         extra_env = {**limits_env, **{k: v for k, v in extra_env.items() if k != SLOTS_DIR_ENV}}
     planned = {r.run_id: plan(r)[0] for r in runs}
+    if queued is not None:
+        for r in runs:
+            if planned[r.run_id] in ("start", "resume"):
+                queued(r, planned[r.run_id])
     task = ray.remote(max_retries=RAY_RETRIES, retry_exceptions=False)(_ray_execute)
     refs = {}
     for r in runs:

@@ -14,12 +14,12 @@ import shlex
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from speedrunner.sweep.execute import Outcome, plan
 from speedrunner.sweep.spec import Sweep, SweepRun, load_sweep, parse_shard
+from speedrunner.sweep.watch import STATUS_EVERY_S, Watch
 
 HELP = "run a sweep file's grid of runs (local pool, Ray, or a SLURM array shard)"
 
@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None,
                         help="runs at once on the local pool (default: this machine's CPU count)")
     parser.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
+    parser.add_argument("--status-every", type=float, default=STATUS_EVERY_S, metavar="SECONDS",
+                        help="while runs go, print each running run's episodes and spend this often, "
+                             f"when something changed (default {STATUS_EVERY_S:g}; 0: never)")
     parser.add_argument("--shard", default=None, metavar="I/N",
                         help="only runs I, I+N, I+2N, ... of the expansion (0 <= I < N); slurm requires it")
     parser.add_argument("--submit", action="store_true",
@@ -55,6 +58,8 @@ def main(args: argparse.Namespace) -> int:
     """Raises ``SpeedRunnerError`` for user mistakes (the caller prints it and exits 2)."""
     from speedrunner.errors import ConfigError
 
+    if not args.status_every >= 0:
+        raise ConfigError(f"--status-every {args.status_every:g}: give seconds between status lines, or 0 for none")
     sweep = load_sweep(args.sweep_file)
     if args.print_sbatch is not None:
         print(sbatch_script(sweep, args.print_sbatch or len(sweep.runs)))
@@ -63,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         if args.backend != "slurm" or args.shard is not None:
             raise ConfigError("--submit submits the whole sweep to SLURM: use it with --backend slurm "
                               "and without --shard")
-        return submit_and_follow(sweep, args.tasks or len(sweep.runs))
+        return submit_and_follow(sweep, args.tasks or len(sweep.runs), status_every=args.status_every)
     if args.backend == "slurm" and args.shard is None:
         raise ConfigError("--backend slurm needs --shard I/N (e.g. --shard $SLURM_ARRAY_TASK_ID/8), "
                           "or --submit to submit the whole sweep; see --print-sbatch")
@@ -76,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.estimate:
         return print_sweep_estimate(sweep, runs, args)
-    return run_sweep(sweep, runs, backend=args.backend, workers=args.workers, address=args.address)
+    return run_sweep(sweep, runs, backend=args.backend, workers=args.workers, address=args.address,
+                     status_every=args.status_every)
 
 
 def print_sweep_estimate(sweep: Sweep, runs: list[SweepRun], args: argparse.Namespace) -> int:
@@ -113,15 +119,17 @@ def print_plan(sweep: Sweep, runs: list[SweepRun]) -> None:
 
 
 def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", workers: int | None = None,
-              address: str | None = None, ray_init: dict | None = None) -> int:
+              address: str | None = None, ray_init: dict | None = None,
+              status_every: float | None = STATUS_EVERY_S) -> int:
     from speedrunner.sweep.backends import LocalPool, SweepInterrupted, run_ray
     from speedrunner.sweep.services import shared_babyai_server, slots_env
 
-    started = time.monotonic()
+    watch = Watch(runs, every_s=status_every, cap_usd=sweep.spec.max_cost_usd)
     print(f"sweep {sweep.spec.name}: {len(runs)} runs on the {backend} backend", flush=True)
 
     def report(o: Outcome, n: int, total: int) -> None:
-        print(f"[{n}/{total}] {_status(o):<11} {o.label}  ({time.monotonic() - started:.0f} s)", flush=True)
+        watch.ended(o.run_id)
+        watch.say(f"[{n}/{total}] {_status(o):<11} {o.label}  ({watch.elapsed():.0f} s)")
 
     code = 0
     try:
@@ -134,19 +142,19 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
             # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
             on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
             env = {**slots_env(), **spend_ledger_env(sweep)}
-            with shared_babyai_server(to_run if on_this_machine else []) as operational:
+            with shared_babyai_server(to_run if on_this_machine else []) as operational, watch:
                 if backend == "ray":
-                    outcomes = run_ray(runs, address=address, operational=operational,
-                                       extra_env=env, report=report, init_kwargs=ray_init)
+                    outcomes = run_ray(runs, address=address, operational=operational, extra_env=env,
+                                       report=report, init_kwargs=ray_init, queued=watch.queued)
                 else:
                     outcomes = LocalPool(workers or os.cpu_count() or 1).run(
-                        runs, operational, env, report)
+                        runs, operational, env, report, announce=watch.started)
     except SweepInterrupted as e:
         outcomes, code = e.outcomes, 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
     except KeyboardInterrupt:  # before any run started (e.g. while the BabyAI server started)
         print(f"sweep stopped before any run started; rerun `speedrunner sweep {sweep.path}`", file=sys.stderr)
         return 143 if _SIGNAL.get("sig") == signal.SIGTERM else 130
-    print_outcomes(outcomes)
+    print_outcomes(outcomes, sweep.path)
     if code:
         print(f"sweep stopped; rerun `speedrunner sweep {sweep.path}` to continue", file=sys.stderr)
         return code
@@ -230,17 +238,18 @@ def _status(o: Outcome) -> str:
     return "not started" if o.status == "missing" else o.status
 
 
-def print_outcomes(outcomes: list[Outcome]) -> None:
+def print_outcomes(outcomes: list[Outcome], sweep_path: Path | None = None) -> None:
     """One line per run: status, the evaluation's progress and metric, cost, run dir; then
-    failures' log tails. Progress and metric are the last evaluation's means (the final one once
-    a run finished), never training's: a run that succeeded in training can show 0 here."""
+    failures' log tails and the report command (over ``sweep_path`` when given). Progress and
+    metric are the last evaluation's means (the final one once a run finished), never
+    training's: a run that succeeded in training can show 0 here."""
     print("\nstatus      episodes  eval progress  eval metric          cost             run")
     for o in outcomes:
         episodes = f"{o.episodes}/{o.rollouts if o.rollouts is not None else '?'}"
         progress = "-" if o.progress is None else f"{o.progress:.3f}"
         metric = f"eval {o.metric} {o.metric_value:.3f}" if o.metric and o.metric_value is not None else "-"
         cost = ("unknown" if o.episodes else "-") if o.cost_usd is None else f"${o.cost_usd:.4f}"
-        cost += " scripted" if o.scripted else ""
+        cost += " scripted" if o.scripted else " fake" if o.fake else ""
         where = f"  [node {o.node}]" if o.node else ""
         said = f"  ({o.note})" if o.note and "retried" in o.note else ""
         print(f"{_status(o):<11} {episodes:>8}  {progress:>13}  {metric:<20} {cost:<16} {o.run_dir}{where}{said}")
@@ -257,28 +266,37 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         for line in o.log_tail:
             print(f"  | {line}", file=sys.stderr)
     done = [o.run_dir for o in outcomes if Path(o.run_dir).is_dir()]
-    if done:
+    if done and sweep_path is not None:
+        print(f"\nreport over the sweep's runs:\n  speedrunner report {shlex.quote(str(sweep_path))}")
+    elif done:
         print("\nreport over these runs:\n  speedrunner report " + " ".join(shlex.quote(d) for d in done))
 
 
-def submit_and_follow(sweep: Sweep, tasks: int) -> int:
-    """``sbatch`` the array, follow it to its end, then report every run from its directory."""
+def submit_and_follow(sweep: Sweep, tasks: int, *, status_every: float | None = STATUS_EVERY_S) -> int:
+    """``sbatch`` the array, follow it to its end (and each run from its files), then report
+    every run from its directory."""
     from speedrunner.sweep.execute import plan, read_outcome
     from speedrunner.sweep.slurm import follow, slurm_env_note, submit, submitted_command
 
     before = {r.run_id: plan(r)[0] for r in sweep.runs}
     tasks, per_task = _array_shape(sweep, tasks)
     script = sbatch_script(sweep, tasks, command=submitted_command(sweep.path, tasks, per_task))
+    watch = Watch(sweep.runs, every_s=status_every, cap_usd=sweep.spec.max_cost_usd, ends_from_disk=True)
+    for r in sweep.runs:  # the logs' sizes before any array task can start
+        if before[r.run_id] in ("start", "resume"):
+            watch.queued(r, before[r.run_id], quiet=True)
     job_id, path = submit(sweep, script)
     print(f"sweep {sweep.spec.name}: submitted as SLURM job {job_id} ({tasks} array tasks, script {path})"
           f"{slurm_env_note()}; following it (Ctrl-C stops following, not the job)", flush=True)
+    watch.say_queued()
     try:
-        follow(job_id, say=lambda line: print(line, flush=True))
+        with watch:
+            follow(job_id, say=watch.say)
     except KeyboardInterrupt:
         print(f"stopped following; the array runs on: squeue -j {job_id}", file=sys.stderr)
         return 130
     outcomes = [read_outcome(r, before[r.run_id], None) for r in sweep.runs]
-    print_outcomes(outcomes)
+    print_outcomes(outcomes, sweep.path)
     if not all(o.ok for o in outcomes):
         print(f"resubmit to continue what did not finish: speedrunner sweep {sweep.path} --backend slurm "
               "--submit", file=sys.stderr)

@@ -51,9 +51,11 @@ class Outcome:
     progress: float | None = None
     """The last evaluation's mean progress (the final evaluation once finished)."""
     cost_usd: float | None = None
-    """Money actually spent (llm_calls.jsonl ``spent_usd``; replays cost nothing); ``None`` when
-    a call's price is unknown (a sum would silently count it as 0)."""
+    """Money actually spent (the sum of llm_calls.jsonl ``spent_usd``; replays cost nothing);
+    ``None`` when a call's price is unknown (a sum would silently count it as 0)."""
     scripted: bool = False
+    fake: bool = False
+    """Its model is the fake LLM server's (a ``fake-`` name): no real model answered."""
     node: str = ""
     """The Ray node that ran it last (empty on the local pool and SLURM)."""
     log_file: str = ""
@@ -143,8 +145,10 @@ def execute(
     operational: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    announce: Callable[[SweepRun, Action, str], None] | None = None,
 ) -> Outcome:
-    """Run (or skip) one sweep run to its end and report how it stands."""
+    """Run (or skip) one sweep run to its end and report how it stands; ``announce`` hears
+    (run, start or resume, why) once its process is up."""
     action, why = plan(run)
     if action in ("skip", "busy", "broken"):
         return read_outcome(run, action, None, note=why)
@@ -159,6 +163,8 @@ def execute(
         try:
             if on_start is not None:
                 on_start(proc)
+            if announce is not None:
+                announce(run, action, why)
             code = proc.wait()
         except BaseException:  # e.g. a cancelled Ray task: stop the run the resumable way, not orphan it
             proc.terminate()
@@ -185,7 +191,8 @@ def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: 
         rollouts=(resolved.get("run") or {}).get("rollouts"),
         metric=metric, metric_value=value, progress=evals.get("progress_mean"),
         cost_usd=_spent(d / "llm_calls.jsonl"),
-        scripted=bool(summary.get("scripted")), log_file=str(run.log_file), note=note,
+        scripted=bool(summary.get("scripted")), fake=str(summary.get("model") or "").startswith("fake-"),
+        log_file=str(run.log_file), note=note,
     )
     if exit_code not in (None, 0) or (action != "skip" and outcome.status != "finished"):
         outcome.log_tail = _tail(run.log_file, LOG_TAIL_LINES)
@@ -205,26 +212,13 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _spent(calls: Path) -> float | None:
-    """Sum of ``spent_usd``; ``None`` if any paid call's price is unknown."""
+    """The run's spend (``core.llm.spent``: what every SpeedRunner line shows); ``None`` if a
+    paid call's price is unknown, or nothing was logged."""
     if not calls.is_file():
         return None
-    total = 0.0
-    with open(calls, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line of a killed run
-            if not isinstance(row, dict):
-                continue
-            spent = row.get("spent_usd", 0.0)
-            if spent is None:
-                return None
-            try:
-                total += float(spent)
-            except (TypeError, ValueError):
-                continue
-    return total
+    from speedrunner.core.llm.spent import CallLogTotals
+
+    return CallLogTotals(calls).read().spent_usd
 
 
 def _tail(path: Path, n: int) -> list[str]:

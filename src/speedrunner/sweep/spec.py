@@ -149,6 +149,8 @@ class SweepRun:
     autostart_server: bool
     log_file: Path
     """The run's stdout and stderr, every attempt appended: ``<output_root>/sweeps/<sweep>/logs/``."""
+    rollouts: int | None = None
+    """Training episodes the run plans (``run.rollouts``), for progress lines before it writes any file."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,7 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
                 server_url=getattr(bench, "server_url", None),
                 autostart_server=bool(getattr(bench, "autostart_server", False)),
                 log_file=root / "sweeps" / spec.name / "logs" / f"{run_id}.log",
+                rollouts=config.run.rollouts,
             ))
     if problems:
         raise ConfigError(problems, source="sweep expansion")
