@@ -232,6 +232,7 @@ def test_a_baseline_can_be_chosen_and_an_absent_one_is_a_clear_error(runs, tmp_p
         "−50.0 pp ["
     )
     assert cells["react"]["P(better than opo)"] == "0 [0, 0]"
+    assert " · opo · " in md_headline(out)[0][0]  # the baseline leads, the methods compared with it below
     capsys.readouterr()
     assert main(["report", str(runs), "--out", str(tmp_path / "x"), "--baseline", "voyager"]) == 2
     err = capsys.readouterr().err

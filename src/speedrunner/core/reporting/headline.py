@@ -154,6 +154,8 @@ def headline(groups: list[Group], baseline: str = DEFAULT_BASELINE) -> Headline:
                 total_cost_known=len(known),
             )
         )
+    # Each benchmark's baseline first, the methods compared with it below (otherwise as grouped).
+    rows.sort(key=lambda r: (r.group.key.benchmark, r.group.key.task_set, not r.is_baseline))
     return Headline(baseline, rows)
 
 
