@@ -14,6 +14,7 @@ runnable on their own for more repetitions:
    (babyai_/crafter_/scienceworld_step_overhead.py, llm_call_overhead.py,
    llm_request_cost.py, prompt_prefix_reuse.py, skill_call_overhead.py), fewer repetitions
 6. peak parent RSS while hostile sandboxes answer 40 skill calls (issue #22)  hostile_tree_rss.py
+6b. parent CPU per skill call answered at every cap, over an honest call   skill_reply_cpu.py
 7. a run at the paper's Crafter scale, before/after (issue #33)    long_run.py
    (tens of minutes on a loaded 2-core machine: leave it out with --only)
 
@@ -123,6 +124,12 @@ def hostile_trees(smoke: bool) -> list[Row]:
     return hostile_tree_rss.rows(calls=2 if smoke else 40)
 
 
+def hostile_reply_cpu(smoke: bool) -> list[Row]:
+    import skill_reply_cpu
+
+    return skill_reply_cpu.rows(calls=2 if smoke else 20)
+
+
 def long_runs(smoke: bool) -> list[Row]:
     import long_run
 
@@ -142,6 +149,7 @@ SECTIONS: dict[str, tuple[str, Callable[[bool], list[Row]]]] = {
     "5b": ("LLM layer", llm_layer),
     "5c": ("prompt prefix, skill calls", prefix_and_skills),
     "6": ("parent memory under hostile sandboxes", hostile_trees),
+    "6b": ("parent CPU under hostile sandboxes", hostile_reply_cpu),
     "7": ("long runs: per call, per step, resume, report (issue #33)", long_runs),
 }
 

@@ -69,3 +69,28 @@ def test_a_mutable_default_argument_is_rejected() -> None:
     source = module('def f(env, seen=[]):\n    """Doc."""\n    seen.append(1)\n    return len(seen)\n')
     problem = only(validate_source(source, RULES), "module-state")
     assert "mutable default argument" in problem.message and "default to None" in str(problem)
+
+
+@pytest.mark.parametrize("default, shown", [
+    ("_s=([],)", "[]"),
+    ("box=(1, (2, {}))", "{}"),
+    ("seen=frozenset([1])", None),
+    ("queue=(deque(),)", "deque()"),
+    ("*, cache={'n': 0}", None),
+    ("key=lambda x, memo=[]: x", "[]"),
+])
+def test_a_mutable_value_nested_in_a_default_is_rejected_with_the_scratch_as_the_fix(default, shown) -> None:
+    """``def tally(env, _s=([],))`` counted 1, 2, 3... across calls: a tuple hid the list."""
+    source = module("from collections import deque", f'def f(env, {default}):\n    """Doc."""\n    return 1\n')
+    problem = only(validate_source(source, RULES), "module-state")
+    assert "mutable default argument" in problem.message and "env.scratch" in str(problem)
+    if shown is not None:
+        assert f"`{shown}` inside it" in problem.message
+
+
+def test_immutable_defaults_are_fine() -> None:
+    source = module("import math", "MOVES = ('a', 'b')", '''def f(env, n=3, dirs=("a", ("b", -1)), key=None,
+      pick=lambda x: [x], scale=math.pi, moves=MOVES, *, label="x", flag=True):
+    """Doc."""
+    return [n, dirs, key, pick(1), scale, moves, label, flag]''')
+    assert validate_source(source, RULES) == []

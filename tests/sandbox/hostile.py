@@ -19,8 +19,9 @@ from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox.analysis import PRELOAD
 from speedrunner.core.sandbox.limits import Limits
 from speedrunner.core.sandbox.process import SandboxProcess
-from speedrunner.core.sandbox.schema import SKILL_MESSAGE_BYTES
+from speedrunner.core.sandbox.schema import SKILL_MESSAGE_BYTES, reply_bytes
 from speedrunner.core.sandbox.skills import SandboxSkillRunner
+from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES, MAX_TREE_CHARS, NODE_COST
 
 SERVER = '''
 import inspect, json, os
@@ -161,12 +162,12 @@ def scenario(req, rid):
     kids = [node("forward", args=["k" * 120]) for _ in range(999)]
     ch.send(result(rid, node(req["name"], calls=kids, prints="p" * 1900)))
 ''',
-    # A nested node whose stopped_by holds 4 MB (kept and counted nowhere before: 300 calls took the
-    # parent to 3.5 GB).
+    # A nested node whose stopped_by holds 400 KB, within the call's message cap (kept and counted
+    # nowhere before: 4 MB of it, 300 calls, took the parent to 3.5 GB).
     "stopped_by_flood": '''
 def scenario(req, rid):
     act(rid)
-    ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", stopped_by="s" * 4_000_000)])))
+    ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", stopped_by="s" * 400_000)])))
 ''',
     # A nested calls_dropped of 4,299 digits.
     "huge_count": '''
@@ -175,17 +176,47 @@ def scenario(req, rid):
     ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", calls_dropped=int("9" * 4299))])))
 ''',
     # Every key the parent keeps filled to its cap (values, errors, prints escaped six-fold as JSON,
-    # counts, 999 nested calls), plus unknown keys of a megabyte: accepted, and all of it counted.
-    "every_key": '''
+    # counts, 999 nested calls), plus unknown keys of 200 KB: accepted, and all of it counted.
+    "every_key": f'''
 WIDE = "\\u00e9"
 def scenario(req, rid):
     act(rid)
     kids = [node("forward", args=["k" * 50], error="e" * 60, calls_dropped=10**15, stopped_by="returned", junk=1)
             for _ in range(999)]
     root = node(req["name"], actions=[0], calls=kids, prints=WIDE * 2000, error=WIDE * 4200,
-                calls_dropped=10**15, stopped_by="returned", returned="r" * 1900, junk="j" * 1_000_000)
-    ch.send(result(rid, root, returned="R" * 900_000, error=WIDE * 4200, scratch={"s": "x" * 63_000},
+                calls_dropped=10**15, stopped_by="returned", returned="r" * 1900, junk="j" * 200_000)
+    ch.send(result(rid, root, returned="R" * {MAX_RETURN_BYTES - 100}, error=WIDE * 4200, scratch={{"s": "x" * 63_000}},
                    junk="j" * 100))
+''',
+    # A returned value of small items just under its cap: the most JSON values a reply may make the
+    # parent decode and check.
+    "dense_return": f'''
+def scenario(req, rid):
+    act(rid)
+    ch.send(result(rid, node(req["name"], actions=[0]), returned=[0] * {(MAX_RETURN_BYTES - 2) // 2}))
+''',
+    # 999 nested calls whose arguments share the tree's whole value budget as small items.
+    "dense_tree": f'''
+def scenario(req, rid):
+    act(rid)
+    n = ({MAX_TREE_CHARS} - {NODE_COST + 12} * 1000) // 999 // 2 - 3
+    kids = [node("forward", args=[[0] * n]) for _ in range(999)]
+    ch.send(result(rid, node(req["name"], actions=[0], calls=kids)))
+''',
+    # An unknown key (dropped) of small items filling the rest of the call's message cap.
+    "dense_junk": '''
+def scenario(req, rid):
+    act(rid)
+    cap = REPLY_BYTES + REPLY_BYTES_PER_ACTION * req["max_actions"]
+    ch.send(result(rid, node(req["name"], actions=[0]), junk=[0] * (cap // 2 - 200)))
+''',
+    # The same, a few KB over the call's message cap (an honest reply never is; the old fixed 4 MiB cap
+    # let it through, to be decoded and dropped).
+    "junk_over_the_cap": '''
+def scenario(req, rid):
+    act(rid)
+    cap = REPLY_BYTES + REPLY_BYTES_PER_ACTION * req["max_actions"]
+    ch.send(result(rid, node(req["name"], actions=[0]), junk=[0] * (cap // 2 + 2000)))
 ''',
     # env.scratch far over its cap.
     "huge_scratch": '''
@@ -198,7 +229,9 @@ def scenario(req, rid):
 def start_hostile(tier: str, limits: Limits, scenario: str) -> SandboxProcess:
     """A real sandbox child (analysis mode: unrestricted code) serving the skill protocol per ``scenario``."""
     process = SandboxProcess(tier, limits, mode="analysis", preload=PRELOAD, max_message_bytes=SKILL_MESSAGE_BYTES)
-    code = SERVER.replace("SCENARIO", SCENARIOS[scenario])
+    base = reply_bytes(limits.max_print_chars, 0)
+    code = (SERVER.replace("SCENARIO", SCENARIOS[scenario]).replace("REPLY_BYTES_PER_ACTION",
+            str(reply_bytes(limits.max_print_chars, 1) - base)).replace("REPLY_BYTES", str(base)))
     process.request({"op": "run", "id": 0, "code": code}, time.monotonic() + 10)
     return process
 

@@ -145,3 +145,25 @@ def test_a_skill_env_outside_the_sandbox_has_the_same_members() -> None:
     env = SkillEnv(lambda a: {"text": a, "structured": {}, "done": False}, "start", {}, actions_left=2)
     env.act("x")
     assert (env.text, env.actions_left, env.scratch) == ("x", 1, {})
+
+
+RETURNS = '''
+def returns(env, n):
+    return "x" * n
+'''
+
+
+def test_a_returned_value_is_kept_up_to_its_cap_and_past_it_the_call_says_so(tier) -> None:
+    """The returned value's cap is 64,000 characters of JSON (it was 1,000,000: a reply at that cap
+    cost the parent 165 ms of CPU to check); the actor sees the value's first few hundred."""
+    from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES
+
+    runner = open_runner(tier, RETURNS)
+    try:
+        assert call(runner, "returns", MAX_RETURN_BYTES - 2).returned == "x" * (MAX_RETURN_BYTES - 2)
+        over = call(runner, "returns", 100_000)
+        assert over.stopped_by == "error" and over.returned is None
+        assert f"the skill returned 100002 characters of JSON; the limit is {MAX_RETURN_BYTES}" in over.error
+        assert runner.violations == 0 and call(runner, "returns", 3).returned == "xxx"
+    finally:
+        runner.close()

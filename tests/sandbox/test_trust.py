@@ -33,7 +33,11 @@ VIOLATIONS = {
     "invented_name": "names a nested call 'solve_the_level', which is not a function of the loaded codebook",
     "stopped_by_flood": "a call's stopped_by 'sssss",
     "huge_count": "calls_dropped is not a count",
+    "junk_over_the_cap": "a message longer than",
 }
+ACCEPTED_AT_THE_CAPS = ("dense_return", "dense_tree", "dense_junk")
+"""Replies just under every cap, made of as many small JSON values as fit (the costliest for the
+parent to check: ``benchmarks/skill_reply_cpu.py``); an honest child could send each."""
 
 
 @pytest.fixture
@@ -202,7 +206,7 @@ def _echo(env, items):
 
 
 def test_hostile_scenarios_are_all_checked() -> None:
-    assert set(VIOLATIONS) | {"max_valid_tree", "delayed_forgery", "every_key"} == set(SCENARIOS)
+    assert set(VIOLATIONS) | {"max_valid_tree", "delayed_forgery", "every_key", *ACCEPTED_AT_THE_CAPS} == set(SCENARIOS)
     assert inspect.getsource(HostileRunner._start_process)
 
 
@@ -247,7 +251,8 @@ def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
 
 @pytest.mark.parametrize("scenario", ["stopped_by_flood", "huge_count"])
 def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
-    """30 calls (one episode) each answered with a 4 MB nested stopped_by kept 118.7 MiB before;
+    """30 calls (one episode) each answered with a 4 MB nested stopped_by kept 118.7 MiB before (now
+    the call's message cap refuses 4 MB unread; the scenario sends 400 KB, which it lets through);
     now each is a counted violation and the stored trees hold only what the parent served."""
     runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, scenario, hostile_starts=40)
     try:
@@ -256,3 +261,25 @@ def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
         runner.close()
     assert runner.violations == 30
     assert sum(len(json.dumps(t)) for t in trees) < 200_000
+
+
+@pytest.mark.parametrize("scenario", ACCEPTED_AT_THE_CAPS)
+def test_replies_of_many_small_values_just_under_the_caps_are_accepted_and_kept_whole(tier, scenario) -> None:
+    """The cheaper checks refuse nothing an honest child may send: every value is kept as sent."""
+    from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES
+
+    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, scenario)
+    try:
+        outcome = call(runner, "forward", 1, timeout_s=20)
+    finally:
+        runner.close()
+    assert runner.violations == 0 and outcome.error is None, outcome.tree.get("sandbox_violation")
+    assert [a["action"] for a in outcome.tree["actions"]] == ["inc"]
+    if scenario == "dense_return":
+        assert outcome.returned == [0] * ((MAX_RETURN_BYTES - 2) // 2)
+    elif scenario == "dense_tree":
+        calls = outcome.tree["calls"]
+        assert len(calls) == 999 and all(c["args"] == calls[0]["args"] for c in calls)
+        assert len(calls[0]["args"][0]) > 50 and set(calls[0]["args"][0]) == {0}
+    else:
+        assert "junk" not in json.dumps(outcome.tree) and outcome.returned is None

@@ -310,10 +310,17 @@ class _Checker:
                 continue
             self.add("module-state", what, node=node, func=func, fix=_STATE_FIX)
         for default in [*func.args.defaults, *(d for d in func.args.kw_defaults if d is not None)]:
-            if isinstance(default, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
-                self.add("module-state", f"{func.name!r} has a mutable default argument (it would carry state "
-                                         "from call to call until the sandbox restarts)", node=default, func=func,
-                         fix="default to None and build the value inside; " + _STATE_FIX)
+            part = _mutable_part(default)
+            if part is None:
+                continue
+            shown = ast.unparse(part)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            where = "" if part is default else f" (`{shown}` inside it)"
+            self.add("module-state", f"{func.name!r} has a mutable default argument{where}: a default is made once, "
+                                     "so it would look like a place to keep state from call to call",
+                     node=default, func=func,
+                     fix="default to None or to numbers, strings and tuples of them, and build other values "
+                         "inside; " + _STATE_FIX)
 
     def check_hooks(self, node: ast.Call, func: Function) -> None:
         """Calls that would make the interpreter read or write dunder attributes by name."""
@@ -407,6 +414,26 @@ class _Checker:
             self.add("undefined-name", f"{name!r} is not defined: not a codebook function, import, constant "
                                        f"or builtin{suggest(name, known - BUILTIN_NAMES)}", node=ref.node, func=func,
                      fix="define it, import it from an allowed module, or correct the name")
+
+
+_MUTABLE = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Call)
+"""Default expressions whose value may be changed in place: containers and any call's result
+(``deque()``, ``Counter()``, ``frozenset(...)``: a call is not checked for what it returns)."""
+
+
+def _mutable_part(default: ast.expr) -> ast.expr | None:
+    """The first part of a default's expression that may build a mutable value, at any depth (a
+    tuple holding a list counts); a lambda's body runs per call, so only its own defaults count."""
+    stack: list[ast.AST] = [default]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _MUTABLE):
+            return node  # type: ignore[return-value]
+        if isinstance(node, ast.Lambda):
+            stack.extend(d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return None
 
 
 def _a(what: str) -> str:

@@ -44,6 +44,8 @@ def _make_encoder() -> Any:
 
 
 _encode = _make_encoder()
+compact = _encode
+"""Any JSON value as compact ASCII JSON text (the messages' encoding; ``tracing.value_cost``)."""
 _scan = json.JSONDecoder(parse_constant=_reject_constant).scan_once
 
 

@@ -7,10 +7,12 @@ imports everything it will need while it can still read the interpreter's files,
 uid 65534 if it started as root, and only then accepts requests that carry untrusted
 code. Requests, one at a time:
 
-- ``{"op": "load", "id", "source", "api_module"}``: load the codebook (restricted, traced);
+- ``{"op": "load", "id", "source", "api_module"}``: check and compile the codebook (restricted)
+  and run it once, to report an error in its module-level code;
 - ``{"op": "call", "id", "name", "args", "kwargs", "observation", "max_actions", "scratch"}``:
-  run a skill; each primitive action is an ``{"act", "id"}`` message answered by the parent
-  before the skill goes on; ends with ``{"id", "result": {"tree", "returned", "error",
+  run a skill in a fresh namespace of the codebook (its module code run anew, functions
+  traced), so nothing an earlier call left there is seen; each primitive action is an
+  ``{"act", "id"}`` message answered by the parent before the skill goes on; ends with ``{"id", "result": {"tree", "returned", "error",
   "stopped_by", "scratch"}}``;
 - ``{"op": "run", "id", "code"}`` (analysis mode): exec arbitrary code in a persistent
   namespace; answers ``{"id", "stdout", "error"}``.
@@ -31,7 +33,7 @@ import resource
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed
 from speedrunner.core.sandbox.tracing import (
@@ -45,6 +47,9 @@ from speedrunner.core.sandbox.tracing import (
     own_traceback,
     traced,
 )
+
+if TYPE_CHECKING:
+    from speedrunner.core.sandbox.restrict import CompiledCodebook
 
 ANALYSIS_FILENAME = "<analysis>"
 
@@ -168,7 +173,7 @@ class SkillServer:
 
         self.channel = channel
         self.max_print_chars = int(config["limits"]["max_print_chars"])
-        self.namespace: dict[str, Any] | None = None
+        self.codebook: CompiledCodebook | None = None
         self.functions: set[str] = set()
         self.recorder: Recorder | None = None
         self.call_id: Any = None
@@ -184,19 +189,27 @@ class SkillServer:
         return {"error": f"unknown request {request.get('op')!r}"}
 
     def load(self, source: str, api_module: str) -> dict[str, Any]:
-        from speedrunner.core.sandbox.restrict import load_codebook
+        from speedrunner.core.sandbox.restrict import compile_codebook
 
         discard = Recorder(0, self.env_type)
         try:
             with _Capture(discard.write):
-                namespace, functions = load_codebook(source, api_module)
+                codebook = compile_codebook(source, api_module)
+                _, functions = codebook.instantiate()
         except BaseException as e:
             return {"loaded": False, "error": f"{LOAD_FAILED}:\n" + own_traceback(e)}
+        self.codebook = codebook
+        self.functions.update(functions)
+        return {"loaded": True, "functions": sorted(self.functions)}
+
+    def fresh_namespace(self, codebook: CompiledCodebook) -> dict[str, Any]:
+        """The codebook run anew for one call (its module-level prints dropped), functions traced."""
+        discard = Recorder(0, self.env_type)
+        with _Capture(discard.write):
+            namespace, functions = codebook.instantiate()
         for name in functions:
             namespace[name] = traced(namespace[name], lambda: self.recorder)
-            self.functions.add(name)
-        self.namespace = namespace
-        return {"loaded": True, "functions": sorted(self.functions)}
+        return namespace
 
     def stop(self, reason: str) -> Stop:
         if self.recorder is not None and self.recorder.stopped is None:
@@ -234,15 +247,18 @@ class SkillServer:
         given = request.get("scratch") or {}
         env = None
         try:
-            if self.namespace is None:
+            if self.codebook is None:
                 raise RuntimeError("no codebook is loaded")
             if name not in self.functions:
                 raise LookupError(f"no skill named {name!r} in the codebook")
+            namespace = self.fresh_namespace(self.codebook)
+            if name not in namespace:
+                raise LookupError(f"no skill named {name!r} in this run of the codebook's module code")
             env = self.env_type(observation["text"], observation["structured"],
                                 bool(observation.get("done")), actions_left=request.get("max_actions"),
                                 scratch=json.loads(json.dumps(given)))
             with _Capture(rec.write):
-                value = self.namespace[name](env, *request["args"], **request["kwargs"])
+                value = namespace[name](env, *request["args"], **request["kwargs"])
             returned, error = check_returned(value)
         except Stop:
             pass

@@ -27,8 +27,12 @@ should never need, before it gets as far as the process boundary:
 - ``str.format`` reads only attributes skill code could read itself: every ``<expr>.format``
   (and ``getattr(s, "format")``) is rewritten to a checked formatter, since a format string
   such as ``"{0.act.__globals__}"`` walks attributes no check of the source can see;
-- imported modules are read-only views, and the env is a ``handle.SandboxEnv`` (no private
-  state, a read-only class): no state between calls outside ``env.scratch``.
+- no state between calls outside ``env.scratch``, by construction: the codebook is compiled
+  once and every call runs it anew into a fresh namespace (``CompiledCodebook``); an attribute
+  of anything every call shares (a module, a library function or class, an object a module
+  exposes) cannot be set (``_writable``); imported modules are read-only views, whose lists and
+  dicts are read-only copies made anew for each call; the env is a ``handle.SandboxEnv`` (no
+  private state, a read-only class).
 See docs/security.md for what this layer promises and what it does not.
 """
 
@@ -47,14 +51,20 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from speedrunner.core.sandbox.handle import SandboxEnv
+
 CODEBOOK_FILENAME = "codebook.py"
 """The filename skill tracebacks show (the codebook has no file of its own in the sandbox)."""
+CODEBOOK_MODULE = "codebook"
+"""The module name of the codebook's namespace (the ``__module__`` of the classes it defines)."""
 
 ALLOWED_MODULES = ("re", "math", "itertools", "collections", "collections.abc", "functools",
                    "dataclasses", "typing")
-_HIDDEN_NAMES = {"typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
+_HIDDEN_NAMES = {"typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref", "overload", "get_overloads",
+                            "clear_overloads"},
                  "functools": {"singledispatch", "singledispatchmethod"}}
-"""Public names that evaluate strings as code (annotations), which would bypass the checks."""
+"""Public names that evaluate strings as code (annotations), which would bypass the checks, or
+that keep a registry across calls (``typing.overload``)."""
 _ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__qualname__", "__init__", "__post_init__", "__len__",
                               "__iter__", "__next__", "__repr__", "__str__", "__eq__", "__hash__", "__lt__",
                               "__le__", "__gt__", "__ge__", "__contains__", "__getitem__", "__enter__",
@@ -124,13 +134,42 @@ def frozen(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[str]]:
-    """Run the codebook module in a fresh restricted namespace: ``(namespace, function names)``.
+@dataclasses.dataclass(frozen=True)
+class CompiledCodebook:
+    """A checked, compiled codebook: ``instantiate`` runs it anew into a fresh namespace, so
+    nothing one skill call leaves in module globals, defaults, closures or classes of the
+    codebook reaches the next (``env.scratch`` is the one store between calls)."""
 
-    The names are the codebook's own functions (public and private), the ones to trace.
+    code: types.CodeType
+    refused: dict[str, list[str]]
+    builtins: dict[str, Any]
+    importer: _Importer
 
-    Raises ``SyntaxError`` or ``SkillCodeError`` (module-level problems), or whatever the
-    module's own top-level code raises.
+    def instantiate(self) -> tuple[dict[str, Any], list[str]]:
+        """A fresh module of the codebook: ``(namespace, function names)``; the names are the
+        codebook's own functions (public and private), the ones to trace. Raises whatever the
+        module's own top-level code raises."""
+        self.importer.refresh()
+        module = types.ModuleType(CODEBOOK_MODULE)  # registered: dataclasses look their module up in sys.modules
+        module.__builtins__ = self.builtins  # type: ignore[attr-defined]
+        sys.modules[CODEBOOK_MODULE] = module
+        namespace = module.__dict__
+        exec(self.code, namespace)
+        for name, value in list(namespace.items()):
+            if _CONSTANT.match(name):
+                namespace[name] = frozen(value)
+        for name, problems in self.refused.items():
+            namespace[name] = _refusing(name, problems)
+        functions = [name for name, value in namespace.items()
+                     if name in self.refused or (isinstance(value, types.FunctionType)
+                                                 and value.__code__.co_filename == CODEBOOK_FILENAME)]
+        return namespace, functions
+
+
+def compile_codebook(source: str, api_module: str) -> CompiledCodebook:
+    """Check and compile an LLM-written codebook once (``CompiledCodebook.instantiate`` runs it).
+
+    Raises ``SyntaxError`` or ``SkillCodeError`` (module-level problems).
     """
     import linecache
 
@@ -153,28 +192,25 @@ def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[st
         raise SkillCodeError("the codebook's module-level code is not allowed in a skill:\n  "
                              + "\n  ".join(module_problems))
     tree.body = body
-    tree = ast.fix_missing_locations(_FormatRewriter().visit(tree))
+    tree = ast.fix_missing_locations(_Rewriter().visit(tree))
     linecache.cache[CODEBOOK_FILENAME] = (len(source), None, source.splitlines(True), CODEBOOK_FILENAME)
-    module = types.ModuleType("codebook")  # registered: dataclasses look their module up in sys.modules
-    module.__builtins__ = safe_builtins(api_module)  # type: ignore[attr-defined]
-    sys.modules["codebook"] = module
-    namespace = module.__dict__
-    exec(compile(tree, CODEBOOK_FILENAME, "exec"), namespace)
-    for name, value in list(namespace.items()):
-        if _CONSTANT.match(name):
-            namespace[name] = frozen(value)
-    for name, problems in refused.items():
-        namespace[name] = _refusing(name, problems)
-    functions = [name for name, value in namespace.items()
-                 if name in refused or (isinstance(value, types.FunctionType)
-                                        and value.__code__.co_filename == CODEBOOK_FILENAME)]
-    return namespace, functions
+    importer = _Importer(api_module)
+    return CompiledCodebook(compile(tree, CODEBOOK_FILENAME, "exec"), refused, _builtins(importer), importer)
+
+
+def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[str]]:
+    """Compile the codebook and run it once in a fresh restricted namespace (``instantiate``)."""
+    return compile_codebook(source, api_module).instantiate()
 
 
 def safe_builtins(api_module: str) -> dict[str, Any]:
     """The builtins skill code sees: the usual ones minus file, eval and introspection escapes."""
+    return _builtins(_Importer(api_module))
+
+
+def _builtins(importer: _Importer) -> dict[str, Any]:
     names = {k: v for k, v in vars(builtins).items() if k not in _BLOCKED_BUILTINS}
-    names["__import__"] = _importer(api_module)
+    names["__import__"] = importer
     names["__build_class__"] = _build_class
     names["type"] = GuardedType
     names["getattr"] = _guarded(getattr)
@@ -182,6 +218,7 @@ def safe_builtins(api_module: str) -> dict[str, Any]:
     names["setattr"] = _guarded(setattr)
     names["delattr"] = _guarded(delattr)
     names[_FORMAT_HOOK] = _format_attribute
+    names[_OWN_HOOK] = _writable
     return names
 
 
@@ -275,6 +312,7 @@ def _update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPE
     _check_wrapper_names(assigned, updated, wrapped)
     if isinstance(wrapper, type | types.ModuleType):
         raise SkillCodeError("functools.update_wrapper updates a function only")
+    _writable(wrapper)
     return functools.update_wrapper(wrapper, wrapped, tuple(assigned), tuple(updated))
 
 
@@ -301,8 +339,23 @@ def _make_dataclass(cls_name: Any, fields: Any, **options: Any) -> Any:
     return dataclasses.make_dataclass(cls_name, fields, **options)
 
 
-_GUARDED = {"functools": {"update_wrapper": _update_wrapper, "wraps": _wraps},
-            "dataclasses": {"make_dataclass": _make_dataclass}}
+def _own_class(decorator: Callable[..., Any]) -> Callable[..., Any]:
+    """A class decorator that changes the class it is given: for the codebook's own classes only."""
+
+    def checked(cls: Any = None, /, **options: Any) -> Any:
+        if cls is None:
+            return lambda c: checked(c, **options)
+        _writable(cls)
+        return decorator(cls, **options)
+
+    checked.__name__ = checked.__qualname__ = decorator.__name__
+    checked.__doc__ = decorator.__doc__
+    return checked
+
+
+_GUARDED = {"functools": {"update_wrapper": _update_wrapper, "wraps": _wraps,
+                          "total_ordering": _own_class(functools.total_ordering)},
+            "dataclasses": {"make_dataclass": _make_dataclass, "dataclass": _own_class(dataclasses.dataclass)}}
 """Members of allowed modules replaced by checked versions (they read or write attributes by name)."""
 
 
@@ -322,37 +375,50 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise SkillCodeError(f"{fn.__name__}(..., {name!r}) is not allowed in skill code")
         if fn is getattr and name == "format":
             return _format_attribute(obj)
+        if fn is setattr or fn is delattr:
+            _writable(obj)
         return fn(obj, name, *rest)
 
     guarded.__name__ = fn.__name__
     return guarded
 
 
-def _importer(api_module: str) -> Callable[..., Any]:
-    allowed = (*ALLOWED_MODULES, api_module)
-    proxies: dict[str, types.ModuleType] = {}
+class _Importer:
+    """``__import__`` for skill code: proxies of the allowed modules, built once per codebook.
 
-    def proxy(name: str) -> types.ModuleType:
-        if name not in proxies:
-            proxies[name] = _public_view(importlib.import_module(name), _HIDDEN_NAMES.get(name, set()))
+    A proxy outlives the call, so a list, dict or set it exposes (a skill API's table of
+    actions) is a read-only copy that ``refresh`` replaces before every call."""
+
+    def __init__(self, api_module: str) -> None:
+        self.allowed = (*ALLOWED_MODULES, api_module)
+        self.proxies: dict[str, types.ModuleType] = {}
+        self.mutable: list[tuple[types.ModuleType, str, Any]] = []
+
+    def proxy(self, name: str) -> types.ModuleType:
+        if name not in self.proxies:
+            self.proxies[name] = _public_view(importlib.import_module(name), _HIDDEN_NAMES.get(name, set()),
+                                              self.mutable)
             if name == "collections":
-                _set(proxies[name], "abc", proxy("collections.abc"))
-        return proxies[name]
+                _set(self.proxies[name], "abc", self.proxy("collections.abc"))
+        return self.proxies[name]
 
-    def restricted_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
-                          level: int = 0) -> types.ModuleType:
+    def refresh(self) -> None:
+        """Fresh read-only copies of the mutable values the proxies expose."""
+        for view, name, value in self.mutable:
+            _set(view, name, frozen(value))
+
+    def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
+                 level: int = 0) -> types.ModuleType:
         if level:
             raise ImportError("relative imports are not allowed in skill code")
-        if name not in allowed:
-            raise ImportError(f"skill code may not import {name!r}; allowed: {', '.join(allowed)}")
+        if name not in self.allowed:
+            raise ImportError(f"skill code may not import {name!r}; allowed: {', '.join(self.allowed)}")
         if fromlist or "." not in name:
-            return proxy(name)
+            return self.proxy(name)
         top = name.split(".")[0]
-        if top in allowed:
-            return proxy(top)
-        return _chain(name, proxy(name))  # `import a.b.skill_api` binds `a`: give a stub path to the API only
-
-    return restricted_import
+        if top in self.allowed:
+            return self.proxy(top)
+        return _chain(name, self.proxy(name))  # `import a.b.skill_api` binds `a`: give a stub path to the API only
 
 
 class ReadOnlyModule(types.ModuleType):
@@ -370,8 +436,8 @@ def _set(module: types.ModuleType, name: str, value: Any) -> None:
     types.ModuleType.__setattr__(module, name, value)
 
 
-def _public_view(module: types.ModuleType, hidden: set[str]) -> types.ModuleType:
-    from speedrunner.core.sandbox.handle import SandboxEnv
+def _public_view(module: types.ModuleType, hidden: set[str],
+                 mutable: list[tuple[types.ModuleType, str, Any]]) -> types.ModuleType:
     from speedrunner.core.skill import SkillEnv
 
     view = ReadOnlyModule(module.__name__, module.__doc__)
@@ -382,7 +448,12 @@ def _public_view(module: types.ModuleType, hidden: set[str]) -> types.ModuleType
             continue
         if value is SkillEnv:  # the class skill code sees is the env's own: read-only, nothing private
             value = SandboxEnv
-        _set(view, name, _GUARDED.get(module.__name__, {}).get(name, value))
+        value = _GUARDED.get(module.__name__, {}).get(name, value)
+        _SHARED.add(id(value))
+        if type(value) in (list, dict, set, tuple):
+            mutable.append((view, name, value))
+            value = frozen(value)
+        _set(view, name, value)
     return view
 
 
@@ -399,17 +470,54 @@ def _chain(dotted: str, leaf: types.ModuleType) -> types.ModuleType:
 _FORMAT_HOOK = "__skill_format__"
 """The builtin every ``<expr>.format`` in skill code is rewritten to call (a name skill code
 cannot write itself: dunder names are refused before the rewrite)."""
+_OWN_HOOK = "__skill_own__"
+"""The builtin the object of every attribute assignment or deletion in skill code goes through."""
 
 
-class _FormatRewriter(ast.NodeTransformer):
+class _Rewriter(ast.NodeTransformer):
     """``x.format`` becomes ``__skill_format__(x)``: ``str.format`` walks attributes named in its
-    format string (``"{0.act.__globals__}"``), which no check of the source can see."""
+    format string (``"{0.act.__globals__}"``), which no check of the source can see. ``x.a = v``
+    (and ``del x.a``, ``x.a += v``, ``for x.a in``) becomes ``__skill_own__(x).a = v``: only an
+    object the call itself made may be changed (``_writable``)."""
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         if node.attr == "format" and isinstance(node.ctx, ast.Load):
             return ast.copy_location(ast.Call(ast.Name(_FORMAT_HOOK, ast.Load()), [node.value], []), node)
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            node.value = ast.copy_location(ast.Call(ast.Name(_OWN_HOOK, ast.Load()), [node.value], []), node.value)
         return node
+
+
+_SHARED: set[int] = set()
+"""Ids of the objects the allowed modules expose (kept alive by their modules): every call sees
+the same ones, so skill code may not set their attributes."""
+
+
+def _shared(obj: Any) -> str | None:
+    """What ``obj`` is if it outlives a skill call (so setting its attributes would be state
+    between calls), else ``None``: the codebook's own functions and classes are made anew by
+    every call; modules, library functions and classes and the objects modules expose are not."""
+    if isinstance(obj, ReadOnlyModule) or type(obj) is type(SandboxEnv):
+        return None  # read-only already, and they say so themselves
+    if isinstance(obj, types.ModuleType):
+        return f"the module {obj.__name__!r}"
+    if isinstance(obj, type):
+        return None if obj.__module__ == CODEBOOK_MODULE else f"the class {obj.__name__!r}"
+    if isinstance(obj, types.FunctionType):
+        return None if obj.__code__.co_filename == CODEBOOK_FILENAME else f"the function {obj.__name__!r}"
+    if id(obj) in _SHARED:
+        return f"{type(obj).__name__!r} object of an imported module"
+    return None
+
+
+def _writable(obj: Any) -> Any:
+    """``obj`` if skill code may set its attributes, else ``SkillCodeError`` saying where state goes."""
+    what = _shared(obj)
+    if what is not None:
+        raise SkillCodeError(f"{what} outlives the skill call, so skill code may not set or delete its attributes: "
+                             "keep state between calls of one episode in env.scratch")
+    return obj
 
 
 class _CheckedFormatter(string.Formatter):

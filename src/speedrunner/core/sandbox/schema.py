@@ -21,6 +21,7 @@ as an error, restarts the sandbox and counts it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 from speedrunner.core import pyast
@@ -41,11 +42,11 @@ from speedrunner.core.sandbox.tracing import (
 )
 
 __all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "call_budget", "check_act", "check_id", "check_load_reply",
-           "check_result", "check_run_reply", "codebook_functions", "reconcile"]
+           "check_result", "check_run_reply", "codebook_functions", "reconcile", "reply_bytes"]
 
 SKILL_MESSAGE_BYTES = 4 * 1024 * 1024
-"""Longest line a skill sandbox may send: a result holds a bounded tree, a return value of at
-most ``MAX_RETURN_BYTES`` and the scratch; anything longer is refused before it is parsed."""
+"""Longest line a skill sandbox may send before its first call (its hello and the load reply);
+a call's reply has its own, smaller bound (``reply_bytes``). Longer is refused before it is parsed."""
 _STOPPED_BY = ("returned", "error", "max_actions", "episode_done")
 _ERROR_SLACK = 200
 _VALUE_DEPTH = 12
@@ -77,19 +78,30 @@ def check_id(message: dict[str, Any], expected: str) -> None:
                     "waiting: code in the sandbox wrote to the protocol pipe itself")
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _shape(value: Any, max_depth: int, what: str) -> None:
-    """``value`` is JSON nested at most ``max_depth`` levels (checked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
+    """``value`` is JSON nested at most ``max_depth`` levels (checked without recursion).
+
+    Level by level, with the per-item work in C (``map(type)``, ``chain``): a reply may hold
+    hundreds of thousands of values, and a Python step per value was most of the parent's CPU."""
+    level = [value]
+    depth = 1
+    while True:
+        kinds = set(map(type, level)) - _SCALARS
+        if not kinds:
+            return
+        if not kinds <= {list, dict}:
+            raise _fail(f"{what} holds a {next(iter(kinds - {list, dict})).__name__}")
+        lists = [item for item in level if type(item) is list] if list in kinds else []
+        dicts = [item for item in level if type(item) is dict] if dict in kinds else []
+        level = [*chain.from_iterable(lists), *chain.from_iterable(map(dict.values, dicts))]
+        if not level:
+            return
+        depth += 1
         if depth > max_depth:
             raise _fail(f"{what} is nested deeper than {max_depth} levels")
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-        elif not (item is None or isinstance(item, str | int | float | bool)):
-            raise _fail(f"{what} holds a {type(item).__name__}")
 
 
 def _text(value: Any, limit: int, what: str, *, optional: bool = False) -> str | None:
@@ -133,19 +145,9 @@ _MAX_COUNT = 10**15
 """Largest ``calls_dropped`` believed (an honest child counts calls it ran: far fewer)."""
 
 
-def _node_fields(max_print_chars: int) -> dict[str, Callable[[Any], Any]]:
-    """The one schema of a kept tree node: every key the parent keeps, with its type and size.
-    A key not listed here is dropped; a value that fails its check is a violation."""
-    return {
-        "name": lambda v: _text(v, 200, "a call's name"),
-        "args": lambda v: _value(v, list, "a call's arguments"),
-        "kwargs": lambda v: _value(v, dict, "a call's keyword arguments"),
-        "returned": lambda v: _value(v, object, "a recorded value"),
-        "error": lambda v: _text(v, MAX_ERROR_CHARS + _ERROR_SLACK, "a call's error", optional=True),
-        "prints": lambda v: _text(v, max_print_chars + _ERROR_SLACK, "printed output"),
-        "calls_dropped": _count,
-        "stopped_by": lambda v: _choice(v, (*_STOPPED_BY, None), "a call's stopped_by"),
-    }
+_NODE_VALUES: tuple[tuple[str, type, Any], ...] = (("args", list, list), ("kwargs", dict, dict),
+                                                  ("returned", object, type(None)))
+"""The recorded values of a tree node: key, type, and what an absent one becomes."""
 
 
 _RESULT_FIELDS: dict[str, Callable[[Any], Any]] = {
@@ -155,11 +157,10 @@ _RESULT_FIELDS: dict[str, Callable[[Any], Any]] = {
 """The result's own scalar keys (``tree``, ``returned`` and ``scratch`` are checked apart)."""
 
 
-def _value(value: Any, kind: type, what: str) -> Any:
-    if kind is not object and not isinstance(value, kind):
-        raise _fail(f"{what} is a {type(value).__name__}, not a {kind.__name__}")
-    _shape(value, _VALUE_DEPTH, what)
-    return value
+def _costs(values: list[Any]) -> int:
+    """``sum(map(value_cost, values))`` in one encoding: ``[a,b]`` is each one's JSON, two
+    brackets and a comma between each two."""
+    return value_cost(values) - len(values) - 1 if values else 0
 
 
 def _count(value: Any) -> int:
@@ -180,6 +181,15 @@ def call_budget(max_print_chars: int, max_actions: int) -> int:
     character is escaped, one ``{"i": n}`` per action. Past it, the tree is refused."""
     return (MAX_TREE_CHARS + 4 * MAX_VALUE_CHARS + 160 * (MAX_NODES + 1)
             + 12 * (max_print_chars + 2 * (MAX_ERROR_CHARS + _ERROR_SLACK)) + 24 * max(max_actions, 0) + 4096)
+
+
+def reply_bytes(max_print_chars: int, max_actions: int) -> int:
+    """Longest message an honest child sends during a call: its result (a tree within
+    ``call_budget``, which measures the tree as the JSON it is sent as; a returned value, a
+    scratch and an error within their caps, escaped) or an action. A longer line is refused
+    before it is parsed: decoding is most of what a reply at the caps costs the parent."""
+    return (call_budget(max_print_chars, max_actions) + MAX_RETURN_BYTES + MAX_SCRATCH_CHARS
+            + 6 * (MAX_ERROR_CHARS + _ERROR_SLACK + MAX_ACTION_CHARS) + 4096)
 
 
 def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
@@ -207,19 +217,32 @@ def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
     kept["scratch"] = scratch
     if not isinstance(result.get("tree"), dict):
         raise _fail("a result without a call tree")
-    kept["tree"] = _check_tree(result["tree"], max_print_chars, functions)
-    size = value_cost(kept["tree"])
+    kept["tree"], size = _check_tree(result["tree"], max_print_chars, functions)
     budget = call_budget(max_print_chars, max_actions)
     if size > budget:
         raise _fail(f"a call tree of {size} characters of JSON, more than the {budget} one call may keep")
     return kept, size
 
 
-def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset[str] | None) -> dict[str, Any]:
-    """The child's tree rebuilt from the schema's keys (``_node_fields``), iteratively: every kept
-    value checked, nodes, depth, values and prints counted, nested names checked."""
-    fields = _node_fields(max_print_chars)
-    nodes, cost, prints = 0, 0, 0
+def _check_tree(root: dict[str, Any], max_print_chars: int,
+                functions: frozenset[str] | None) -> tuple[dict[str, Any], int]:
+    """The child's tree rebuilt from the keys the parent keeps, and its ``value_cost``.
+
+    The one schema of a kept node: ``name`` (a string of at most 200 characters), ``args``,
+    ``kwargs``, ``returned`` (``_NODE_VALUES``: JSON nested at most ``_VALUE_DEPTH`` levels;
+    absent ones get a default), ``error`` and ``prints`` (bounded strings), ``calls_dropped`` (a
+    count), ``stopped_by`` (one of ``_STOPPED_BY``), ``actions`` (``{"i": index}`` records, filled
+    by ``reconcile``) and ``calls``; any other key is dropped, a value that fails its check is a
+    violation. Iterative; nodes, depth, values and prints counted, nested names checked. The
+    values, names and errors of all nodes are shaped and measured together, and the values
+    encoded once: a reply at the caps holds a thousand nodes, and a few C-speed passes over all
+    of them cost the parent a fraction of a few Python calls per node."""
+    error_limit, print_limit = MAX_ERROR_CHARS + _ERROR_SLACK, max_print_chars + _ERROR_SLACK
+    nodes, prints, absent = 0, 0, 0
+    present: list[Any] = []
+    placed: list[tuple[dict[str, Any], str]] = []
+    names: list[str] = []
+    errors: list[str] = []
     invented: str | None = None
     out_root: dict[str, Any] = {}
     stack: list[tuple[Any, int, dict[str, Any]]] = [(root, 1, out_root)]
@@ -232,58 +255,78 @@ def _check_tree(root: dict[str, Any], max_print_chars: int, functions: frozenset
             raise _fail(f"a call tree nested deeper than {MAX_DEPTH} calls")
         if not isinstance(node, dict):
             raise _fail("a call tree node that is not a node")
-        for key, check in fields.items():
-            if key in node:
-                out[key] = check(node[key])
-        name = out.get("name")
+        name = node.get("name")
         if not isinstance(name, str):
             raise _fail("a call without a name")
-        if functions is not None and node is not root and name not in functions and invented is None:
-            invented = name  # the child traces only the codebook's functions: this name was made up
-        for part in ("args", "kwargs", "returned"):
-            cost += value_cost(out.get(part))
-        cost += NODE_COST + value_cost(name)
-        if out.get("error") is not None and node is not root:
-            cost += value_cost(out["error"])
-        prints += len(out.get("prints", ""))
+        if len(name) > 200:
+            _text(name, 200, "a call's name")
+        out["name"] = name
+        names.append(name)
+        for key, kind, default in _NODE_VALUES:
+            if key in node:
+                value = node[key]
+                if kind is not object and not isinstance(value, kind):
+                    raise _fail(f"a recorded value ({key}) is a {type(value).__name__}, not a {kind.__name__}")
+                present.append(value)
+                placed.append((out, key))
+                out[key] = None  # measured apart (``present``); set after the tree is measured
+            else:
+                absent += 1
+                out[key] = default()
+        error = node.get("error")
+        if error is not None and (not isinstance(error, str) or len(error) > error_limit):
+            _text(error, error_limit, "a call's error")
+        out["error"] = error
+        text = node.get("prints", "")
+        if not isinstance(text, str) or len(text) > print_limit:
+            _text(text, print_limit, "printed output")
+        out["prints"] = text
+        prints += len(text)
+        if "calls_dropped" in node:
+            out["calls_dropped"] = _count(node["calls_dropped"])
+        if "stopped_by" in node:
+            out["stopped_by"] = _choice(node["stopped_by"], (*_STOPPED_BY, None), "a call's stopped_by")
+        if node is not root:
+            if functions is not None and name not in functions and invented is None:
+                invented = name  # the child traces only the codebook's functions: this name was made up
+            if error is not None:
+                errors.append(error)
         actions, calls = node.get("actions", []), node.get("calls", [])
         if not isinstance(actions, list) or not isinstance(calls, list):
             raise _fail("a call's actions or nested calls are not lists")
         for record in actions:
-            if (not isinstance(record, dict) or set(record) != {"i"} or not isinstance(record["i"], int)
-                    or isinstance(record["i"], bool)):
+            if not isinstance(record, dict) or len(record) != 1 or type(record.get("i")) is not int:
                 raise _fail("an action record that is not {\"i\": index}")
         out["actions"] = [{"i": record["i"]} for record in actions]
-        out["calls"] = []
-        for child in calls:
-            copy: dict[str, Any] = {}
-            out["calls"].append(copy)
-            stack.append((child, depth + 1, copy))
+        if nodes + len(stack) + len(calls) > MAX_NODES + 1:  # each will be a node: fail before copying
+            raise _fail(f"a call tree of more than {MAX_NODES} calls")
+        out["calls"] = kids = [{} for _ in calls]
+        stack.extend((child, depth + 1, copy) for child, copy in zip(calls, kids, strict=True))
+    _shape(present, _VALUE_DEPTH + 1, "a recorded value (a call's arguments, keyword arguments or returned value)")
+    values = _costs(present)
+    cost = NODE_COST * nodes + values + 4 * absent + _costs(names) + _costs(errors)  # an absent value: null
     if cost > MAX_TREE_CHARS + MAX_VALUE_CHARS * 4:
         raise _fail(f"a call tree of {cost} characters, more than {MAX_TREE_CHARS}")
-    if prints > max_print_chars + _ERROR_SLACK:
+    if prints > print_limit:
         raise _fail(f"{prints} printed characters, more than {max_print_chars}")
     if invented is not None:  # (the root's name is the parent's own, from the actor's call)
         raise _fail(f"the call tree names a nested call {invented[:60]!r}, which is not a function of the "
                     "loaded codebook")
-    return out_root
+    size = value_cost(out_root) - 4 * len(present) + values  # each placeholder null is 4 characters
+    for (out, key), value in zip(placed, present, strict=True):
+        out[key] = value
+    return out_root, size
 
 
 def reconcile(tree: dict[str, Any], served: list[dict[str, Any]]) -> dict[str, Any]:
-    """The parent's record of the call: the child's (checked) tree with each action replaced by
-    the record of what the parent served, or ``SandboxViolation`` if the tree claims actions
-    the parent did not serve, or leaves out some it did."""
+    """The parent's record of the call: the checked tree (``check_result``'s, the parent's own
+    copy, completed in place) with each action replaced by the record of what the parent served,
+    or ``SandboxViolation`` if the tree claims actions the parent did not serve, or leaves out
+    some it did."""
     seen: set[int] = set()
-    out_root: dict[str, Any] = {}
-    stack = [(tree, out_root)]
+    stack = [tree]
     while stack:
-        node, out = stack.pop()
-        out.update({k: v for k, v in node.items() if k not in ("calls", "actions")})
-        out.setdefault("args", [])
-        out.setdefault("kwargs", {})
-        out.setdefault("returned", None)
-        out.setdefault("error", None)
-        out.setdefault("prints", "")
+        node = stack.pop()
         records = []
         for record in node.get("actions", []):
             i = record["i"]
@@ -292,12 +335,8 @@ def reconcile(tree: dict[str, Any], served: list[dict[str, Any]]) -> dict[str, A
                             f"(it served {len(served)})")
             seen.add(i)
             records.append(dict(served[i]))
-        out["actions"] = records
-        out["calls"] = []
-        for child in node.get("calls", []):
-            copy: dict[str, Any] = {}
-            out["calls"].append(copy)
-            stack.append((child, copy))
+        node["actions"] = records
+        stack.extend(node["calls"])
     if len(seen) != len(served):
         raise _fail(f"the call tree accounts for {len(seen)} of the {len(served)} actions the parent served")
-    return out_root
+    return tree

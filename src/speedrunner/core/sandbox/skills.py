@@ -20,10 +20,11 @@ actions as it goes. The runner alone decides when a call ends early:
   cannot be unwound); the tree is rebuilt from the actions the parent served, and the next
   call transparently starts a fresh process (reloading the codebook).
 
-The process and the loaded codebook are reused across calls, so a call costs pipe round
-trips, not a process start. Convention: every skill takes the ``SkillEnv`` as its first
-parameter; the actor's call supplies the rest (``go_to("red ball")`` runs
-``go_to(env, "red ball")``).
+The process and the compiled codebook are reused across calls, so a call costs pipe round
+trips, not a process start; each call runs the codebook anew in a fresh namespace
+(``child.py``), so no state but ``env.scratch`` passes from one call to the next. Convention:
+every skill takes the ``SkillEnv`` as its first parameter; the actor's call supplies the rest
+(``go_to("red ball")`` runs ``go_to(env, "red ball")``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from speedrunner.core.sandbox.schema import (
     check_load_reply,
     check_result,
     reconcile,
+    reply_bytes,
 )
 from speedrunner.core.sandbox.tiers import resolve_tier
 from speedrunner.core.skill import SkillCall, SkillOutcome, Skills
@@ -167,6 +169,8 @@ class SandboxSkillRunner:
                 self._loaded = True
             if self._load_error is not None:
                 return _failed(call, self._load_error)
+            if process.channel is not None:
+                process.channel.max_bytes = reply_bytes(self.limits.max_print_chars, max_actions)
             call_id = SandboxProcess.new_request_id()
             process.start_request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
                                    "kwargs": dict(call.kwargs), "max_actions": max_actions,

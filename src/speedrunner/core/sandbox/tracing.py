@@ -16,13 +16,13 @@ fills in what it served.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import traceback
 from collections.abc import Callable
 from typing import Any
 
+from speedrunner.core.sandbox.channel import compact
 from speedrunner.core.sandbox.restrict import CODEBOOK_FILENAME
 
 MAX_NODES = 1000
@@ -34,7 +34,10 @@ MAX_ITEMS = 100
 MAX_ERROR_CHARS = 4000
 LOAD_FAILED = "the codebook did not load"
 """How a load error begins (the child writes it, the import check strips it)."""
-MAX_RETURN_BYTES = 1_000_000
+MAX_RETURN_BYTES = 64_000
+"""JSON characters of a skill's returned value (the actor sees its first few hundred; a longer
+value is an error): with ``MAX_SCRATCH_CHARS`` and the tree's budget it bounds what one reply
+may make the parent decode and check."""
 MAX_VALUE_DEPTH = 100
 """Nesting of a returned value (the parent refuses deeper JSON)."""
 MAX_VALUE_CHARS = 2_000
@@ -191,7 +194,6 @@ def traced(fn: Callable[..., Any], recorder: Callable[[], Recorder | None]) -> C
     """``fn`` recording itself as a node of the current call's tree (if a call is running)."""
     name = fn.__name__
 
-    @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         rec = recorder()
         if rec is None:  # called while the module loads
@@ -214,6 +216,11 @@ def traced(fn: Callable[..., Any], recorder: Callable[[], Recorder | None]) -> C
         finally:
             rec.leave()
 
+    # What functools.wraps would copy, by hand: every call wraps every function anew, and
+    # wraps costs several times more (it copies attributes skill code cannot read).
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = name, fn.__qualname__, fn.__doc__
+    if fn.__dict__:
+        wrapper.__dict__.update(fn.__dict__)
     return wrapper
 
 
@@ -238,10 +245,7 @@ def jsonable(value: Any, depth: int = 0) -> Any:
 def value_cost(value: Any) -> int:
     """Characters of ``value`` as compact ASCII JSON: the one measure of a tree's size, in the
     child (to stay inside the budget) and in the parent (to check it)."""
-    return len(_compact(value))
-
-
-_compact = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
+    return len(compact(value))
 
 
 def _repr(value: Any) -> str:
@@ -252,8 +256,9 @@ def _repr(value: Any) -> str:
     return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "..."
 
 
-def check_returned(value: Any) -> tuple[Any, str | None]:
-    """``(value, None)`` if ``value`` can be sent back as JSON, else ``(None, error message)``."""
+def check_returned(value: Any, limit: int | None = MAX_RETURN_BYTES) -> tuple[Any, str | None]:
+    """``(value, None)`` if ``value`` can be sent back as JSON (of at most ``limit`` characters),
+    else ``(None, error message)``."""
     try:
         encoded = json.dumps(value, allow_nan=False)
         if _depth_over(value, MAX_VALUE_DEPTH):
@@ -263,8 +268,8 @@ def check_returned(value: Any) -> tuple[Any, str | None]:
         detail = "" if isinstance(e, TypeError) else f" ({e})"
         return None, (f"the skill returned an object of type {kind} that cannot be sent back{detail}; "
                       "return str/int/float/bool/None/list/dict")
-    if len(encoded) > MAX_RETURN_BYTES:
-        return None, (f"the skill returned {len(encoded)} characters of JSON; the limit is {MAX_RETURN_BYTES}")
+    if limit is not None and len(encoded) > limit:
+        return None, (f"the skill returned {len(encoded)} characters of JSON; the limit is {limit}")
     return json.loads(encoded), None  # what the parent will see (tuples are lists)
 
 
@@ -290,7 +295,7 @@ def check_scratch(value: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return {}, (f"env.scratch must stay a dict with string keys, not {type(value).__name__}; "
                     "the scratch of the call before was kept")
-    kept, error = check_returned(value)
+    kept, error = check_returned(value, limit=None)  # its own cap, below
     if error is not None:
         return {}, "env.scratch " + error.split("the skill returned ", 1)[-1] + "; the scratch of the call before was kept"
     cost = value_cost(kept)
