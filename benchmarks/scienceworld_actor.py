@@ -6,7 +6,7 @@ Plays the run's first ``--episodes`` held-out t4 episodes (the shipped config's 
 simplification, LLM-call budget) with ``speedrunner.testing.scienceworld_player``: a fake that
 reads only the actor's prompt and types one command a turn. Prints success, LLM calls per
 episode and answers the runtime refused. Run it on two checkouts to compare them (the
-figures in docs/scienceworld_actor.md were measured so). No LLM is called.
+figures in docs/performance-scienceworld-actor.md were measured so). No LLM is called.
 """
 
 from __future__ import annotations
