@@ -32,7 +32,7 @@ from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
 from speedrunner.core.codebook.rules import Rules
 from speedrunner.core.runtime.caps import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S
-from speedrunner.core.sandbox.tracing import MAX_SCRATCH_CHARS
+from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES, MAX_SCRATCH_CHARS
 from speedrunner.core.skill import SkillEnv
 
 if TYPE_CHECKING:
@@ -126,7 +126,10 @@ def _rules(api_module: str, rules: Rules, cfg: object) -> str:
         "every problem with a fix.",
         *caps_lines(rules, cfg),
         f"- `env.scratch` keeps at most {MAX_SCRATCH_CHARS} characters of JSON between the skill calls of one "
-        "episode; a call that leaves more keeps the scratch of the call before (and says so).",
+        "episode; a call that leaves more keeps the scratch of the call before (and says so). It is the only "
+        "state that lasts from one call to the next: each call starts from a fresh copy of the module.",
+        f"- A skill's returned value may be at most {MAX_RETURN_BYTES} characters of JSON; a larger one ends the "
+        "call with an error.",
     ]
     return "\n".join(lines)
 
