@@ -84,10 +84,12 @@ def test_a_stop_names_the_spend_and_what_was_still_in_flight_apart(tmp_path: Pat
     on_the_wire = cap.reserve(0.5)
     with pytest.raises(BudgetReached) as refused:      # 0.25 + 0.125 + 0.5 + 0.25 > 1.0
         cap.reserve(0.25)
-    assert cap.snapshot() == {"max_cost_usd": 1.0, "reached": True, "in_flight_usd": 0.5}
-    assert cap.describe(0.25) == "spent $0.2500 of cap $1.0000"
+    assert cap.snapshot() == {"max_cost_usd": 1.0, "reached": True, "in_flight_usd": 0.5,
+                              "over_reservation_usd": 0.0}
+    assert cap.describe(0.25) == "spent $0.2500 of cap $1.0000 (+ up to $0.1250 unanswered, may have been billed)"
     text = refused.value.stopped(0.25, cap.snapshot()["in_flight_usd"])
-    assert text.endswith("The run spent $0.2500; up to $0.5000 more was in flight when the cap stopped the run")
+    assert "The run spent $0.2500; up to $0.1250 more may have been billed for requests that got no answer" in text
+    assert text.endswith("; up to $0.5000 more was in flight when the cap stopped the run")
     assert "the next call could cost up to $0.2500, more than the $0.1250 the cap had left" in text
     cap.settle(on_the_wire, 0.0625)
     assert cap.spent == 0.3125 and cap.snapshot()["in_flight_usd"] == 0.0

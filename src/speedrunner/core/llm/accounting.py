@@ -84,6 +84,13 @@ class CallRecord:
     tools_offered: list[str] | None = None
     """Names of the tools sent with the request (native protocol only; their definitions
     count as input tokens)."""
+    unknown_usd: float | None = 0.0
+    """Worst case of this call's attempts that got no answer (timed out, lost the connection,
+    garbled) and may have been billed: counted against the cap, shown apart from ``spent_usd``
+    (None: the price is unknown). Written only when not 0."""
+    over_reservation_usd: float | None = None
+    """By how much the answer cost more than its worst case (every input byte a token and all
+    of ``max_tokens``): the provider billed past the limit. Written only when it happened."""
 
 
 class CallLog:
@@ -113,9 +120,11 @@ class CallLog:
     def row(record: CallRecord) -> dict[str, Any]:
         """The JSON row for ``record`` (no ``messages`` key unless full prompts are logged)."""
         row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}  # scrub_json copies
-        for key in ("messages", "tool_calls", "tools_offered"):  # rows stay as before when unused
-            if row[key] is None:
+        for key in ("messages", "tool_calls", "tools_offered", "over_reservation_usd"):
+            if row[key] is None:  # rows stay as before when unused
                 del row[key]
+        if row["unknown_usd"] == 0.0:
+            del row["unknown_usd"]
         return scrub_json(row)
 
     def append(self, record: CallRecord | dict[str, Any]) -> None:
@@ -124,7 +133,7 @@ class CallLog:
         spent = row.get("spent_usd")
         with self._lock, open(self.path, "ab") as f:
             f.write(line)  # one write of the whole line
-            if row.get("error") or spent is None or spent > 0:
+            if row.get("error") or spent is None or spent > 0 or row.get("unknown_usd", 0.0) != 0.0:
                 f.flush()
                 os.fsync(f.fileno())
 

@@ -154,6 +154,33 @@ class ResponseCache:
             return None
         return CacheEntry(row[0], completion_from_dict(json.loads(row[1])))
 
+    def check(self) -> str | None:
+        """What is wrong with the file (SQLite's ``quick_check``), or None when it reads fine."""
+        with self._lock:
+            rows = [r[0] for r in self._conn.execute("PRAGMA quick_check")]
+        return None if rows == ["ok"] else "; ".join(str(r) for r in rows[:3])
+
+    def iter_responses(self, namespace: str, batch: int = 500) -> Iterator[tuple[str, Completion]]:
+        """(call_id, answer) of every stored answer of ``namespace``, a page at a time."""
+        after = ""
+        while True:
+            with self._lock:
+                page = list(self._conn.execute(
+                    "SELECT call_id, completion FROM responses WHERE namespace=? AND call_id > ? "
+                    "ORDER BY call_id LIMIT ?", (namespace, after, batch)))
+            if not page:
+                return
+            after = page[-1][0]
+            for call_id, blob in page:
+                yield call_id, completion_from_dict(json.loads(blob))
+
+    def add_lost_in_flight(self, namespace: str, calls: Sequence[InFlight]) -> None:
+        """Enter calls found in flight at earlier kills (a cache rebuilt from the call log)."""
+        with self._lock:
+            self._conn.executemany("INSERT INTO lost_in_flight VALUES (?, ?, ?, ?, ?, ?)",
+                                   [(namespace, c.call_id, c.purpose, c.sent_at, c.max_cost_usd, time.time())
+                                    for c in calls])
+
     def put(self, namespace: str, call_id: str, completion: Completion) -> None:
         """Store (or replace) the response for this call position."""
         blob = json.dumps(completion_to_dict(completion), ensure_ascii=False)

@@ -28,14 +28,15 @@ from typing import Any
 
 from speedrunner.core.config.schema import ModelConfig, Prices
 from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally
-from speedrunner.core.llm.budget import SpendCap
+from speedrunner.core.llm.budget import CallCharge, SpendCap
 from speedrunner.core.llm.cache import ResponseCache, request_hash
 from speedrunner.core.llm.conversation import Conversation, as_conversation, message_dict
 from speedrunner.core.llm.prices import cost_usd
 from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
 from speedrunner.core.llm.replicas import Replicas
-from speedrunner.core.llm.retry import Backoff, call_with_retries
+from speedrunner.core.llm.retry import Backoff, call_with_retries, may_have_been_billed
 from speedrunner.core.llm.slots import endpoint_limit
+from speedrunner.core.llm.spent import usd
 from speedrunner.core.llm.types import Completion, Message, Purpose, ToolSpec
 
 __all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated", "tool_spec_bytes"]
@@ -146,22 +147,15 @@ class ManagedModel:
         replayed = self._try_replay(messages, purpose, call_id, req_hash, specs, unstopped)
         if replayed is not None:
             return replayed
-        if self.budget is None or self.provider.name == "scripted":
+        if self.provider.name == "scripted":
             return self._call(messages, purpose, call_id, req_hash, params, specs)
-        # A paid call: it starts only if its worst case fits under the caps (else BudgetReached).
-        worst = self._max_cost(messages, params, specs)
-        reservation = self.budget.reserve(float("inf") if worst is None else worst) if self.budget.active else None
+        # A paid call: each attempt starts only if its worst case fits under the caps (else
+        # BudgetReached); an attempt that may have been billed unanswered stays counted.
+        charge = CallCharge(self.budget, self._max_cost(messages, params, specs))
         try:
-            completion = self._call(messages, purpose, call_id, req_hash, params, specs)
-        except BaseException:
-            if reservation is not None:
-                self.budget.settle(reservation, 0.0)  # failed for good: logged as spending nothing
-            raise
-        if reservation is not None:
-            self.budget.settle(reservation, completion.cost_usd or 0.0)
-        else:  # no cap: the spend is still shown
-            self.budget.add_spent(completion.cost_usd or 0.0)
-        return completion
+            return self._call(messages, purpose, call_id, req_hash, params, specs, charge)
+        finally:
+            charge.release()
 
     @property
     def native_tools(self) -> bool:
@@ -246,14 +240,23 @@ class ManagedModel:
         req_hash: str,
         params: dict[str, Any],
         tools: tuple[ToolSpec, ...] = (),
+        charge: CallCharge | None = None,
     ) -> Completion:
         started = time.monotonic()
         used: dict[str, str] = {}
         scripted = self.provider.name == "scripted"
+        worst = charge.worst if charge is not None else self._max_cost(messages, params, tools)
         if self.cache is not None and not scripted:  # write-ahead: a kill from here on is reported
-            self.cache.mark_sent(self.namespace, call_id, purpose, self._max_cost(messages, params, tools))
+            self.cache.mark_sent(self.namespace, call_id, purpose, worst)
+        what = f"{self.provider.name} {self.provider.model} call {call_id!r} ({purpose})"
+        logged: list[bool] = []
 
         def attempt(n: int) -> Any:
+            if charge is not None and n > 1:
+                charge.before_attempt()  # a retry after a possibly billed attempt reserves afresh
+                if charge.unanswered and self.cache is not None:  # a kill now may cost all of them
+                    bound = None if worst is None else worst * (charge.unanswered + 1)
+                    self.cache.mark_sent(self.namespace, call_id, purpose, bound)
             endpoint = self._endpoint(call_id, n)
             used["endpoint"] = endpoint
             request = ProviderRequest(
@@ -264,39 +267,42 @@ class ManagedModel:
                     result = self.provider.call(request)
                 except CallFailure as failure:
                     self._replicas.failed(endpoint, failure)  # a dead replica is skipped for a while
+                    if charge is not None and may_have_been_billed(failure):
+                        charge.unanswered_attempt()
                     raise
             self._replicas.answered(endpoint)
             return result
 
-        def on_failure(failure: CallFailure, attempts: int) -> None:
-            self._tally.add_failure()
+        def log_failure(error: str, endpoint: str | None, attempts: int) -> None:
+            logged.append(True)
             if self.cache is not None:
                 self.cache.mark_failed(self.namespace, call_id)
             if self.calls_log is not None:
-                self.calls_log.append(
-                    self._record(
-                        messages,
-                        purpose,
-                        call_id,
-                        None,
-                        req_hash=req_hash,
-                        sampling=params,
-                        endpoint=failure.endpoint,
-                        attempts=attempts,
-                        latency=time.monotonic() - started,
-                        error=failure.describe(),
-                        tools=tools,
-                    )
-                )
+                record = self._record(
+                    messages, purpose, call_id, None, req_hash=req_hash, sampling=params,
+                    endpoint=endpoint, attempts=attempts, latency=time.monotonic() - started,
+                    error=error, tools=tools)
+                record.unknown_usd = 0.0 if charge is None else charge.unknown_usd
+                self.calls_log.append(record)
 
-        what = f"{self.provider.name} {self.provider.model} call {call_id!r} ({purpose})"
-        result, attempts = call_with_retries(
-            attempt,
-            max_attempts=self.config.max_attempts,
-            backoff=self.backoff,
-            what=what,
-            on_failure=on_failure,
-        )
+        def on_failure(failure: CallFailure, attempts: int) -> None:
+            self._tally.add_failure()
+            log_failure(failure.describe(), failure.endpoint, attempts)
+
+        try:
+            result, attempts = call_with_retries(
+                attempt,
+                max_attempts=self.config.max_attempts,
+                backoff=self.backoff,
+                what=what,
+                on_failure=on_failure,
+            )
+        except BaseException as e:
+            if charge is not None and charge.unanswered and not logged:
+                # stopped (cap, Ctrl-C) between attempts: what the earlier ones may have cost is logged
+                log_failure(f"stopped after {charge.unanswered} unanswered attempt(s): {e}",
+                            used.get("endpoint"), charge.unanswered)
+            raise
         completion = Completion(
             text=result.text,
             reasoning=result.reasoning,
@@ -319,6 +325,12 @@ class ManagedModel:
                 "empty" if is_empty(completion) else "truncated",
                 completion.finish_reason,
             )
+        over = 0.0 if charge is None else charge.answered(completion.cost_usd or 0.0)
+        if over:
+            log.warning(
+                "%s cost %s, %s more than its worst case at max_tokens=%s: counted as billed; "
+                "the spending cap is checked against it before the next call",
+                what, usd(completion.cost_usd), usd(over), params.get("max_tokens"))
         if self.cache is None and self.calls_log is None:  # nothing to record it in
             self._tally.add(completion)
             return completion
@@ -327,6 +339,8 @@ class ManagedModel:
             endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
             log_id=uuid.uuid4().hex, tools=tools,
         )
+        record.unknown_usd = 0.0 if charge is None else charge.unknown_usd
+        record.over_reservation_usd = round(over, 9) if over else None
         # The row first: it is the durable record of the paid answer (fsynced) and holds all of
         # it; the cache's commit then ends the call's pending entry. A kill between the two is
         # repaired on resume from the row (journal.reconcile): replayed, never paid twice.

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import httpx2
 import tenacity
 
 from speedrunner.core.interrupt import check_stop, sleep_unless_stopped
@@ -23,7 +24,7 @@ from speedrunner.core.llm.provider import CallFailure
 from speedrunner.core.redact import scrub
 from speedrunner.errors import ContextLengthError, LLMError
 
-__all__ = ["Backoff", "call_with_retries"]
+__all__ = ["Backoff", "call_with_retries", "may_have_been_billed"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,6 +48,20 @@ class Backoff:
             return base + random.uniform(0, 0.1 * base)
         ceiling = min(self.max_s, self.initial_s * 2 ** (attempt - 1))
         return random.uniform(ceiling / 2, ceiling)
+
+
+def may_have_been_billed(failure: CallFailure) -> bool:
+    """The attempt reached the provider and got no answer it could read: a timeout, a
+    connection lost after the request went out, a garbled body. The provider may have run
+    (and billed) it. An HTTP error status, and a connection never made, are not billed."""
+    if failure.kind not in ("timeout", "connection", "malformed"):
+        return False
+    cause: BaseException | None = failure
+    while cause is not None:  # the SDK's error wraps the transport's
+        if isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError):
+            return False
+        cause = cause.__cause__ or cause.__context__
+    return True
 
 
 def _is_retryable(e: BaseException) -> bool:

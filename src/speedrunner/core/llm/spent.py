@@ -2,14 +2,16 @@
 
 "Spent" is the billed cost of the run's completed calls, over every process that worked on
 it: the sum of ``spent_usd`` in ``llm_calls.jsonl`` (a replay and a failed call cost 0). It
-is unknown (``None``) when a paid call's price is unknown. Calls still on the wire, and calls
-a kill left in flight, may be billed too; they are reported beside it at their worst case,
-never added in. The progress line, the run-summary line, ``summary.json`` ``spent_usd``, the
+is unknown (``None``) when a paid call's price is unknown. Attempts that got no answer (a
+timeout, a lost connection, a garbled body) and calls a kill left in flight may have been
+billed too: the log keeps their worst case (``unknown_usd``), reported beside the spend as
+``unknown_spend_usd`` and counted against the cap, never added in. The progress line, the run-summary line, ``summary.json`` ``spent_usd``, the
 budget message and the report all show this figure, printed by :func:`usd`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from dataclasses import dataclass
@@ -37,16 +39,41 @@ class LogTotals:
     """Sum of the known ``spent_usd``; the spend itself only when ``unpriced`` is empty."""
     unpriced: tuple[str, ...] = ()
     """Models of paid calls whose price is unknown, in order of first appearance."""
+    unknown_priced_usd: float = 0.0
+    """Sum of the known ``unknown_usd``: worst case of what may have been billed unanswered."""
+    unknown_unpriced: bool = False
+    """Some attempt that may have been billed has no price (its worst case is unknown)."""
+    over_reservation: int = 0
+    """Answers that cost more than their worst case (a provider billing past ``max_tokens``)."""
 
     @property
     def spent_usd(self) -> float | None:
         """The run's spend (rounded to a millionth of a dollar), ``None`` if a price is unknown."""
         return None if self.unpriced else round(self.priced_usd, 6)
 
+    @property
+    def unknown_usd(self) -> float | None:
+        """Worst case of what may have been billed with no answer seen (``None``: unpriced)."""
+        return None if self.unknown_unpriced else round(self.unknown_priced_usd, 6)
+
     def add(self, row: dict[str, Any]) -> LogTotals:
         """These totals with one more row of the log."""
+        totals = self._add_unknown(row)
         if row.get("error") is not None:
+            return totals
+        return totals._add_answer(row)
+
+    def _add_unknown(self, row: dict[str, Any]) -> LogTotals:
+        unknown = row.get("unknown_usd", 0.0)
+        over = int(row.get("over_reservation_usd") is not None)
+        if unknown == 0.0 and not over:
             return self
+        return dataclasses.replace(
+            self, unknown_priced_usd=self.unknown_priced_usd + (float(unknown) if isinstance(unknown, int | float) else 0.0),
+            unknown_unpriced=self.unknown_unpriced or not isinstance(unknown, int | float),
+            over_reservation=self.over_reservation + over)
+
+    def _add_answer(self, row: dict[str, Any]) -> LogTotals:
         usage = row.get("usage") if isinstance(row.get("usage"), dict) else {}
         spent = row.get("spent_usd")
         scripted = bool(row.get("scripted"))
@@ -54,7 +81,8 @@ class LogTotals:
         if not isinstance(spent, int | float) and not scripted:
             model = str(row.get("model"))
             unpriced = unpriced if model in unpriced else (*unpriced, model)
-        return LogTotals(
+        return dataclasses.replace(
+            self,
             calls=self.calls + 1,
             replays=self.replays + int(bool(row.get("cache_hit"))),
             scripted=self.scripted + int(scripted),

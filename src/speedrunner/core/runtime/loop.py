@@ -471,7 +471,8 @@ class Runner:
         finished = status == "finished"
         if finished:
             self.speedrun.finish(checkpoint, evals)
-        spent = self._calls.read().spent_usd
+        calls = self._calls.read()
+        spent = calls.spent_usd
         cap = None if self.spend_cap is None else self.spend_cap.snapshot()
         if budget is not None:
             reason = budget.stopped(spent, None if cap is None else cap["in_flight_usd"])
@@ -484,6 +485,8 @@ class Runner:
             "started_at": checkpoint.started_at, "ended_at": None if status == "running" else _now(),
             "elapsed_s": round(self._elapsed(), 3) if finished else checkpoint.elapsed_s,
             "spent_usd": spent,
+            # may have been billed with no answer seen (timeouts, kills): at its worst case, not in spent_usd
+            "unknown_spend_usd": calls.unknown_usd,
             "training": checkpoint.totals.model_dump(),
             "knowledge_version": checkpoint.knowledge_version,
             "eval": [{k: e.get(k) for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd",
