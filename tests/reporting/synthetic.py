@@ -34,6 +34,8 @@ class Spec:
     """Cost of each training episode (None: unpriced)."""
     spent: float | None | object = _MISSING
     """summary.json ``spent_usd`` (left out when not given, as runs before the field)."""
+    unknown_spend: float = 0.0
+    """summary.json ``unknown_spend_usd``: unanswered attempts that may have been billed."""
 
 
 def write_run(path: Path, spec: Spec) -> Path:
@@ -89,6 +91,7 @@ def write_run(path: Path, spec: Spec) -> Path:
         "status": "finished",
         "model": config["model"]["name"],
         "scripted": config["model"]["provider"] == "scripted",
+        "unknown_spend_usd": spec.unknown_spend,
     }
     if spec.spent is not _MISSING:
         summary["spent_usd"] = spec.spent

@@ -224,6 +224,20 @@ def test_runs_csv_has_each_runs_total_dollars(report):
     assert runs[("speedrunner_no_cl", "0", "gpt-5.4-mini")]["total_cost_usd"] == ""  # not recorded
 
 
+def test_spend_that_may_have_been_billed_unseen_is_shown_beside_the_total_never_in_it(tmp_path):
+    root = tmp_path / "runs"
+    for seed, unknown in ((0, 0.0), (1, 0.02)):
+        write_run(root / f"s{seed}", Spec("react-gpt-seq.yaml", seed, SHORT, spent=0.5, unknown_spend=unknown))
+    out = tmp_path / "report"
+    assert main(["report", str(root), "--out", str(out)]) == 0
+    assert headline_cells(out)["react"]["total $"] == "$1.00 (+ up to $0.0200 unanswered, may have been billed)"
+    runs = {r["seed"]: r for r in table(out, "runs")}
+    assert float(runs["1"]["unknown_spend_usd"]) == pytest.approx(0.02)
+    assert float(runs["1"]["total_cost_usd"]) == pytest.approx(0.5)
+    (headline_row,) = table(out, "headline")
+    assert float(headline_row["unknown_spend_usd"]) == pytest.approx(0.02)
+
+
 def test_a_baseline_can_be_chosen_and_an_absent_one_is_a_clear_error(runs, tmp_path, capsys):
     out = tmp_path / "by-opo"
     assert main(["report", str(runs), "--out", str(out), "--baseline", "opo"]) == 0

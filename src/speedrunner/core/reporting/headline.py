@@ -48,6 +48,8 @@ class HeadlineRow:
     cost_per_episode: float | None
     total_cost: float | None
     total_cost_known: int
+    unknown_spend: float
+    """Worst case of unanswered attempts that may have been billed, over the runs (not in ``total_cost``)."""
     """Runs whose total dollars are known."""
 
 
@@ -152,6 +154,7 @@ def headline(groups: list[Group], baseline: str = DEFAULT_BASELINE) -> Headline:
                 cost_per_episode=cost.mean if cost else None,
                 total_cost=sum(known) if known and len(known) == len(costs) else None,
                 total_cost_known=len(known),
+                unknown_spend=sum(r.run.unknown_spend_usd for r in g.runs),
             )
         )
     # Each benchmark's baseline first, the methods compared with it below (otherwise as grouped).
@@ -215,6 +218,8 @@ def display_rows(h: Headline) -> list[list[str]]:
         cost = dollars(r.cost_per_episode) if r.cost_per_episode is not None else "unknown"
         if r.total_cost is not None:
             total = dollars(r.total_cost)
+            if r.unknown_spend > 0:
+                total += f" (+ up to {dollars(r.unknown_spend)} unanswered, may have been billed)"
         else:
             total = (
                 f"{NONE} (not recorded)"
@@ -251,7 +256,9 @@ def headline_notes(h: Headline) -> list[str]:
         f"(Agarwal et al. 2021), shown with >= {MIN_SEEDS_FOR_IMPROVEMENT} seeds on both sides.",
         "Actor LLM calls per training episode; in brackets with the sleep phase's calls amortised over the batch. "
         "$ / episode: training cost per episode (actor + amortised sleep); unknown when a price is unknown. "
-        "Total $: every LLM call of the runs (training, sleep, evaluation; summary.json spent_usd).",
+        "Total $: every LLM call of the runs (training, sleep, evaluation; summary.json spent_usd); "
+        "attempts that went unanswered (timed out, connection lost) may have been billed too: their worst case "
+        "is shown beside it, never added in (summary.json unknown_spend_usd).",
     ]
 
 
@@ -289,6 +296,7 @@ def headline_table(h: Headline) -> Table:
                 "llm_calls_amortised_per_episode": fmt(r.calls_amortised),
                 "cost_per_episode_usd": fmt(r.cost_per_episode),
                 "total_cost_usd": fmt(r.total_cost),
+                "unknown_spend_usd": fmt(r.unknown_spend),
             }
         )
     columns = list(rows[0]) if rows else ["benchmark", "task_set", "method", "model", "variant"]

@@ -1,7 +1,9 @@
 """The knowledge a run learned, generation by generation: sizes, call graphs and diffs.
 
 Guides are ``guide/gen_<g>.md``; codebooks are ``codebook/gen_<g>.py`` with
-``gen_<g>.json`` (a generation exists only when both files do). Codebook source is parsed
+``gen_<g>.json`` (a generation exists only when both files do). Any other method's knowledge
+is shown from the first folder of the run directory that holds ``gen_<g>.<ext>`` text files,
+titled as the method's spec declares (``MethodSpec.knowledge_title``; else the folder's name). Codebook source is parsed
 with ``ast`` and never executed: the call graph is static (``core.codebook.callgraph``, the
 same module the inducer's analysis helpers use) — an edge f -> h when f's body calls the
 codebook function h by name.
@@ -20,6 +22,9 @@ from speedrunner.core.codebook import store
 from speedrunner.core.codebook.callgraph import density, max_depth, static_call_graph
 
 _GUIDE_FILE = re.compile(r"^gen_(\d+)\.md$")
+_GENERATION_FILE = re.compile(r"^gen_(\d+)(\.\w+)$")
+_NOT_KNOWLEDGE = frozenset({"episodes", "sleep", "codebook", "guide", "report", "wandb"})
+"""Folders of a run directory that hold no method knowledge (or are read elsewhere)."""
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,7 @@ class Generation:
 
     generation: int
     kind: str
-    """``guide`` or ``codebook``."""
+    """``guide``, ``codebook``, or another method's knowledge title."""
     text: str
     guide_chars: int | None = None
     public_functions: int | None = None
@@ -44,6 +49,8 @@ class Generation:
     skill_api_tokens: int | None = None
     """Estimated tokens of the skill API section in every actor prompt of this generation
     (``skill_api_tokens`` of the run's rows; unknown for runs that predate it)."""
+    suffix: str = ""
+    """The generation file's suffix (``.md``), for the diff headings; ``""``: the kind's own."""
 
 
 def generations(run_dir: Path) -> list[Generation]:
@@ -53,13 +60,41 @@ def generations(run_dir: Path) -> list[Generation]:
         return [_codebook_generation(run_dir, g) for g in codebook]
     folder = run_dir / "guide"
     if not folder.is_dir():
-        return []
+        return _other_generations(run_dir)
     found = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _GUIDE_FILE.match(p.name)))
     out = []
     for g, path in found:
         text = path.read_text("utf-8")
         out.append(Generation(g, "guide", text, guide_chars=len(text)))
     return out
+
+
+def _other_generations(run_dir: Path) -> list[Generation]:
+    """Another method's knowledge: the first folder holding ``gen_<g>.<ext>`` files, in order."""
+    folders = sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name not in _NOT_KNOWLEDGE) \
+        if run_dir.is_dir() else []
+    for folder in folders:
+        found = sorted((int(m.group(1)), m.group(2), p) for p in folder.iterdir()
+                       if p.is_file() and (m := _GENERATION_FILE.match(p.name)))
+        if found:
+            title = _knowledge_title(run_dir) or folder.name
+            out = []
+            for g, suffix, path in found:
+                text = path.read_bytes().decode("utf-8", errors="replace")
+                out.append(Generation(g, title, text, guide_chars=len(text), suffix=suffix))
+            return out
+    return []
+
+
+def _knowledge_title(run_dir: Path) -> str | None:
+    """The title the run's method declares for its knowledge (``None``: unknown or undeclared)."""
+    from speedrunner.core.specs import METHODS
+
+    try:
+        name = json.loads((run_dir / "config.resolved.json").read_text("utf-8"))["method"]["name"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        return None
+    return METHODS.get(name).knowledge_title if isinstance(name, str) and name in METHODS else None
 
 
 def _codebook_generation(run_dir: Path, g: int) -> Generation:
@@ -122,7 +157,7 @@ def diffs(gens: list[Generation]) -> list[tuple[int, int, str]]:
     """(previous, current, unified diff) for each pair of consecutive generations."""
     out = []
     for before, after in zip(gens, gens[1:], strict=False):
-        suffix = ".md" if after.kind == "guide" else ".py"
+        suffix = after.suffix or (".md" if after.kind == "guide" else ".py")
         text = "".join(difflib.unified_diff(before.text.splitlines(keepends=True), after.text.splitlines(keepends=True),
                                             f"gen_{before.generation}{suffix}", f"gen_{after.generation}{suffix}"))
         out.append((before.generation, after.generation, text))

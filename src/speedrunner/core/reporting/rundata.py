@@ -140,6 +140,14 @@ class RunData:
         return float(spent) if isinstance(spent, int | float) and not isinstance(spent, bool) else None
 
     @property
+    def unknown_spend_usd(self) -> float:
+        """Worst case of the run's attempts that went unanswered (timed out, connection lost):
+        they may have been billed (``summary.json`` ``unknown_spend_usd``; never part of
+        ``total_cost_usd``)."""
+        value = self.summary.get("unknown_spend_usd")
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+    @property
     def recorded_fingerprint(self) -> str | None:
         """``results_config_sha256`` as the run recorded it (seed included)."""
         value = self.extra.get("checkpoint", {}).get("results_config_sha256")

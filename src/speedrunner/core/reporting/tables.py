@@ -66,15 +66,19 @@ def runs_table(groups: list[Group]) -> Table:
                          "final_eval_progress": fmt(r.finals["final_eval_progress"]),
                          "final_eval_success": fmt(r.finals["final_eval_success"]),
                          "total_cost_usd": fmt(run.total_cost_usd),
+                         "unknown_spend_usd": fmt(run.unknown_spend_usd),
                          "sandbox_violations": fmt(run.sandbox_violations),
                          "experiment": run.settings.fingerprint[:12],
                          "results_config_sha256": (run.recorded_fingerprint or "")[:12], "path": str(run.path)})
     columns = [*KEY_COLUMNS, "seed", "run_id", "status", "resumes", "scripted", "rollouts",
-               "final_eval_progress", "final_eval_success", "total_cost_usd", "sandbox_violations", "experiment",
+               "final_eval_progress", "final_eval_success", "total_cost_usd", "unknown_spend_usd", "sandbox_violations",
+               "experiment",
                "results_config_sha256", "path"]
     notes = {"variant": "what sets the experiment apart from others of the same name (empty: nothing does)",
              "total_cost_usd": "dollars of every LLM call of the run: training, sleep and evaluation "
                                "(summary.json spent_usd); empty when a price is unknown or the run did not record it",
+             "unknown_spend_usd": "worst case of attempts that went unanswered (timed out, connection lost) and "
+                                  "may have been billed; not in total_cost_usd (summary.json unknown_spend_usd)",
              "experiment": "hash of the settings that decide results, seed aside: runs alike in it are one experiment",
              "results_config_sha256": "the run's own fingerprint of those settings, seed included (checkpoint.json)",
              "sandbox_violations": "messages from a sandbox that broke the protocol (forged, out of step or "
