@@ -13,6 +13,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from speedrunner.core import pyast
+
 __all__ = ["OfferedSkill", "offered_skills", "primitive_actions"]
 
 _ACTIONS_LINE = re.compile(r"^\s*(?:Available|Primitive) actions:[ \t]*(\S.*?)\s*$", re.MULTILINE)
@@ -111,7 +113,7 @@ def _python_blocks(text: str) -> list[OfferedSkill]:
     out = []
     for block in _FENCED.findall(text):
         try:
-            tree = ast.parse(block)
+            tree = pyast.parse(block)
         except SyntaxError:
             continue
         for node in tree.body:
