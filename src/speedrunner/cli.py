@@ -1,4 +1,4 @@
-"""The ``speedrunner`` command: validate-config, estimate, configs list, configs copy, report, leaderboard, sweep, fake-llm."""
+"""The ``speedrunner`` command: train, validate-config, estimate, configs list, configs copy, report, leaderboard, sweep, fake-llm."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from speedrunner.errors import EXIT_CODES, SpeedRunnerError
 DESCRIPTION = """\
 SpeedRunner: online learning of programmatic agent skills.
 
-Runs are started with the train entry points, e.g.
-  python -m speedrunner.benchmarks.babyai.train --config_file configs/babyai/opo-scripted-seq.yaml
+Runs are started with `speedrunner train` (the benchmark comes from the config), e.g.
+  speedrunner train --config_file configs/babyai/opo-scripted-seq.yaml
+(`speedrunner train --help` lists its flags; python -m speedrunner.benchmarks.<b>.train does the same.)
 
 """
 
@@ -25,6 +26,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="speedrunner", description=DESCRIPTION + "\n" + EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    from speedrunner import train_cli
+
+    train_cli.add_train_arguments(sub.add_parser(
+        "train", help="run one config: any installed benchmark and method (the benchmark comes from the config)",
+        description=f"{train_cli.__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter))
     validate = sub.add_parser("validate-config", help="check a run config and print it resolved")
     validate.add_argument("path", help="a run config YAML file")
     validate.add_argument("--set", dest="overrides", action="append", default=[],
@@ -138,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"]:  # its own flags and exit handling: the train entry points'
+        from speedrunner.train_cli import main as train_main
+
+        return train_main(None, None, argv[1:])
     args = _parser().parse_args(argv)
     try:
         if args.command == "sweep":
@@ -171,7 +182,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
             leaderboard.run(args)
         elif args.command == "report":
-            import speedrunner.catalog  # noqa: F401  (registers the config classes: their operational keys)
             from speedrunner.core.reporting import build_report, report_line
             from speedrunner.sweep.report import report_inputs
 

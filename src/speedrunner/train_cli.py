@@ -1,4 +1,5 @@
-"""The flags every ``python -m speedrunner.benchmarks.<b>.train`` entry point shares.
+"""The flags of ``speedrunner train`` (the benchmark comes from the config) and of every
+``python -m speedrunner.benchmarks.<b>.train`` entry point.
 
     --config_file PATH      the run config (YAML)
     --set KEY=VALUE         dotted override, repeatable (strongest layer)
@@ -40,18 +41,29 @@ if TYPE_CHECKING:
     from speedrunner.core.llm.budget import BudgetReached, SpendCap
     from speedrunner.core.runtime.loop import Runner, RunStatus
 
-EXAMPLE_CONFIGS = {
-    "babyai": "configs/babyai/react-gpt-seq.yaml",
-    "crafter": "configs/crafter/react-gpt-crafter.yaml",
-    "scienceworld": "configs/scienceworld/react-gpt-t4.yaml",
-}
+GENERIC_COMMAND = "speedrunner train"
+"""The command that runs any installed benchmark and method (``speedrunner.cli``)."""
 EPISODE_THREAD_PREFIX = "speedrunner-episode"
 """Name prefix of episode threads (``core.runtime.loop``): the ones an interrupt leaves behind."""
 
 
-def build_parser(prog: str, benchmark: str = "babyai") -> argparse.ArgumentParser:
+def _example_config(benchmark: str | None) -> str:
+    """A shipped config of the benchmark to name in ``--help`` (the first listed)."""
+    from speedrunner.shipped_configs import list_configs
+
+    names = [n for n in list_configs() if benchmark is None or n.startswith(f"{benchmark}/")]
+    return f"configs/{names[0]}.yaml; `speedrunner configs list` lists them" if names else "my-run.yaml"
+
+
+def build_parser(prog: str, benchmark: str | None = None) -> argparse.ArgumentParser:
     parser = ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config_file", help=f"run config YAML, e.g. {EXAMPLE_CONFIGS.get(benchmark, '')}")
+    add_train_arguments(parser, benchmark)
+    return parser
+
+
+def add_train_arguments(parser: argparse.ArgumentParser, benchmark: str | None = None) -> None:
+    """The train flags, on ``parser`` (``speedrunner train`` shows them under ``speedrunner --help`` too)."""
+    parser.add_argument("--config_file", help=f"run config YAML, e.g. {_example_config(benchmark)}")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="dotted override, e.g. --set run.seed=3 (repeatable)")
     parser.add_argument("--quick_test", action="store_true", help="apply the quick-test preset (a tiny run)")
@@ -59,14 +71,16 @@ def build_parser(prog: str, benchmark: str = "babyai") -> argparse.ArgumentParse
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
     parser.add_argument("--skip_preflight", action="store_true",
                         help="skip the check that model endpoints and the env server answer")
-    return parser
 
 
 @dataclass
 class _Session:
     """What the error messages need to know about the run so far."""
 
-    entry_point: str
+    entry_point: str | None
+    """The train module the command is (``None``: the generic command, which runs any config)."""
+    command: str
+    """How the messages tell the user to continue: ``speedrunner train`` or ``python -m <module>``."""
     run_dir: Path | None = None
     budget: SpendCap | None = None
     config: RunConfig | None = None
@@ -77,9 +91,12 @@ class _Session:
     summary_written: bool = False
 
 
-def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) -> int:
-    args = build_parser(f"python -m {entry_point}", benchmark).parse_args(argv)
-    session = _Session(entry_point)
+def main(benchmark: str | None, entry_point: str | None, argv: Sequence[str] | None = None) -> int:
+    """Run a config: ``benchmark``/``entry_point`` ``None`` is the generic ``speedrunner train``,
+    which takes the benchmark from the config (and the method's own entry module, if it declares one)."""
+    command = GENERIC_COMMAND if entry_point is None else f"python -m {entry_point}"
+    args = build_parser(command, benchmark).parse_args(argv)
+    session = _Session(entry_point, command)
     with handle_stop_signals():
         code = _main_reporting_errors(benchmark, args, session)
         if code in (130, 143):  # stopping: a further Ctrl-C must not turn into a traceback
@@ -89,7 +106,7 @@ def main(benchmark: str, entry_point: str, argv: Sequence[str] | None = None) ->
     return code
 
 
-def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
+def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, session: _Session) -> int:
     from speedrunner.core.llm.budget import BudgetReached
 
     try:
@@ -104,7 +121,7 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
         assert session.run_dir is not None  # no call is made before the run directory exists
         _mark_status(session, "budget_reached", str(e), budget=e)
         more = ("raise its max_cost_usd in the sweep file, then rerun the sweep" if e.scope == "sweep"
-                else f"raise the cap:\n  python -m {session.entry_point} --resume {session.run_dir} "
+                else f"raise the cap:\n  {session.command} --resume {session.run_dir} "
                      f"--set run.max_cost_usd={_suggest_cap(e)}")
         _print_summary(session, "budget_reached")
         reason = session.summary.get("status_reason") if session.summary is not None else None
@@ -121,7 +138,7 @@ def _main_reporting_errors(benchmark: str, args: argparse.Namespace, session: _S
             _mark_status(session, "interrupted", f"{how}")
             _print_summary(session, "interrupted")
             print(f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
-                  f"nothing stored is lost. Continue with:\n  python -m {session.entry_point} "
+                  f"nothing stored is lost. Continue with:\n  {session.command} "
                   f"--resume {session.run_dir}", file=sys.stderr)
         return e.exit_code
     except SpeedRunnerError as e:  # raised before anything ran (config, keys, endpoints, run dir)
@@ -134,7 +151,7 @@ def _suggest_cap(e: object) -> str:
     return f"{2 * float(getattr(e, 'cap', 0.0)):.2f}"
 
 
-def _main(benchmark: str, args: argparse.Namespace, session: _Session) -> int:
+def _main(benchmark: str | None, args: argparse.Namespace, session: _Session) -> int:
     from speedrunner.catalog import config_loader
 
     loader = config_loader()
@@ -190,7 +207,8 @@ def _note_sandbox(run_dir: Path, tier: str) -> None:
 
 
 def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str]:
-    """What must hold before any run directory is made: the method exists, the API keys are set.
+    """What must hold before any run directory is made: the method exists, its skill API (if it
+    uses skills) imports, the API keys are set.
 
     ``speedrunner validate-config`` calls this too, so it says what the train command would;
     it passes ``keys_required=False`` because checking a file needs no secret: a missing key
@@ -206,6 +224,11 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
                           f"(implemented: {', '.join(implemented)}); nothing was run and no run "
                           "directory was made")
     from speedrunner.core.tracking import check_tracking
+
+    if METHODS.get(config.method.name).uses_skills:
+        from speedrunner.core.runtime.skill_support import load_skill_api
+
+        load_skill_api(config.benchmark.name)
 
     method_check = getattr(config.method, "check_runnable", None)  # e.g. Voyager's embedding key
     # A missing wandb package stops both commands; a missing W&B login is like a missing key.
@@ -290,7 +313,7 @@ def _record_resume(run_dir: Path, config: RunConfig, overrides: list[str]) -> No
     atomic_write_json(run_dir / PROVENANCE_FILE, provenance)
 
 
-def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tuple[Path, RunConfig, str]:
+def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None) -> tuple[Path, RunConfig, str]:
     from speedrunner.core.config.yaml_source import read_yaml_source
     from speedrunner.core.rundir import CONFIG_FILE, PROVENANCE_FILE, RESOLVED_FILE
 
@@ -315,9 +338,9 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str) -> tup
     from speedrunner.core.runtime.caps import upgrade_stored_method
 
     config = loader.from_resolved(upgrade_stored_method(resolved), source=read_yaml_source(run_dir / CONFIG_FILE))
-    if config.benchmark.name != benchmark:
+    if benchmark is not None and config.benchmark.name != benchmark:
         raise CheckpointError(f"{run_dir} is a {config.benchmark.name} run; resume it with "
-                              f"python -m speedrunner.benchmarks.{config.benchmark.name}.train --resume {run_dir}")
+                              f"{GENERIC_COMMAND} --resume {run_dir}")
     return run_dir, config, run_id
 
 
@@ -337,7 +360,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     if scripted:
         print("NOTE: this run uses the SCRIPTED model. No LLM is called; its numbers say nothing "
               "about any LLM.", flush=True)
-    resume = f"continue it with:\n  python -m {session.entry_point} --resume {run_dir}"
+    resume = f"continue it with:\n  {session.command} --resume {run_dir}"
     try:
         cache, calls = run_dir / "llm_cache.sqlite", run_dir / "llm_calls.jsonl"
         reconciled = reconcile(cache, calls, run_id)  # what an earlier kill left half-recorded
@@ -352,7 +375,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         try:
             skills = None
             envs = EnvPool(benchmark.make_env)  # the episodes' envs, lent to the sleep phase too
-            if hasattr(config.method, "max_skill_actions"):  # a method with a codebook
+            if method_spec.uses_skills:
                 from speedrunner.core.runtime.skill_support import build_skill_support
 
                 skills = build_skill_support(config, envs.env)

@@ -365,7 +365,7 @@ REACT_CRAFTER = """
     [
         pytest.param(SCIENCEWORLD, "babyai",
                      ["line 4", "benchmark 'scienceworld'", "runs 'babyai'",
-                      "python -m speedrunner.benchmarks.scienceworld.train"], id="scienceworld_config_to_babyai"),
+                      "speedrunner train --config_file"], id="scienceworld_config_to_babyai"),
         pytest.param(REACT_CRAFTER, "scienceworld",
                      ["line 4", "benchmark 'crafter'", "runs 'scienceworld'"], id="crafter_config_to_scienceworld"),
         pytest.param(VOYAGER, "crafter",
@@ -373,7 +373,7 @@ REACT_CRAFTER = """
                      id="voyager_via_crafter_train"),
         pytest.param(REACT_CRAFTER, "voyager",
                      ["line 2", "method.name is 'react'", "runs only method 'voyager'",
-                      "python -m speedrunner.benchmarks.crafter.train"], id="react_via_train_voyager"),
+                      "speedrunner train --config_file"], id="react_via_train_voyager"),
     ],
 )
 def test_config_for_another_entry_point_is_refused(

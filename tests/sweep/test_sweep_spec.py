@@ -59,10 +59,14 @@ def test_two_configs_by_two_seeds_expand_to_four_stable_run_directories(tmp_path
     # A different override is a different run.
     longer = write(tmp_path, small(tmp_path).read_text().replace("run.rollouts: 20", "run.rollouts: 30"))
     assert not {r.run_id for r in load_sweep(longer).runs} & {d.name for d in dirs}
-    # Each run's command carries its overrides; runs are started with the entry point of their benchmark.
+    # Each run's command carries its overrides; runs are started with the generic train command
+    # (any installed benchmark and method), which takes the benchmark from the config.
     run = sweep.runs[3]
-    assert run.entry_point == "speedrunner.benchmarks.babyai.train"
     assert {"run.seed=1", 'model.provider="scripted"', "run.rollouts=20"} <= set(run.overrides)
+    from speedrunner.sweep.execute import command
+
+    cmd = command(run, "start")
+    assert cmd[1:4] == ["-m", "speedrunner.cli", "train"] and cmd[cmd.index("--config_file") + 1] == str(run.config_file)
 
 
 def test_named_override_sets_and_globs(tmp_path):

@@ -1,1 +1,1 @@
-"""Benchmarks: each registers its config, factory and train entry point in speedrunner.catalog."""
+"""Benchmarks: each is declared by a spec in speedrunner.catalog (an entry point of pyproject.toml)."""

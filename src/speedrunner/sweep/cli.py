@@ -122,7 +122,7 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
               address: str | None = None, ray_init: dict | None = None,
               status_every: float | None = STATUS_EVERY_S) -> int:
     from speedrunner.sweep.backends import LocalPool, SweepInterrupted, run_ray
-    from speedrunner.sweep.services import shared_babyai_server, slots_env
+    from speedrunner.sweep.services import benchmark_services, slots_env
 
     watch = Watch(runs, every_s=status_every, cap_usd=sweep.spec.max_cost_usd)
     print(f"sweep {sweep.spec.name}: {len(runs)} runs on the {backend} backend", flush=True)
@@ -142,7 +142,7 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
             # A Ray cluster's nodes cannot reach a server on this one; a local Ray can.
             on_this_machine = backend != "ray" or not (address or os.environ.get("RAY_ADDRESS"))
             env = {**slots_env(), **spend_ledger_env(sweep)}
-            with shared_babyai_server(to_run if on_this_machine else []) as operational, watch:
+            with benchmark_services(to_run if on_this_machine else []) as operational, watch:
                 if backend == "ray":
                     outcomes = run_ray(runs, address=address, operational=operational, extra_env=env,
                                        report=report, init_kwargs=ray_init, queued=watch.queued)

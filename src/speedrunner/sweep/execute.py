@@ -104,7 +104,7 @@ def config_changed(run: SweepRun) -> str:
 
 def command(run: SweepRun, action: Action, operational: Sequence[str] = ()) -> list[str]:
     """The train command for ``run``; ``operational`` are ``--set`` keys a resume may change too."""
-    cmd = [sys.executable, "-m", run.entry_point]
+    cmd = [sys.executable, "-m", "speedrunner.cli", "train"]  # any benchmark and method, installed
     if action == "resume":
         from speedrunner.sweep.spec import RESUME_KEYS
 

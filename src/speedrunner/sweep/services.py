@@ -1,10 +1,7 @@
-"""What the runs of one sweep on one machine share: a BabyAI server and the LLM slot directory.
+"""What the runs of one sweep on one machine share: their benchmarks' services and the LLM slot directory.
 
-BabyAI: a run started alone autostarts a private server on a free port. A sweep on one
-machine instead starts one server for all its BabyAI runs whose configured (local) URL has
-nothing listening, and points them at it (``benchmark.server_url`` is operational, so a
-resumed run may be pointed there too). The server is stopped with the sweep; it also
-watches the sweep's PID, so a SIGKILLed sweep does not leave it behind.
+Services: a benchmark may declare one (``BenchmarkSpec.sweep_service``), e.g. BabyAI's one
+env server for all the machine's runs that would each start their own.
 
 LLM concurrency: ``SPEEDRUNNER_LLM_SLOTS_DIR`` (see ``core.llm.slots``) is set for every run,
 so runs on this machine share each endpoint's ``model.max_concurrency``.
@@ -17,11 +14,9 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from urllib.parse import urlsplit
 
 from speedrunner.core.llm.slots import SLOTS_DIR_ENV
 from speedrunner.core.tempdirs import process_temp_dir
-from speedrunner.errors import ServerUnavailableError
 from speedrunner.sweep.spec import SweepRun
 
 Operational = Callable[[SweepRun], list[str]]
@@ -43,35 +38,27 @@ def slots_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def shared_babyai_server(runs: list[SweepRun], *, timeout_s: float = 60.0) -> Iterator[Operational]:
-    """Start one BabyAI server for the runs that would each autostart their own.
+def benchmark_services(runs: list[SweepRun]) -> Iterator[Operational]:
+    """Enter the sweep service each benchmark of ``runs`` declares (``BenchmarkSpec.sweep_service``,
+    e.g. one env server for the machine's runs) around the sweep.
 
-    Yields, per run, the operational ``--set`` overrides that point it at the shared server.
+    Yields, per run, the operational ``--set`` overrides its benchmark's service gives it.
     """
-    from speedrunner.benchmarks.babyai.benchmark import LOCAL_HOSTS, ServerProcess, free_port, probe
+    from speedrunner.core.registry import load_entry_point
+    from speedrunner.core.specs import BENCHMARKS
 
-    wanting = {r.server_url for r in runs if r.benchmark == "babyai" and r.server_url
-               and r.autostart_server and urlsplit(r.server_url).hostname in LOCAL_HOSTS}
-    idle = {url for url in wanting if not _answers(probe, url)}
-    server = None
-    if idle:
-        server = ServerProcess("127.0.0.1", free_port())
-        server.start(timeout_s)
-        print(f"sweep: one BabyAI server for this machine's runs at {server.url}", flush=True)
-    try:
+    by_benchmark: dict[str, list[SweepRun]] = {}
+    for r in runs:
+        by_benchmark.setdefault(r.benchmark, []).append(r)
+    with contextlib.ExitStack() as stack:
+        services: dict[str, Operational] = {}
+        for name, group in by_benchmark.items():
+            service = BENCHMARKS.get(name).sweep_service
+            if service is not None:
+                services[name] = stack.enter_context(load_entry_point(service)(group))
+
         def operational(run: SweepRun) -> list[str]:
-            if server is not None and run.benchmark == "babyai" and run.server_url in idle:
-                return [f"benchmark.server_url={server.url}"]
-            return []
+            service = services.get(run.benchmark)
+            return service(run) if service is not None else []
 
         yield operational
-    finally:
-        if server is not None:
-            server.stop()
-
-
-def _answers(probe: Callable[..., bool], url: str) -> bool:
-    try:
-        return probe(url)
-    except ServerUnavailableError:  # something else answers there: the run's preflight says what
-        return True

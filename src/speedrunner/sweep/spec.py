@@ -27,7 +27,7 @@ import itertools
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +54,8 @@ class Resources(BaseModel):
     num_cpus: float = Field(1.0, gt=0)
     """CPUs reserved for one run (Ray ``num_cpus``)."""
     memory_gb: float | None = Field(None, gt=0)
-    """Memory reserved for one run in GB (Ray ``memory``); null: 1.5 GB per parallel episode
-    for ScienceWorld (one capped JVM each), nothing reserved otherwise."""
+    """Memory reserved for one run in GB (Ray ``memory``); null: what its benchmark declares per
+    parallel episode (ScienceWorld: 1.5 GB, one capped JVM each), nothing reserved otherwise."""
 
 
 class SweepFile(BaseModel):
@@ -139,18 +139,16 @@ class SweepRun:
     run_dir: Path
     benchmark: str
     method: str
-    entry_point: str
-    """The train module: ``python -m <entry_point>``."""
     parallel_episodes: int
     num_cpus: float
     memory_bytes: int | None
-    server_url: str | None
-    """BabyAI only: the configured server URL (a sweep may serve all runs from one server)."""
-    autostart_server: bool
     log_file: Path
     """The run's stdout and stderr, every attempt appended: ``<output_root>/sweeps/<sweep>/logs/``."""
     rollouts: int | None = None
     """Training episodes the run plans (``run.rollouts``), for progress lines before it writes any file."""
+    benchmark_section: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """The run's resolved ``benchmark`` section: what its benchmark's sweep service reads
+    (``BenchmarkSpec.sweep_service``, e.g. the server a run would start)."""
 
 
 @dataclass(frozen=True)
@@ -254,7 +252,7 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
     """Configs x grid, in that order; each run validated like ``train`` would validate it."""
     from speedrunner.catalog import config_loader
     from speedrunner.core.rundir import experiment_dir
-    from speedrunner.core.specs import METHODS
+    from speedrunner.core.specs import BENCHMARKS
 
     loader = config_loader()
     runs: list[SweepRun] = []
@@ -284,20 +282,17 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             seen[run_dir] = label
             bench = config.benchmark
             memory = spec.resources.memory_gb
-            if memory is None and bench.name == "scienceworld":
-                memory = 1.5 * config.run.peak_parallel_episodes
+            per_episode = BENCHMARKS.get(bench.name).memory_gb_per_episode
+            if memory is None and per_episode is not None:
+                memory = per_episode * config.run.peak_parallel_episodes
             runs.append(SweepRun(
                 index=len(runs), run_id=run_id, label=label, config_file=config_file.resolve(),
                 overrides=tuple(_as_override(k, v) for k, v in merged.items()), run_dir=run_dir,
                 benchmark=bench.name, method=config.method.name,
-                entry_point=METHODS.get(config.method.name).entry_point
-                or f"speedrunner.benchmarks.{bench.name}.train",
                 parallel_episodes=config.run.peak_parallel_episodes, num_cpus=spec.resources.num_cpus,
                 memory_bytes=None if memory is None else int(memory * 2**30),
-                server_url=getattr(bench, "server_url", None),
-                autostart_server=bool(getattr(bench, "autostart_server", False)),
                 log_file=root / "sweeps" / spec.name / "logs" / f"{run_id}.log",
-                rollouts=config.run.rollouts,
+                rollouts=config.run.rollouts, benchmark_section=bench.model_dump(mode="json"),
             ))
     if problems:
         raise ConfigError(problems, source="sweep expansion")

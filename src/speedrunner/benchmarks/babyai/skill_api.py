@@ -23,6 +23,9 @@ __all__ = [
     "ACTIONS", "SeenObject", "SkillEnv", "carrying", "find", "in_front", "visible_objects", "wall_distance",
 ]
 
+PRIMITIVE_ACTIONS: tuple[str, ...] = tuple(ACTIONS)
+"""The env's action words (a skill may not shadow them)."""
+
 # What the inducer is told about ``env.state`` and the geometry (``core/codebook/api_view``);
 # checked against ``text.py`` and minigrid by tests/codebook/test_api_view.py.
 STATE_LAYOUT = """\

@@ -17,6 +17,9 @@ from speedrunner.core.skill import SkillEnv, State
 
 __all__ = ["ACTION_NAMES", "SkillEnv", "achievements", "facing", "inventory", "nearby", "nearest", "status"]
 
+PRIMITIVE_ACTIONS: tuple[str, ...] = tuple(ACTION_NAMES)
+"""The env's action words (a skill may not shadow them)."""
+
 # What the inducer is told about ``env.state`` and the geometry (``core/codebook/api_view``);
 # checked against ``text.py`` and Crafter by tests/codebook/test_api_view.py.
 STATE_LAYOUT = """\

@@ -15,6 +15,9 @@ from speedrunner.core.skill import SkillEnv, State
 
 __all__ = ["SkillEnv", "inventory", "look", "room", "task", "valid_actions", "visible"]
 
+PRIMITIVE_ACTIONS: tuple[str, ...] = ()
+"""The env's action words (a skill may not shadow them); none: actions are free text."""
+
 # What the inducer is told about ``env.state`` and the world's conventions
 # (``core/codebook/api_view``); checked against ``env.py`` by tests/codebook/test_api_view.py.
 STATE_LAYOUT = """\

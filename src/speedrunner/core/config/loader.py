@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -271,7 +270,7 @@ class ConfigLoader:
         if expect_benchmark is not None and bench != expect_benchmark:
             raise ImpossibleCombinationError(
                 f"{origins.where(('benchmark', 'name'))}this config is for benchmark '{bench}', but "
-                f"this entry point runs '{expect_benchmark}'; use python -m speedrunner.benchmarks.{bench}.train",
+                f"this entry point runs '{expect_benchmark}'; use speedrunner train --config_file ...",
                 source=origins.label,
             )
         if entry_point is not None:
@@ -289,7 +288,7 @@ class ConfigLoader:
                 raise ImpossibleCombinationError(
                     f"{origins.where(('method', 'name'))}{entry_point} runs only method '{owner}', "
                     f"but the config's method.name is '{method}'; "
-                    f"use python -m speedrunner.benchmarks.{bench}.train",
+                    "use speedrunner train --config_file ...",
                     source=origins.label,
                 )
 
@@ -470,7 +469,3 @@ def _description_at(model: type[BaseModel], loc: Sequence[str]) -> str | None:
     if parent is None or not issubclass(parent, Section) or loc[-1] not in parent.model_fields:
         return None
     return parent.model_fields[loc[-1]].description
-
-
-def resolved_sha256(resolved: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()

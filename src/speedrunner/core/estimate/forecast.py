@@ -7,22 +7,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from speedrunner.core.config.schema import ModelConfig, Prices, RunConfig
-from speedrunner.core.estimate.model import Calls, ContextUse, Estimate, RoleEstimate
+from speedrunner.core.estimate.model import Calls, ContextUse, Estimate, MethodBounds, RoleEstimate
 from speedrunner.core.estimate.pilot import typical_case
 from speedrunner.core.llm.context_windows import context_bound
 from speedrunner.core.llm.prices import resolve_prices
+from speedrunner.core.registry import load_entry_point
+from speedrunner.core.specs import BENCHMARKS, METHODS
 
-__all__ = ["estimate"]
+__all__ = ["estimate", "knowledge_bound"]
 
-# Assumed sizes in bytes (= tokens at most) that the config does not fix. Measured on the
-# shipped benchmarks' prompts and observations with generous headroom; printed with every table.
-FIRST_PROMPT_BYTES = {"babyai": 6_000, "crafter": 10_000, "scienceworld": 16_000}
-OBSERVATION_BYTES = {"babyai": 1_500, "crafter": 3_000, "scienceworld": 8_000}
+# Assumed sizes in bytes (= tokens at most) when the benchmark's spec declares none
+# (``BenchmarkSpec.prompt_bytes`` / ``observation_bytes``); printed with every table.
 DEFAULT_FIRST_PROMPT, DEFAULT_OBSERVATION = 16_000, 8_000
 CODEBOOK_BYTES_ASSUMED = 60_000
-"""A codebook's size when ``max_codebook_chars`` is unset (no cap: the library may grow past it)."""
-PROMPT_TEMPLATE_BYTES = 8_000
-"""Instructions of a sleep-phase prompt around what it shows (trajectories, guide, codebook)."""
+"""Knowledge shown when nothing caps it (a codebook without ``max_codebook_chars``, a method
+that declares no bounds): the library may grow past it."""
 
 
 def estimate(config: RunConfig, *, source: str = "", latency_s: float = 5.0,
@@ -31,28 +30,32 @@ def estimate(config: RunConfig, *, source: str = "", latency_s: float = 5.0,
     """The forecast for ``config``; ``context_tokens`` overrides every model's context window;
     ``pilots`` are earlier run directories for the typical case; ``concurrency`` the calls in
     flight at once (default: what the config allows)."""
-    run, bench, method = config.run, config.benchmark, config.method
+    run, bench = config.run, config.benchmark
     out = Estimate(config=source, roles=[], latency_s=latency_s)
     name = bench.name
-    first = FIRST_PROMPT_BYTES.get(name, DEFAULT_FIRST_PROMPT)
-    obs = OBSERVATION_BYTES.get(name, DEFAULT_OBSERVATION)
+    spec = BENCHMARKS.get(name)
+    first = spec.prompt_bytes or DEFAULT_FIRST_PROMPT
+    obs = spec.observation_bytes or DEFAULT_OBSERVATION
+    declared = "" if spec.prompt_bytes and spec.observation_bytes else (
+        "; the benchmark declares no sizes (BenchmarkSpec.prompt_bytes, observation_bytes), so generous ones are assumed")
     out.assumptions.append(
         f"first actor prompt <= {first:,} bytes and one observation <= {obs:,} bytes on {name} "
-        "(not fixed by the config), plus the knowledge shown")
-    knowledge = _knowledge_bytes(config, out.assumptions)
-    batches = run.rollouts // run.sleep_every
+        f"(not fixed by the config{declared}), plus the knowledge shown")
+    bounds = _method_bounds(config, run.rollouts // run.sleep_every)
+    knowledge = bounds.knowledge_bytes
     eval_episodes = run.evaluations * run.eval_episodes
     actor_max = _actor_calls_per_episode(config, out.assumptions)
     actor_tokens = config.model.sampling.max_tokens
     calls: list[Calls] = []
-    if method.name != "voyager":
+    if bounds.actor_plays_training:
         calls.append(Calls("actor", config.model, 1, actor_max, run.rollouts, "training episode",
                            first + knowledge, actor_tokens + obs))
     if eval_episodes:
         calls.append(Calls("actor (eval)", config.model, 1, actor_max, eval_episodes, "eval episode",
                            first + knowledge, actor_tokens + obs))
-    calls += _sleep_calls(config, batches, knowledge, out.assumptions)
-    if method.name in ("speedrunner", "speedrunner_no_cl", "asi", "voyager"):
+    calls += bounds.sleep
+    out.assumptions.extend(bounds.notes)
+    if bounds.episodes_end_early:
         out.assumptions.append("an episode that ends early (success, or the env says done) makes fewer "
                                "calls: the minimum counts one actor call per episode")
     calls = [_bounded(c, context_tokens, out) for c in calls]
@@ -82,17 +85,29 @@ def _bounded(c: Calls, override: int | None, out: Estimate) -> Calls:
                  c.growth, bound)
 
 
-def _knowledge_bytes(config: RunConfig, notes: list[str]) -> int:
-    method = config.method
-    if method.name == "react":
-        return 0
-    if method.name == "opo":
-        return int(method.guide_max_chars) * 4  # type: ignore[attr-defined]  # 4 UTF-8 bytes a char at most
-    cap = getattr(method, "max_codebook_chars", None)
+def _method_bounds(config: RunConfig, batches: int) -> MethodBounds:
+    """The method's declared bounds (``MethodSpec.cost_bounds``), else what its config caps."""
+    spec = METHODS.get(config.method.name)
+    if spec.cost_bounds is not None:
+        return load_entry_point(spec.cost_bounds)(config, batches)
+    notes: list[str] = []
+    knowledge = knowledge_bound(config, notes)
+    notes.append(f"method {config.method.name!r} declares no cost bounds (MethodSpec.cost_bounds): its "
+                 "sleep-phase calls are not estimated")
+    return MethodBounds(knowledge, notes=notes, episodes_end_early=spec.uses_skills)
+
+
+def knowledge_bound(config: RunConfig, notes: list[str]) -> int:
+    """The codebook's cap (4 UTF-8 bytes a character at most), else an assumed size, noted."""
+    cap = vars(config.method).get("max_codebook_chars")
     if cap is not None:
         return int(cap) * 4
-    notes.append(f"the codebook shown stays under {CODEBOOK_BYTES_ASSUMED:,} bytes (method.max_codebook_chars "
-                 "is unset, so nothing caps it: a larger library costs more per call)")
+    if "max_codebook_chars" in type(config.method).model_fields:
+        notes.append(f"the codebook shown stays under {CODEBOOK_BYTES_ASSUMED:,} bytes (method.max_codebook_chars "
+                     "is unset, so nothing caps it: a larger library costs more per call)")
+    else:
+        notes.append(f"the knowledge shown stays under {CODEBOOK_BYTES_ASSUMED:,} bytes (an assumption: "
+                     "nothing in the config caps it)")
     return CODEBOOK_BYTES_ASSUMED
 
 
@@ -108,43 +123,6 @@ def _actor_calls_per_episode(config: RunConfig, notes: list[str]) -> int:
         f"({config.run.episode_wall_clock_s:.0f} s) ends it: set benchmark.max_llm_calls for a hard "
         "bound, and rely on run.max_cost_usd for the money")
     return actions
-
-
-def _sleep_calls(config: RunConfig, batches: int, knowledge: int, notes: list[str]) -> list[Calls]:
-    method, model = config.method, config.inducer_model
-    out_tokens = model.sampling.max_tokens
-    name = method.name
-    if name == "opo":
-        shown = int(method.max_batch_chars) * 4 + knowledge + PROMPT_TEMPLATE_BYTES  # type: ignore[attr-defined]
-        return [Calls("guide", model, 1, 1, batches, "sleep phase", shown, 0)]
-    if name in ("speedrunner", "speedrunner_no_cl"):
-        turns = int(method.max_inducer_turns)  # type: ignore[attr-defined]
-        tool = int(method.max_tool_output_chars) * 4  # type: ignore[attr-defined]
-        shown = int(method.max_trajectory_chars) * 4  # type: ignore[attr-defined]
-        return [Calls("inducer", model, 1, turns, batches, "sleep phase",
-                      knowledge + PROMPT_TEMPLATE_BYTES + shown, out_tokens + max(tool, shown))]
-    if name == "asi":
-        shown = int(method.max_trajectory_chars) * 4 + knowledge + PROMPT_TEMPLATE_BYTES  # type: ignore[attr-defined]
-        return [Calls("inducer", model, 0, config.run.sleep_every, batches, "sleep phase", shown, 0)]
-    if name == "voyager":
-        iters = int(method.max_iterations_per_world)  # type: ignore[attr-defined]
-        observation = int(method.max_observation_chars) * 4  # type: ignore[attr-defined]
-        shown = knowledge + PROMPT_TEMPLATE_BYTES + 2 * observation
-        notes.append("Voyager: per training world at most max_iterations_per_world iterations, each a "
-                     "curriculum proposal (max_curriculum_asks), one action-agent answer, a critic "
-                     "(max_critic_asks) and one skill description; embeddings are not counted")
-        units = config.run.rollouts
-        return [
-            Calls("curriculum", model, 0, iters * int(method.max_curriculum_asks), units,  # type: ignore[attr-defined]
-                  "training world", shown, 0),
-            Calls("action agent", model, 1, iters, units, "training world", shown, 0),
-            Calls("critic", model, 0, iters * int(method.max_critic_asks), units,  # type: ignore[attr-defined]
-                  "training world", shown, 0),
-            Calls("description", model, 0, iters, units, "training world", knowledge + PROMPT_TEMPLATE_BYTES, 0),
-        ]
-    if name != "react":
-        notes.append(f"method {name!r}: its sleep-phase calls are not estimated")
-    return []
 
 
 def _tokens(c: Calls) -> tuple[int, int]:

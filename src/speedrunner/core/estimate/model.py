@@ -8,7 +8,10 @@ from typing import Any
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.context_windows import ContextBound
 
-__all__ = ["Calls", "ContextUse", "Estimate", "PilotUse", "RoleEstimate"]
+__all__ = ["PROMPT_TEMPLATE_BYTES", "Calls", "ContextUse", "Estimate", "MethodBounds", "PilotUse", "RoleEstimate"]
+
+PROMPT_TEMPLATE_BYTES = 8_000
+"""Instructions of a sleep-phase prompt around what it shows (trajectories, guide, codebook)."""
 
 
 @dataclass
@@ -108,3 +111,19 @@ class Calls:
     """Worst-case input tokens each further call of the unit adds (its history)."""
     context: ContextBound | None = None
     """The window no call's input exceeds (None: unknown, unbounded)."""
+
+
+@dataclass
+class MethodBounds:
+    """What a method adds to a run's worst case, as its ``MethodSpec.cost_bounds`` declares it."""
+
+    knowledge_bytes: int
+    """The most knowledge the actor's prompt shows (guide, codebook API, notes), in bytes."""
+    sleep: list[Calls] = field(default_factory=list)
+    """The method's own calls (sleep phases, or its own training phase)."""
+    actor_plays_training: bool = True
+    """The actor plays the training episodes (``False``: the method has its own training phase)."""
+    episodes_end_early: bool = False
+    """Skills can end an episode in fewer actor calls than its budget (the minimum is one)."""
+    notes: list[str] = field(default_factory=list)
+    """Assumptions behind these bounds, printed with the table."""

@@ -20,6 +20,7 @@ from speedrunner.core.atomic import iter_jsonl
 from speedrunner.core.config.schema import Prices, RunConfig, operational_paths, results_view
 from speedrunner.core.estimate.model import Calls, Estimate, PilotUse
 from speedrunner.core.llm.prices import resolve_prices
+from speedrunner.core.specs import METHODS
 from speedrunner.errors import ReportInputError, SpeedRunnerError
 
 __all__ = ["PilotMismatchError", "read_pilot", "role_of", "typical_case"]
@@ -297,8 +298,8 @@ def _target(n: int, ended: dict[str, Any], run: PilotRun, c: Calls, config: RunC
     """How many calls the unit would make under ``config``'s budgets."""
     if c.role in ("actor", "actor (eval)"):
         return _actor_target(n, ended, run, config)
-    if c.role == "inducer" and config.method.name in ("speedrunner", "speedrunner_no_cl"):
-        turns = int(config.method.max_inducer_turns)  # type: ignore[attr-defined]
+    if c.role == "inducer" and METHODS.get(config.method.name).multi_turn_sleep:
+        turns = int(vars(config.method)["max_inducer_turns"])  # a multi-turn sleep's cap
         pilot_turns = (run.resolved.get("method") or {}).get("max_inducer_turns")
         hit = isinstance(pilot_turns, int) and n >= pilot_turns
         return turns if hit else min(n, turns)

@@ -16,7 +16,7 @@ config and docs/caps.md), and every binding is on record:
   ``Limits``; every edit they reject is counted in the sleep record's ``cap_hits``;
 - ``max_functions_per_episode`` (ASI): an induction answer with more new functions than it
   allows (the rest are ignored) counts one hit in the sleep record;
-- ``max_inducer_turns`` (speedrunner, speedrunner_no_cl): a sleep phase that runs out of
+- ``max_inducer_turns`` (methods whose spec declares a multi-turn sleep): a sleep phase that runs out of
   turns (``ended_by: out_of_turns``) counts one hit in its sleep record.
 
 ``metrics.jsonl`` rows (``cap_hits``: the episode's, ``EPISODE_CAPS``; ``sleep_cap_hits``:
@@ -52,10 +52,25 @@ SLEEP_CAPS = (*LIBRARY_CAPS, "max_functions_per_episode", "max_inducer_turns")
 """The caps counted per sleep phase (a sleep record's and a row's ``sleep_cap_hits``)."""
 CAP_NAMES = (*EPISODE_CAPS, *SLEEP_CAPS)
 """Every cap whose hits are counted, as ``cap_hits`` keys."""
-_CODEBOOK_METHODS = ("asi", "speedrunner", "speedrunner_no_cl")
-_MULTI_TURN_INDUCERS = ("speedrunner", "speedrunner_no_cl")
-"""The methods whose sleep phase is a conversation of at most ``max_inducer_turns`` turns
-(ASI's config carries the key from the shared base, but makes one call per episode)."""
+
+
+def _multi_turn_sleep(name: object) -> bool:
+    """The method's sleep is a conversation of at most ``max_inducer_turns`` turns, as its spec
+    declares (a config may carry the key from a shared base and make one call per episode)."""
+    from speedrunner.core.specs import METHODS
+
+    return isinstance(name, str) and name in METHODS and METHODS.get(name).multi_turn_sleep
+
+
+def _has_library_caps(name: object) -> bool:
+    """The method's config class has the codebook's library caps (``LIBRARY_CAPS``)."""
+    from speedrunner.core.registry import load_entry_point
+    from speedrunner.core.specs import METHODS
+
+    if not isinstance(name, str) or name not in METHODS:
+        return False
+    fields = load_entry_point(METHODS.get(name).config).model_fields
+    return all(cap in fields for cap in LIBRARY_CAPS)
 
 
 @dataclass(frozen=True)
@@ -164,7 +179,7 @@ def caps_in_force(method: Mapping[str, Any]) -> dict[str, Any]:
     for cap in ("max_iterations_per_world", *LIBRARY_CAPS, "max_functions_per_episode"):
         if cap in method:  # the setting has the cap's name
             shown[cap] = method[cap]
-    if method.get("name") in _MULTI_TURN_INDUCERS and "max_inducer_turns" in method:
+    if "max_inducer_turns" in method and _multi_turn_sleep(method.get("name")):
         shown["max_inducer_turns"] = method["max_inducer_turns"]
     return {cap: shown[cap] for cap in CAP_NAMES if cap in shown}
 
@@ -187,9 +202,9 @@ def upgrade_stored_method(resolved: dict[str, Any]) -> dict[str, Any]:
     so a resumed run keeps its protocol. ``max_skill_actions`` and ``skill_timeout_s`` were
     stored explicitly (50, 60 s) and are kept as they are."""
     method = resolved.get("method")
-    if not isinstance(method, dict) or method.get("name") not in _CODEBOOK_METHODS:
+    if not isinstance(method, dict) or "max_functions" in method or "max_codebook_chars" in method:
         return resolved
-    if "max_functions" in method or "max_codebook_chars" in method:
+    if not _has_library_caps(method.get("name")):
         return resolved
     upgraded = dict(method, max_functions=LEGACY_MAX_FUNCTIONS, max_codebook_chars=LEGACY_MAX_TOTAL_CHARS)
     return dict(resolved, method=upgraded)

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
+from dataclasses import dataclass
 from functools import partial
 
 from speedrunner.core.config.schema import RunConfig
@@ -29,15 +30,15 @@ from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.core.sandbox.tracing import LOAD_FAILED
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["EnvLease", "ImportCheck", "SkillSandboxes", "build_skill_support", "first_observation", "fresh_envs",
-           "sandbox_tier", "skill_api_module"]
+__all__ = ["EnvLease", "ImportCheck", "SkillApi", "SkillSandboxes", "build_skill_support", "first_observation",
+           "fresh_envs", "load_skill_api", "sandbox_tier", "skill_api_module"]
 
 SMOKE_TIMEOUT_S = 20.0
 
 EnvLease = Callable[[], AbstractContextManager[TextEnv]]
 """Lends an env for a ``with`` block: the run's ``EnvPool.env`` (the sleep phase's replays and
 first observations then use the episodes' envs; on ScienceWorld a fresh env is a new JVM,
-~2 s and 6 CPU-seconds before it is warm), or ``fresh_envs(make_env)``."""
+seconds of CPU before it is warm), or ``fresh_envs(make_env)``."""
 
 
 def fresh_envs(make_env: Callable[[], TextEnv]) -> EnvLease:
@@ -46,7 +47,44 @@ def fresh_envs(make_env: Callable[[], TextEnv]) -> EnvLease:
 
 
 def skill_api_module(benchmark: str) -> str:
-    return f"speedrunner.benchmarks.{benchmark}.skill_api"
+    """The skill API module the benchmark's spec declares; a ``ConfigError`` when it declares none."""
+    from speedrunner.core.specs import BENCHMARKS
+
+    spec = BENCHMARKS.get(benchmark)
+    if spec.skill_api is None:
+        raise ConfigError(f"benchmark {benchmark!r} declares no skill API (BenchmarkSpec.skill_api), so a "
+                          "method with skills cannot run on it; pick a method without skills (e.g. the "
+                          "baseline), or declare one (docs/add-benchmark.md)")
+    return spec.skill_api
+
+
+@dataclass(frozen=True)
+class SkillApi:
+    """A benchmark's skill API, imported and checked: what skills may call and must not shadow."""
+
+    module: str
+    names: tuple[str, ...]
+    primitives: tuple[str, ...]
+
+
+def load_skill_api(benchmark: str) -> SkillApi:
+    """Import the benchmark's declared skill API; a ``ConfigError`` that says why when it cannot be used."""
+    module = skill_api_module(benchmark)
+    try:
+        api = importlib.import_module(module)
+    except Exception as e:  # any failure of someone else's module is the user's to fix, not a crash
+        raise ConfigError(f"benchmark {benchmark!r}: its skill API {module} cannot be imported "
+                          f"({type(e).__name__}: {e}); fix that module or BenchmarkSpec.skill_api") from None
+    primitives = vars(api).get("PRIMITIVE_ACTIONS")
+    names = vars(api).get("__all__")
+    if not isinstance(primitives, (tuple, list)) or not all(isinstance(a, str) for a in primitives):
+        raise ConfigError(f"benchmark {benchmark!r}: its skill API {module} must declare PRIMITIVE_ACTIONS, "
+                          "a tuple of the env's action words (() when actions are free text); "
+                          "see docs/add-benchmark.md")
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"benchmark {benchmark!r}: its skill API {module} must declare __all__, the "
+                          "names skills may use; see docs/add-benchmark.md")
+    return SkillApi(module, tuple(names), tuple(primitives))
 
 
 def sandbox_tier(requested: str) -> str:
@@ -61,9 +99,8 @@ def sandbox_tier(requested: str) -> str:
 
 
 def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
-    api_module = skill_api_module(config.benchmark.name)
-    api = importlib.import_module(api_module)
-    primitives = tuple(getattr(api, "ACTIONS", None) or getattr(api, "ACTION_NAMES", None) or ())
+    api = load_skill_api(config.benchmark.name)
+    api_module = api.module
     tier = sandbox_tier(config.run.sandbox)
     if getattr(config.method, "analysis_timeout_s", None) is not None:  # it runs analysis code over the run
         try:
@@ -86,7 +123,7 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
         check.close()
         sandboxes.close()
 
-    return SkillSupport(api_module=api_module, api_names=tuple(getattr(api, "__all__", ())), primitives=primitives,
+    return SkillSupport(api_module=api_module, api_names=api.names, primitives=api.primitives,
                         open_skills=sandboxes.open, smoke_test=check, replay=replay, sandbox_tier=tier,
                         observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox,
                         prepare=sandboxes.prepare, on_close=close)
@@ -105,9 +142,9 @@ class ImportCheck:
     as an episode's sandbox loads it (the same child, preloads and restricted loader); ``None``
     or what went wrong, from the codebook's own frames.
 
-    Every edit and every submit of a sleep is checked, and a sandbox takes ~0.1 s of wall time to
-    boot, which the inducer's turn would wait for (in the paper's BabyAI schedule at 100 ms per
-    call, half of every sleep's time beyond its model calls). So when a check ends, the next
+    Every edit and every submit of a sleep is checked, and a sandbox's boot would add to every
+    inducer turn's wait (with a fast model, a large share of a sleep's time beyond its model
+    calls). So when a check ends, the next
     check's sandbox is launched at once and boots while the inducer's next turn is with the model;
     it is fresh, never used, when the check takes it. Launched only from the main thread, where the
     sleep runs: a sandbox dies with the thread that started it (``SandboxProcess``). ``close()``
@@ -173,8 +210,8 @@ class SkillSandboxes:
     """Opens each episode's skill runner, on a sandbox booted ahead when one is ready.
 
     An episode that holds skills launches its sandbox before its first model call, but when ten
-    or thirty episodes start at once on two CPUs their boots (~50 ms of CPU each, and the launch's
-    few ms of the run's own CPU each) outlast that call, and the first skill calls wait for them.
+    or thirty episodes start at once on a small machine their boots (and the launches' share of
+    the run's own CPU) outlast that call, and the first skill calls wait for them.
     ``prepare(n)``, called by the run loop when a sleep starts, boots ``n`` sandboxes, one at a
     time, while the sleep waits for its model; ``open`` hands one out (fresh, never used; the
     codebook is loaded at the first call as always) or, when none is ready, launches one as before

@@ -1,0 +1,1 @@
+"""A SpeedRunner plug-in: the ``corridor`` benchmark and the ``tally`` method."""
