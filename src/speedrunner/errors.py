@@ -94,10 +94,6 @@ class SandboxError(SpeedRunnerError):
     """Raised when untrusted code cannot be run in isolation (bad code, limits exceeded)."""
 
 
-class SandboxTimeout(SandboxError):
-    """Raised when untrusted code exceeds its wall-clock limit and is killed."""
-
-
 class SandboxUnavailableError(SandboxError):
     """Raised when the requested sandbox tier does not work on this machine (the message says why)."""
 

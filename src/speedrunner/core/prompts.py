@@ -10,7 +10,6 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 import yaml
 
@@ -35,10 +34,6 @@ def load_prompts(package: str, filename: str) -> PromptTemplates:
     """Load ``filename`` shipped in ``package``; checks each template uses exactly its keys."""
     text = (resources.files(package) / filename).read_text("utf-8")
     return parse_prompts(text, source=f"{package}/{filename}")
-
-
-def load_prompts_file(path: str | Path) -> PromptTemplates:
-    return parse_prompts(Path(path).read_text("utf-8"), source=str(path))
 
 
 def parse_prompts(text: str, *, source: str) -> PromptTemplates:

@@ -68,7 +68,7 @@ class ServerConnection:
     def _connect(self) -> http.client.HTTPConnection:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         conn.connect()
-        # Small request/response pairs: without NODELAY, Nagle + delayed ACK adds ~40 ms.
+        # Small request/response pairs: without NODELAY, Nagle + delayed ACK stall every step.
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 

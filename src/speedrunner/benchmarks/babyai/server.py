@@ -75,8 +75,8 @@ from urllib.parse import parse_qs, urlsplit
 
 if __name__ == "__main__":
     # A process of its own (every run starts one): it does without networkx. minigrid's package
-    # init imports its WFC environments, which import networkx, a fifth of this process's start-up
-    # (0.1 of 0.45 CPU-s); BabyAI never builds one, and minigrid puts a stub in their place when
+    # init imports its WFC environments, which import networkx, a large share of this process's
+    # start-up; BabyAI never builds one, and minigrid puts a stub in their place when
     # networkx cannot be imported. A module imported elsewhere leaves sys.modules alone.
     sys.modules.setdefault("networkx", None)  # type: ignore[assignment]
 
@@ -102,7 +102,7 @@ class ServerSettings:
     120 s and their capped waits, about 23 minutes); lower it for models with shorter limits."""
     max_episodes: int = 4096
     """Most episodes alive at once; creating one more answers 503 after expiring idle ones. An
-    episode holds ~14 KiB (measured), so a full store is ~60 MB."""
+    episode holds a few KiB, so a full store stays well under a hundred MB."""
     max_episodes_per_owner: int = 256
     """Most episodes one owner (a run) may have alive (all clients that send no owner count as
     one); more answer 429, so one runaway run cannot fill the store for the others."""

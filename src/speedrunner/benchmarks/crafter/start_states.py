@@ -1,11 +1,10 @@
 """Crafter's first state per seed, built once per process and handed out as copies.
 
-Why this exists: a Crafter episode's start costs ~160 ms of CPU — ~130 ms to generate the
-64x64 world (Crafter's Python loops around numba-compiled noise) and ~30 ms to decode the
-texture PNGs that every ``crafter.Env`` loads in its constructor, though text episodes never
-draw a pixel. The actor's episodes run as threads of one process, so that CPU is held under
-the GIL while the other episodes wait for it, and every evaluation round replays the same
-held-out seeds.
+Why this exists: a Crafter episode's start costs CPU to generate the 64x64 world (Crafter's
+Python loops around numba-compiled noise) and to decode the texture PNGs that every
+``crafter.Env`` loads in its constructor, though text episodes never draw a pixel. The
+actor's episodes run as threads of one process, so that CPU is held under the GIL while the
+other episodes wait for it, and every evaluation round replays the same held-out seeds.
 
 So the textures are loaded once (new envs are copies of one blank env, whose textures
 every copy shares), and the state after ``reset()`` and the hidden ``Noop`` is kept per
@@ -27,8 +26,8 @@ from typing import Any
 from speedrunner.benchmarks.crafter.determinism import DeterministicCrafterEnv
 
 DEFAULT_CAPACITY = 256
-"""Start states kept (~70 KB each, ~18 MB in all): 30 held-out seeds survive up to 226 new
-training seeds between two evaluations (the paper's schedule has 50)."""
+"""Start states kept (a few tens of KB each): 30 held-out seeds survive up to 226 new training
+seeds between two evaluations (the paper's schedule has 50)."""
 
 
 class StartStates:

@@ -29,10 +29,8 @@ and what it makes runs slower. Over a JVM's first few episodes (each JVM's compi
 several CPU-seconds) that is less CPU in all; over hundreds of episodes it is more."""
 QUICK_COMPILER_MAX_EPISODES_PER_ENV = 4
 """``jvm_compiler: auto`` picks quick when each env plays at most this many episodes on
-average. Measured on t4: C1 alone cost less over one JVM's first two or three 30-step
-episodes and more from the fourth on; a shipped config on a two-rollout schedule (2.2
-episodes per JVM, ~10 steps each) cost 22-27 % less. Four is a judgement between the two;
-the paper's schedule (35 per env at ten at once) is far past it."""
+average: C1 alone costs less over a JVM's first few episodes and more after them
+(docs/performance-test-suite.md); the paper's schedule is far past it."""
 
 
 class ScienceWorldConfig(BenchmarkConfig):
@@ -50,8 +48,8 @@ class ScienceWorldConfig(BenchmarkConfig):
     """JAVA_TOOL_OPTIONS for each env's JVM (caps the heap near 540 MB)."""
     jvm_compiler: Literal["auto", "full", "quick"] = "auto"
     """The JVM's just-in-time compilers: full (HotSpot's tiered C1 + C2; the fastest steps once
-    warm), quick (C1 only, -XX:TieredStopAtLevel=1: about a fifth less CPU for a JVM that
-    plays only a few short episodes, but steps 2-3x slower once warm), or auto: quick when
+    warm), quick (C1 only, -XX:TieredStopAtLevel=1: less CPU for a JVM that plays only a few
+    short episodes, but several times slower steps once warm), or auto: quick when
     the run's schedule gives each env at most 4 episodes on average, else full. --quick_test
     uses quick. The simulator's results are the same either way."""
 

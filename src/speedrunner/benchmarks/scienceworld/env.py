@@ -16,7 +16,7 @@ Room listings, valid-action lists, ambiguity menus and even gold paths then depe
 what the JVM did before, so a reused JVM replays a variation differently from a fresh
 one. ``DETERMINISM_FLAGS`` (``-XX:hashCode=2``: every identity hash is 1) turn those sets
 into insertion-ordered collision lists; a variation then reads the same in any JVM
-after any history. Measured cost: none visible at ScienceWorld's object counts.
+after any history, at no visible cost at ScienceWorld's object counts.
 
 Whatever the agent types reaches the simulator unchanged. "No known action matches that
 input." and the numbered "Ambiguous request" prompt come back as ordinary observations
@@ -89,10 +89,9 @@ class _AckingReader(io.RawIOBase):
 
     py4j's Java side writes an answer through an 8 KB buffer, so an answer over 8 KB leaves
     in several small writes, and Nagle's algorithm holds each until the previous one is
-    ACKed. This side, in request/response ("ping-pong") mode, delays that ACK by Linux's
-    40 ms. Every answer over 8 KB therefore took ~44 ms instead of ~1 ms (measured: 9,000
-    chars 44.0 ms, 8,000 chars 0.3 ms; with this reader 100,000 chars 1.2 ms). Setting
-    ``TCP_QUICKACK`` before each read sends any pending ACK at once.
+    ACKed. This side, in request/response ("ping-pong") mode, delays that ACK, so every answer
+    over 8 KB would wait for Linux's delayed-ACK timer. Setting ``TCP_QUICKACK`` before each
+    read sends any pending ACK at once.
     """
 
     def __init__(self, sock: socket.socket) -> None:
@@ -129,8 +128,8 @@ def _simulator_class() -> type:
     over connections that do not wait for delayed ACKs (``_AckingReader``).
 
     Every ``step`` (and ``reset``) lists the valid commands, often a thousand of them. The
-    package converts the JVM's list element by element, one py4j round trip each: ~10-15 ms
-    of Python CPU and as much again in the JVM per step, more than the step itself. The same
+    package converts the JVM's list element by element, one py4j round trip each, which costs
+    more CPU on both sides than the step itself. The same
     list also comes as one JSON string (``getValidActionObjectCombinationsJSON``, the call
     the package's ``..._with_templates`` uses); sorted, it is the plain list (which the
     simulator sorts). If a command ever breaks that JSON (the JVM writes it by hand), the
@@ -290,8 +289,8 @@ class ScienceWorldTextEnv:
 
         The package's ``reset()`` is the JVM's ``reset``, which is ``load`` again with the same
         arguments (every build reseeds the simulator's random generator and object ids from the
-        variation), then that first move: after a ``load`` it rebuilt the world just built,
-        ~60-120 ms of JVM CPU an episode. ``tests/benchmarks/test_scienceworld_env.py`` checks
+        variation), then that first move: after a ``load`` it would rebuild the world just
+        built. ``tests/benchmarks/test_scienceworld_env.py`` checks
         that both starts give the same observations."""
         self._sim.load(ref.task_name, ref.variation, self.simplification)
         text, _, _, info = self._sim.step("look around")

@@ -17,7 +17,7 @@ from speedrunner.core.answers import cut_note, truncated
 from speedrunner.core.benchmark import Budget, EpisodeSpec
 from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import STOP, RunInterrupted
-from speedrunner.core.llm.types import Model, Usage
+from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.actor import (
     ACTOR_STOP,
@@ -200,10 +200,3 @@ def _budget_stop(traj: Trajectory, budget: Budget, started: float) -> StopReason
     if time.monotonic() - started >= budget.wall_clock_s:
         return "wall_clock"
     return None
-
-
-def total_usage(trajectories: list[Trajectory]) -> Usage:
-    total = Usage()
-    for t in trajectories:
-        total = total + t.usage
-    return total

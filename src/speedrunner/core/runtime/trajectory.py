@@ -219,10 +219,3 @@ def load_or_quarantine(path: Path) -> Trajectory | None:
     except CorruptTrajectory as e:
         quarantine(path, str(e))
         return None
-
-
-def load_experience(run_dir: Path, split: str = "train") -> list[Trajectory]:
-    """All stored trajectories of a split, in index order (for sleep-phase analysis code)."""
-    root = run_dir / "episodes" / split
-    return [load_trajectory(p) for p in sorted(root.rglob("*.json"))]
-

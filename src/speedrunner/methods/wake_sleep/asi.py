@@ -17,7 +17,6 @@ the caps that bound) goes to ``sleep/asi_<b>.json`` with the phase's ``cap_hits`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from speedrunner.core.answers import FormatTally
@@ -31,39 +30,21 @@ from speedrunner.core.codebook import (
 )
 from speedrunner.core.codebook.api_view import inducer_caps
 from speedrunner.core.llm.types import Completion, Message
-from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
+from speedrunner.core.method import SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.caps import count_caps, rejected_caps
 from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.methods.wake_sleep.asi_parse import Induction, parse_induction
-from speedrunner.methods.wake_sleep.codebook_knowledge import (
-    codebook_knowledge,
-    codebook_rules,
-    empty_codebook,
-    inducer_api_view,
-    load_generation,
-    skill_support,
-)
+from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod, inducer_api_view
 from speedrunner.methods.wake_sleep.configs import ASIConfig
 
 PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "asi_prompts.yaml")
 
 
-class ASIMethod:
+class ASIMethod(CodebookMethod[ASIConfig]):
     name = "asi"
 
-    def __init__(self, config: ASIConfig, ctx: MethodContext) -> None:
-        self.config = config
-        self.model = ctx.inducer
-        self.run_dir = Path(ctx.run_dir)
-        self.support: SkillSupport = skill_support(self.name, ctx)
-        self.rules = codebook_rules(self.support, config)
-        self.codebook = empty_codebook(self.name)
-
     # ----------------------------------------------------------- ALGO LOGIC
-    def knowledge(self) -> Knowledge:
-        return codebook_knowledge(self.codebook, self.support)
-
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         base = self.codebook.record_usage(batch)
         current, accepted = base, []  # this sleep phase's additions so far, on top of base
@@ -149,10 +130,6 @@ class ASIMethod:
                 return note, None
         note["added"] = names
         return note, _Added(edits, codebook)
-
-    # ------------------------------------------------- TRY NOT TO MODIFY
-    def restore(self, version: int) -> None:
-        self.codebook = load_generation(self.run_dir, version, self.name)
 
 
 @dataclass(frozen=True)

@@ -229,8 +229,3 @@ def _as_text(value: object) -> str:
 def _short(text: str, n: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 3] + "..."
-
-
-def extract_guide(text: str) -> str:
-    """The guide an answer holds ("" when none): :func:`read_guide` without the details."""
-    return read_guide(text).guide

@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from pathlib import Path
 
 from speedrunner.core import pyast
 from speedrunner.core.answers import FormatTally, with_cut_note
@@ -46,7 +45,7 @@ from speedrunner.core.codebook.api_view import (
     render_analysis_helpers,
 )
 from speedrunner.core.llm.types import Completion, Message
-from speedrunner.core.method import Knowledge, MethodContext, SkillSupport, SleepResult
+from speedrunner.core.method import MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.caps import count_caps, rejected_caps
 from speedrunner.core.runtime.trajectory import (
@@ -57,14 +56,7 @@ from speedrunner.core.runtime.trajectory import (
 )
 from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
 from speedrunner.core.sandbox.tiers import isolation_note
-from speedrunner.methods.wake_sleep.codebook_knowledge import (
-    codebook_knowledge,
-    codebook_rules,
-    empty_codebook,
-    inducer_api_view,
-    load_generation,
-    skill_support,
-)
+from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod, inducer_api_view
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
 from speedrunner.methods.wake_sleep.speedrunner_native import (
     NATIVE_NOTE,
@@ -82,24 +74,16 @@ SETUP = ("from speedrunner.core import experience as _experience\n"
          "from speedrunner.core.experience import {helpers}\n")
 
 
-class SpeedRunnerMethod:
+class SpeedRunnerMethod(CodebookMethod[SpeedRunnerConfig | SpeedRunnerNoCLConfig]):
     name = "speedrunner"
     code_execution = True
     """Whether the inducer has ``run_python`` and ``test_skill``; the method name alone decides it."""
 
     def __init__(self, config: SpeedRunnerConfig | SpeedRunnerNoCLConfig, ctx: MethodContext) -> None:
-        self.config = config
-        self.model = ctx.inducer
-        self.run_dir = Path(ctx.run_dir)
-        self.support: SkillSupport = skill_support(self.name, ctx)
-        self.rules = codebook_rules(self.support, config)
-        self.codebook = empty_codebook(self.name)
+        super().__init__(config, ctx)
         self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
 
     # ----------------------------------------------------------- ALGO LOGIC
-    def knowledge(self) -> Knowledge:
-        return codebook_knowledge(self.codebook, self.support)
-
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         phase = _Phase(self, self.codebook.record_usage(batch), sorted(batch, key=lambda t: t.index), batch_index)
         try:
@@ -111,10 +95,6 @@ class SpeedRunnerMethod:
     def system_prompt(self) -> str:
         docs = "\n".join(PROMPTS.render(f"tool_{t}") for t in TOOLS if t in self.tools)
         return PROMPTS.render("system", tools=docs, max_turns=self.config.max_inducer_turns)
-
-    # ------------------------------------------------- TRY NOT TO MODIFY
-    def restore(self, version: int) -> None:
-        self.codebook = load_generation(self.run_dir, version, self.name)
 
 
 class SpeedRunnerNoCLMethod(SpeedRunnerMethod):
