@@ -1,7 +1,6 @@
 """`speedrunner leaderboard append | remove | show`: rows from speedrun results, refusals that
 leave the board untouched, a hand-broken file reported by line and never rewritten."""
 
-import inspect
 import json
 import os
 import random
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from speedrunner.cli import main
+from speedrunner.core.rundir import RUN_FORMAT
 from speedrunner.leaderboard.board import COLUMNS, parse_board
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ def result(results: Path, result_id: str, *, rollout: int | None = 40, cost: flo
            provider: str | None = None, model: str = "gpt-5.4-mini") -> Path:
     """A speedrun result as the tracker writes it (fields as in core/runtime/speedrun.py)."""
     record = {
-        "format": "speedrunner-speedrun/2", "result_id": result_id, "run_id": "r0001", "status": status,
+        "format": "speedrunner-speedrun/2", "run_format": RUN_FORMAT, "result_id": result_id, "run_id": "r0001", "status": status,
         "benchmark": benchmark, "task_set": "seq", "method": "opo", "model": model,
         "inducer_model": "gpt-5.4-mini", "seed": 0, "scripted": scripted, "metric": "success", "target": 0.9,
         "window": None, "reached": rollout is not None, "rollout": rollout, "value": 0.93 if rollout else None,
@@ -123,10 +123,11 @@ def test_a_scripted_result_needs_allow_scripted_and_is_marked(tmp_path, board, c
     assert table(board)[0]["model"] == "gpt-5.4-mini (SCRIPTED)"
 
 
-def test_a_result_of_the_fake_llm_needs_allow_fake(tmp_path, board, capsys):
-    from speedrunner.testing.realistic import serve
+@pytest.mark.parametrize("policy", ["random", "expert"])
+def test_a_result_of_the_fake_llm_needs_allow_fake(tmp_path, board, capsys, policy):
+    from speedrunner.testing.realistic import POLICIES
 
-    fake_name = inspect.signature(serve).parameters["model_name"].default   # what `speedrunner fake-llm` serves
+    fake_name = POLICIES[policy]   # the model name `speedrunner fake-llm --policy POLICY` serves
     path = result(tmp_path / "results", "faked", model=fake_name, provider="vllm")
     assert lb("append", str(path), "--board", str(board)) == 2
     err = capsys.readouterr().err
@@ -156,11 +157,14 @@ def test_results_still_running_unreadable_or_from_an_older_version_are_refused(t
         result(results, "running", status="running"): "still in progress",
         results / "garbage.json": "not readable JSON",
         results / "old.json": "no result_id",
+        results / "draft.json": "no run-directory format version (an unreleased draft)",
         tmp_path / "missing.json": "does not exist",
         tmp_path: "has no speedrun.json",
     }
     (results / "garbage.json").write_text("{not json")
     (results / "old.json").write_text(json.dumps({"metric": "success", "target": 0.9, "reached": False}))
+    draft = json.loads(result(results, "draft").read_text())
+    (results / "draft.json").write_text(json.dumps({k: v for k, v in draft.items() if k != "run_format"}))
     for path, message in cases.items():
         assert lb("append", str(path), "--board", str(board)) == 2
         assert message in capsys.readouterr().err
