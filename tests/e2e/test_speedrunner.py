@@ -222,7 +222,8 @@ def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_u
     paid = collections.Counter(c["call_id"] for c in calls if not c["cache_hit"] and c["error"] is None)
     assert all(n == 1 for n in paid.values())
     assert any(c["call_id"].startswith("sleep/0001/inducer/") and c["cache_hit"] for c in calls)
-    inducer = [c for c in calls if c["purpose"] == "inducer"]
+    # Answered inducer calls (a call the kill left in flight is logged too, as may-have-been-billed).
+    inducer = [c for c in calls if c["purpose"] == "inducer" and c["error"] is None]
     if protocol == "native":  # the calls were native, and replayed as native calls
         assert all(c["tools_offered"] and c["tool_calls"] for c in inducer)
         assert any(c["cache_hit"] for c in inducer)
