@@ -37,6 +37,7 @@ against an instant fake model (no network, no model latency: what is left is our
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -47,6 +48,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -150,7 +152,7 @@ def worker_resume(run_dir: Path) -> None:
     stored = cache.count("long-run")
     cache.close()
     print(json.dumps({"s": time.perf_counter() - t, "peak_mb": _peak_mb(), "stored": stored,
-                      "restored": result.restored_rows + getattr(result, "restored_answers", 0),
+                      "restored": sum(v for k, v in dataclasses.asdict(result).items() if k.startswith("restored_")),
                       "in_flight": len(result.in_flight)}), flush=True)
 
 
@@ -173,6 +175,12 @@ def run_worker(tree: Path, *args: str, timeout: float = 7200) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
+def _has_call_log(conn: Any) -> bool:
+    """The old tree's cache layout: every paid row also in a ``call_log`` table."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'call_log'").fetchone() is not None and \
+        conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+
+
 def inflate(run_dir: Path, total: int) -> None:
     """Bring the run directory to ``total`` stored paid calls, as a longer run would have left
     them: copies of its own last row (new ids) added in bulk to the cache, in the layout that
@@ -181,13 +189,13 @@ def inflate(run_dir: Path, total: int) -> None:
 
     calls = run_dir / "llm_calls.jsonl"
     with sqlite3.connect(run_dir / "llm_cache.sqlite") as conn:
-        legacy = conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+        legacy = _has_call_log(conn)
         have = conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         if have >= total:
             return
         namespace, call_id, request_hash, completion, created = conn.execute(
             "SELECT * FROM responses ORDER BY created_at DESC LIMIT 1").fetchone()
-        seq = conn.execute("SELECT MAX(seq) FROM call_log").fetchone()[0] or 0
+        seq = conn.execute("SELECT MAX(seq) FROM call_log").fetchone()[0] or 0 if legacy else 0
         with open(calls, "rb") as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - 100_000))
             template = json.loads(f.read().splitlines()[-1])
@@ -213,7 +221,7 @@ def kill_tail(run_dir: Path) -> None:
 
     calls = run_dir / "llm_calls.jsonl"
     with sqlite3.connect(run_dir / "llm_cache.sqlite") as conn:
-        legacy = conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+        legacy = _has_call_log(conn)
         with open(calls, "r+b") as f:
             end = f.seek(0, os.SEEK_END)
             f.seek(max(0, end - 200_000))

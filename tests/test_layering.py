@@ -49,8 +49,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "(inside a function) lists the fields of the records the analysis helpers return",
     ("speedrunner.core.codebook.api_view", "speedrunner.core.runtime.trajectory"):
         "(inside a function) lists the fields of the records the analysis helpers return",
-    ("speedrunner.core.config.schema", "speedrunner.core.runtime.caps"):
-        "(inside a function) upgrading a stored config of an old run drops its legacy caps",
     **{(f"speedrunner.benchmarks.{m}", "speedrunner.train_cli"):
        "a benchmark's train script is a shim over the shared command line"
        for m in ("babyai.train", "scienceworld.train", "crafter.train", "crafter.train_voyager")},

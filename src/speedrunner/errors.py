@@ -90,6 +90,11 @@ class CheckpointError(SpeedRunnerError):
     """Raised when a run directory cannot be resumed: corrupt, foreign or missing checkpoint."""
 
 
+class RunFormatError(CheckpointError):
+    """Raised when a run directory was written in another run-directory format version than
+    this SpeedRunner reads (``core.rundir.RUN_FORMAT``): it is refused, never upgraded."""
+
+
 class SandboxError(SpeedRunnerError):
     """Raised when untrusted code cannot be run in isolation (bad code, limits exceeded)."""
 

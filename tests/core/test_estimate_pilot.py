@@ -17,6 +17,7 @@ import pytest
 from speedrunner.catalog import config_loader
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.estimate import estimate, format_estimate
+from speedrunner.core.rundir import RUN_FORMAT
 from speedrunner.core.runtime.loop import config_fingerprint
 from speedrunner.errors import SpeedRunnerError
 
@@ -43,6 +44,7 @@ def _pilot(tmp: Path, config: RunConfig, episodes: list[Episode], *, scripted: b
     """A run directory of ``config`` whose training episodes made exactly these calls."""
     tmp.mkdir(parents=True)
     (tmp / "config.resolved.json").write_text(json.dumps(config.model_dump(mode="json")))
+    (tmp / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": tmp.name}))
     (tmp / "checkpoint.json").write_text(json.dumps({"results_config_sha256": config_fingerprint(config)}))
     (tmp / "summary.json").write_text(json.dumps({"scripted": scripted}))
     calls, metrics = [], []
@@ -140,10 +142,10 @@ def test_a_fake_models_pilot_is_used_and_labelled_not_an_llm(tmp_path: Path) -> 
 
 
 def test_a_stored_scripted_run_is_scaled_and_labelled(tmp_path: Path) -> None:
-    """A real run directory of an older version (tests/fixtures/run_before_caps: SpeedRunner on
-    BabyAI with the scripted model, 4 calls an episode, 2 inducer turns, no evaluation)."""
+    """A real run directory (tests/fixtures/run_format_1/speedrunner: SpeedRunner on BabyAI with
+    the scripted model, 4 calls an episode, 2 inducer turns, no evaluation, stopped after a batch)."""
     pilot = tmp_path / "run"
-    shutil.copytree(REPO / "tests" / "fixtures" / "run_before_caps", pilot)
+    shutil.copytree(REPO / "tests" / "fixtures" / "run_format_1" / "speedrunner", pilot)
     config = config_loader().load(REPO / "configs" / "babyai" / "speedrunner-gpt-seq.yaml").config
     e = estimate(config, pilots=[pilot])
     assert e.pilots[0].label == "scripted"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from speedrunner.benchmarks.babyai.benchmark import OWNER_FILE
+from speedrunner.errors import CheckpointError
 
 from .harness import REPO, clean_env
 
@@ -86,17 +87,14 @@ def test_a_failed_run_says_failed_with_the_reason(tmp_path: Path) -> None:
     assert f"--resume {tmp_path / 'run'}" in proc.stderr
 
 
-def test_a_checkpoint_from_the_previous_format_still_resumes(tmp_path: Path) -> None:
+def test_a_checkpoint_of_another_format_is_refused_by_name(tmp_path: Path) -> None:
     from speedrunner.core.runtime.checkpoint import load_checkpoint
 
     (tmp_path / "checkpoint.json").write_text(json.dumps({
         "format": "speedrunner-checkpoint/1", "run_id": "r0001", "config_sha256": "abc",
-        "completed_batches": 2, "knowledge_version": 2, "metrics_rows": 20, "eval_rows": 1,
-        "eval_points_done": [0], "speedrun_reached_at": None,
-        "totals": {"episodes": 20, "successes": 3, "llm_calls": 100, "output_tokens": 5,
-                   "cost_usd": 0.5, "wall_time_s": 12.5}}))
-    checkpoint = load_checkpoint(tmp_path, run_id="r0001", results_config_sha256="abc")
-    assert checkpoint.completed_batches == 2 and checkpoint.totals.episode_and_sleep_time_s == 12.5
+        "totals": {"episodes": 20, "wall_time_s": 12.5}}))
+    with pytest.raises(CheckpointError, match="'speedrunner-checkpoint/1'.*Start a new run"):
+        load_checkpoint(tmp_path, run_id="r0001", results_config_sha256="abc")
 
 
 def test_a_scripted_run_never_carries_the_real_models_name(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 with the calls already logged (issue #33).
 
 Work is counted in SQLite virtual-machine steps (``set_progress_handler``), not in seconds, so
-the test says the same thing on a slow or a loaded machine: a commit that scans ``call_log``
-runs one step per logged row or more; one that touches only its own rows runs a handful.
+the test says the same thing on a slow or a loaded machine: a commit that scans a table runs
+one step per stored row or more; one that touches only its own rows runs a handful.
 """
 
 from __future__ import annotations
@@ -13,21 +13,16 @@ import sqlite3
 from pathlib import Path
 
 from speedrunner.core.llm.cache import ResponseCache
-from speedrunner.core.llm.journal import reconcile
 from speedrunner.core.llm.types import Completion, Usage
-
-ROW = {"purpose": "actor", "spent_usd": 0.001, "response": "x" * 900}
 
 
 def _fill(path: Path, rows: int) -> None:
-    """A cache that already holds ``rows`` paid answers, and their rows in the old layout's
-    call log (written in bulk, as a long run would have left them)."""
+    """A cache that already holds ``rows`` paid answers (written in bulk, as a long run would
+    have left them)."""
     ResponseCache(path).close()  # the schema, as the code under test lays it out
     with sqlite3.connect(path) as conn:
         conn.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
                          (("run", f"old{i}", f"h{i}", json.dumps({"text": "x" * 900}), 0.0) for i in range(1, rows + 1)))
-        conn.executemany("INSERT INTO call_log VALUES (?, ?, ?)",
-                         ((f"log{i}", i, json.dumps({**ROW, "log_id": f"log{i}"})) for i in range(1, rows + 1)))
 
 
 def _answer(i: int) -> Completion:
@@ -63,29 +58,5 @@ def test_commit_work_does_not_grow_with_the_log(tmp_path: Path) -> None:
             assert cache.pending_sent_at("run") == {}
         finally:
             cache.close()
-    # a scan of call_log takes >= 50,000 steps at 50,000 rows; a primary-key seek grows like log2(rows)
+    # a scan takes >= 50,000 steps at 50,000 rows; a primary-key seek grows like log2(rows)
     assert steps[50_000] <= steps[1_000] * 1.2 + 20, steps
-
-
-def test_logged_rows_come_in_commit_order_in_bounded_pages(tmp_path: Path) -> None:
-    path = tmp_path / "c.sqlite"
-    _fill(path, 2_500)
-    cache = ResponseCache(path)
-    try:
-        got = [log_id for log_id, _ in cache.iter_logged_rows(batch=1000)]
-        assert got == [f"log{i}" for i in range(1, 2_501)]
-        assert cache.logged_count() == 2_500
-    finally:
-        cache.close()
-
-
-def test_reconcile_restores_only_the_missing_rows_of_a_long_log(tmp_path: Path) -> None:
-    """A kill after the commit but before the JSONL line: resume appends exactly those rows."""
-    cache_path, calls = tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl"
-    _fill(cache_path, 5_000)
-    lines = [json.dumps({**ROW, "log_id": f"log{i}"}) for i in range(1, 4_998)]
-    calls.write_text("\n".join(lines) + "\n" + lines[0][:40])  # torn last line
-    result = reconcile(cache_path, calls, "run")
-    rows = [json.loads(x) for x in calls.read_text().splitlines()]
-    assert result.restored_rows == 3
-    assert [r["log_id"] for r in rows] == [f"log{i}" for i in range(1, 5_001)]

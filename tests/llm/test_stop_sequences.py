@@ -92,18 +92,6 @@ def test_a_resumed_run_replays_a_call_made_with_stop_and_pays_again_for_a_change
     assert not changed.cached and len(server.chat_requests()) == 2
 
 
-def test_an_answer_stored_before_stop_sequences_were_sent_replays_on_resume(server, make_model):
-    """A run started by code that sent no stop, resumed by this one, pays for nothing twice:
-    the stored answer reads the same (the reader cuts at the stop sequences too)."""
-    server.push(Reply(text=INVENTED))
-    old = make_model(provider="vllm", name="q", base_url=server.base_url)
-    paid = old.complete(MSGS, purpose="actor", call_id="ep0/actor/0000")  # no stop, as before
-    old.close()
-    resumed = make_model(provider="vllm", name="q", base_url=server.base_url)
-    again = resumed.complete(MSGS, purpose="actor", call_id="ep0/actor/0000", stop=ACTOR_STOP)
-    assert again.cached and again.text == paid.text and len(server.chat_requests()) == 1
-
-
 @pytest.mark.parametrize("stop", ["\nObservation:", ["a", "b", "c", "d", "e"], ["ok", ""], [3]])
 def test_malformed_stop_sequences_are_refused(make_model, stop):
     model = make_model(provider="scripted", name="scripted-uniform")

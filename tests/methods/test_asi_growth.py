@@ -17,6 +17,7 @@ from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.config.schema import BenchmarkConfig, RunConfig, RunSection
 from speedrunner.core.method import MethodContext, SkillSupport
 from speedrunner.core.reporting import build_report
+from speedrunner.core.rundir import RUN_FORMAT
 from speedrunner.core.runtime.loop import Runner
 from speedrunner.core.runtime.replay import ReplayResult
 from speedrunner.core.runtime.skill_call import SkillRunner
@@ -90,6 +91,7 @@ def asi_run(run_dir: Path, inducer: Callable[..., str], *, rollouts: int, sleep_
     Runner(run_config, run_dir, benchmark=CounterBenchmark(), method=asi, actor=model, run_id=run_dir.name,
            scripted=False, skill_support=support).run()
     (run_dir / "config.resolved.json").write_text(json.dumps(run_config.model_dump(mode="json")))
+    (run_dir / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": run_dir.name}))
     return run_dir
 
 

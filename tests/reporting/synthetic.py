@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from speedrunner.catalog import config_loader
+from speedrunner.core.rundir import RUN_FORMAT
 
 from ..e2e.harness import REPO
 
@@ -48,7 +49,7 @@ def write_run(path: Path, spec: Spec) -> Path:
     path.mkdir(parents=True)
     (path / "config.resolved.json").write_text(json.dumps(config))
     (path / "provenance.json").write_text(
-        json.dumps({"run_id": path.name, "quick_test": spec.quick_test})
+        json.dumps({"run_format": RUN_FORMAT, "run_id": path.name, "quick_test": spec.quick_test})
     )
     (path / "checkpoint.json").write_text(
         json.dumps({"run_id": path.name, "results_config_sha256": "ab" * 32})
@@ -65,6 +66,7 @@ def write_run(path: Path, spec: Spec) -> Path:
             "sleep_output_tokens_share": 0.0,
             "sleep_llm_calls_share": spec.sleep_calls_share,
             "stop_reason": "budget",
+            "within_2_llm_calls": False,
         }
         for i in range(rollouts)
     ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from speedrunner.cli import main
+from speedrunner.core.rundir import RUN_FORMAT
 
 
 @pytest.mark.parametrize("what", ["missing", "empty"])
@@ -24,6 +26,7 @@ def test_a_path_without_runs_is_a_clear_error(tmp_path, capsys, what):
                                          ('{"run": {"seed": 0}}', "lacks run.rollouts")])
 def test_a_broken_config_resolved_json_is_named(tmp_path, capsys, text, says):
     (tmp_path / "config.resolved.json").write_text(text)
+    (tmp_path / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": "r0001"}))
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "config.resolved.json" in err and says in err
@@ -58,7 +61,8 @@ def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
         config = {"run": {"seed": seed, "rollouts": 2, "sleep_every": 2}, "benchmark": {"name": "babyai", "task_set": "seq"},
                   "method": {"name": "react"}, "model": {"name": "qwen", "provider": "vllm"}}
         rows = [{"batch": 0, "rollout": i + 1, "index": i, "llm_calls": 3, "cost_usd": cost,
-                 "tokens": {"output": 10}, "sleep_output_tokens_share": 0.0} for i in range(2)]
+                 "tokens": {"output": 10}, "sleep_output_tokens_share": 0.0, "sleep_llm_calls_share": 0.0,
+                 "within_2_llm_calls": False} for i in range(2)]
         evals = [{"rollout": 2, "progress_mean": 0.5, "success_mean": 0.5, "cost_mean_usd": cost}]
         return RunData(tmp_path / f"s{seed}", config, {"status": "finished"}, rows, evals, None)
 

@@ -1,5 +1,5 @@
 """The report shows the paper's skill metrics of a tiny skill run (tests/runtime/test_skill_metrics.py),
-values checked against the same hand computation, and still reports a run whose rows predate them."""
+values checked against the same hand computation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import json
 import pytest
 
 from speedrunner.core.reporting import build_report
-from tests.runtime.test_skill_metrics import SOURCE, strip_new_fields, tiny_config, tiny_run
+from speedrunner.core.rundir import RUN_FORMAT
+from tests.runtime.test_skill_metrics import SOURCE, tiny_config, tiny_run
 
 
 @pytest.fixture
@@ -18,6 +19,7 @@ def run_dir(tmp_path):
     run.mkdir()
     metrics, evals = tiny_run(run)
     (run / "config.resolved.json").write_text(json.dumps(tiny_config().model_dump(mode="json")))
+    (run / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": run.name}))
     (run / "codebook").mkdir()
     for g, source in enumerate(['"""Empty."""\n', SOURCE, SOURCE]):   # what the fake method played
         (run / "codebook" / f"gen_{g}.py").write_text(source)
@@ -62,17 +64,3 @@ def test_the_report_shows_the_skill_metrics(run_dir, tmp_path):
     assert {"skills", "skill_api_tokens", "within_2_llm_calls_share", "llm_calls_amortised_per_episode"} <= names
     assert "actions per skill call" in (report.out / "plots" / "skills.svg").read_text()
     assert "skill_api_tokens" in (report.out / "report.md").read_text()
-
-
-def test_a_run_without_the_new_fields_still_reports(run_dir, tmp_path):
-    strip_new_fields(run_dir)
-    report = build_report([run_dir], tmp_path / "report")
-    train, final_eval = seeds_and_targets(run_dir)
-    knowledge = {int(r["generation"]): r for r in table(report.out, "knowledge")}
-    assert knowledge[1]["skill_api_tokens_mean"] == ""      # only the rows knew it
-    assert knowledge[1]["dynamic_max_call_depth_mean"] == "2"   # from the stored call trees
-    curves = table(report.out, "curves")
-    assert curve(curves, "actions_per_skill_call") == pytest.approx({4: sum(train[2:]) / 2})
-    assert curve(curves, "eval_actions_per_skill_call") == pytest.approx({4: sum(final_eval) / 3})
-    assert curve(curves, "within_2_llm_calls_share")[4] == 1.0   # from llm_calls and stop_reason
-    assert curve(curves, "llm_calls_amortised_per_episode") == {}   # the sleep calls' share is unknown

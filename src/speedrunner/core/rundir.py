@@ -9,6 +9,9 @@ Layout (stable; documented in docs/run-directory.md)::
 
 Run ids are ``r0001``, ``r0002``, ... claimed with an exclusive ``mkdir``, so two runs
 started at once never share (or overwrite) a directory.
+
+``RUN_FORMAT`` versions the whole layout: a run directory resumes and reports in every later
+SpeedRunner of its format version, and one of another version is refused, never upgraded.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import errno
 import fcntl
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import re
@@ -32,12 +36,16 @@ from speedrunner.core.atomic import atomic_write_bytes, atomic_write_json
 from speedrunner.core.config.loader import LoadedConfig
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.redact import scrub, scrub_json
-from speedrunner.errors import ConfigError, RunDirError, SpeedRunnerError
+from speedrunner.errors import ConfigError, RunDirError, RunFormatError, SpeedRunnerError
 
 CONFIG_FILE = "config.yaml"
 RESOLVED_FILE = "config.resolved.json"
 PROVENANCE_FILE = "provenance.json"
 LOCK_FILE = ".lock"
+RUN_FORMAT = 1
+"""The run-directory format version, written into provenance.json as ``run_format``. Raise it
+with any change after which a run directory of the current version would no longer resume
+or report as it did (tests/fixtures/run_format_<n> holds one of each version)."""
 
 _PACKAGES = (
     "speedrunner", "openai", "google-genai", "pydantic", "pyyaml", "gymnasium", "minigrid",
@@ -246,6 +254,7 @@ def write_provenance(path: Path, loaded: LoadedConfig, *, run_id: str | None = N
 def provenance(loaded: LoadedConfig, *, run_id: str) -> dict[str, Any]:
     commit, dirty = git_state(Path(__file__).resolve().parent)
     return {
+        "run_format": RUN_FORMAT,
         "run_id": run_id,
         "config_source": str(loaded.source.path),
         "config_file_sha256": hashlib.sha256(loaded.source.raw).hexdigest(),
@@ -261,6 +270,47 @@ def provenance(loaded: LoadedConfig, *, run_id: str) -> dict[str, Any]:
         "scripted_model": loaded.config.model.provider == "scripted"
         or loaded.config.inducer_model.provider == "scripted",
     }
+
+
+def check_run_format(run_dir: Path, *, action: str = "resumed") -> dict[str, Any]:
+    """provenance.json of ``run_dir`` once its ``run_format`` is this SpeedRunner's; else a
+    ``RunFormatError`` naming the version that wrote it and what to do instead."""
+    path = Path(run_dir) / PROVENANCE_FILE
+    try:
+        record = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise RunFormatError(f"{run_dir} is not a SpeedRunner run directory (no {PROVENANCE_FILE}); "
+                             "pass a directory a train entry point wrote") from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise RunFormatError(f"{path} cannot be read ({type(e).__name__}: {str(e)[:200]}); restore it "
+                             "from a backup, or start a new run") from None
+    if not isinstance(record, dict):
+        raise RunFormatError(f"{path} is not a provenance record; restore it from a backup, or start a new run")
+    found = record.get("run_format")
+    if found == RUN_FORMAT and type(found) is int:
+        return record
+    raise RunFormatError(
+        f"{run_dir} cannot be {action}: it was written by {_writer(record)} in "
+        f"{'no run-directory format version (an unreleased draft)' if found is None else f'run format {found!r}'}"
+        f", and this SpeedRunner ({_own_version()}) reads run format {RUN_FORMAT} only. "
+        "Start a new run with the same config (its config.yaml is in that directory); "
+        "see docs/run-directory.md#format-version")
+
+
+def _writer(provenance: dict[str, Any]) -> str:
+    """The SpeedRunner that wrote a run directory, as its provenance names it."""
+    packages = provenance.get("packages")
+    version = packages.get("speedrunner") if isinstance(packages, dict) else None
+    commit = provenance.get("git_commit")
+    where = f" (commit {commit[:12]})" if isinstance(commit, str) and commit else ""
+    return f"speedrunner {version or 'of an unknown version'}{where}"
+
+
+def _own_version() -> str:
+    try:
+        return importlib.metadata.version("speedrunner")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown version"
 
 
 def package_versions() -> dict[str, str | None]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from speedrunner.core.names import suggest, unknown
+from speedrunner.core.rundir import RUN_FORMAT
 from speedrunner.core.runtime.speedrun import (
     FORMAT,
     SPEEDRUN_FILE,
@@ -120,11 +121,17 @@ def load_result(path: Path) -> Source:
         raise LeaderboardError(f"{file} is not a speedrun result of format {FORMAT} (no result_id); results "
                                "written before the leaderboard existed cannot be added. Rerun the experiment")
     try:
-        return Source(file, SpeedrunRecord.model_validate(data))
+        record = SpeedrunRecord.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise LeaderboardError(f"{file} is not a valid speedrun result: {field}: {first['msg']}") from None
+    if record.run_format != RUN_FORMAT:
+        made = "no run-directory format version (an unreleased draft)" if record.run_format is None \
+            else f"run format {record.run_format}"
+        raise LeaderboardError(f"{file} comes from a run written in {made}; this SpeedRunner adds results of "
+                               f"run format {RUN_FORMAT} only. Rerun the experiment")
+    return Source(file, record)
 
 
 def append(sources: list[Path], board_path: Path, *, allow_scripted: bool, results_dir: Path,

@@ -18,10 +18,6 @@ MAX_FUNCTION_LINES = 60
 MAX_FUNCTION_CHARS = 3_000
 MAX_DOCSTRING_CHARS = 800
 """A public docstring is in every actor prompt."""
-LEGACY_MAX_FUNCTIONS = 40
-LEGACY_MAX_TOTAL_CHARS = 60_000
-"""The library caps every codebook had before they became per-method config (null = no cap):
-a run directory started then resumes under them (``core/runtime/caps.py``)."""
 
 ALLOWED_IMPORTS: frozenset[str] = frozenset(
     {"re", "math", "itertools", "collections", "collections.abc", "functools", "dataclasses", "typing"}

@@ -20,6 +20,7 @@ from speedrunner.core.atomic import iter_jsonl
 from speedrunner.core.config.schema import Prices, RunConfig, operational_paths, results_view
 from speedrunner.core.estimate.model import Calls, Estimate, PilotUse
 from speedrunner.core.llm.prices import resolve_prices
+from speedrunner.core.rundir import check_run_format
 from speedrunner.core.specs import METHODS
 from speedrunner.errors import ReportInputError, SpeedRunnerError
 
@@ -103,6 +104,7 @@ def read_pilot(path: Path) -> PilotRun:
     if not calls_file.is_file() or not resolved_file.is_file():
         missing = "llm_calls.jsonl" if not calls_file.is_file() else "config.resolved.json"
         raise ReportInputError(f"--from {path}: no {missing}; --from takes run directories of earlier runs")
+    check_run_format(path, action="used as a pilot (--from)")
     try:
         resolved = json.loads(resolved_file.read_text("utf-8"))
         checkpoint = _json_or_empty(path / "checkpoint.json")

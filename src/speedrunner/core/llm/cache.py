@@ -19,9 +19,6 @@ The same file keeps the money honest across kills (SIGKILL included):
   one durable log of calls, one fsync per paid row) and in the same transaction as the end
   of its ``pending`` row. A kill between the two leaves the answer only in the log:
   ``journal.reconcile`` puts it back here on resume, so it is replayed, never paid twice.
-- ``call_log``: no longer written (issue #33: every call was logged twice, here and in the
-  JSONL). It stays in the schema so that a run killed under the old layout, where the row
-  was committed here before the JSONL append, still resumes exactly.
 
 What a commit costs must not grow with the run (a Crafter run at the paper's scale makes
 hundreds of thousands of calls): a commit touches its own ``responses`` and ``pending`` rows
@@ -62,13 +59,6 @@ _SCHEMA = (
         max_cost_usd REAL,
         PRIMARY KEY (namespace, call_id)
     )""",
-    """CREATE TABLE IF NOT EXISTS call_log (
-        log_id    TEXT PRIMARY KEY,
-        seq       INTEGER NOT NULL,
-        row       TEXT NOT NULL
-    )""",
-    # legacy rows (see the module docstring) are read on resume in commit order
-    "CREATE INDEX IF NOT EXISTS call_log_seq ON call_log (seq)",
     """CREATE TABLE IF NOT EXISTS lost_in_flight (
         namespace    TEXT NOT NULL,
         call_id      TEXT NOT NULL,
@@ -253,29 +243,6 @@ class ResponseCache:
         with self._lock:
             self._conn.executemany("DELETE FROM pending WHERE namespace=? AND call_id=?",
                                    [(namespace, c) for c in call_ids])
-
-    def logged_rows(self) -> list[tuple[str, str]]:
-        """(log_id, JSON row) of every paid answer the old layout logged here, in commit order."""
-        return list(self.iter_logged_rows())
-
-    def iter_logged_rows(self, batch: int = 1000) -> Iterator[tuple[str, str]]:
-        """``logged_rows`` a batch at a time (memory bounded by ``batch``, not by the run):
-        keyset pages over the ``seq`` index."""
-        after = 0
-        while True:
-            with self._lock:
-                page = list(self._conn.execute(
-                    "SELECT seq, log_id, row FROM call_log WHERE seq > ? ORDER BY seq LIMIT ?", (after, batch)))
-            if not page:
-                return
-            after = page[-1][0]
-            for _, log_id, row in page:
-                yield log_id, row
-
-    def logged_count(self) -> int:
-        """How many paid answers are logged (a count over the ``seq`` index)."""
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0])
 
     def take_in_flight(self, namespace: str) -> list[InFlight]:
         """Requests sent but never answered by an earlier process; moved to ``lost_in_flight``.

@@ -22,7 +22,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -136,15 +136,7 @@ class ManagedModel:
             },
             tools=specs,
         )
-        # An answer stored by code that sent no stop sequences replays too: the actor reads it
-        # the same (its reader cuts at the same strings), so a run resumed across that change
-        # pays for nothing twice.
-        unstopped = (lambda: request_hash(
-            provider=self.provider.name, model=self.provider.model, messages=messages,
-            sampling={k: v for k, v in params.items() if k != "stop"},
-            options={"enable_thinking": self.config.enable_thinking, "thinking_level": self.config.thinking_level},
-            tools=specs)) if "stop" in params else None
-        replayed = self._try_replay(messages, purpose, call_id, req_hash, specs, unstopped)
+        replayed = self._try_replay(messages, purpose, call_id, req_hash, specs)
         if replayed is not None:
             return replayed
         if self.provider.name == "scripted":
@@ -207,14 +199,13 @@ class ManagedModel:
     def _try_replay(
         self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str,
         tools: tuple[ToolSpec, ...] = (),
-        unstopped: Callable[[], str] | None = None,
     ) -> Completion | None:
         if self.cache is None or not self.config.replay:
             return None
         entry = self.cache.get(self.namespace, call_id)
         if entry is None:
             return None
-        if entry.request_hash != req_hash and (unstopped is None or entry.request_hash != unstopped()):
+        if entry.request_hash != req_hash:
             log.warning(
                 "cache: call %s in run %s was made before with a different request "
                 "(hash %s..., now %s...); calling the model instead of replaying",

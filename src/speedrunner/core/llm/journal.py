@@ -13,14 +13,10 @@ later process counts it against the cap.
 Damage is repaired, never a traceback: a missing or unreadable cache is moved aside and
 rebuilt from the log; damaged log lines are moved to a side file (``core.llm.log_repair``)
 and answers whose rows they were are written back from the cache with their spend.
-
-A cache written by the old layout committed each paid row to its ``call_log`` table before
-the JSONL append; such rows missing from the file are appended.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -40,8 +36,6 @@ KILL_ERROR = "in flight when a process of the run was killed: the provider may h
 
 @dataclass(frozen=True)
 class Reconciled:
-    restored_rows: int
-    """Rows of paid answers that were in the cache but not in llm_calls.jsonl (old layout)."""
     in_flight: list[InFlight]
     """Requests the killed process had sent and never saw answered."""
     restored_answers: int = 0
@@ -63,8 +57,8 @@ class Reconciled:
 
 
 def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
-    """Repair damage, store back the answers a kill kept out of the cache, append the rows an
-    old-layout cache kept out of ``calls_path``, and log the calls left in flight.
+    """Repair damage, store back the answers a kill kept out of the cache, and log the calls
+    left in flight.
 
     One pass over the log, a row at a time (memory bounded by a batch of rows, not by the
     run): the answer rows are checked against the cache by primary key, 500 a query, and
@@ -73,12 +67,10 @@ def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
     repairs: list[str] = []
     damage = move_damaged_lines(calls_path)
     if not cache_path.exists() and not _has_rows(calls_path):
-        return Reconciled(0, [], repairs=[m for m in [damage.message(calls_path, 0)] if m])
+        return Reconciled([], repairs=[m for m in [damage.message(calls_path, 0)] if m])
     cache, rebuild = _open_cache(cache_path)
     rebuilt = rebuild is not None
     try:
-        legacy = cache.logged_count() > 0  # the old layout keeps every row in the cache too
-        restored = _append_legacy_rows(cache, calls_path) if legacy else 0
         pending = cache.pending_sent_at(namespace)
         answered: list[str] = []
         kills: list[InFlight] = []
@@ -114,14 +106,14 @@ def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
         check(batch)
         cache.forget_pending(namespace, answered)
         if damage.lines:
-            restored_rows = 0 if legacy else restore_rows(calls_path, cache, namespace)
+            restored_rows = restore_rows(calls_path, cache, namespace)
             repairs.append(damage.message(calls_path, restored_rows) or "")
         in_flight = cache.take_in_flight(namespace)
         _sync_kills(cache, calls_path, namespace, kills, rebuilt)
         if rebuilt:
             repairs.append(f"{rebuild}: rebuilt from {calls_path.name} ({stored_back} logged answer(s) "
                            "stored for replay; none is paid again)")
-        return Reconciled(restored, in_flight, restored_answers=0 if rebuilt else stored_back,
+        return Reconciled(in_flight, restored_answers=0 if rebuilt else stored_back,
                           repairs=repairs)
     finally:
         cache.close()
@@ -183,17 +175,6 @@ def _kill_row(namespace: str, c: InFlight) -> dict[str, Any]:
             "cost_usd": None, "spent_usd": 0.0, "unknown_usd": c.max_cost_usd, "cache_hit": False,
             "scripted": False, "attempts": 0, "error": KILL_ERROR, "log_id": None,
             "in_flight_at_kill": c.sent_at}
-
-
-def _append_legacy_rows(cache: ResponseCache, calls_path: Path) -> int:
-    """Old layout: rows committed to ``call_log`` but not appended to the file."""
-    logged = {row.get("log_id") for row in iter_jsonl(calls_path)}  # ids only: ~100 bytes a call
-    restored = 0
-    for log_id, row in cache.iter_logged_rows():  # streamed in pages, in commit order
-        if log_id not in logged:
-            append_jsonl(calls_path, json.loads(row))
-            restored += 1
-    return restored
 
 
 def unaccounted(cache_path: Path, namespace: str) -> dict[str, object]:

@@ -15,7 +15,6 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from speedrunner.core.codebook.callgraph import tree_depth
 from speedrunner.core.reporting.experiments import differing_keys, variant_labels
 from speedrunner.core.reporting.knowledge import Generation, generations
 from speedrunner.core.reporting.rundata import GroupKey, RunData
@@ -58,8 +57,6 @@ FINALS = {
 
 KNOWLEDGE = ("guide_chars", "public_functions", "private_functions", "lines", "call_graph_density",
              "max_call_depth", "dynamic_max_call_depth", "skill_api_tokens")
-ENDED_BY_ITSELF = ("success", "env_done")
-"""Stop reasons of an episode that finished rather than ran out of a budget (as the run writes it)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +153,7 @@ def run_numbers(run: RunData) -> RunNumbers:
         curves["eval_success"][x] = e.get("success_mean")
         curves["eval_within_2_llm_calls_share"][x] = _mean([_within_2(p) for p in e.get("per_episode") or []])
         if skill_method:
-            fields = _eval_skill_fields(run, e)
+            fields = _eval_skill_fields(e)
             curves["eval_skill_calls_per_episode"][x] = _mean([f["skill_calls"] for f in fields])
             curves["eval_actions_per_skill_call"][x] = _per_call(fields)
         for name, value in _benchmark_metrics(e).items():  # e.g. Crafter's score: in the curves table
@@ -186,7 +183,7 @@ def run_numbers(run: RunData) -> RunNumbers:
         "speedrun_rollout": speedrun.get("rollout") if speedrun.get("reached") else None,
     }
     if last and skill_method:
-        fields = _eval_skill_fields(run, last)
+        fields = _eval_skill_fields(last)
         finals["final_eval_skill_calls_per_episode"] = _mean([f["skill_calls"] for f in fields])
         finals["final_eval_actions_per_skill_call"] = _per_call(fields)
     for name in ("eval_skill_calls_per_episode", "eval_actions_per_skill_call", "actions_per_skill_call",
@@ -299,42 +296,19 @@ _NO_SKILLS = {"skill_calls": 0, "skill_actions": 0, "dynamic_call_depth": 0}
 _SKILL_KEYS = tuple(_NO_SKILLS)
 
 
-def _skill_fields(source: dict[str, Any]) -> dict[str, int] | None:
-    """The per-episode skill fields of a metrics row or ``per_episode`` entry (None: an older run's row)."""
-    if not all(isinstance(source.get(k), int) for k in _SKILL_KEYS):
-        return None
+def _skill_fields(source: dict[str, Any]) -> dict[str, int]:
+    """The per-episode skill fields of a metrics row or a ``per_episode`` entry."""
     return {k: int(source[k]) for k in _SKILL_KEYS}
 
 
-def _from_trajectory(t: dict[str, Any]) -> dict[str, int]:
-    """The same fields computed from a stored trajectory (runs written before the rows had them)."""
-    steps = [s for s in t.get("steps") or [] if isinstance(s, dict) and s.get("skill_call")]
-    return {"skill_calls": len(steps), "skill_actions": sum(len(s.get("executed") or []) for s in steps),
-            "dynamic_call_depth": tree_depth(s["skill_call"] for s in steps)}
-
-
 def _train_skill_fields(run: RunData) -> dict[int, dict[str, int]]:
-    """Training episode index -> its skill fields: from metrics.jsonl, else from its trajectory."""
-    rows = [(int(row["index"]), _skill_fields(row)) for row in run.metrics]
-    missing = {index for index, fields in rows if fields is None}
-    stored = {int(t["index"]): _from_trajectory(t) for t in run.iter_trajectories("train")  # only when needed
-              if "index" in t and int(t["index"]) in missing} if missing else {}
-    out = {}
-    for index, fields in rows:
-        if fields is None:
-            fields = stored.get(index)
-        if fields is not None:
-            out[index] = fields
-    return out
+    """Training episode index -> its skill fields (metrics.jsonl)."""
+    return {int(row["index"]): _skill_fields(row) for row in run.metrics}
 
 
-def _eval_skill_fields(run: RunData, row: dict[str, Any]) -> list[dict[str, int]]:
-    """The skill fields of one evaluation's episodes: from eval.jsonl, else from their trajectories."""
-    per = [_skill_fields(p) for p in row.get("per_episode") or []]
-    if per and all(f is not None for f in per):
-        return [f for f in per if f is not None]
-    point = row.get("rollout")
-    return [_from_trajectory(t) for t in run.iter_trajectories("eval") if t.get("eval_point") == point]
+def _eval_skill_fields(row: dict[str, Any]) -> list[dict[str, int]]:
+    """The skill fields of one evaluation's episodes (eval.jsonl)."""
+    return [_skill_fields(p) for p in row.get("per_episode") or []]
 
 
 def _per_call(fields: list[dict[str, int]]) -> float | None:
@@ -345,15 +319,12 @@ def _per_call(fields: list[dict[str, int]]) -> float | None:
 
 def _within_2(row: dict[str, Any]) -> float:
     """1.0 when the episode finished (success or env end) after at most two actor LLM calls."""
-    if isinstance(row.get("within_2_llm_calls"), bool):
-        return float(row["within_2_llm_calls"])
-    return float(int(row.get("llm_calls", 3)) <= 2 and row.get("stop_reason") in ENDED_BY_ITSELF)
+    return float(row["within_2_llm_calls"])
 
 
-def _amortised_calls(row: dict[str, Any]) -> float | None:
-    """Actor calls plus the episode's share of its batch's sleep calls (unknown in older runs' rows)."""
-    share = row.get("sleep_llm_calls_share")
-    return None if share is None else float(row["llm_calls"]) + float(share)
+def _amortised_calls(row: dict[str, Any]) -> float:
+    """Actor calls plus the episode's share of its batch's sleep calls."""
+    return float(row["llm_calls"]) + float(row["sleep_llm_calls_share"])
 
 
 def _with_recorded(knowledge: list[Generation], run: RunData, skills: dict[int, dict[str, int]]) -> list[Generation]:

@@ -19,7 +19,6 @@ from typing import Any
 
 from speedrunner.core.config.schema import BenchmarkConfig, MethodConfig, RunConfig, Section
 from speedrunner.core.registry import Registry, load_entry_point
-from speedrunner.core.runtime.caps import drop_legacy_caps
 from speedrunner.core.specs import BENCHMARKS, METHODS
 
 SEED = "run.seed"
@@ -59,14 +58,7 @@ def results_view_of(config: dict[str, Any]) -> dict[str, Any]:
             node.pop(path[-1], None)
     speedrun = data.get("speedrun")
     if isinstance(speedrun, dict) and speedrun.get("metric") != "train_success_rolling":
-        speedrun.pop(
-            "window", None
-        )  # means nothing to the other metrics (as the run's fingerprint)
-    if isinstance(data.get("method"), dict):
-        drop_legacy_caps(data["method"])
-    for section in ("model", "inducer"):
-        if isinstance(data.get(section), dict) and data[section].get("tool_protocol") == "text":
-            data[section].pop("tool_protocol")
+        speedrun.pop("window", None)  # means nothing to the other metrics (as the run's fingerprint)
     return data
 
 

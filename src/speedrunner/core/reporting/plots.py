@@ -226,7 +226,7 @@ def _api_tokens_plot(groups: list[Group], out: Path) -> Plot:
     fig, (ax,) = _figure(title, groups)
     drawn = [_band(ax, g, _generation_points(g, "skill_api_tokens")) for g in groups]
     if not any(drawn):
-        ax.text(0.5, 0.5, "no run records skill_api_tokens (runs older than this figure)", ha="center",
+        ax.text(0.5, 0.5, "no run records skill_api_tokens (no codebook method among them)", ha="center",
                 transform=ax.transAxes)
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -19,7 +19,7 @@ from typing import Any
 from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.llm.spent import usd
 from speedrunner.core.reporting.experiments import Settings, settings_of
-from speedrunner.core.rundir import implied_provider
+from speedrunner.core.rundir import check_run_format, implied_provider
 from speedrunner.errors import ReportInputError
 
 RUN_MARKER = "config.resolved.json"
@@ -106,7 +106,7 @@ class RunData:
 
     @property
     def sandbox_violations(self) -> int | None:
-        """Protocol violations of the run's sandboxes (``summary.json``); ``None`` for older runs."""
+        """Protocol violations of the run's sandboxes (``summary.json``); ``None`` before its first summary."""
         counts = self.summary.get("sandbox_violations")
         total = counts.get("total") if isinstance(counts, dict) else None
         return total if isinstance(total, int) else None
@@ -134,9 +134,8 @@ class RunData:
     @property
     def total_cost_usd(self) -> float | None:
         """Dollars of every LLM call of the run (``summary.json`` ``spent_usd``; None when a
-        price is unknown, or when the run predates that field and had no spending cap)."""
-        spent = self.summary["spent_usd"] if "spent_usd" in self.summary else (
-            self.summary.get("spending") or {}).get("spent_usd")
+        price is unknown, or before the run's first summary)."""
+        spent = self.summary.get("spent_usd")
         return float(spent) if isinstance(spent, int | float) and not isinstance(spent, bool) else None
 
     @property
@@ -195,6 +194,7 @@ def load_run(path: Path) -> RunData:
     except (OSError, json.JSONDecodeError) as e:
         raise ReportInputError(f"{path} is not a readable run directory: {config_path.name} could not be "
                                f"read ({e}); pass a directory made by a train entry point") from e
+    provenance = check_run_format(path, action="reported")
     try:
         for section, key in (("run", "seed"), ("run", "rollouts"), ("run", "sleep_every"), ("benchmark", "name"),
                              ("benchmark", "task_set"), ("method", "name"), ("model", "name")):
@@ -206,7 +206,7 @@ def load_run(path: Path) -> RunData:
     summary = _json(path / "summary.json") or {}
     return RunData(path=path, config=config, summary=summary,
                    metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
-                   speedrun=_json(path / "speedrun.json"), extra={"provenance": _json(path / "provenance.json") or {},
+                   speedrun=_json(path / "speedrun.json"), extra={"provenance": provenance,
                                                             "checkpoint": _json(path / "checkpoint.json") or {}})
 
 

@@ -19,7 +19,6 @@ from speedrunner.errors import CheckpointError
 
 CHECKPOINT_FILE = "checkpoint.json"
 FORMAT = "speedrunner-checkpoint/2"
-OLD_FORMATS = ("speedrunner-checkpoint/1",)
 MAX_CHECKPOINT_BYTES = 1024 * 1024
 """A checkpoint is a few hundred bytes (it grows by one number per evaluation point); a larger
 file is not one, and is refused before it is read."""
@@ -72,23 +71,12 @@ class Checkpoint(BaseModel):
     totals: Totals = Totals()
     speedrun_reached_at: int | None = None
     speedrun_reached: SpeedrunPoint | None = None
-    """Owned by ``SpeedrunTracker``; ``speedrun_reached_at`` is its rollout, kept for readers of old files."""
+    """Owned by ``SpeedrunTracker``; ``speedrun_reached_at`` is its rollout (summary.json shows it)."""
     started_at: str | None = None
     """When the first process started the run (ISO 8601, UTC)."""
     elapsed_s: float = 0.0
     """Real time spent on the run by every process that worked on it, up to its last
     checkpoint (time between a kill and the last checkpoint before it is not counted)."""
-
-
-def _upgrade(data: dict) -> dict:
-    """Read a checkpoint written by an older SpeedRunner (renamed fields, no elapsed time)."""
-    if data.get("format") in OLD_FORMATS:
-        data = dict(data, format=FORMAT)
-        data["results_config_sha256"] = data.pop("config_sha256", "")
-        totals = dict(data.get("totals") or {})
-        totals["episode_and_sleep_time_s"] = totals.pop("wall_time_s", 0.0)
-        data["totals"] = totals
-    return data
 
 
 def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
@@ -103,7 +91,11 @@ def load_checkpoint(run_dir: Path, *, run_id: str, results_config_sha256: str) -
     try:
         if path.stat().st_size > MAX_CHECKPOINT_BYTES:
             raise ValueError(f"{path.stat().st_size} bytes, more than a checkpoint ever has ({MAX_CHECKPOINT_BYTES})")
-        checkpoint = Checkpoint.model_validate(_upgrade(json.loads(path.read_text("utf-8"))))
+        data = json.loads(path.read_text("utf-8"))
+        if isinstance(data, dict) and data.get("format") != FORMAT:
+            raise CheckpointError(f"{path} has format {data.get('format')!r}; this SpeedRunner reads "
+                                  f"{FORMAT!r} only. Start a new run with the same config")
+        checkpoint = Checkpoint.model_validate(data)
     except (ValueError, ValidationError, AttributeError, TypeError, RecursionError, MemoryError) as e:
         # ValueError: JSONDecodeError, UnicodeDecodeError; RecursionError: JSON nested thousands deep
         reason = (str(e).splitlines() or [""])[0][:300] or "nested too deep to read"
@@ -111,8 +103,6 @@ def load_checkpoint(run_dir: Path, *, run_id: str, results_config_sha256: str) -
             f"{path} is corrupt ({type(e).__name__}: {reason}); it cannot be resumed. "
             "Start a new run, or restore the file from a backup"
         ) from None
-    if checkpoint.format != FORMAT:
-        raise CheckpointError(f"{path} has format {checkpoint.format!r}; this SpeedRunner reads {FORMAT!r}")
     if checkpoint.run_id != run_id or checkpoint.results_config_sha256 != results_config_sha256:
         raise CheckpointError(
             f"{path} belongs to another run (run {checkpoint.run_id}, results config "

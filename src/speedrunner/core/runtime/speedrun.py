@@ -41,6 +41,8 @@ class SpeedrunRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")  # a newer writer may add fields; readers keep working
 
     format: str
+    run_format: int | None = None
+    """The run-directory format version of the run (``core.rundir.RUN_FORMAT``); None: a draft."""
     result_id: str
     run_id: str
     status: Literal["running", "finished"]
@@ -159,13 +161,15 @@ class SpeedrunTracker:
 
     def _write(self, checkpoint: Checkpoint, *, status: Literal["running", "finished"],
                final: dict[str, Any] | None) -> SpeedrunRecord:
+        from speedrunner.core.rundir import RUN_FORMAT
+
         c = self.config
         point = checkpoint.speedrun_reached
         reached = point is not None or checkpoint.speedrun_reached_at is not None
         totals = point.totals if point is not None else None
         commit, dirty = self._git_state()
         record = SpeedrunRecord(
-            format=FORMAT, result_id=self.result_id(checkpoint), run_id=self.run_id, status=status,
+            format=FORMAT, run_format=RUN_FORMAT, result_id=self.result_id(checkpoint), run_id=self.run_id, status=status,
             benchmark=c.benchmark.name, task_set=c.benchmark.task_set, method=c.method.name,
             model=c.model.name, provider=c.model.provider, inducer_model=c.inducer_model.name,
             seed=c.run.seed,
