@@ -60,7 +60,10 @@ def main(argv: list[str]) -> None:
     channel = Channel(int(argv[0]), int(argv[1]))
     config = channel.recv()
     _limit(config["limits"])
-    sys.path += [p for p in config.get("site_packages", ()) if p not in sys.path]  # started with -S
+    # Started with -S and -I: the parent names the plug-in roots (before site-packages, as
+    # PYTHONPATH would be) and its site-packages directories.
+    wanted = [*config.get("import_paths", ()), *config.get("site_packages", ())]
+    sys.path += [p for p in wanted if p not in sys.path]
     for name in config["preload"]:
         importlib.import_module(name)
     server = SkillServer(channel, config) if config["mode"] == "skills" else AnalysisServer(config)

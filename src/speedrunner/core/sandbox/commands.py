@@ -2,8 +2,9 @@
 
 - ``bwrap``: a bubblewrap container whose root is an empty tmpfs. Only the system
   directories an interpreter needs (``/usr``, the ``/lib*`` links, a few ``/etc`` files),
-  the interpreter's own prefix and site-packages, the ``speedrunner`` source root and the
-  paths the caller asks for are mounted, all read-only; ``/tmp`` and the scratch
+  the interpreter's own prefix and site-packages, the ``speedrunner`` source root, the package
+  of a preloaded plug-in module (``import_roots``) and the paths the caller asks for are
+  mounted, all read-only; ``/tmp`` and the scratch
   directory are small private tmpfs mounts; new pid, network (loopback only), ipc and uts
   namespaces; SIGKILL when the parent dies. A root parent runs bwrap without a user
   namespace (so the child can become the real uid 65534, for which ``RLIMIT_NPROC``
@@ -25,6 +26,7 @@ Every tier runs under the seccomp filter of ``seccomp.py`` (no new user namespac
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import secrets
@@ -32,6 +34,7 @@ import shutil
 import sys
 import sysconfig
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from speedrunner.core.sandbox import seccomp
@@ -92,6 +95,61 @@ def package_root() -> Path:
     import speedrunner
 
     return Path(speedrunner.__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class ImportRoot:
+    """Where the parent imports a top-level package from: ``entry`` goes on the child's
+    ``sys.path``; only ``visible`` (the package directory, or the module file) is mounted."""
+
+    entry: Path
+    visible: Path
+
+
+def import_roots(modules: Iterable[str]) -> list[ImportRoot]:
+    """Where the parent imports ``modules`` from, for those the child would not find by itself.
+
+    A plug-in installed editable (a ``.pth`` path entry or an editable finder, neither of which
+    runs in a child started with ``-S``) or a source tree on ``PYTHONPATH`` (ignored under ``-I``)
+    is found where the parent loads the module itself from (not where its top-level name
+    resolves: a same-named directory in the cwd shadows it there), and only its top-level package
+    is made visible. The standard library, ``speedrunner`` and site-packages need nothing.
+    """
+    known = {Path(p).resolve() for p in site_packages()} | {package_root()}
+    roots: dict[Path, ImportRoot] = {}
+    for module in dict.fromkeys(modules):
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top == __name__.split(".")[0]:  # package_root() has it
+            continue
+        root = _import_root(module)
+        if root is not None and root.entry not in known:
+            roots.setdefault(root.visible, root)
+    return list(roots.values())
+
+
+def _import_root(module: str) -> ImportRoot | None:
+    """The top-level package (or module) ``module`` is loaded from; ``None`` when it is not a
+    file laid out as its dotted name (built in, frozen, or mapped elsewhere by a finder)."""
+    loaded = sys.modules.get(module)
+    try:
+        spec = loaded.__spec__ if loaded is not None else importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None
+    parts = module.split(".")
+    place = Path(spec.origin).resolve()
+    if spec.submodule_search_locations is not None:  # a package: its __init__.py
+        place = place.parent
+    elif place.stem != parts[-1]:
+        return None
+    for name in reversed(parts[1:]):
+        if place.name != name and place.stem != name:
+            return None
+        place = place.parent
+    if place.name != parts[0] and place.stem != parts[0]:
+        return None
+    return ImportRoot(place.parent, place)
 
 
 def site_packages() -> list[str]:

@@ -10,7 +10,8 @@ TMPDIR (removed when the process goes), its own session (``start_new_session``),
 and stderr into an anonymous log file (read back only to explain a death), and two
 dedicated pipes for the protocol. The child imports ``speedrunner`` from the same source
 tree as the parent: ``-I`` ignores ``PYTHONPATH``, so the bootstrap puts the parent's
-package root first on ``sys.path`` itself.
+package root first on ``sys.path`` itself; a preloaded plug-in module (a benchmark's skill API)
+is imported from where the parent loads it (``commands.import_roots``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from typing import Any
 
 from speedrunner.core.sandbox import cgroups, seccomp
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
-from speedrunner.core.sandbox.commands import NOBODY, drop_to_uid, package_root, site_packages, wrap
+from speedrunner.core.sandbox.commands import (
+    NOBODY,
+    drop_to_uid,
+    import_roots,
+    package_root,
+    site_packages,
+    wrap,
+)
 from speedrunner.core.sandbox.limits import Limits
 from speedrunner.core.tempdirs import process_temp_dir
 
@@ -157,9 +165,10 @@ class SandboxProcess:
         argv = [sys.executable, "-I", "-B", "-S", "-c", BOOTSTRAP, str(package_root()), str(to_child_r),
                 str(from_child_w)]
         filter_fd = seccomp.program_fd() if self.tier == "bwrap" and seccomp.supported() else None
+        roots = import_roots(preload)  # a plug-in's package, wherever the parent imports it from
         try:
             command = cgroups.join_prefix(self.cgroup) + wrap(
-                self.tier, argv, scratch=self.scratch, read_only=read_only,
+                self.tier, argv, scratch=self.scratch, read_only=[*read_only, *(r.visible for r in roots)],
                 scratch_bytes=self.limits.scratch_mb * 1024 * 1024, seccomp_fd=filter_fd, root=self._root)
             self._popen = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
@@ -177,7 +186,7 @@ class SandboxProcess:
         # of other runs of a sweep): the limit is what this sandbox may add to what exists now.
         limits["processes"] += tasks_of_uid(os.getuid() if drop is None else drop)
         config = {"mode": mode, "tier": self.tier, "limits": limits, "preload": preload, "drop_to": drop,
-                  "site_packages": site_packages()}
+                  "site_packages": site_packages(), "import_paths": [str(r.entry) for r in roots]}
         try:
             self.channel.send(config, deadline)  # a few hundred bytes: the empty pipe takes them at once
         except (ChannelClosed, ChannelTimeout) as e:
