@@ -226,17 +226,15 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
     from speedrunner.core.tracking import check_tracking
 
     if METHODS.get(config.method.name).uses_skills:
-        from speedrunner.core.runtime.skill_support import load_skill_api
+        from speedrunner.core.runtime.skill_support import check_skill_api_in_sandbox
 
-        load_skill_api(config.benchmark.name)
+        check_skill_api_in_sandbox(config.benchmark.name, config.run.sandbox)  # imports it here, then there
 
-    method_check = getattr(config.method, "check_runnable", None)  # e.g. Voyager's embedding key
     # A missing wandb package stops both commands; a missing W&B login is like a missing key.
     checks = [lambda: check_tracking(config), lambda: make_provider(config.model)]
     if config.inducer is not None:
         checks.append(lambda: make_provider(config.inducer))
-    if method_check is not None:
-        checks.append(method_check)
+    checks.append(config.method.check_runnable)  # e.g. Voyager's embedding key
     from speedrunner.core.llm.budget import require_prices
 
     require_prices(config)
@@ -315,7 +313,12 @@ def _record_resume(run_dir: Path, config: RunConfig, overrides: list[str]) -> No
 
 def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None) -> tuple[Path, RunConfig, str]:
     from speedrunner.core.config.yaml_source import read_yaml_source
-    from speedrunner.core.rundir import CONFIG_FILE, PROVENANCE_FILE, RESOLVED_FILE
+    from speedrunner.core.rundir import (
+        CONFIG_FILE,
+        PROVENANCE_FILE,
+        RESOLVED_FILE,
+        check_run_format,
+    )
 
     if not run_dir.exists():
         raise CheckpointError(f"--resume {run_dir}: the directory does not exist (--resume takes the "
@@ -335,9 +338,8 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None)
         raise CheckpointError(f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt "
                               f"({type(e).__name__}: {str(e)[:300]}); it cannot be resumed: restore the file "
                               "from a backup, or start a new run") from None
-    from speedrunner.core.runtime.caps import upgrade_stored_method
-
-    config = loader.from_resolved(upgrade_stored_method(resolved), source=read_yaml_source(run_dir / CONFIG_FILE))
+    check_run_format(run_dir)
+    config = loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
     if benchmark is not None and config.benchmark.name != benchmark:
         raise CheckpointError(f"{run_dir} is a {config.benchmark.name} run; resume it with "
                               f"{GENERIC_COMMAND} --resume {run_dir}")

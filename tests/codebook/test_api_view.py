@@ -17,7 +17,6 @@ import json
 import re
 import sys
 import types
-from types import SimpleNamespace
 
 import pytest
 
@@ -43,6 +42,7 @@ from speedrunner.core.codebook.api_view import (
     render_api_view,
 )
 from speedrunner.core.codebook.limits import ALLOWED_IMPORTS, FORBIDDEN_NAMES
+from speedrunner.core.config.schema import MethodConfig
 from speedrunner.core.env import Observation
 from speedrunner.core.method import MethodContext, SkillSupport
 from speedrunner.core.runtime.actor import ActorStep
@@ -164,7 +164,7 @@ def test_the_three_skill_methods_show_one_view_rendered_from_the_skill_api(tmp_p
     assert views["speedrunner"] == views["speedrunner_no_cl"] == views["asi"]
     view = views["asi"]
     rules = Rules.for_api(support.api_module, support.primitives, None)
-    assert view == inducer_api_view(support, rules, SimpleNamespace(**CAPS), batch)
+    assert view == inducer_api_view(support, rules, ASIConfig(**CAPS), batch)
 
     # Every public name, with its signature and docstring; exactly those names.
     api = importlib.import_module(support.api_module)
@@ -293,7 +293,7 @@ def test_env_members_added_to_the_class_appear_and_private_ones_do_not(monkeypat
     module.helper = helper
     monkeypatch.setitem(sys.modules, "fake_skill_api", module)
     view = render_api_view("fake_skill_api", Rules("fake_skill_api", frozenset(module.__all__), (), None),
-                           SimpleNamespace(), example=StateExample("text", {"k": list(range(20))}, "a test"))
+                           MethodConfig(name="any"), example=StateExample("text", {"k": list(range(20))}, "a test"))
     env = section(view, "## The `env` object")
     assert "`env.steps_taken -> int`: Env actions this call has taken." in env
     assert "`env.notes: dict`: Per-episode notes that survive between skill calls." in env

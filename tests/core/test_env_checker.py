@@ -8,13 +8,13 @@ import pytest
 
 from speedrunner.benchmarks.crafter.env import CrafterTextEnv
 from speedrunner.catalog import BENCHMARKS
-from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.env import Observation, StepResult, TextEnv
 from speedrunner.core.env_checker import check_text_env
 from speedrunner.core.registry import load_entry_point
 from speedrunner.errors import EnvError, InvalidActionError
 
 
-class FakeEnv:
+class FakeEnv(TextEnv):
     """A correct tiny TextEnv; subclasses break one rule each."""
 
     accepts_free_text = False
@@ -79,6 +79,21 @@ class Undeclared(FakeEnv):
     accepts_free_text = None  # type: ignore[assignment]
 
 
+class NeverDeclared(TextEnv):
+    """Implements every abstract member but never says what ``step`` accepts."""
+
+    instruction = FakeEnv.instruction
+    actions = FakeEnv.actions
+    success = FakeEnv.success
+    progress = FakeEnv.progress
+    obs = FakeEnv.obs
+    reset = FakeEnv.reset
+    step = FakeEnv.step
+
+    def __init__(self) -> None:
+        self._seed = 0
+
+
 class NotJSON(FakeEnv):
     def obs(self) -> Observation:
         return Observation("x", {"pos": {1, 2}})
@@ -128,10 +143,11 @@ def test_fake_env_passes() -> None:
     (Unseeded(), "is not reproducible"),
     (BadStep(), "returned tuple, expected StepResult"),
     (BadReward(), "reward must be a finite number"),
-    (NoClose(), "not a TextEnv: missing"),
+    (NoClose(), "not a TextEnv: subclass speedrunner.core.env.TextEnv"),
     (TakesAnything(), "was taken but accepts_free_text is False"),
     (RefusesFreeText(), "raised InvalidActionError .* but accepts_free_text is True"),
     (Undeclared(), "accepts_free_text must be a bool"),
+    (NeverDeclared(), "accepts_free_text must be a bool"),
 ])
 def test_broken_envs_are_named(env: Any, message: str) -> None:
     with pytest.raises(EnvError, match=message):

@@ -8,7 +8,7 @@ import pytest
 
 from speedrunner.core.codebook import Author, apply_edits
 from speedrunner.core.codebook.edits import AddFunction
-from speedrunner.core.method import MethodContext, SkillSupport
+from speedrunner.core.method import MethodContext, SkillSupport, SleepResult
 from speedrunner.core.runtime.replay import ReplayResult
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.asi import ASIMethod
@@ -45,9 +45,12 @@ def _context(tmp_path, skills: bool = True) -> MethodContext:
 
 
 class _OneSkill(CodebookMethod[ASIConfig]):
-    """A codebook method of its own: only its sleep is written here."""
+    """A codebook method of its own: only its sleep is written here (it keeps what it has)."""
 
     name = "one_skill"
+
+    def sleep(self, batch, *, batch_index: int) -> SleepResult:
+        return SleepResult(self.knowledge())
 
 
 @pytest.mark.parametrize(("method", "config"), METHODS)

@@ -96,7 +96,7 @@ def test_the_report_shows_any_method_knowledge_folder_under_its_declared_title(
 
 def test_the_shipped_declarations_keep_what_was_written_by_name_before() -> None:
     """Skills, multi-turn sleeps and codebook titles, as the shipped methods had them."""
-    from speedrunner.core.runtime.caps import caps_in_force, upgrade_stored_method
+    from speedrunner.core.runtime.caps import caps_in_force
     from speedrunner.methods.wake_sleep.codebook_knowledge import method_title
 
     assert {n for n in METHODS.names() if METHODS.get(n).uses_skills} == {"speedrunner", "speedrunner_no_cl", "asi",
@@ -106,10 +106,6 @@ def test_the_shipped_declarations_keep_what_was_written_by_name_before() -> None
         "SpeedRunner", "SpeedRunner (no code execution)", "ASI", "Voyager", "mine"]
     assert "max_inducer_turns" in caps_in_force({"name": "speedrunner", "max_inducer_turns": 20})
     assert "max_inducer_turns" not in caps_in_force({"name": "asi", "max_inducer_turns": 20})
-    old = {"method": {"name": "asi"}}
-    assert upgrade_stored_method(old)["method"]["max_functions"] == 40
-    assert upgrade_stored_method({"method": {"name": "voyager"}}) == {"method": {"name": "voyager"}}
-    assert upgrade_stored_method({"method": {"name": "opo"}}) == {"method": {"name": "opo"}}
 
 
 def test_a_skill_method_on_a_benchmark_without_a_skill_api_is_refused_before_anything_runs(

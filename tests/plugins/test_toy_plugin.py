@@ -1,6 +1,7 @@
 """A researcher's own package (tests/plugins/toy_corridor: a corridor benchmark with a skill API
 and a method whose sleep appends a line to what the actor sees), installed as a user would
-(``pip install -e``, offline) into an environment of its own, goes through every shipped command."""
+(``pip install -e``, offline) into an environment of its own, goes through every shipped command,
+and the shipped SpeedRunner method's skills call its skill API in the sandbox."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import venv
 from pathlib import Path
 
 import pytest
+
+from speedrunner.core.sandbox import available_tiers
 
 TOY = Path(__file__).parent / "toy_corridor"
 
@@ -54,6 +57,22 @@ def test_a_plug_in_package_runs_through_every_command(tmp_path: Path) -> None:
                            cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert json.loads((tmp_path / run / "summary.json").read_text())["status"] == "finished"
+    # The shipped SpeedRunner method: the scripted inducer's skill imports the package's skill API
+    # (installed editable) in the bwrap sandbox, and the actor's calls to it open the door.
+    speedrunner_config = configs / "speedrunner-scripted.yaml"
+    tier = "bwrap" if "bwrap" in available_tiers() else "rlimits"
+    done = speedrunner(python, "validate-config", str(speedrunner_config), "--set", f"run.sandbox={tier}",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    done = speedrunner(python, "train", "--config_file", str(speedrunner_config), "--run_dir",
+                       str(tmp_path / "skills"), "--set", f"run.sandbox={tier}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "skills" / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["sandbox_tier"] == tier
+    rows = [json.loads(x) for x in (tmp_path / "skills" / "metrics.jsonl").read_text().splitlines()]
+    called = [r for r in rows if r["skill_calls"] > 0]
+    assert len(called) == 2 and all(r["success"] for r in called), rows
+
     # The tally's sleep wrote a line a batch, and the actor saw the first before the second batch.
     line = "batch 0: 0 of 2 episodes opened the door"
     assert (tmp_path / "tally" / "tally" / "gen_2.md").read_text().splitlines()[0] == line

@@ -7,13 +7,13 @@ import re
 import threading
 import time
 
-from speedrunner.core.benchmark import EpisodeSpec
-from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.benchmark import Benchmark, EpisodeSpec
+from speedrunner.core.env import Observation, StepResult, TextEnv
 from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.seeding import episode_seed
 
 
-class CounterEnv:
+class CounterEnv(TextEnv):
     """Reach the target number with `inc` / `dec`; `noop` does nothing."""
 
     accepts_free_text = False
@@ -56,7 +56,7 @@ class CounterEnv:
         self.closed = True
 
 
-class CounterBenchmark:
+class CounterBenchmark(Benchmark):
     name = "counter"
 
     def __init__(self) -> None:

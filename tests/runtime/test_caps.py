@@ -53,7 +53,7 @@ class WaitingRunner:
 class LimitedEnv(CounterEnv):
     """A counter with its own step limit, as BabyAI levels have (``max_steps``)."""
 
-    max_steps = 64
+    step_limit = 64
 
     def reset(self, task, seed):
         self.steps = 0
@@ -62,7 +62,7 @@ class LimitedEnv(CounterEnv):
     def step(self, action):
         self.steps += 1
         result = super().step(action)
-        return dataclasses.replace(result, done=result.done or self.steps >= self.max_steps)
+        return dataclasses.replace(result, done=result.done or self.steps >= self.step_limit)
 
 
 def play(answers: list[str], *, calls=None, actions=None, env=None, **caps) -> tuple[Trajectory, WaitingRunner]:
@@ -132,10 +132,10 @@ def test_resolution_of_the_action_cap(setting, left, cap, per_call):
 
 
 def test_actions_left_is_the_smaller_of_budget_and_env_limit():
-    class Env:
-        env_step_limit = 100
+    class Env(CounterEnv):
+        step_limit = 100
 
     assert episode_actions_left(Env(), None, 30) == 70
     assert episode_actions_left(Env(), 50, 30) == 20
-    assert episode_actions_left(object(), None, 30) is None
-    assert episode_actions_left(object(), 10, 30) == 0
+    assert episode_actions_left(CounterEnv(), None, 30) is None
+    assert episode_actions_left(CounterEnv(), 10, 30) == 0

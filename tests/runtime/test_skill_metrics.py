@@ -11,7 +11,7 @@ import pytest
 from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.config.schema import BenchmarkConfig, RunConfig, RunSection
 from speedrunner.core.llm.types import Completion, Usage
-from speedrunner.core.method import Knowledge, SkillSupport, SleepResult
+from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult
 from speedrunner.core.runtime.loop import Runner
 from speedrunner.core.runtime.replay import ReplayResult
 from speedrunner.core.runtime.skill_call import SkillOutcome, Skills
@@ -46,7 +46,7 @@ class NestedRunner:
         pass
 
 
-class SkillMethod:
+class SkillMethod(Method):
     """Generation 0 has no skills; every sleep adds a generation with ``count_to`` (two paid calls)."""
 
     name = "fake_skills"
@@ -144,50 +144,3 @@ def test_methods_without_skills_write_none_for_the_library(tmp_path):
     row = read_jsonl(tmp_path / "metrics.jsonl")[0]
     assert row["skill_calls"] == 0 and row["library_public_functions"] is None and row["skill_api_tokens"] is None
     assert row["within_2_llm_calls"] == (row["llm_calls"] <= 2 and row["stop_reason"] in ("success", "env_done"))
-
-
-def test_a_run_whose_rows_predate_the_skill_metrics_resumes(tmp_path):
-    """Rows written before these fields existed stay as they are; the resumed batches add them."""
-    class KilledInSecondSleep(SkillMethod):
-        def sleep(self, batch, *, batch_index) -> SleepResult:
-            if batch_index == 1:
-                raise KeyboardInterrupt
-            return super().sleep(batch, batch_index=batch_index)
-
-    with pytest.raises(KeyboardInterrupt):
-        tiny_runner(tmp_path, KilledInSecondSleep()).run()
-    new = set(read_jsonl(tmp_path / "metrics.jsonl")[0]) - OLD_ROW_KEYS
-    assert new == NEW_ROW_KEYS
-    strip_new_fields(tmp_path)
-    tiny_runner(tmp_path).run()
-    metrics = read_jsonl(tmp_path / "metrics.jsonl")
-    assert [r["index"] for r in metrics] == [0, 1, 2, 3]
-    assert [set(r) & NEW_ROW_KEYS for r in metrics[:2]] == [set(), set()]
-    assert all(set(r) >= NEW_ROW_KEYS for r in metrics[2:]) and metrics[3]["skill_calls"] == 1
-
-
-NEW_ROW_KEYS = {"sleep_llm_calls_share", "skill_calls", "skill_actions", "dynamic_call_depth", "within_2_llm_calls",
-                "library_public_functions", "library_private_functions", "static_call_depth", "call_graph_density",
-                "skill_api_tokens", "skill_api_chars"}
-OLD_ROW_KEYS = {"rollout", "index", "batch", "task", "seed", "knowledge_version", "success", "progress", "stop_reason",
-                "llm_calls", "env_actions", "tokens", "sleep_output_tokens_share", "cost_episode_usd",
-                "cost_sleep_share_usd", "cost_usd", "wall_time_s", "scripted",
-                "cap_hits", "sleep_cap_hits", "sandbox_violations", "actor_turns"}  # (the last four: other records' fields)
-NEW_EVAL_KEYS = {"skill_calls_mean", "actions_per_skill_call", "dynamic_call_depth_max", "within_2_llm_calls_share",
-                 "library_public_functions", "library_private_functions", "static_call_depth", "call_graph_density",
-                 "skill_api_tokens", "skill_api_chars"}
-
-
-def strip_new_fields(run_dir) -> None:
-    """Rewrite metrics.jsonl and eval.jsonl as a run written before the skill metrics would have."""
-    import json
-
-    for name, keys in (("metrics.jsonl", NEW_ROW_KEYS), ("eval.jsonl", NEW_EVAL_KEYS)):
-        rows = read_jsonl(run_dir / name)
-        for row in rows:
-            for key in keys:
-                row.pop(key, None)
-            for p in row.get("per_episode") or []:
-                for key in ("skill_calls", "skill_actions", "dynamic_call_depth", "within_2_llm_calls"):
-                    p.pop(key, None)
-        (run_dir / name).write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -1,4 +1,4 @@
-"""The narrow protocol every benchmark implements, in the manner of Gymnasium's ``Env``.
+"""The narrow base class every benchmark's env subclasses, in the manner of Gymnasium's ``Env``.
 
 An env reports only the task's own end (``done``); the runner decides and records why
 an episode stopped (success, failure, budget). Observations carry text plus a small
@@ -8,8 +8,9 @@ simulator internals, so skills may read it without seeing more than the actor.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,11 @@ class StepResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-@runtime_checkable
-class TextEnv(Protocol):
+class TextEnv(ABC):
     """A text game. One instance plays one episode at a time and may be reset many times.
+
+    Subclass it, as Gymnasium's ``Env``: the abstract members are required, the rest are
+    optional hooks with defaults the runner calls directly (override them in SOME subclasses).
 
     ``reset(task, seed)``: ``task`` is a benchmark task id (e.g. ``"4-1"`` or
     ``"pick_up_seq_go_to"``), ``seed`` picks the episode deterministically.
@@ -47,20 +50,47 @@ class TextEnv(Protocol):
     """
 
     accepts_free_text: bool
+    """Set in every subclass (a class attribute); ``check_text_env`` verifies it."""
 
     @property
+    @abstractmethod
     def instruction(self) -> str: ...
 
     @property
+    @abstractmethod
     def actions(self) -> list[str]: ...
 
     @property
+    @abstractmethod
     def success(self) -> bool: ...
 
+    @abstractmethod
     def reset(self, task: str, seed: int) -> Observation: ...
 
+    @abstractmethod
     def step(self, action: str) -> StepResult: ...
 
+    @abstractmethod
     def progress(self) -> float: ...
 
-    def close(self) -> None: ...
+    # ----------------------------------------------------------- optional hooks
+    @property
+    def prompt_actions(self) -> list[str] | None:
+        """What the actor's first prompt lists instead of ``actions`` (ScienceWorld: command
+        templates rather than thousands of concrete commands); ``None``: ``actions``."""
+        return None
+
+    @property
+    def action_descriptions(self) -> dict[str, str] | None:
+        """What each action does, shown beside it in the prompt (BabyAI: "pick up" = in front)."""
+        return None
+
+    @property
+    def step_limit(self) -> int | None:
+        """The episode's own cap on env actions (BabyAI's level ``max_steps``, ScienceWorld's
+        ``env_step_limit``); a skill call never plans past it. ``None``: the env has none."""
+        return None
+
+    def close(self) -> None:
+        """Release what the env holds (a server connection, a JVM); nothing by default."""
+        return None

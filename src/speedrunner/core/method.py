@@ -1,23 +1,24 @@
 """What a method is to the runner: knowledge for the actor's prompt, and a sleep phase.
 
-The runner calls only this protocol. A new method copies ``methods/wake_sleep/opo.py``
+The runner calls only this base class. A new method copies ``methods/wake_sleep/opo.py``
 and changes its prompt context (``knowledge``) and ``sleep``.
 """
 
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from speedrunner.core.llm.types import Completion, Model
 from speedrunner.core.skill import SkillRunner, Skills
 
 if TYPE_CHECKING:
-    from speedrunner.core.benchmark import Budget
+    from speedrunner.core.benchmark import Budget, EpisodeSpec
     from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import Observation, TextEnv
     from speedrunner.core.runtime.replay import ReplayResult
@@ -105,8 +106,8 @@ class MethodContext:
 class TrainingContext:
     """What a method with its own training phase gets instead of the actor's episodes.
 
-    A method may define ``train_batch(specs, ctx) -> list[Trajectory]`` (Voyager: one world
-    per rollout, its iterations continuing in it); the runner then calls it for each batch
+    A method may set ``Method.own_training`` and override ``train_batch(specs, ctx)`` (Voyager:
+    one world per rollout, its iterations continuing in it); the runner then calls it for each batch
     instead of playing the actor, and writes the metrics rows, sleep, checkpoint and evaluation as for any method.
     It must save each trajectory (``save_trajectory``) and be deterministic given the stored
     knowledge and the model's answers: a batch killed midway is re-run from its start.
@@ -122,13 +123,21 @@ class TrainingContext:
     """Report a finished rollout (the progress line)."""
 
 
-class Method(Protocol):
-    name: str
+class Method(ABC):
+    """Subclass it: ``knowledge``, ``sleep`` and ``restore`` are required; a method with its own
+    training phase sets ``own_training`` and overrides ``train_batch``."""
 
+    name: str
+    """Set in every subclass (a class attribute): the method's registered name."""
+
+    own_training: ClassVar[bool] = False
+    """True in methods whose ``train_batch`` replaces the actor's episodes (Voyager)."""
+
+    @abstractmethod
     def knowledge(self) -> Knowledge:
         """The knowledge the actor uses now."""
-        ...
 
+    @abstractmethod
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         """Update the knowledge from one batch of training trajectories.
 
@@ -136,11 +145,16 @@ class Method(Protocol):
         new generation atomically before returning (a killed sleep is simply re-run; its
         LLM calls replay from the cache because their call ids are stable).
         """
-        ...
 
+    @abstractmethod
     def restore(self, version: int) -> None:
         """Load knowledge generation ``version`` from the run directory (on resume)."""
-        ...
+
+    # ----------------------------------------------------------- optional hook
+    def train_batch(self, specs: list[EpisodeSpec], ctx: TrainingContext) -> list[Trajectory]:
+        """Play one training batch in the method's own way (``TrainingContext``); called instead
+        of the actor's episodes when ``own_training`` is set."""
+        raise NotImplementedError(f"{type(self).__name__} sets own_training but does not override train_batch")
 
 
 class MethodFactory(Protocol):

@@ -38,7 +38,7 @@ from speedrunner.benchmarks.babyai.env import (
     refused,
 )
 from speedrunner.benchmarks.babyai.kinds import kind_for_seed
-from speedrunner.core.benchmark import EpisodeSpec, Split
+from speedrunner.core.benchmark import Benchmark, EpisodeSpec, Split
 from speedrunner.core.seeding import episode_seed
 from speedrunner.errors import ServerUnavailableError
 
@@ -186,7 +186,7 @@ def _save_owners(run_dir: Path | None, owners: list[str]) -> None:
         raise
 
 
-class BabyAIBenchmark:
+class BabyAIBenchmark(Benchmark):
     """BabyAI-Text (BALROG's MixedTrainLocal kinds) for the runner."""
 
     name = "babyai"

@@ -1,4 +1,4 @@
-"""``BabyAITextEnv``: the TextEnv protocol over the BabyAI-Text server's JSON API.
+"""``BabyAITextEnv``: a TextEnv over the BabyAI-Text server's JSON API.
 
 One env owns one server-side episode and one keep-alive HTTP connection (stdlib
 ``http.client``), so a step costs one loopback round trip. The server is the only place
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from speedrunner.benchmarks.babyai import auth
 from speedrunner.benchmarks.babyai.text import ACTIONS
-from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.env import Observation, StepResult, TextEnv
 from speedrunner.core.names import unknown
 from speedrunner.errors import (
     EnvError,
@@ -197,7 +197,7 @@ class OwnerTag:
             return self.name
 
 
-class BabyAITextEnv:
+class BabyAITextEnv(TextEnv):
     """One BabyAI-Text episode at a time, played on a server (see ``server.py``)."""
 
     accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)
@@ -238,6 +238,11 @@ class BabyAITextEnv:
     @property
     def max_steps(self) -> int:
         return int(self._started()["max_steps"])
+
+    @property
+    def step_limit(self) -> int:
+        """The level's own step limit (``max_steps``)."""
+        return self.max_steps
 
     @property
     def success(self) -> bool:

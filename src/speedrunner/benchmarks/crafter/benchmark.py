@@ -12,11 +12,11 @@ from typing import Any
 from speedrunner.benchmarks.crafter.config import CrafterConfig
 from speedrunner.benchmarks.crafter.env import TASK, CrafterTextEnv
 from speedrunner.benchmarks.crafter.text import crafter_score
-from speedrunner.core.benchmark import EpisodeSpec
+from speedrunner.core.benchmark import Benchmark, EpisodeSpec
 from speedrunner.core.seeding import episode_seed
 
 
-class CrafterBenchmark:
+class CrafterBenchmark(Benchmark):
     """Builds Crafter text envs and the train / eval episode streams from the config."""
 
     name = "crafter"

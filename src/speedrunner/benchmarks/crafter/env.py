@@ -29,7 +29,7 @@ from speedrunner.benchmarks.crafter.text import (
     ACTIONS,
     observe,
 )
-from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.env import Observation, StepResult, TextEnv
 from speedrunner.core.names import unknown
 from speedrunner.errors import EnvError, InvalidActionError
 
@@ -64,7 +64,7 @@ def resolve_action(action: str) -> int:
     return _ACTION_INDEX[name]
 
 
-class CrafterTextEnv:
+class CrafterTextEnv(TextEnv):
     """One Crafter episode at a time; ``progress()`` is unlocked achievements / 22."""
 
     accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from speedrunner.benchmarks.scienceworld.config import ScienceWorldConfig
 from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
 from speedrunner.benchmarks.scienceworld.tasks import eval_refs, train_ref
-from speedrunner.core.benchmark import EpisodeSpec
+from speedrunner.core.benchmark import Benchmark, EpisodeSpec
 from speedrunner.core.seeding import episode_seed
 
 
-class ScienceWorldBenchmark:
+class ScienceWorldBenchmark(Benchmark):
     """Builds ScienceWorld text envs and the train / eval episode streams from the config."""
 
     name = "scienceworld"

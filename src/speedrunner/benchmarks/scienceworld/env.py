@@ -39,7 +39,7 @@ import weakref
 from typing import Any
 
 from speedrunner.benchmarks.scienceworld.tasks import TaskRef, parse_task
-from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.env import Observation, StepResult, TextEnv
 from speedrunner.core.interrupt import add_stop_hook
 from speedrunner.errors import EnvError, InvalidActionError
 
@@ -193,7 +193,7 @@ def stop_simulator(sim: Any) -> None:
         proc.wait(timeout=5)
 
 
-class ScienceWorldTextEnv:
+class ScienceWorldTextEnv(TextEnv):
     """One ScienceWorld episode at a time; ``progress()`` is score / 100 (failure = 0)."""
 
     accepts_free_text = True  # any text reaches the simulator; actions is a hint
@@ -227,6 +227,11 @@ class ScienceWorldTextEnv:
         """Command templates for the actor's prompt (``open OBJ``, ``focus on OBJ``, ...):
         the concrete valid commands number in the thousands. ``reset task`` is left out."""
         return list(self._templates)
+
+    @property
+    def step_limit(self) -> int:
+        """The simulator's ``env_step_limit``."""
+        return self.env_step_limit
 
     @property
     def action_descriptions(self) -> dict[str, str]:

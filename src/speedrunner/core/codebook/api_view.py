@@ -36,6 +36,7 @@ from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES, MAX_SCRATCH_CHARS
 from speedrunner.core.skill import SkillEnv
 
 if TYPE_CHECKING:
+    from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import Observation
     from speedrunner.core.runtime.trajectory import Trajectory
 
@@ -70,7 +71,7 @@ class StateExample:
 
 
 # ---------------------------------------------------------------------- the view
-def render_api_view(api_module: str, rules: Rules, method_config: object, *,
+def render_api_view(api_module: str, rules: Rules, method_config: MethodConfig, *,
                     example: StateExample | None) -> str:
     """The inducer's view of the skill API and the codebook rules for one batch.
 
@@ -97,7 +98,7 @@ def api_names(api_module: str) -> list[str]:
     return [n for n in getattr(module, "__all__", ()) if n != _ENV_TYPE]
 
 
-def _rules(api_module: str, rules: Rules, cfg: object) -> str:
+def _rules(api_module: str, rules: Rules, cfg: MethodConfig) -> str:
     reserved = sorted(rules.reserved_actions())
     forbidden = ", ".join(f"`{n}`" for n in sorted(FORBIDDEN_NAMES))
     members = ", ".join(f"`typing.{n}`" for n in sorted(FORBIDDEN_MEMBERS))
@@ -134,7 +135,7 @@ def _rules(api_module: str, rules: Rules, cfg: object) -> str:
     return "\n".join(lines)
 
 
-def caps_lines(rules: Rules, cfg: object, *, at_cap: str = "the actor's turn ends",
+def caps_lines(rules: Rules, cfg: MethodConfig, *, at_cap: str = "the actor's turn ends",
                episode: str = "episode") -> list[str]:
     """The caps a skill is held to, as rule lines: the validator's per-function and library
     caps (from ``rules``) and one call's action and time caps (from the method config
@@ -155,9 +156,9 @@ def _cap(value: int | None, what: str) -> str:
     return f"no cap on {what}" if value is None else f"at most {value} {what}"
 
 
-def _skill_call_caps(cfg: object, at_cap: str, episode: str) -> str:
-    actions = getattr(cfg, "max_skill_actions", None)
-    timeout = getattr(cfg, "skill_timeout_s", None)
+def _skill_call_caps(cfg: MethodConfig, at_cap: str, episode: str) -> str:
+    caps = cfg.skill_caps()
+    actions, timeout = caps.max_skill_actions, caps.skill_timeout_s
     text = (f"may take up to the {episode}'s remaining budget of env actions" if actions is None else
             f"takes at most {actions} primitive actions; at the cap it stops cleanly and {at_cap}")
     if timeout is None:
@@ -168,24 +169,12 @@ def _skill_call_caps(cfg: object, at_cap: str, episode: str) -> str:
     return text
 
 
-def inducer_caps(cfg: object) -> str:
-    """The caps on the inducer's own work in one sleep phase, from its method config: turns,
-    tool output and analysis time (SpeedRunner's multi-turn inducer), new functions read
-    from one answer and the episode's length (ASI). Rendered next to the API view, which
-    stays one text for every codebook method; "" for a config with neither."""
-    parts = []
-    tool_output = getattr(cfg, "max_tool_output_chars", None)
-    if tool_output is not None:  # SpeedRunner's inducer, with or without code execution
-        parts += [f"at most {cfg.max_inducer_turns} turns (then the last valid draft is submitted)",
-                  f"each tool result is cut at {tool_output} characters (a note says so)",
-                  f"`view_episode` shows at most {cfg.max_trajectory_chars} characters of an episode"]
-        timeout = getattr(cfg, "analysis_timeout_s", None)
-        if timeout is not None:  # only speedrunner runs analysis code
-            parts.append(f"`run_python` code is stopped after {timeout:g} s")
-    per_answer = getattr(cfg, "max_functions_per_episode", None)
-    if per_answer is not None:  # ASI
-        parts += [f"at most {per_answer} new functions are read from one answer (later ones are ignored)",
-                  f"the episode is shown in at most {cfg.max_trajectory_chars} characters"]
+def inducer_caps(cfg: MethodConfig) -> str:
+    """The caps on the inducer's own work in one sleep phase, from its method config
+    (``MethodConfig.own_work_caps``: SpeedRunner's turns, tool output and analysis time; ASI's
+    new functions per answer). Rendered next to the API view, which stays one text for every
+    codebook method; "" for a config with none."""
+    parts = cfg.own_work_caps()
     return "Caps on your own work: " + "; ".join(parts) + "." if parts else ""
 
 

@@ -9,6 +9,7 @@ knows neither by name.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import (
@@ -211,11 +212,48 @@ class ModelConfig(Section):
         return self
 
 
+@dataclass(frozen=True)
+class SkillCaps:
+    """The caps a method config puts on LLM-written skills; ``None``: no cap (a call's action
+    cap: the episode's remaining budget; its time: derived from its action cap)."""
+
+    max_skill_actions: int | None = None
+    skill_timeout_s: float | None = None
+    max_functions: int | None = None
+    max_codebook_chars: int | None = None
+
+
 class MethodConfig(Section):
-    """Base of every method's section; the method's own class adds its parameters."""
+    """Base of every method's section; the method's own class adds its parameters and
+    overrides the hooks below that concern it (the defaults: nothing to check, no cap)."""
 
     name: str
     """Method name; it alone decides the method's behaviour."""
+
+    def check_runnable(self) -> None:
+        """Before any run directory is made: raise a ``SpeedRunnerError`` naming the fix if the
+        method cannot run here (Voyager: its embedding key is unset)."""
+        return None
+
+    def check_prices(self) -> None:
+        """With a spending cap set: raise ``ConfigError`` if the method pays an endpoint of its
+        own that has no price (Voyager's embeddings), since no cap could bound its calls."""
+        return None
+
+    def skill_caps(self) -> SkillCaps:
+        """The caps on the skills this method's knowledge holds (the runner and the sandbox
+        enforce them; the skill writer is shown them)."""
+        return SkillCaps()
+
+    def analysis_code_timeout_s(self) -> float | None:
+        """Wall-clock cap of the analysis code the sleep phase runs over the run directory;
+        ``None``: it runs none (only then may ``run.sandbox`` be weaker than skills need)."""
+        return None
+
+    def own_work_caps(self) -> list[str]:
+        """The caps on the sleep phase's own work, as phrases its prompt shows (turns, tool
+        output, new functions per answer); none by default."""
+        return []
 
 
 class BenchmarkConfig(Section):
@@ -345,15 +383,6 @@ def results_view(config: RunConfig) -> dict[str, Any]:
         if isinstance(node, dict):
             node.pop(path[-1], None)
     if data["speedrun"]["metric"] != "train_success_rolling":
-        # ``window`` means nothing to the other metrics; leaving it out keeps the hash of runs
-        # started before the key existed, so they still resume.
+        # ``window`` means nothing to the other metrics: runs that differ only there are alike.
         data["speedrun"].pop("window", None)
-    # The library caps at the values every run had before they were config: left out likewise.
-    from speedrunner.core.runtime.caps import drop_legacy_caps
-
-    drop_legacy_caps(data["method"])
-    # The text tool protocol is what every run used before native tool calls existed.
-    for section in ("model", "inducer"):
-        if isinstance(data.get(section), dict) and data[section].get("tool_protocol") == "text":
-            data[section].pop("tool_protocol")
     return data

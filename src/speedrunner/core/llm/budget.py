@@ -446,8 +446,4 @@ def require_prices(config: RunConfig) -> None:
             f"{model.name!r} has no price, so no call's cost could be bounded; set one, e.g. "
             f"--set '{role}.prices={{input: 0.75, cached_input: 0.075, output: 4.5}}' (USD per 1M "
             "tokens), or add the model to speedrunner/data/prices.yaml")
-    embedding = getattr(config.method, "embedding", None)  # Voyager's retrieval embeddings
-    if embedding is not None and embedding.prices is None:
-        raise ConfigError(
-            f"a spending cap is set, but method.embedding {embedding.name!r} has no price; set "
-            "method.embedding.prices (USD per 1M tokens), or remove method.embedding to rank with BM25")
+    config.method.check_prices()  # e.g. Voyager's retrieval embeddings

@@ -29,9 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from speedrunner.core.codebook.limits import LEGACY_MAX_FUNCTIONS, LEGACY_MAX_TOTAL_CHARS, Limits
+from speedrunner.core.codebook.limits import Limits
+
+if TYPE_CHECKING:
+    from speedrunner.core.config.schema import MethodConfig
+    from speedrunner.core.env import TextEnv
 
 SKILL_TIMEOUT_BASE_S = 60.0
 """Wall clock of a skill call that may take no action at all (loading, planning)."""
@@ -62,17 +66,6 @@ def _multi_turn_sleep(name: object) -> bool:
     return isinstance(name, str) and name in METHODS and METHODS.get(name).multi_turn_sleep
 
 
-def _has_library_caps(name: object) -> bool:
-    """The method's config class has the codebook's library caps (``LIBRARY_CAPS``)."""
-    from speedrunner.core.registry import load_entry_point
-    from speedrunner.core.specs import METHODS
-
-    if not isinstance(name, str) or name not in METHODS:
-        return False
-    fields = load_entry_point(METHODS.get(name).config).model_fields
-    return all(cap in fields for cap in LIBRARY_CAPS)
-
-
 @dataclass(frozen=True)
 class CallCaps:
     """The limits one skill call runs under, as the sandbox receives them."""
@@ -84,14 +77,11 @@ class CallCaps:
     the episode's remaining budget (stopping at it ends the episode, not a cap hit)."""
 
 
-def episode_actions_left(env: object, max_env_actions: int | None, taken: int) -> int | None:
+def episode_actions_left(env: TextEnv, max_env_actions: int | None, taken: int) -> int | None:
     """Env actions the episode may still take: the smaller of the budget's and the env's own
-    step limit (BabyAI ``max_steps``, ScienceWorld ``env_step_limit``); ``None`` if neither is known."""
-    limits = [max_env_actions]
-    for name in ("max_steps", "env_step_limit"):
-        value = getattr(env, name, None)
-        limits.append(value if isinstance(value, int) and not isinstance(value, bool) else None)
-    known = [n for n in limits if n is not None]
+    step limit (``TextEnv.step_limit``: BabyAI ``max_steps``, ScienceWorld ``env_step_limit``);
+    ``None`` if neither is known."""
+    known = [n for n in (max_env_actions, env.step_limit) if n is not None]
     return None if not known else max(0, min(known) - taken)
 
 
@@ -133,10 +123,10 @@ def count_caps(names: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def codebook_limits(method: object) -> Limits:
-    """The validator's ``Limits`` with the method's library caps (absent: no cap)."""
-    return Limits(max_functions=getattr(method, "max_functions", None),
-                  max_total_chars=getattr(method, "max_codebook_chars", None))
+def codebook_limits(method: MethodConfig) -> Limits:
+    """The validator's ``Limits`` with the method's library caps (``MethodConfig.skill_caps``)."""
+    caps = method.skill_caps()
+    return Limits(max_functions=caps.max_functions, max_total_chars=caps.max_codebook_chars)
 
 
 def skill_hits(hits: Mapping[str, int] | None) -> dict[str, int]:
@@ -194,25 +184,3 @@ def run_cap_hits(metrics_rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
             batches.add(row.get("batch"))
             add_hits(total, row.get("sleep_cap_hits"))
     return total
-
-
-def upgrade_stored_method(resolved: dict[str, Any]) -> dict[str, Any]:
-    """A stored resolved config written before the library caps were method config: a
-    codebook method's section gets the caps it ran under (40 functions, 60,000 characters),
-    so a resumed run keeps its protocol. ``max_skill_actions`` and ``skill_timeout_s`` were
-    stored explicitly (50, 60 s) and are kept as they are."""
-    method = resolved.get("method")
-    if not isinstance(method, dict) or "max_functions" in method or "max_codebook_chars" in method:
-        return resolved
-    if not _has_library_caps(method.get("name")):
-        return resolved
-    upgraded = dict(method, max_functions=LEGACY_MAX_FUNCTIONS, max_codebook_chars=LEGACY_MAX_TOTAL_CHARS)
-    return dict(resolved, method=upgraded)
-
-
-def drop_legacy_caps(method: dict[str, Any]) -> None:
-    """For the results fingerprint: the library caps at the values every run had before they
-    were config are left out, so a run started then still resumes (its hash lacks them)."""
-    if method.get("max_functions") == LEGACY_MAX_FUNCTIONS and method.get("max_codebook_chars") == LEGACY_MAX_TOTAL_CHARS:
-        method.pop("max_functions", None)
-        method.pop("max_codebook_chars", None)

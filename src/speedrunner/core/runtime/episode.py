@@ -66,8 +66,8 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     actions = list(env.actions)
     # Optional env hints: what the prompt lists (ScienceWorld: command templates rather than
     # thousands of concrete commands) and what each action does (BabyAI: "pick up" = in front).
-    descriptions = getattr(env, "action_descriptions", None)
-    shown = render_actions(list(getattr(env, "prompt_actions", None) or actions), descriptions)
+    descriptions = env.action_descriptions
+    shown = render_actions(list(env.prompt_actions or actions), descriptions)
     first_user = first_user_message(env.instruction, shown, ctx.knowledge.prompt_section(), observation.text)
     traj = Trajectory(
         split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,

@@ -153,6 +153,14 @@ class RunResult:
     summary: dict[str, Any]
 
 
+def _require_base(obj: object, base: type, kind: str, doc: str) -> None:
+    """The runner calls the base class's optional hooks directly: a plug-in's object must subclass it."""
+    if not isinstance(obj, base):
+        raise TypeError(f"the {kind} {type(obj).__module__}.{type(obj).__qualname__} does not subclass "
+                        f"{base.__module__}.{base.__qualname__}: subclass it (its optional hooks have "
+                        f"defaults the runner calls), see {doc}")
+
+
 class Runner:
     """Runs (or resumes) one run in ``run_dir``; built by ``speedrunner.train_cli``."""
 
@@ -170,6 +178,8 @@ class Runner:
         spend_cap: SpendCap | None = None,
         env_pool: EnvPool | None = None,
     ) -> None:
+        _require_base(benchmark, Benchmark, "benchmark", "docs/add-benchmark.md")
+        _require_base(method, Method, "method", "docs/add-method.md")
         self.config = config
         self.spend_cap = spend_cap
         """The spending cap the models check (its figures go to the progress line and the records)."""
@@ -203,10 +213,8 @@ class Runner:
         checkpoint = self._resume_point()
         self._stored = checkpoint.model_copy(deep=True)
         self.write_summary("running")
-        start_run = getattr(self.benchmark, "start_run", None)
-        if start_run is not None:
-            start_run(f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}",
-                      self.run_dir)
+        self.benchmark.start_run(
+            f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}", self.run_dir)
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.episode_metric
         progress = ProgressReporter(
@@ -222,10 +230,10 @@ class Runner:
                 progress.phase(f"wake: batch {batch + 1}/{batches}")
                 knowledge = self.method.knowledge()
                 specs = [self.benchmark.train_episode(run.seed, i) for i in range(start, start + run.sleep_every)]
-                train_batch = getattr(self.method, "train_batch", None)  # its own training phase (Voyager)
-                trajectories = self._play(specs, knowledge, None, progress) if train_batch is None else train_batch(
+                trajectories = self.method.train_batch(  # its own training phase (Voyager)
                     specs, TrainingContext(self.pool.env, self.budget, self._stop, lambda t: progress.training_episode(
-                        t.success, t.progress, index=t.index, actor=actor_turns(t))))
+                        t.success, t.progress, index=t.index, actor=actor_turns(t)))
+                ) if self.method.own_training else self._play(specs, knowledge, None, progress)
                 progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
                 sleep_started = time.monotonic()
                 self._prepare_sandboxes(batch, knowledge)
@@ -251,7 +259,7 @@ class Runner:
         following = (batch + 1) * run.sleep_every
         if self._eval_due(following):
             episodes = run.eval_episodes
-        elif following < run.rollouts and getattr(self.method, "train_batch", None) is None:
+        elif following < run.rollouts and not self.method.own_training:
             episodes = run.sleep_every
         else:
             return
@@ -276,10 +284,9 @@ class Runner:
         """Play episodes concurrently; episodes already on disk are loaded, not replayed."""
         ctx = EpisodeContext(self.actor, knowledge, self.budget, eval_point, self._stop)
         if self.skill_support is not None:
-            method = self.config.method
+            caps = self.config.method.skill_caps()
             ctx = replace(ctx, open_skills=self.skill_support.open_skills,
-                          max_skill_actions=getattr(method, "max_skill_actions", None),
-                          skill_timeout_s=getattr(method, "skill_timeout_s", None))
+                          max_skill_actions=caps.max_skill_actions, skill_timeout_s=caps.skill_timeout_s)
         results: dict[int, Trajectory] = {}
         todo = []
         for spec in specs:
@@ -328,8 +335,7 @@ class Runner:
                 with self.pool.env() as env:
                     return run_episode(env, spec, ctx)
             except EnvError as e:
-                recover = getattr(self.benchmark, "recover", None)
-                if recover is None or not recover(e):
+                if not self.benchmark.recover(e):
                     raise
                 append_jsonl(self.run_dir / ENV_RESTARTS_FILE, {
                     "ts": time.time(), "episode": call_prefix(spec, ctx.eval_point), "error": str(e)})
@@ -411,9 +417,9 @@ class Runner:
         }
         if len({t.task for t in trajectories}) > 1:  # e.g. BabyAI mixed: BALROG averages per kind
             row["success_by_task"] = _success_by_task(trajectories)
-        extra_metrics = getattr(self.benchmark, "eval_metrics", None)  # e.g. Crafter's score
+        extra_metrics = self.benchmark.eval_metrics([t.final_info for t in trajectories])  # e.g. Crafter's score
         if extra_metrics is not None:
-            row["benchmark_metrics"] = extra_metrics([t.final_info for t in trajectories])
+            row["benchmark_metrics"] = extra_metrics
         append_jsonl(self.run_dir / EVAL_FILE, row)
         checkpoint.eval_rows += 1
         checkpoint.eval_points_done.append(rollout)

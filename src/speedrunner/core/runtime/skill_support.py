@@ -30,8 +30,9 @@ from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.core.sandbox.tracing import LOAD_FAILED
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["EnvLease", "ImportCheck", "SkillApi", "SkillSandboxes", "build_skill_support", "first_observation",
-           "fresh_envs", "load_skill_api", "sandbox_tier", "skill_api_module"]
+__all__ = ["EnvLease", "ImportCheck", "SkillApi", "SkillSandboxes", "build_skill_support",
+           "check_skill_api_in_sandbox", "first_observation", "fresh_envs", "load_skill_api",
+           "sandbox_tier", "skill_api_module"]
 
 SMOKE_TIMEOUT_S = 20.0
 
@@ -98,23 +99,43 @@ def sandbox_tier(requested: str) -> str:
                           f"{', '.join(available_tiers()) or 'none'})") from e
 
 
+def check_skill_api_in_sandbox(benchmark: str, requested_tier: str) -> None:
+    """Boot one skill sandbox of the tier the run will use and import the skill API in it: a
+    ``ConfigError`` naming the module and the fix when it does not import there (before the run,
+    not at its first sleep, after a batch and an evaluation were paid for)."""
+    api = load_skill_api(benchmark)
+    tier = sandbox_tier(requested_tier)
+    try:
+        launch_skill_process(tier, Limits(), api.module, wait=True).kill()
+    except SandboxStartError as e:
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        cause = lines[-1] if lines else str(e)
+        raise ConfigError(
+            f"benchmark {benchmark!r}: its skill API {api.module} imports here but not in the "
+            f"{tier} sandbox that runs skill code ({cause}). The sandbox sees the interpreter and "
+            "its site-packages, speedrunner, and the package the skill API is loaded from, nothing "
+            f"else of this environment; fix: have everything {api.module} imports installed (pip "
+            "install, or pip install -e for a package under development) rather than found "
+            "through PYTHONPATH or a path hook, and readable by every user (docs/add-benchmark.md, "
+            "'Your skill API in the sandbox')") from None
+
+
 def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
     api = load_skill_api(config.benchmark.name)
     api_module = api.module
     tier = sandbox_tier(config.run.sandbox)
-    if getattr(config.method, "analysis_timeout_s", None) is not None:  # it runs analysis code over the run
+    if config.method.analysis_code_timeout_s() is not None:  # it runs analysis code over the run
         try:
             check_analysis_tier(config.run.sandbox, tier)
         except SandboxUnavailableError as e:
             raise ConfigError(f"run.sandbox: {e}") from e
     open_skills: Callable[[Skills], SkillRunner] = partial(open_skill_runner, tier=tier)
-    method = config.method
+    caps = config.method.skill_caps()
 
     def replay(task: str, seed: int, skills: Skills, lines: list[str]) -> ReplayResult:
         with envs() as env:
             return replay_script(env, task, seed, lines, skills=skills, open_skills=open_skills,
-                                 max_skill_actions=getattr(method, "max_skill_actions", None),
-                                 timeout_s=getattr(method, "skill_timeout_s", None),
+                                 max_skill_actions=caps.max_skill_actions, timeout_s=caps.skill_timeout_s,
                                  max_env_actions=config.benchmark.max_env_actions)
 
     check, sandboxes = ImportCheck(api_module, tier), SkillSandboxes(tier, api_module)

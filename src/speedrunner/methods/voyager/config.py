@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from speedrunner.core.config.schema import MethodConfig, Prices, Section
+from speedrunner.core.config.schema import MethodConfig, Prices, Section, SkillCaps
 from speedrunner.errors import ConfigError
 
 WARMUP_FIELDS = ("nearby", "facing", "status", "achievements")
@@ -86,6 +86,16 @@ class VoyagerConfig(MethodConfig):
         if self.embedding is not None and not os.environ.get(self.embedding.api_key_env):
             raise ConfigError(f"method.embedding needs an API key in ${self.embedding.api_key_env} (for a local "
                               "vLLM server any value, e.g. EMPTY); or remove method.embedding to rank with BM25")
+
+    def check_prices(self) -> None:
+        """With a spending cap set: the embedding endpoint, which is paid too, has a price."""
+        if self.embedding is not None and self.embedding.prices is None:
+            raise ConfigError(
+                f"a spending cap is set, but method.embedding {self.embedding.name!r} has no price; set "
+                "method.embedding.prices (USD per 1M tokens), or remove method.embedding to rank with BM25")
+
+    def skill_caps(self) -> SkillCaps:
+        return SkillCaps(max_skill_actions=self.max_skill_actions, skill_timeout_s=self.skill_timeout_s)
 
     @field_validator("curriculum_warmup")
     @classmethod

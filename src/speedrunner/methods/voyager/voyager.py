@@ -81,7 +81,7 @@ from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import STOP, RunInterrupted
 from speedrunner.core.llm.accounting import CallLog
 from speedrunner.core.llm.types import Completion, Message, Usage
-from speedrunner.core.method import Knowledge, MethodContext, SleepResult, TrainingContext
+from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.actor import ActorStep
 from speedrunner.core.runtime.caps import resolve_call_caps, skill_cap_hit
@@ -234,8 +234,9 @@ class _WorldLog:
         self.tier = attempt.tier or self.tier
 
 
-class VoyagerMethod:
+class VoyagerMethod(Method):
     name = "voyager"
+    own_training = True  # a world per rollout replaces the actor's episodes (``train_batch``)
 
     def __init__(self, config: VoyagerConfig, ctx: MethodContext, world: VoyagerWorld) -> None:
         self.config = config

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from speedrunner.core.codebook import Codebook, Rules
 from speedrunner.core.codebook.api_view import render_api_view, state_example
-from speedrunner.core.method import Knowledge, MethodContext, SkillSupport
+from speedrunner.core.codebook.limits import Limits
+from speedrunner.core.config.schema import MethodConfig
+from speedrunner.core.method import Knowledge, Method, MethodContext, SkillSupport
 from speedrunner.core.runtime.caps import codebook_limits
 from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.errors import ConfigError
@@ -29,10 +31,11 @@ def skill_support(method: str, ctx: MethodContext) -> SkillSupport:
     return ctx.skills
 
 
-def codebook_rules(support: SkillSupport, method: object = None) -> Rules:
+def codebook_rules(support: SkillSupport, method: MethodConfig | None = None) -> Rules:
     """The benchmark's validation rules, with the sandbox's import check as the smoke test and
-    the method config's library caps (``max_functions``, ``max_codebook_chars``; absent: none)."""
-    return Rules.for_api(support.api_module, support.primitives, support.smoke_test, limits=codebook_limits(method))
+    the method config's library caps (``max_functions``, ``max_codebook_chars``; no config: none)."""
+    limits = Limits() if method is None else codebook_limits(method)
+    return Rules.for_api(support.api_module, support.primitives, support.smoke_test, limits=limits)
 
 
 def codebook_knowledge(codebook: Codebook, support: SkillSupport) -> Knowledge:
@@ -73,12 +76,10 @@ def inducer_api_view(support: SkillSupport, rules: Rules, method_config: object,
 ConfigT = TypeVar("ConfigT", bound=CodebookMethodConfig)
 
 
-class CodebookMethod(Generic[ConfigT]):
+class CodebookMethod(Method, Generic[ConfigT]):
     """The part of a codebook method that is the same for all of them: its state (config,
     inducer, skill support, rules, current codebook), the knowledge it shows and ``restore``.
     A subclass sets ``name`` and writes ``sleep``."""
-
-    name: ClassVar[str]
 
     def __init__(self, config: ConfigT, ctx: MethodContext) -> None:
         self.config = config

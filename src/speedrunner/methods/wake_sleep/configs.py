@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from speedrunner.core.config.schema import MethodConfig
+from speedrunner.core.config.schema import MethodConfig, SkillCaps
 
 
 class ReactConfig(MethodConfig):
@@ -53,6 +53,9 @@ class CodebookMethodConfig(MethodConfig):
     max_inducer_turns: int = Field(20, ge=1)
     """Turns the sleep-phase inducer may take per sleep phase."""
 
+    def skill_caps(self) -> SkillCaps:
+        return SkillCaps(self.max_skill_actions, self.skill_timeout_s, self.max_functions, self.max_codebook_chars)
+
 
 class InducerConfig(CodebookMethodConfig):
     """Shared parameters of SpeedRunner's multi-turn inducer (with and without code execution)."""
@@ -63,12 +66,22 @@ class InducerConfig(CodebookMethodConfig):
     max_trajectory_chars: int = Field(6000, ge=500)
     """Character cap of one episode shown by the ``view_episode`` tool."""
 
+    def own_work_caps(self) -> list[str]:
+        caps = [f"at most {self.max_inducer_turns} turns (then the last valid draft is submitted)",
+                f"each tool result is cut at {self.max_tool_output_chars} characters (a note says so)",
+                f"`view_episode` shows at most {self.max_trajectory_chars} characters of an episode"]
+        timeout = self.analysis_code_timeout_s()
+        return caps if timeout is None else [*caps, f"`run_python` code is stopped after {timeout:g} s"]
+
 
 class SpeedRunnerConfig(InducerConfig):
     name: Literal["speedrunner"] = "speedrunner"
     """SpeedRunner: a coding agent with a code interpreter refines the codebook."""
     analysis_timeout_s: float = Field(60.0, gt=0)
     """Wall-clock cap of one analysis-code execution during sleep."""
+
+    def analysis_code_timeout_s(self) -> float | None:
+        return self.analysis_timeout_s
 
 
 class SpeedRunnerNoCLConfig(InducerConfig):
@@ -86,6 +99,10 @@ class ASIConfig(CodebookMethodConfig):
     """New functions one induction call may add (the rest of its answer is ignored)."""
     max_trajectory_chars: int = Field(12000, ge=500)
     """Character cap of the trajectory shown to the induction call."""
+
+    def own_work_caps(self) -> list[str]:
+        return [f"at most {self.max_functions_per_episode} new functions are read from one answer (later ones "
+                "are ignored)", f"the episode is shown in at most {self.max_trajectory_chars} characters"]
 
 
 # Keys a user might reach for to change what a method name means; each points at the right name.

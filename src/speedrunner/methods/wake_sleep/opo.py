@@ -29,7 +29,7 @@ from speedrunner.core.answers import (
 )
 from speedrunner.core.atomic import atomic_write_json, atomic_write_text
 from speedrunner.core.llm.types import Message
-from speedrunner.core.method import Knowledge, MethodContext, SleepResult
+from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.errors import CheckpointError
@@ -39,7 +39,7 @@ PROMPTS = load_prompts("speedrunner.methods.wake_sleep", "opo_prompts.yaml")
 _GUIDE = re.compile(r"<guide>\s*(.*?)\s*(</guide>|$)", re.DOTALL | re.IGNORECASE)
 
 
-class OPOMethod:
+class OPOMethod(Method):
     name = "opo"
 
     def __init__(self, config: OPOConfig, ctx: MethodContext) -> None:

@@ -5,12 +5,12 @@ The baseline every other method is measured against; its sleep phase makes no LL
 
 from __future__ import annotations
 
-from speedrunner.core.method import Knowledge, MethodContext, SleepResult
+from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult
 from speedrunner.core.runtime.trajectory import Trajectory
 from speedrunner.methods.wake_sleep.configs import ReactConfig
 
 
-class ReactMethod:
+class ReactMethod(Method):
     name = "react"
 
     def __init__(self, config: ReactConfig, ctx: MethodContext) -> None:

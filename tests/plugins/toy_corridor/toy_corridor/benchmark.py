@@ -1,12 +1,12 @@
 """The corridor benchmark: episodes differ by seed (where the key lies)."""
 
-from speedrunner.core.benchmark import EpisodeSpec
+from speedrunner.core.benchmark import Benchmark, EpisodeSpec
 from speedrunner.core.seeding import episode_seed
 from toy_corridor.config import CorridorConfig
 from toy_corridor.env import CorridorEnv
 
 
-class CorridorBenchmark:
+class CorridorBenchmark(Benchmark):
     name = "corridor"
 
     def __init__(self, config: CorridorConfig, *, rollouts: int, eval_episodes: int) -> None:
@@ -21,6 +21,3 @@ class CorridorBenchmark:
     def eval_episodes(self, eval_seed: int) -> list[EpisodeSpec]:
         return [EpisodeSpec("eval", i, self.config.task_set, episode_seed(eval_seed, "eval", i))
                 for i in range(self.n_eval)]
-
-    def close(self) -> None:
-        pass

@@ -1,13 +1,13 @@
 """A corridor with a key and a door at its end: a TextEnv of four actions."""
 
-from speedrunner.core.env import Observation, StepResult
+from speedrunner.core.env import Observation, StepResult, TextEnv
 from speedrunner.errors import InvalidActionError
 
 ACTIONS = ("forward", "back", "pick up key", "open door")
 LENGTHS = {"short": 4, "long": 8}
 
 
-class CorridorEnv:
+class CorridorEnv(TextEnv):
     accepts_free_text = False
 
     def __init__(self) -> None:
@@ -56,6 +56,3 @@ class CorridorEnv:
 
     def progress(self) -> float:
         return 1.0 if self.opened else 0.5 if self.has_key else 0.0
-
-    def close(self) -> None:
-        pass

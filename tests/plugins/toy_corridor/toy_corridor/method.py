@@ -3,14 +3,14 @@
 from pathlib import Path
 
 from speedrunner.core.atomic import atomic_write_text
-from speedrunner.core.method import Knowledge, MethodContext, SleepResult
+from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult
 from speedrunner.core.runtime.trajectory import Trajectory
 from toy_corridor.config import TallyConfig
 
 TITLE = "Tally of earlier batches"
 
 
-class TallyMethod:
+class TallyMethod(Method):
     name = "tally"
 
     def __init__(self, config: TallyConfig, ctx: MethodContext) -> None:
