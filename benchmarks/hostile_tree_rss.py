@@ -36,13 +36,13 @@ def measure(scenario: str, calls: int, tier: str) -> dict[str, float]:
     from tests.sandbox.hostile import HostileRunner  # test tooling: the hostile child
 
     from speedrunner.core.runtime.skill_call import SkillCall, Skills
-    from speedrunner.core.sandbox import Limits, open_skill_runner, resolve_tier
+    from speedrunner.core.sandbox import ProcessLimits, open_skill_runner, resolve_tier
 
     skills = Skills(1, "def forward(env, n):\n    return n\n", {}, "speedrunner.benchmarks.babyai.skill_api")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tier = resolve_tier(tier)
-    runner = (open_skill_runner(skills, tier=tier, limits=Limits()) if scenario == "honest"
-              else HostileRunner(skills, tier, Limits(), scenario, hostile_starts=calls + 10))
+    runner = (open_skill_runner(skills, tier=tier, limits=ProcessLimits()) if scenario == "honest"
+              else HostileRunner(skills, tier, ProcessLimits(), scenario, hostile_starts=calls + 10))
     kept, violations, started = [], 0, time.monotonic()
 
     def step(action: str) -> dict:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))  # the hostile child lives with the tests
 from tests.sandbox.hostile import HostileRunner  # noqa: E402
 
 from speedrunner.core.runtime.skill_call import SkillCall, Skills  # noqa: E402
-from speedrunner.core.sandbox import Limits, open_skill_runner, resolve_tier  # noqa: E402
+from speedrunner.core.sandbox import ProcessLimits, open_skill_runner, resolve_tier  # noqa: E402
 
 SCENARIOS = ["honest", "every_key", "max_valid_tree", "dense_return", "dense_tree", "dense_junk"]
 """``honest``: the real skill server; the others: ``hostile.SCENARIOS`` at the caps."""
@@ -51,9 +51,9 @@ def measure(
     """Parent CPU seconds of each of ``calls`` calls (after two warm-up calls)."""
     skills = Skills(1, SKILL, {}, "speedrunner.benchmarks.babyai.skill_api")
     runner = (
-        open_skill_runner(skills, tier=tier, limits=Limits())
+        open_skill_runner(skills, tier=tier, limits=ProcessLimits())
         if scenario == "honest"
-        else HostileRunner(skills, tier, Limits(), scenario, hostile_starts=calls + 10)
+        else HostileRunner(skills, tier, ProcessLimits(), scenario, hostile_starts=calls + 10)
     )
     cpu: list[float] = []
     violations = 0

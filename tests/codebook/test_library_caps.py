@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from speedrunner.core.codebook import AddFunction, Codebook, EditRejected, Limits, apply_edits
+from speedrunner.core.codebook import (
+    AddFunction,
+    Codebook,
+    CodebookSizeLimits,
+    EditRejected,
+    apply_edits,
+)
 from speedrunner.core.runtime.caps import codebook_limits, rejected_caps
 from speedrunner.methods.voyager.config import VoyagerConfig
 from speedrunner.methods.wake_sleep.configs import (
@@ -24,9 +30,9 @@ def function(i: int) -> str:
 
 def test_by_default_no_method_caps_its_library_and_200_functions_validate():
     for config in (ASIConfig(), SpeedRunnerConfig(), SpeedRunnerNoCLConfig()):
-        assert codebook_limits(config) == Limits()
+        assert codebook_limits(config) == CodebookSizeLimits()
         assert (config.max_functions, config.max_codebook_chars) == (None, None)
-    assert codebook_limits(VoyagerConfig()) == Limits()
+    assert codebook_limits(VoyagerConfig()) == CodebookSizeLimits()
     candidate = build(*(AddFunction(function(i)) for i in range(200)))
     assert len(candidate.meta.functions) == 200 and len(candidate.source) > 15_000
 

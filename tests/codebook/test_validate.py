@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from speedrunner.core.codebook import Limits, Rules, normalise_action, validate_source
+from speedrunner.core.codebook import CodebookSizeLimits, Rules, normalise_action, validate_source
 from speedrunner.core.codebook.limits import FORBIDDEN_NAMES
 
 from .helpers import API, GO_TO, IMPORT_FIND, RULES, STEP, module, only
@@ -169,7 +169,7 @@ def test_getattr_needs_a_literal_name(expr: str, needle: str) -> None:
 
 
 def test_size_caps_name_the_function_and_the_cap() -> None:
-    small = dataclasses.replace(RULES, limits=Limits(max_function_lines=4, max_function_chars=120,
+    small = dataclasses.replace(RULES, limits=CodebookSizeLimits(max_function_lines=4, max_function_chars=120,
                                                      max_docstring_chars=20, max_functions=1,
                                                      max_total_chars=300))
     long_function = 'def walk(env):\n    """Walk a long way."""\n' + "    env.act('go forward')\n" * 4

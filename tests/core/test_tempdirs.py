@@ -36,9 +36,9 @@ def test_a_killed_runs_sandbox_scratch_is_removed_by_the_next_run(tmp_path: Path
     code = textwrap.dedent("""
         import sys, time
         from speedrunner.core.sandbox.process import SandboxProcess
-        from speedrunner.core.sandbox.limits import Limits
+        from speedrunner.core.sandbox.limits import ProcessLimits
         from speedrunner.core.sandbox.tiers import resolve_tier
-        p = SandboxProcess(resolve_tier("auto"), Limits(), mode="skills")
+        p = SandboxProcess(resolve_tier("auto"), ProcessLimits(), mode="skills")
         print(p.scratch, flush=True)
         time.sleep(60)
     """)

@@ -9,14 +9,19 @@ from typing import Any
 import pytest
 
 from speedrunner.core.runtime.skill_call import SkillCall, SkillOutcome, Skills
-from speedrunner.core.sandbox import Limits, SandboxSkillRunner, available_tiers, open_skill_runner
+from speedrunner.core.sandbox import (
+    ProcessLimits,
+    SandboxSkillRunner,
+    available_tiers,
+    open_skill_runner,
+)
 from speedrunner.core.sandbox.commands import TIERS as ALL_TIERS
 
 TIERS = [t for t in ALL_TIERS if t in set(available_tiers()) | {"rlimits"}]
 API = "speedrunner.benchmarks.babyai.skill_api"
 OPENAI_KEY = "sk-plantedSANDBOXkey0123456789"
 GEMINI_KEY = "plantedGEMINIsandboxKEY0123456789"
-LIMITS = Limits(memory_mb=512, max_print_chars=2000)
+LIMITS = ProcessLimits(memory_mb=512, max_print_chars=2000)
 
 
 class CounterEnv:
@@ -70,7 +75,7 @@ def tier(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def open_runner(tier: str, source: str, limits: Limits = LIMITS) -> SandboxSkillRunner:
+def open_runner(tier: str, source: str, limits: ProcessLimits = LIMITS) -> SandboxSkillRunner:
     return open_skill_runner(Skills(1, source, {}, API), tier=tier, limits=limits)
 
 

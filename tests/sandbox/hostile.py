@@ -17,7 +17,7 @@ from typing import Any
 
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox.analysis import PRELOAD
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxProcess
 from speedrunner.core.sandbox.schema import SKILL_MESSAGE_BYTES, reply_bytes
 from speedrunner.core.sandbox.skills import SandboxSkillRunner
@@ -226,7 +226,7 @@ def scenario(req, rid):
 }
 
 
-def start_hostile(tier: str, limits: Limits, scenario: str) -> SandboxProcess:
+def start_hostile(tier: str, limits: ProcessLimits, scenario: str) -> SandboxProcess:
     """A real sandbox child (analysis mode: unrestricted code) serving the skill protocol per ``scenario``."""
     process = SandboxProcess(tier, limits, mode="analysis", preload=PRELOAD, max_message_bytes=SKILL_MESSAGE_BYTES)
     base = reply_bytes(limits.max_print_chars, 0)
@@ -239,7 +239,7 @@ def start_hostile(tier: str, limits: Limits, scenario: str) -> SandboxProcess:
 class HostileRunner(SandboxSkillRunner):
     """The real runner; its first ``hostile_starts`` processes run ``scenario`` instead of the skill server."""
 
-    def __init__(self, skills: Skills, tier: str, limits: Limits, scenario: str, hostile_starts: int = 1) -> None:
+    def __init__(self, skills: Skills, tier: str, limits: ProcessLimits, scenario: str, hostile_starts: int = 1) -> None:
         self.scenario = scenario
         self.hostile_left = hostile_starts
         super().__init__(skills, tier, limits)

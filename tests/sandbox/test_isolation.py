@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from speedrunner.core.sandbox import Limits, cgroups, open_analysis_session, process
+from speedrunner.core.sandbox import ProcessLimits, cgroups, open_analysis_session, process
 from speedrunner.core.sandbox.analysis import AnalysisSession
 
 from .conftest import LIMITS
@@ -71,7 +71,7 @@ def test_the_memory_limit_covers_the_whole_process_tree(tier: str) -> None:
     """Attack: 6 children x 700 MB each stayed under the per-process RLIMIT_AS and together took
     4.3 GB. Scaled down (6 x 120 MB against a 256 MB tree limit): the kernel kills children
     instead, the tree never holds more than its limit, and the session goes on."""
-    limits = Limits(memory_mb=512, tree_memory_mb=256, max_print_chars=2000)
+    limits = ProcessLimits(memory_mb=512, tree_memory_mb=256, max_print_chars=2000)
     with open_analysis_session(tier=tier, limits=limits) as session:
         cgroup = session._process.cgroup
         assert cgroup is not None
@@ -88,7 +88,7 @@ def test_the_memory_limit_covers_the_whole_process_tree(tier: str) -> None:
 def test_a_fork_bomb_is_capped_for_the_whole_tree(tier: str) -> None:
     """Attack: a fork bomb. The cgroup's pids.max caps the tree (threads included), whatever uid
     the processes run as; the capped tree is gone when the sandbox closes."""
-    limits = Limits(memory_mb=512, processes=16, max_print_chars=2000)
+    limits = ProcessLimits(memory_mb=512, processes=16, max_print_chars=2000)
     with open_analysis_session(tier=tier, limits=limits) as session:
         cgroup = session._process.cgroup
         result = run(session, """
@@ -265,11 +265,11 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
 
 def test_the_scratch_directory_is_a_tmpfs_of_scratch_mb(tier: str) -> None:
     """The scratch directory (cwd, HOME, TMPDIR) is the one writable place; under bwrap and unshare
-    it is a tmpfs of ``Limits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC, in files
+    it is a tmpfs of ``ProcessLimits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC, in files
     each far under the per-file limit, and nothing lands in the host's scratch directory."""
     if tier == "rlimits":
         pytest.skip("the rlimits tier has no mount namespace: scratch is on disk, bounded per file (docs/sandbox.md)")
-    limits = Limits(memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8)
+    limits = ProcessLimits(memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8)
     with open_analysis_session(tier=tier, limits=limits) as session:
         result = run(session, """
             import os

@@ -18,7 +18,7 @@ import pytest
 
 from speedrunner import cli, train_cli
 from speedrunner.core.runtime.skill_support import ImportCheck
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxProcess
 from speedrunner.core.specs import BENCHMARKS
 
@@ -112,7 +112,7 @@ def test_the_plug_in_package_is_read_only_and_alone_inside_bwrap(install: str,
     package = Path(__import__(top).__file__).resolve().parent
     package.chmod(0o777)  # only the mount can refuse the write now
     (package.parent / "secret.env").write_text("KEY=planted\n")
-    process = SandboxProcess("bwrap", Limits(), mode="analysis", preload=[f"{top}.api"])
+    process = SandboxProcess("bwrap", ProcessLimits(), mode="analysis", preload=[f"{top}.api"])
     try:
         request_id = SandboxProcess.new_request_id()
         code = "\n".join([

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from speedrunner.core.sandbox import Limits, available_tiers, open_analysis_session, resolve_tier
+from speedrunner.core.sandbox import (
+    ProcessLimits,
+    available_tiers,
+    open_analysis_session,
+    resolve_tier,
+)
 from speedrunner.core.sandbox import tiers as tiers_module
 from speedrunner.core.sandbox.commands import TIERS, package_root, wrap
 from speedrunner.core.sandbox.process import child_env
@@ -73,5 +78,5 @@ def test_the_child_imports_speedrunner_from_the_parents_source_tree(tier) -> Non
 
 def test_limits_are_validated() -> None:
     with pytest.raises(ValueError, match="memory_mb"):
-        Limits(memory_mb=0)
-    assert Limits().memory_mb == 1024
+        ProcessLimits(memory_mb=0)
+    assert ProcessLimits().memory_mb == 1024

@@ -11,8 +11,8 @@ import select
 import pytest
 
 from speedrunner.core.runtime.skill_call import Skills
-from speedrunner.core.runtime.trajectory import Trajectory, load_trajectory, save_trajectory
 from speedrunner.core.sandbox import open_analysis_session
+from speedrunner.core.trajectory import Trajectory, load_trajectory, save_trajectory
 
 from .conftest import API, CODEBOOK, LIMITS, CounterEnv, call, still_works
 from .hostile import SCENARIOS, HostileRunner
@@ -101,7 +101,7 @@ def test_a_flood_of_deep_trees_never_breaks_the_stored_trajectory(tier, tmp_path
     finally:
         runner.close()
     assert runner.violations == 3
-    from speedrunner.core.runtime.actor import ActorStep
+    from speedrunner.core.trajectory import ActorStep
 
     traj = Trajectory(split="train", index=0, task="t", seed=1, knowledge_version=1, instruction="i")
     traj.steps = [ActorStep(index=i, call_id="c", observation="", raw_text="", reasoning=None, thought="",

@@ -21,7 +21,7 @@ from speedrunner.core.codebook.edits import (
     RenameFunction,
     apply_edits,
 )
-from speedrunner.core.codebook.limits import Limits
+from speedrunner.core.codebook.limits import CodebookSizeLimits
 from speedrunner.core.codebook.model import Author, CallStats, FunctionMeta, GenerationMeta
 from speedrunner.core.codebook.rules import Rules, SmokeTest, normalise_action
 from speedrunner.core.codebook.usage import count_calls, usage_from_trajectories
@@ -29,7 +29,7 @@ from speedrunner.core.codebook.validate import Problem, validate_source
 
 __all__ = [
     "EMPTY_SOURCE", "AddFunction", "Author", "CallStats", "Candidate", "Codebook", "DeleteFunction", "Edit",
-    "EditFunction", "EditRejected", "FunctionMeta", "GenerationMeta", "Limits", "MakePrivate", "MakePublic",
+    "EditFunction", "EditRejected", "FunctionMeta", "GenerationMeta", "CodebookSizeLimits", "MakePrivate", "MakePublic",
     "Problem", "RenameFunction", "Rules", "SmokeTest", "apply_edits", "count_calls", "normalise_action",
     "usage_from_trajectories", "validate_source",
 ]

@@ -4,8 +4,8 @@ The per-function caps bound what one LLM-written function may cost: its public p
 pasted into every actor prompt. The whole library is *not* capped by default: how large it
 grows is a finding (the paper's ASI library reaches about 160 functions), so the two library caps
 are per-method config (``method.max_functions``, ``method.max_codebook_chars``; null = no
-cap) and reach ``Limits`` through ``codebook_rules``. Change a default here, or pass a
-``Limits`` to ``Rules`` for one run.
+cap) and reach ``CodebookSizeLimits`` through ``codebook_rules``. Change a default here, or pass a
+``CodebookSizeLimits`` to ``Rules`` for one run.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ how the interpreter was started."""
 
 
 @dataclass(frozen=True)
-class Limits:
+class CodebookSizeLimits:
     """Size caps for one codebook: the per-function ones default to the constants above, the
     library ones to ``None`` (no cap)."""
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from speedrunner.core.codebook.limits import ALLOWED_IMPORTS, ENV_PARAM, Limits
+from speedrunner.core.codebook.limits import ALLOWED_IMPORTS, ENV_PARAM, CodebookSizeLimits
 
 SmokeTest = Callable[[str], "str | None"]
 """Imports a candidate module in the sandbox: ``source -> error message``, or ``None`` if it loads."""
@@ -43,7 +43,7 @@ class Rules:
     api_names: frozenset[str]
     primitive_actions: tuple[str, ...]
     smoke_test: SmokeTest | None
-    limits: Limits = field(default_factory=Limits)
+    limits: CodebookSizeLimits = field(default_factory=CodebookSizeLimits)
     allowed_imports: frozenset[str] = ALLOWED_IMPORTS
     env_param: str | None = ENV_PARAM
 

@@ -269,12 +269,10 @@ class ManagedModel:
             if self.cache is not None:
                 self.cache.mark_failed(self.namespace, call_id)
             if self.calls_log is not None:
-                record = self._record(
+                self.calls_log.append(self._record(
                     messages, purpose, call_id, None, req_hash=req_hash, sampling=params,
                     endpoint=endpoint, attempts=attempts, latency=time.monotonic() - started,
-                    error=error, tools=tools)
-                record.unknown_usd = 0.0 if charge is None else charge.unknown_usd
-                self.calls_log.append(record)
+                    error=error, tools=tools, unknown_usd=0.0 if charge is None else charge.unknown_usd))
 
         def on_failure(failure: CallFailure, attempts: int) -> None:
             self._tally.add_failure()
@@ -328,10 +326,9 @@ class ManagedModel:
         record = self._record(
             messages, purpose, call_id, completion, req_hash=req_hash, sampling=completion.sampling,
             endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
-            log_id=uuid.uuid4().hex, tools=tools,
+            log_id=uuid.uuid4().hex, tools=tools, unknown_usd=0.0 if charge is None else charge.unknown_usd,
+            over_reservation_usd=round(over, 9) if over else None,
         )
-        record.unknown_usd = 0.0 if charge is None else charge.unknown_usd
-        record.over_reservation_usd = round(over, 9) if over else None
         # The row first: it is the durable record of the paid answer (fsynced) and holds all of
         # it; the cache's commit then ends the call's pending entry. A kill between the two is
         # repaired on resume from the row (journal.reconcile): replayed, never paid twice.
@@ -394,7 +391,10 @@ class ManagedModel:
         error: str | None = None,
         log_id: str | None = None,
         tools: tuple[ToolSpec, ...] = (),
+        unknown_usd: float = 0.0,
+        over_reservation_usd: float | None = None,
     ) -> CallRecord:
+        """The call's log row, whole: every path (answered, replayed, failed) builds it here."""
         usage = c.usage if c is not None else None
         return CallRecord(
             ts=time.time(),
@@ -433,4 +433,6 @@ class ManagedModel:
                          **({"signature": t.signature} if t.signature else {})} for t in c.tool_calls]
             if c is not None and c.tool_calls else None,
             tools_offered=[t.name for t in tools] if tools else None,
+            unknown_usd=unknown_usd,
+            over_reservation_usd=over_reservation_usd,
         )

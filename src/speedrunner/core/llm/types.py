@@ -57,10 +57,6 @@ class Usage:
     output: int = 0
     reasoning: int = 0
 
-    @property
-    def input_total(self) -> int:
-        return self.input_uncached + self.input_cached
-
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_uncached + other.input_uncached,

@@ -10,7 +10,7 @@ environment, a scratch directory and a wall-clock timeout that kills its process
 - ``open_analysis_session(tier="auto", mounts=(), limits=None)``: ``.run(code, timeout_s)``
   -> ``AnalysisResult``; ``.close()``.
 - ``available_tiers()``: the tiers that work on this machine, strongest first.
-- ``Limits``: memory, CPU, file size, open files, processes, scratch size, printed output.
+- ``ProcessLimits``: memory, CPU, file size, open files, processes, scratch size, printed output.
 
 The package imports its parts lazily: the sandbox child imports ``child.py`` from here
 and must not pay for (or expose) the parent's side.
@@ -27,16 +27,16 @@ if TYPE_CHECKING:
         AnalysisSession,
         open_analysis_session,
     )
-    from speedrunner.core.sandbox.limits import Limits
+    from speedrunner.core.sandbox.limits import ProcessLimits
     from speedrunner.core.sandbox.skills import SandboxSkillRunner, open_skill_runner
     from speedrunner.core.sandbox.tiers import available_tiers, resolve_tier
 
-__all__ = ["AnalysisResult", "AnalysisSession", "Limits", "SandboxSkillRunner", "available_tiers",
+__all__ = ["AnalysisResult", "AnalysisSession", "ProcessLimits", "SandboxSkillRunner", "available_tiers",
            "open_analysis_session", "open_skill_runner", "resolve_tier"]
 
 _WHERE = {
     "AnalysisResult": "analysis", "AnalysisSession": "analysis", "open_analysis_session": "analysis",
-    "Limits": "limits", "SandboxSkillRunner": "skills", "open_skill_runner": "skills",
+    "ProcessLimits": "limits", "SandboxSkillRunner": "skills", "open_skill_runner": "skills",
     "available_tiers": "tiers", "resolve_tier": "tiers",
 }
 

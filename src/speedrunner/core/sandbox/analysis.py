@@ -25,14 +25,14 @@ answer it in the server's place; the output of analysis code is that code's word
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from speedrunner.core.sandbox.channel import ChannelTimeout
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.lifecycle import SandboxOwner
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
 from speedrunner.core.sandbox.schema import analysis_message_bytes, check_run_reply
 from speedrunner.core.sandbox.tiers import check_analysis_tier, resolve_tier
@@ -60,7 +60,7 @@ class AnalysisResult:
 
 
 def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = (),
-                          limits: Limits | None = None, requested: str | None = None,
+                          limits: ProcessLimits | None = None, requested: str | None = None,
                           preload: Sequence[str] = ()) -> AnalysisSession:
     """Start a session; ``mounts`` (existing paths) are readable in it, read-only, at the same paths.
 
@@ -73,41 +73,29 @@ def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = 
     resolved = resolve_tier(tier)
     if paths:
         check_analysis_tier(tier if requested is None else requested, resolved)
-    return AnalysisSession(resolved, paths, limits or Limits(), tuple(preload))
+    return AnalysisSession(resolved, paths, limits or ProcessLimits(), tuple(preload))
 
 
-class AnalysisSession:
+class AnalysisSession(SandboxOwner):
     """``run(code, timeout_s)`` as many times as needed, then ``close()``."""
 
-    def __init__(self, tier: str, mounts: list[Path], limits: Limits, preload: tuple[str, ...] = ()) -> None:
+    def __init__(self, tier: str, mounts: list[Path], limits: ProcessLimits, preload: tuple[str, ...] = ()) -> None:
+        super().__init__("the analysis session")
         self.tier = tier
         self.preload = (*PRELOAD, *preload)
         self.mounts = mounts
         self.limits = limits
-        self._process: SandboxProcess | None = None
-        self._closed = False
         self.violations = 0
         """Protocol violations so far (each ended its run and replaced the process)."""
         self._ensure_process()
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
+    def _start_process(self) -> SandboxProcess:
+        return SandboxProcess(self.tier, self.limits, mode="analysis", preload=self.preload,
+                              read_only=self.mounts,
+                              max_message_bytes=analysis_message_bytes(self.limits.max_print_chars))
 
     def _ensure_process(self) -> SandboxProcess:
-        if self._closed:
-            raise RuntimeError("the analysis session is closed")
-        if self._process is None or not self._process.alive:
-            self._discard()
-            self._process = SandboxProcess(self.tier, self.limits, mode="analysis", preload=self.preload,
-                                           read_only=self.mounts,
-                                           max_message_bytes=analysis_message_bytes(self.limits.max_print_chars))
-        return self._process
-
-    def _discard(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process = None
+        return self._live_process()[0]
 
     def run(self, code: str, timeout_s: float) -> AnalysisResult:
         """Execute ``code`` in the session's namespace; never raises for anything the code does."""
@@ -122,40 +110,25 @@ class AnalysisSession:
                 raise SandboxViolation("it broke the protocol (more arrived after the reply: the code wrote to "
                                        "the sandbox's protocol pipe itself)")
         except ChannelTimeout:
-            self._discard()
+            self._discard_process()
             return AnalysisResult("", f"timed out after {timeout_s:g} s: the session's process was killed; "
                                       "the next run starts a fresh one (variables are lost)",
                                   True, time.monotonic() - started)
         except SandboxViolation as e:
-            self._discard()
+            self._discard_process()
             self.violations += 1
             return AnalysisResult("", f"the sandbox {str(e).removeprefix('it ')}; this run's output was discarded "
                                       "and the session restarted (variables are lost)", False,
                                   time.monotonic() - started, violation=str(e))
         except SandboxDied as e:
-            self._discard()
+            self._discard_process()
             return AnalysisResult("", f"{e}\n(the next run starts a fresh process; variables are lost)", False,
                                   time.monotonic() - started)
         except BaseException:
-            self._discard()
+            self._discard_process()
             raise
         return AnalysisResult(stdout, error, False, time.monotonic() - started)
 
     def restart(self) -> None:
         """Replace the process (the next ``run`` starts a fresh one; variables are lost)."""
-        self._discard()
-
-    def close(self) -> None:
-        """Kill the process and remove its scratch directory (idempotent)."""
-        self._closed = True
-        self._discard()
-
-    def __enter__(self) -> AnalysisSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
+        self._discard_process()

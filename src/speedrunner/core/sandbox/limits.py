@@ -15,7 +15,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Limits:
+class ProcessLimits:
     """What one sandbox process may use (``RLIMIT_*``), and how much of its output is kept."""
 
     memory_mb: int = 1024
@@ -44,7 +44,7 @@ class Limits:
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"ProcessLimits.{name} must be a positive integer, got {value!r}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -41,7 +41,7 @@ from speedrunner.core.sandbox.commands import (
     site_packages,
     wrap,
 )
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.tempdirs import process_temp_dir
 
 BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -115,7 +115,7 @@ def tasks_of_uid(uid: int) -> int:
 class SandboxProcess:
     """A started child, ready for requests; ``kill()`` ends it and everything it started."""
 
-    def __init__(self, tier: str, limits: Limits, *, mode: str, preload: Sequence[str] = (),
+    def __init__(self, tier: str, limits: ProcessLimits, *, mode: str, preload: Sequence[str] = (),
                  read_only: Sequence[Path] = (), startup_timeout_s: float = 60.0,
                  max_message_bytes: int | None = None, wait: bool = True) -> None:
         """Start the child; with ``wait=False`` return once it is launched and leave the wait for
@@ -387,26 +387,22 @@ def kill_tree(root: int, rounds: int = 20, members: Callable[[], set[int]] | Non
     started, reparented ones too): a few pids read, rather than every process of the machine,
     which made killing thirty sandboxes at once cost ~30 ms of CPU each.
     """
-    stopped: set[int] = set()
-    for _ in range(rounds):
-        found = {root} | (_descendants(root) if members is None else members())
-        new = found - stopped
-        if not new:
-            break
-        for pid in new:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGSTOP)
-        stopped |= new
-    for pid in stopped:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    _stop_then_kill(lambda: {root} | (_descendants(root) if members is None else members()), rounds)
 
 
 def kill_uid(uid: int, rounds: int = 20) -> None:
     """SIGSTOP, then SIGKILL, every process whose real uid is ``uid`` (a uid one sandbox owns)."""
+    _stop_then_kill(lambda: _processes_of_uid(uid), rounds)
+
+
+def _stop_then_kill(find: Callable[[], set[int]], rounds: int) -> None:
+    """SIGSTOP what ``find`` lists until it lists nothing new, then SIGKILL all of it.
+
+    Stopping first means a process cannot fork faster than the scan finds its children.
+    """
     stopped: set[int] = set()
     for _ in range(rounds):
-        new = {pid for pid in _processes_of_uid(uid)} - stopped
+        new = find() - stopped
         if not new:
             break
         for pid in new:

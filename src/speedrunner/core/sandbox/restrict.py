@@ -198,16 +198,6 @@ def compile_codebook(source: str, api_module: str) -> CompiledCodebook:
     return CompiledCodebook(compile(tree, CODEBOOK_FILENAME, "exec"), refused, _builtins(importer), importer)
 
 
-def load_codebook(source: str, api_module: str) -> tuple[dict[str, Any], list[str]]:
-    """Compile the codebook and run it once in a fresh restricted namespace (``instantiate``)."""
-    return compile_codebook(source, api_module).instantiate()
-
-
-def safe_builtins(api_module: str) -> dict[str, Any]:
-    """The builtins skill code sees: the usual ones minus file, eval and introspection escapes."""
-    return _builtins(_Importer(api_module))
-
-
 def _builtins(importer: _Importer) -> dict[str, Any]:
     names = {k: v for k, v in vars(builtins).items() if k not in _BLOCKED_BUILTINS}
     names["__import__"] = importer

@@ -29,14 +29,14 @@ every skill takes the ``SkillEnv`` as its first parameter; the actor's call supp
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 from speedrunner.core.sandbox.channel import ChannelTimeout
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.lifecycle import SandboxOwner
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
 from speedrunner.core.sandbox.restrict import ALLOWED_MODULES
 from speedrunner.core.sandbox.schema import (
@@ -60,12 +60,12 @@ _DROPPED_ERROR_CHARS = 300
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
-def open_skill_runner(skills: Skills, *, tier: str = "auto", limits: Limits | None = None) -> SandboxSkillRunner:
+def open_skill_runner(skills: Skills, *, tier: str = "auto", limits: ProcessLimits | None = None) -> SandboxSkillRunner:
     """Start the episode's sandbox for ``skills`` (``tier``: ``auto`` = the strongest that works here)."""
-    return SandboxSkillRunner(skills, resolve_tier(tier), limits or Limits())
+    return SandboxSkillRunner(skills, resolve_tier(tier), limits or ProcessLimits())
 
 
-def launch_skill_process(tier: str, limits: Limits, api_module: str, *, wait: bool = False) -> SandboxProcess:
+def launch_skill_process(tier: str, limits: ProcessLimits, api_module: str, *, wait: bool = False) -> SandboxProcess:
     """A skill child with the modules skill code may import, launched and, unless ``wait``, not
     waited for: it boots while the caller goes on (``wait_ready()`` or the first request waits)."""
     return SandboxProcess(tier, limits, mode="skills", preload=[*ALLOWED_MODULES, api_module],
@@ -80,12 +80,13 @@ def load_codebook_in(process: SandboxProcess, source: str, api_module: str, dead
     return check_load_reply(process.receive(deadline), request_id)
 
 
-class SandboxSkillRunner:
+class SandboxSkillRunner(SandboxOwner):
     """Implements ``speedrunner.core.runtime.skill_call.SkillRunner``; see the module docstring."""
 
-    def __init__(self, skills: Skills, tier: str, limits: Limits, process: SandboxProcess | None = None) -> None:
+    def __init__(self, skills: Skills, tier: str, limits: ProcessLimits, process: SandboxProcess | None = None) -> None:
         """``process``: a skill child booted ahead for this runner (``launch_skill_process`` with the
         same tier, limits and API module, never used); without one, one is launched now."""
+        super().__init__("the skill runner")
         if not _MODULE_NAME.match(skills.api_module):
             raise ValueError(f"not a module name: {skills.api_module!r}")
         self.skills = skills
@@ -101,10 +102,8 @@ class SandboxSkillRunner:
         self._functions = skills.functions
         """What a nested call in a tree may be named: the codebook's own functions (parsed by the
         parent once per version, ``Skills.functions``; not taken from the child's word)."""
-        self._process: SandboxProcess | None = None
         self._load_error: str | None = None
         self._loaded = False
-        self._closed = False
         # Launched now, waited for at the first call: the child boots while the episode goes on
         # (its next model call). A sandbox that cannot be launched fails here; one that does not
         # come up, at the first call, before anything is sent to it.
@@ -112,28 +111,19 @@ class SandboxSkillRunner:
         self.processes_started += 1
 
     @property
-    def pid(self) -> int | None:
-        """Host pid of the current sandbox process (changes only when a call had to kill it)."""
-        return None if self._process is None else self._process.pid
-
-    @property
     def scratch(self) -> Any:
         return None if self._process is None else self._process.scratch
 
     def _ensure_process(self) -> SandboxProcess:
-        if self._closed:
-            raise RuntimeError("the skill runner is closed")
         if self._process is not None:
             self._finish_start()  # one that died booting is reported, not silently replaced
-        if self._process is None or not self._process.alive:
-            self._discard_process()
-            self._process = self._start_process()
+        process, fresh = self._live_process()
+        if fresh:
             self.processes_started += 1
             self._loaded = False
             self._load_error = None
             self._finish_start()
-        assert self._process is not None
-        return self._process
+        return process
 
     def _finish_start(self) -> None:
         assert self._process is not None
@@ -147,11 +137,6 @@ class SandboxSkillRunner:
         """A fresh skill child, launched, not waited for (tests replace it by one running hostile
         code, to check that the parent holds even when the restricted layer has been left)."""
         return launch_skill_process(self.tier, self.limits, self.skills.api_module)
-
-    def _discard_process(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process = None
 
     def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]], observation: dict[str, Any],
              max_actions: int, timeout_s: float) -> SkillOutcome:
@@ -229,21 +214,6 @@ class SandboxSkillRunner:
             if stop is None and done and result["stopped_by"] == "episode_done":  # the child saw it end too
                 stop = "episode_done"
             return _outcome(call, tree, result, stop, served, self.tree_chars <= MAX_EPISODE_TREE_CHARS)
-
-    def close(self) -> None:
-        """Kill the sandbox process and remove its scratch directory (idempotent)."""
-        self._closed = True
-        self._discard_process()
-
-    def __enter__(self) -> SandboxSkillRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
 
 
 def _outcome(call: SkillCall, tree: dict[str, Any], result: dict[str, Any], stop: str | None,

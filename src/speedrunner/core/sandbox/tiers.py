@@ -13,7 +13,7 @@ import logging
 import threading
 
 from speedrunner.core.sandbox.commands import TIERS, tool
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.errors import SandboxUnavailableError
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def _probe(tier: str) -> str | None:
         hint = " (Debian/Ubuntu: apt-get install bubblewrap)" if tier == "bwrap" else ""
         return f"{wrapper} is not installed{hint}"
     try:
-        process = SandboxProcess(tier, Limits(), mode="analysis", startup_timeout_s=30)
+        process = SandboxProcess(tier, ProcessLimits(), mode="analysis", startup_timeout_s=30)
     except (SandboxStartError, OSError) as e:
         return str(e)
     process.kill()
