@@ -12,11 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from speedrunner.catalog import config_loader
+from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.rundir import RUN_FORMAT
 
 from ..e2e.harness import REPO
 
 _MISSING = object()
+_FORMAT_1 = REPO / "tests" / "fixtures" / "run_format_1" / "react"
+
+
+def metrics_row(**fields: object) -> dict[str, object]:
+    """A complete metrics.jsonl row (a format-1 run's first) with ``fields`` changed."""
+    return {**read_jsonl(_FORMAT_1 / "metrics.jsonl")[0], **fields}
+
+
+def eval_row(**fields: object) -> dict[str, object]:
+    """A complete eval.jsonl row (a format-1 run's first) with ``fields`` changed."""
+    return {**read_jsonl(_FORMAT_1 / "eval.jsonl")[0], **fields}
 
 
 @dataclass
@@ -56,36 +68,27 @@ def write_run(path: Path, spec: Spec) -> Path:
     )
     rollouts, every = config["run"]["rollouts"], config["run"]["sleep_every"]
     rows = [
-        {
-            "batch": i // every,
-            "rollout": i + 1,
-            "index": i,
-            "llm_calls": spec.llm_calls,
-            "cost_usd": spec.cost,
-            "tokens": {"output": 100},
-            "sleep_output_tokens_share": 0.0,
-            "sleep_llm_calls_share": spec.sleep_calls_share,
-            "stop_reason": "budget",
-            "within_2_llm_calls": False,
-        }
+        metrics_row(
+            batch=i // every,
+            rollout=i + 1,
+            index=i,
+            llm_calls=spec.llm_calls,
+            cost_usd=spec.cost,
+            tokens={"input_uncached": 0, "input_cached": 0, "output": 100, "reasoning": 0},
+            sleep_output_tokens_share=0.0,
+            sleep_llm_calls_share=spec.sleep_calls_share,
+            stop_reason="budget",
+            within_2_llm_calls=False,
+            scripted=False,
+        )
         for i in range(rollouts)
     ]
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     evals = [
-        {
-            "rollout": 0,
-            "success_mean": 0.0,
-            "progress_mean": 0.0,
-            "cost_mean_usd": spec.cost,
-            "per_episode": [],
-        },
-        {
-            "rollout": rollouts,
-            "success_mean": spec.success,
-            "progress_mean": spec.success,
-            "cost_mean_usd": spec.cost,
-            "per_episode": [],
-        },
+        eval_row(rollout=0, success_mean=0.0, progress_mean=0.0, cost_mean_usd=spec.cost,
+                 per_episode=[], scripted=False),
+        eval_row(rollout=rollouts, success_mean=spec.success, progress_mean=spec.success,
+                 cost_mean_usd=spec.cost, per_episode=[], scripted=False),
     ]
     (path / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
     summary = {

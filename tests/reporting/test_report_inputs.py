@@ -43,13 +43,18 @@ def test_the_reports_page_shows_a_committed_report_plot():
 
 
 def test_a_benchmarks_own_evaluation_numbers_become_curves():
+    from speedrunner.core.records import EvalRow
     from speedrunner.core.reporting.aggregate import _benchmark_metrics
 
-    crafter = {"rollout": 4, "benchmark_metrics": {"crafter_score": 0.43, "achievements_mean": 1, "note": "x"}}
+    from .synthetic import eval_row
+
+    crafter = EvalRow(**eval_row(rollout=4, benchmark_metrics={"crafter_score": 0.43, "achievements_mean": 1,
+                                                                "note": "x"}))
     assert _benchmark_metrics(crafter) == {"eval_crafter_score": 0.43, "eval_achievements_mean": 1.0}
-    mixed = {"rollout": 0, "success_by_task": {"rates": {"goto": 1.0}, "mean_over_tasks": 0.6}}
+    mixed = EvalRow(**eval_row(success_by_task={"rates": {"goto": 1.0}, "episodes": {"goto": 1},
+                                                "mean_over_tasks": 0.6}))
     assert _benchmark_metrics(mixed) == {"eval_success_mean_over_tasks": 0.6}
-    assert _benchmark_metrics({"rollout": 0, "benchmark_metrics": None}) == {}
+    assert _benchmark_metrics(EvalRow(**eval_row(benchmark_metrics=None))) == {}
 
 
 def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
@@ -57,13 +62,15 @@ def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
     from speedrunner.core.reporting.rundata import RunData
     from speedrunner.core.reporting.tables import summary_table
 
+    from .synthetic import eval_row, metrics_row
+
     def run(seed: int, cost: float | None) -> RunData:
         config = {"run": {"seed": seed, "rollouts": 2, "sleep_every": 2}, "benchmark": {"name": "babyai", "task_set": "seq"},
                   "method": {"name": "react"}, "model": {"name": "qwen", "provider": "vllm"}}
-        rows = [{"batch": 0, "rollout": i + 1, "index": i, "llm_calls": 3, "cost_usd": cost,
-                 "tokens": {"output": 10}, "sleep_output_tokens_share": 0.0, "sleep_llm_calls_share": 0.0,
-                 "within_2_llm_calls": False} for i in range(2)]
-        evals = [{"rollout": 2, "progress_mean": 0.5, "success_mean": 0.5, "cost_mean_usd": cost}]
+        rows = [metrics_row(batch=0, rollout=i + 1, index=i, llm_calls=3, cost_usd=cost, scripted=False,
+                            sleep_output_tokens_share=0.0, sleep_llm_calls_share=0.0, within_2_llm_calls=False)
+                for i in range(2)]
+        evals = [eval_row(rollout=2, progress_mean=0.5, success_mean=0.5, cost_mean_usd=cost, scripted=False)]
         return RunData(tmp_path / f"s{seed}", config, {"status": "finished"}, rows, evals, None)
 
     (group,) = group_runs([run(0, 0.25), run(1, None)])   # a vLLM server without a price: cost null

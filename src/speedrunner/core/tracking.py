@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
 from speedrunner.core.atomic import atomic_write_json, read_jsonl
+from speedrunner.core.records import EvalRow, MetricsRow, dump_row, validate_rows
 from speedrunner.errors import ConfigError, MissingAPIKeyError
 
 if TYPE_CHECKING:
@@ -167,12 +168,11 @@ class WandbTracker:
     def _log_new_rows(self, checkpoint: Checkpoint) -> None:
         records: list[dict[str, Any]] = []
         metrics = read_jsonl(self.run_dir / "metrics.jsonl")[: checkpoint.metrics_rows]
-        for row in metrics[self.state["metrics_rows"]:]:
-            records.append({f"train/{k}": v for k, v in _flat(row).items()})
+        for row in validate_rows(MetricsRow, metrics[self.state["metrics_rows"]:], "metrics.jsonl"):
+            records.append({f"train/{k}": v for k, v in _flat(dump_row(row)).items()})
         evals = read_jsonl(self.run_dir / "eval.jsonl")[: checkpoint.eval_rows]
-        for row in evals[self.state["eval_rows"]:]:
-            row = {k: v for k, v in row.items() if k != "per_episode"}
-            records.append({f"eval/{k}": v for k, v in _flat(row).items()})
+        for e in validate_rows(EvalRow, evals[self.state["eval_rows"]:], "eval.jsonl"):
+            records.append({f"eval/{k}": v for k, v in _flat(dump_row(e)).items()})  # per_episode: a list
         if len(metrics) > self.state["metrics_rows"]:
             t = checkpoint.totals
             records.append({"totals/rollout": t.episodes, "totals/cost_usd": t.cost_usd,

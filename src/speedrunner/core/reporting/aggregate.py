@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from speedrunner.core.records import EvalEpisode, EvalRow, MetricsRow
 from speedrunner.core.reporting.experiments import differing_keys, variant_labels
 from speedrunner.core.reporting.knowledge import Generation, generations
 from speedrunner.core.reporting.rundata import GroupKey, RunData
@@ -127,62 +128,62 @@ class Group:
 
 def run_numbers(run: RunData) -> RunNumbers:
     """The seed-level curves and final values of one run."""
-    by_batch: dict[int, list[dict[str, Any]]] = {}
-    for row in run.metrics:
-        by_batch.setdefault(int(row["batch"]), []).append(row)
+    by_batch: dict[int, list[MetricsRow]] = {}
+    for row in run.train_rows:
+        by_batch.setdefault(row.batch, []).append(row)
     knowledge = generations(run.path)
     skill_method = bool(knowledge) and knowledge[0].kind == "codebook"
     skills = _train_skill_fields(run) if skill_method else {}
     knowledge = _with_recorded(knowledge, run, skills)
     curves: dict[str, dict[int, float | None]] = {name: {} for name in CURVES}
     for _batch, rows in sorted(by_batch.items()):
-        x = max(int(r["rollout"]) for r in rows)
-        curves["cost_per_episode"][x] = _mean([r.get("cost_usd") for r in rows])
+        x = max(r.rollout for r in rows)
+        curves["cost_per_episode"][x] = _mean([r.cost_usd for r in rows])
         curves["output_tokens_per_episode"][x] = _mean([_output_tokens(r) for r in rows])
-        curves["llm_calls_per_episode"][x] = _mean([r["llm_calls"] for r in rows])
+        curves["llm_calls_per_episode"][x] = _mean([r.llm_calls for r in rows])
         curves["llm_calls_amortised_per_episode"][x] = _mean([_amortised_calls(r) for r in rows])
         curves["within_2_llm_calls_share"][x] = _mean([_within_2(r) for r in rows])
         if skill_method:
-            fields = [skills.get(int(r["index"]), _NO_SKILLS) for r in rows]
+            fields = [skills.get(r.index, _NO_SKILLS) for r in rows]
             curves["skill_calls_per_episode"][x] = _mean([f["skill_calls"] for f in fields])
             curves["actions_per_skill_call"][x] = _per_call(fields)
             curves["dynamic_call_depth"][x] = float(max(f["dynamic_call_depth"] for f in fields))
-    for e in run.evals:
-        x = int(e["rollout"])
-        curves["eval_progress"][x] = e.get("progress_mean")
-        curves["eval_success"][x] = e.get("success_mean")
-        curves["eval_within_2_llm_calls_share"][x] = _mean([_within_2(p) for p in e.get("per_episode") or []])
+    for e in run.eval_rows:
+        x = e.rollout
+        curves["eval_progress"][x] = e.progress_mean
+        curves["eval_success"][x] = e.success_mean
+        curves["eval_within_2_llm_calls_share"][x] = _mean([_within_2(p) for p in e.per_episode])
         if skill_method:
             fields = _eval_skill_fields(e)
             curves["eval_skill_calls_per_episode"][x] = _mean([f["skill_calls"] for f in fields])
             curves["eval_actions_per_skill_call"][x] = _per_call(fields)
         for name, value in _benchmark_metrics(e).items():  # e.g. Crafter's score: in the curves table
             curves.setdefault(name, {})[x] = value
-    last = run.evals[-1] if run.evals else {}
-    rows = run.metrics
+    last = run.eval_rows[-1] if run.eval_rows else None
+    rows = run.train_rows
     speedrun = run.speedrun or {}
     finals: dict[str, float | None] = {
         "rollouts_done": float(len(rows)),
-        "final_eval_rollout": last.get("rollout"),
-        "final_eval_progress": last.get("progress_mean"),
-        "final_eval_success": last.get("success_mean"),
-        "final_eval_cost_per_episode": last.get("cost_mean_usd"),
-        "cost_per_episode": _mean([r.get("cost_usd") for r in rows]) if rows else None,
+        "final_eval_rollout": None if last is None else last.rollout,
+        "final_eval_progress": None if last is None else last.progress_mean,
+        "final_eval_success": None if last is None else last.success_mean,
+        "final_eval_cost_per_episode": None if last is None else last.cost_mean_usd,
+        "cost_per_episode": _mean([r.cost_usd for r in rows]) if rows else None,
         "output_tokens_per_episode": _mean([_output_tokens(r) for r in rows]) if rows else None,
-        "llm_calls_per_episode": _mean([r["llm_calls"] for r in rows]) if rows else None,
+        "llm_calls_per_episode": _mean([r.llm_calls for r in rows]) if rows else None,
         "llm_calls_amortised_per_episode": _mean([_amortised_calls(r) for r in rows]) if rows else None,
-        "skill_calls_per_episode": (_mean([skills.get(int(r["index"]), _NO_SKILLS)["skill_calls"] for r in rows])
+        "skill_calls_per_episode": (_mean([skills.get(r.index, _NO_SKILLS)["skill_calls"] for r in rows])
                                     if rows and skill_method else None),
-        "actions_per_skill_call": (_per_call([skills.get(int(r["index"]), _NO_SKILLS) for r in rows])
+        "actions_per_skill_call": (_per_call([skills.get(r.index, _NO_SKILLS) for r in rows])
                                    if rows and skill_method else None),
         "within_2_llm_calls_share": _mean([_within_2(r) for r in rows]) if rows else None,
-        "final_eval_within_2_llm_calls_share": (_mean([_within_2(p) for p in last.get("per_episode") or []])
-                                                if last else None),
+        "final_eval_within_2_llm_calls_share": (None if last is None
+                                                else _mean([_within_2(p) for p in last.per_episode])),
         "final_eval_skill_calls_per_episode": None,
         "final_eval_actions_per_skill_call": None,
         "speedrun_rollout": speedrun.get("rollout") if speedrun.get("reached") else None,
     }
-    if last and skill_method:
+    if last is not None and skill_method:
         fields = _eval_skill_fields(last)
         finals["final_eval_skill_calls_per_episode"] = _mean([f["skill_calls"] for f in fields])
         finals["final_eval_actions_per_skill_call"] = _per_call(fields)
@@ -271,19 +272,18 @@ def group_experiments(runs: list[RunData]) -> tuple[list[Group], list[Separation
     return groups, separations
 
 
-def _benchmark_metrics(row: dict[str, Any]) -> dict[str, float]:
+def _benchmark_metrics(row: EvalRow) -> dict[str, float]:
     """A benchmark's own numbers of one evaluation: ``benchmark_metrics`` (Crafter: ``crafter_score``)
     and BALROG's BabyAI headline ``success_by_task.mean_over_tasks`` (task set ``mixed``)."""
-    out = {f"eval_{k}": float(v) for k, v in (row.get("benchmark_metrics") or {}).items()
+    out = {f"eval_{k}": float(v) for k, v in (row.benchmark_metrics or {}).items()
            if isinstance(v, int | float) and not isinstance(v, bool)}
-    mean_over_tasks = (row.get("success_by_task") or {}).get("mean_over_tasks")
-    if isinstance(mean_over_tasks, int | float):
-        out["eval_success_mean_over_tasks"] = float(mean_over_tasks)
+    if row.success_by_task is not None:
+        out["eval_success_mean_over_tasks"] = float(row.success_by_task.mean_over_tasks)
     return out
 
 
-def _output_tokens(row: dict[str, Any]) -> float:
-    return float(row["tokens"]["output"]) + float(row.get("sleep_output_tokens_share") or 0.0)
+def _output_tokens(row: MetricsRow) -> float:
+    return float(row.tokens.output) + float(row.sleep_output_tokens_share)
 
 
 def _mean(values: list[Any]) -> float | None:
@@ -293,22 +293,22 @@ def _mean(values: list[Any]) -> float | None:
 
 
 _NO_SKILLS = {"skill_calls": 0, "skill_actions": 0, "dynamic_call_depth": 0}
-_SKILL_KEYS = tuple(_NO_SKILLS)
 
 
-def _skill_fields(source: dict[str, Any]) -> dict[str, int]:
+def _skill_fields(source: MetricsRow | EvalEpisode) -> dict[str, int]:
     """The per-episode skill fields of a metrics row or a ``per_episode`` entry."""
-    return {k: int(source[k]) for k in _SKILL_KEYS}
+    return {"skill_calls": source.skill_calls, "skill_actions": source.skill_actions,
+            "dynamic_call_depth": source.dynamic_call_depth}
 
 
 def _train_skill_fields(run: RunData) -> dict[int, dict[str, int]]:
     """Training episode index -> its skill fields (metrics.jsonl)."""
-    return {int(row["index"]): _skill_fields(row) for row in run.metrics}
+    return {row.index: _skill_fields(row) for row in run.train_rows}
 
 
-def _eval_skill_fields(row: dict[str, Any]) -> list[dict[str, int]]:
+def _eval_skill_fields(row: EvalRow) -> list[dict[str, int]]:
     """The skill fields of one evaluation's episodes (eval.jsonl)."""
-    return [_skill_fields(p) for p in row.get("per_episode") or []]
+    return [_skill_fields(p) for p in row.per_episode]
 
 
 def _per_call(fields: list[dict[str, int]]) -> float | None:
@@ -317,14 +317,14 @@ def _per_call(fields: list[dict[str, int]]) -> float | None:
     return sum(f["skill_actions"] for f in fields) / calls if calls else None
 
 
-def _within_2(row: dict[str, Any]) -> float:
+def _within_2(row: MetricsRow | EvalEpisode) -> float:
     """1.0 when the episode finished (success or env end) after at most two actor LLM calls."""
-    return float(row["within_2_llm_calls"])
+    return float(row.within_2_llm_calls)
 
 
-def _amortised_calls(row: dict[str, Any]) -> float:
+def _amortised_calls(row: MetricsRow) -> float:
     """Actor calls plus the episode's share of its batch's sleep calls."""
-    return float(row["llm_calls"]) + float(row["sleep_llm_calls_share"])
+    return float(row.llm_calls) + float(row.sleep_llm_calls_share)
 
 
 def _with_recorded(knowledge: list[Generation], run: RunData, skills: dict[int, dict[str, int]]) -> list[Generation]:
@@ -334,13 +334,12 @@ def _with_recorded(knowledge: list[Generation], run: RunData, skills: dict[int, 
         return knowledge
     depth: dict[int, int] = {}
     tokens: dict[int, int] = {}
-    for row in run.metrics + run.evals:
-        version = row.get("knowledge_version")
-        if not isinstance(version, int):
-            continue
-        if isinstance(row.get("skill_api_tokens"), int):
-            tokens[version] = int(row["skill_api_tokens"])
-        fields = skills.get(int(row["index"])) if "index" in row else None
+    rows: list[MetricsRow | EvalRow] = [*run.train_rows, *run.eval_rows]
+    for row in rows:
+        version = row.knowledge_version
+        if row.skill_api_tokens is not None:
+            tokens[version] = row.skill_api_tokens
+        fields = skills.get(row.index) if isinstance(row, MetricsRow) else None
         if fields is not None:
             depth[version] = max(depth.get(version, 0), fields["dynamic_call_depth"])
     return [replace(g, dynamic_max_call_depth=depth.get(g.generation), skill_api_tokens=tokens.get(g.generation))

@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.llm.spent import usd
+from speedrunner.core.records import EvalRow, MetricsRow, RecordError, validate_rows
 from speedrunner.core.reporting.experiments import Settings, settings_of
 from speedrunner.core.rundir import check_run_format, implied_provider
 from speedrunner.errors import ReportInputError
@@ -53,9 +54,14 @@ class GroupKey:
         return "llm"
 
 
+R = TypeVar("R", MetricsRow, EvalRow)
+
+
 @dataclass
 class RunData:
-    """The files of one run, parsed; missing files read as empty (a run that just started)."""
+    """The files of one run, parsed; missing files read as empty (a run that just started).
+    ``metrics``/``evals`` are the raw rows; ``train_rows``/``eval_rows`` the same rows as the
+    schema's models (``speedrunner.core.records``), validated when the run is loaded."""
 
     path: Path
     config: dict[str, Any]
@@ -64,6 +70,16 @@ class RunData:
     evals: list[dict[str, Any]]
     speedrun: dict[str, Any] | None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def train_rows(self) -> list[MetricsRow]:
+        """metrics.jsonl as :class:`MetricsRow` (a row that does not fit is a ``ReportInputError``)."""
+        return _typed(MetricsRow, self.metrics, self.path / "metrics.jsonl")
+
+    @cached_property
+    def eval_rows(self) -> list[EvalRow]:
+        """eval.jsonl as :class:`EvalRow` (a row that does not fit is a ``ReportInputError``)."""
+        return _typed(EvalRow, self.evals, self.path / "eval.jsonl")
 
     @property
     def run_id(self) -> str:
@@ -94,7 +110,7 @@ class RunData:
     def scripted(self) -> bool:
         """True when no LLM played: the summary, the config's provider or any row says so."""
         return bool(self.summary.get("scripted") or self.config["model"].get("provider") == "scripted"
-                    or any(r.get("scripted") for r in self.metrics) or any(e.get("scripted") for e in self.evals))
+                    or any(r.scripted for r in self.train_rows) or any(e.scripted for e in self.eval_rows))
 
     @property
     def sleep_every(self) -> int:
@@ -204,10 +220,20 @@ def load_run(path: Path) -> RunData:
                                "of this version, or was edited; restore it from config.yaml with "
                                "`speedrunner validate-config`") from e
     summary = _json(path / "summary.json") or {}
-    return RunData(path=path, config=config, summary=summary,
-                   metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
-                   speedrun=_json(path / "speedrun.json"), extra={"provenance": provenance,
-                                                            "checkpoint": _json(path / "checkpoint.json") or {}})
+    run = RunData(path=path, config=config, summary=summary,
+                  metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
+                  speedrun=_json(path / "speedrun.json"), extra={"provenance": provenance,
+                                                           "checkpoint": _json(path / "checkpoint.json") or {}})
+    run.train_rows, run.eval_rows  # noqa: B018  (a damaged row is an error here, not deep in a table)
+    return run
+
+
+def _typed(model: type[R], rows: list[dict[str, Any]], source: Path) -> list[R]:
+    """``rows`` as ``model``; a row that does not fit is a ``ReportInputError`` naming it."""
+    try:
+        return validate_rows(model, rows, source)
+    except RecordError as e:
+        raise ReportInputError(str(e)) from None
 
 
 def find_runs(paths: list[Path]) -> list[RunData]:

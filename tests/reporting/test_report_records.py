@@ -1,0 +1,40 @@
+"""The report reads metrics.jsonl and eval.jsonl through the run schema: a row that lacks a
+field the schema requires is a clear error naming the file, the row and the field."""
+
+import json
+import shutil
+
+import pytest
+
+from speedrunner.core.reporting.aggregate import run_numbers
+from speedrunner.core.reporting.rundata import load_run
+from speedrunner.errors import ReportInputError
+
+from ..e2e.harness import REPO
+
+FORMAT_1 = REPO / "tests" / "fixtures" / "run_format_1" / "react"
+
+
+def _drop(path, row: int, key: str) -> None:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    del rows[row][key]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize(("file", "key"), [("metrics.jsonl", "llm_calls"), ("eval.jsonl", "success_mean")])
+def test_a_row_missing_a_required_field_is_a_clear_error(tmp_path, file, key):
+    run = shutil.copytree(FORMAT_1, tmp_path / "run")
+    _drop(run / file, 1, key)
+    with pytest.raises(ReportInputError) as e:
+        load_run(run)
+    message = str(e.value)
+    assert f"{file} row 2" in message and key in message and "Field required" in message
+
+
+def test_the_report_reads_the_typed_rows(tmp_path):
+    run = load_run(shutil.copytree(FORMAT_1, tmp_path / "run"))
+    numbers = run_numbers(run)
+    assert numbers.finals["rollouts_done"] == len(run.train_rows) == 4
+    assert numbers.finals["final_eval_rollout"] == run.eval_rows[-1].rollout
+    assert numbers.finals["llm_calls_per_episode"] == pytest.approx(
+        sum(r.llm_calls for r in run.train_rows) / 4)

@@ -1,0 +1,52 @@
+"""The rows a run writes have one typed schema (``speedrunner.core.records``): the loop writes
+through it, every key it writes is declared, and a format-1 run's rows read back unchanged."""
+
+import pytest
+from pydantic import ValidationError
+
+from speedrunner.core.atomic import read_jsonl
+from speedrunner.core.records import EvalRow, MetricsRow, dump_row
+from speedrunner.core.runtime import skill_metrics
+
+from ..e2e.harness import REPO
+from .fakes import PolicyModel, smart_policy
+from .test_loop import make_config, make_runner
+
+FORMAT_1 = REPO / "tests" / "fixtures" / "run_format_1"
+
+
+def _round_trip(model: type[MetricsRow] | type[EvalRow], rows: list[dict]) -> None:
+    """Each row validates with no undeclared key and dumps back to exactly what was written."""
+    for row in rows:
+        assert list(dump_row(model.model_validate(row)).items()) == list(row.items())
+
+
+def test_the_rows_the_loop_writes_are_the_schema_with_no_key_left_undeclared(tmp_path):
+    config = make_config(rollouts=2, sleep_every=2, eval_every=2, eval_episodes=2)
+    runner, _ = make_runner(tmp_path, PolicyModel(smart_policy, cost=0.01), config)
+    runner.run()
+    metrics, evals = read_jsonl(tmp_path / "metrics.jsonl"), read_jsonl(tmp_path / "eval.jsonl")
+    assert len(metrics) == 2 and len(evals) == 2
+    _round_trip(MetricsRow, metrics)
+    _round_trip(EvalRow, evals)
+
+
+def test_a_key_the_loop_writes_but_the_schema_does_not_declare_stops_the_write(tmp_path, monkeypatch):
+    fields = skill_metrics.episode_fields
+    monkeypatch.setattr(skill_metrics, "episode_fields", lambda t: {**fields(t), "undeclared_field": 1})
+    runner, _ = make_runner(tmp_path, PolicyModel(smart_policy), make_config(rollouts=2, eval_episodes=0))
+    with pytest.raises(ValidationError, match="undeclared_field"):
+        runner.run()
+
+
+@pytest.mark.parametrize("name", ["react", "speedrunner"])
+def test_format_1_rows_read_as_the_schema_and_dump_back_unchanged(name):
+    _round_trip(MetricsRow, read_jsonl(FORMAT_1 / name / "metrics.jsonl"))
+    _round_trip(EvalRow, read_jsonl(FORMAT_1 / name / "eval.jsonl"))
+
+
+def test_numbers_keep_the_type_they_were_written_with():
+    """An int progress or cost stays an int: the same run gives byte-identical files."""
+    row = {**read_jsonl(FORMAT_1 / "react" / "metrics.jsonl")[0], "progress": 1, "cost_usd": 0}
+    assert dump_row(MetricsRow.model_validate(row)) == row
+    assert type(dump_row(MetricsRow.model_validate(row))["progress"]) is int
