@@ -14,8 +14,7 @@ from speedrunner.core.codebook import (
     RenameFunction,
     count_calls,
 )
-from speedrunner.core.runtime.actor import ActorStep
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import ActorStep, Trajectory
 
 from .helpers import GO_TO, IMPORT_FIND, STEP, build
 

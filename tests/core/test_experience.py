@@ -14,9 +14,8 @@ import pytest
 from speedrunner.core import experience
 from speedrunner.core.codebook.api_view import analysis_helper_names, render_analysis_helpers
 from speedrunner.core.codebook.callgraph import SkillStats
-from speedrunner.core.runtime.actor import ActorStep
-from speedrunner.core.runtime.trajectory import Trajectory, save_trajectory
 from speedrunner.core.sandbox import open_analysis_session
+from speedrunner.core.trajectory import ActorStep, Trajectory, save_trajectory
 from speedrunner.methods.wake_sleep.speedrunner import SETUP
 
 GEN_1 = textwrap.dedent('''\

@@ -9,8 +9,7 @@ import json
 import pytest
 
 from speedrunner.core.method import MethodContext, SkillSupport
-from speedrunner.core.runtime.replay import ReplayResult
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import ReplayResult, Trajectory
 from speedrunner.methods.wake_sleep.asi import ASIMethod
 from speedrunner.methods.wake_sleep.configs import ASIConfig
 from tests.runtime.fakes import PolicyModel

@@ -19,8 +19,8 @@ from speedrunner.core.method import MethodContext, SkillSupport
 from speedrunner.core.reporting import build_report
 from speedrunner.core.rundir import RUN_FORMAT
 from speedrunner.core.runtime.loop import Runner
-from speedrunner.core.runtime.replay import ReplayResult
 from speedrunner.core.runtime.skill_call import SkillRunner
+from speedrunner.core.trajectory import ReplayResult
 from speedrunner.methods.wake_sleep.asi import ASIMethod
 from speedrunner.methods.wake_sleep.configs import ASIConfig
 from tests.methods.test_asi import API, answer, episode, method

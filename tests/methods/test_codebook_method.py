@@ -9,7 +9,7 @@ import pytest
 from speedrunner.core.codebook import Author, apply_edits
 from speedrunner.core.codebook.edits import AddFunction
 from speedrunner.core.method import MethodContext, SkillSupport, SleepResult
-from speedrunner.core.runtime.replay import ReplayResult
+from speedrunner.core.trajectory import ReplayResult
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.asi import ASIMethod
 from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod

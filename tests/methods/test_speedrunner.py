@@ -11,9 +11,7 @@ import json
 import pytest
 
 from speedrunner.core.method import MethodContext, SkillSupport
-from speedrunner.core.runtime.actor import ActorStep
-from speedrunner.core.runtime.replay import ReplayResult
-from speedrunner.core.runtime.trajectory import Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory, save_trajectory
 from speedrunner.methods.wake_sleep import speedrunner as sr
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
 from speedrunner.methods.wake_sleep.speedrunner_tools import parse_tool_call

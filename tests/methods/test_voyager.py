@@ -196,7 +196,7 @@ def test_the_action_agent_is_told_the_caps_in_force_not_a_guess(tmp_path):
     codebook inducers' words; the default action cap is the world's remaining budget."""
     from speedrunner.benchmarks.crafter.text import ACTION_NAMES
     from speedrunner.core.method import MethodContext, SkillSupport
-    from speedrunner.core.runtime.replay import ReplayResult
+    from speedrunner.core.trajectory import ReplayResult
     from speedrunner.methods.voyager.voyager import VoyagerMethod, VoyagerWorld
 
     support = SkillSupport(api_module="speedrunner.benchmarks.crafter.skill_api", api_names=(),

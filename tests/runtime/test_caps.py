@@ -16,7 +16,7 @@ from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.caps import derived_timeout_s, episode_actions_left, resolve_call_caps
 from speedrunner.core.runtime.episode import EpisodeContext, run_episode
 from speedrunner.core.runtime.skill_call import SkillOutcome, Skills
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import Trajectory
 
 from .fakes import CounterEnv, PolicyModel
 

@@ -192,7 +192,7 @@ def test_react_sleep_makes_no_llm_call(tmp_path):
 def test_eval_over_several_task_kinds_reports_each_kinds_success_and_their_mean():
     """BALROG's BabyAI headline averages the kinds' success rates, not the episodes."""
     from speedrunner.core.runtime.loop import _success_by_task
-    from speedrunner.core.runtime.trajectory import Trajectory
+    from speedrunner.core.trajectory import Trajectory
 
     def played(task: str, success: bool) -> Trajectory:
         t = Trajectory(split="eval", index=0, task=task, seed=0, knowledge_version=0, instruction="", eval_point=0)

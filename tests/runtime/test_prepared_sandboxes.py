@@ -8,7 +8,7 @@ import pytest
 from speedrunner.core.config.schema import BenchmarkConfig, RunConfig, RunSection
 from speedrunner.core.method import SkillSupport
 from speedrunner.core.runtime.loop import Runner
-from speedrunner.core.runtime.replay import ReplayResult
+from speedrunner.core.trajectory import ReplayResult
 from speedrunner.methods.wake_sleep.configs import ReactConfig
 
 from .fakes import CounterBenchmark, PolicyModel

@@ -13,9 +13,9 @@ from speedrunner.core.config.schema import BenchmarkConfig, RunConfig, RunSectio
 from speedrunner.core.llm.types import Completion, Usage
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult
 from speedrunner.core.runtime.loop import Runner
-from speedrunner.core.runtime.replay import ReplayResult
 from speedrunner.core.runtime.skill_call import SkillOutcome, Skills
 from speedrunner.core.runtime.skill_metrics import estimate_tokens
+from speedrunner.core.trajectory import ReplayResult
 from speedrunner.methods.wake_sleep.configs import ReactConfig
 
 from .fakes import CounterBenchmark, PolicyModel

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from speedrunner.core.atomic import read_jsonl
-from speedrunner.core.runtime.actor import ActorStep
-from speedrunner.core.runtime.trajectory import (
+from speedrunner.core.trajectory import (
+    ActorStep,
     CorruptTrajectory,
     Trajectory,
     load_or_quarantine,
@@ -102,7 +102,7 @@ def test_resume_quarantines_a_corrupt_episode_and_replays_it(tmp_path, capsys) -
 def test_an_episode_file_beyond_the_size_bound_is_quarantined_unread(tmp_path, monkeypatch) -> None:
     """A huge file (a runaway writer, a planted file) was read whole, and JSON costs several times its
     size in memory. Past ``MAX_TRAJECTORY_BYTES`` it is a corrupt episode: moved aside, never parsed."""
-    from speedrunner.core.runtime import trajectory
+    from speedrunner.core import trajectory
 
     path = save_trajectory(tmp_path, trajectory_with({"name": "go", "calls": [], "actions": []}))
     monkeypatch.setattr(trajectory, "MAX_TRAJECTORY_BYTES", path.stat().st_size - 1)

@@ -3,7 +3,7 @@
 SpeedRunner's inducer runs Python in a sandbox session (``core/sandbox/analysis.py``)
 whose only readable run files are the training episodes and the codebook generations,
 mounted read-only. This module is what that code imports to load them; it needs only
-the standard library and ``core.runtime.trajectory``, so it imports inside the sandbox.
+the standard library and ``core.trajectory``, so it imports inside the sandbox.
 
 The session is prepared with ``configure(...)`` before the inducer's first code runs;
 the inducer then calls::
@@ -37,7 +37,7 @@ from pathlib import Path
 from speedrunner.core import pyast
 from speedrunner.core.codebook import callgraph
 from speedrunner.core.codebook.callgraph import SkillStats
-from speedrunner.core.runtime.trajectory import Trajectory, load_trajectory
+from speedrunner.core.trajectory import Trajectory, load_trajectory
 
 __all__ = ["SkillStats", "call_graph_density", "codebook_ast", "codebook_source", "complexity", "configure",
            "dynamic_call_depth", "dynamic_call_graph", "episodes", "generations", "skill_stats",

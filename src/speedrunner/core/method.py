@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from speedrunner.core.benchmark import Budget, EpisodeSpec
     from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import Observation, TextEnv
-    from speedrunner.core.runtime.replay import ReplayResult
-    from speedrunner.core.runtime.trajectory import Trajectory
+    from speedrunner.core.trajectory import ReplayResult, Trajectory
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,13 @@ from speedrunner.core import pyast
 from speedrunner.core.env import TextEnv
 from speedrunner.errors import EnvError
 
+SKILL_TIMEOUT_BASE_S = 60.0
+"""Wall clock of a skill call that may take no action at all (loading, planning); with
+``SKILL_TIMEOUT_PER_ACTION_S`` the default of ``skill_timeout_s``."""
+SKILL_TIMEOUT_PER_ACTION_S = 0.25
+"""Per action the call may take: a primitive step costs milliseconds here (Crafter, BabyAI;
+a ScienceWorld step tens of), so this leaves a skill's own planning per step ample room."""
+
 State = dict[str, Any]
 Transport = Callable[[str], dict[str, Any]]
 """Sends one action to the env; answers ``{"text": str, "structured": dict, "done": bool}``."""

@@ -31,14 +31,13 @@ from speedrunner.core import pyast
 from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
 from speedrunner.core.codebook.rules import Rules
-from speedrunner.core.runtime.caps import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S
 from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES, MAX_SCRATCH_CHARS
-from speedrunner.core.skill import SkillEnv
+from speedrunner.core.skill import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S, SkillEnv
+from speedrunner.core.trajectory import ActorStep, Trajectory
 
 if TYPE_CHECKING:
     from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import Observation
-    from speedrunner.core.runtime.trajectory import Trajectory
 
 __all__ = ["ANALYSIS_MODULE", "StateExample", "add_function_rule", "analysis_helper_names", "api_names",
            "caps_lines", "inducer_caps", "render_analysis_helpers", "render_api_view", "state_example"]
@@ -410,9 +409,6 @@ def analysis_helper_names(module: str = ANALYSIS_MODULE) -> list[str]:
 def render_analysis_helpers(module: str = ANALYSIS_MODULE) -> str:
     """Each helper's signature and the first paragraph of its docstring, and the fields of
     the records they return, for the start message of a method that can run code."""
-    from speedrunner.core.runtime.actor import ActorStep
-    from speedrunner.core.runtime.trajectory import Trajectory
-
     mod = importlib.import_module(module)
     names = analysis_helper_names(module)
     lines = [f"Analysis helpers for `run_python` (already imported: `from {module} import {', '.join(names)}`):"]

@@ -21,7 +21,7 @@ from speedrunner.core.codebook.callgraph import call_outcome
 from speedrunner.core.codebook.model import CallStats
 
 if TYPE_CHECKING:
-    from speedrunner.core.runtime.trajectory import Trajectory
+    from speedrunner.core.trajectory import Trajectory
 
 
 def count_calls(trees: Iterable[Mapping[str, Any]]) -> dict[str, CallStats]:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from speedrunner.core.answers import (
     FormatOutcome,
@@ -27,9 +26,10 @@ from speedrunner.core.answers import (
     truncated,
 )
 from speedrunner.core.llm.conversation import Conversation
-from speedrunner.core.llm.types import Message, Usage
+from speedrunner.core.llm.types import Message
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.skill_call import SkillCall, looks_like_call, parse_skill_call
+from speedrunner.core.trajectory import ActorStep
 
 PROMPTS = load_prompts("speedrunner.core.runtime", "actor_prompts.yaml")
 MAX_LISTED_ACTIONS = 40
@@ -69,39 +69,6 @@ class ParsedAnswer:
     format: FormatOutcome = "ok"
     """How the answer's *form* was read: ``repaired`` when only the tolerant reading found the
     action, ``lost`` when no one action could be read (an unknown action is not a format loss)."""
-
-
-@dataclass
-class ActorStep:
-    """One actor turn, as stored in the trajectory and rendered back into the prompt."""
-
-    index: int
-    call_id: str
-    observation: str
-    raw_text: str
-    reasoning: str | None
-    thought: str
-    parsed_action: str | None
-    raw_action: str = ""
-    executed: list[str] = field(default_factory=list)
-    error: str | None = None
-    reward: float = 0.0
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = None
-    latency_s: float = 0.0
-    cached: bool = False
-    finish_reason: str | None = None
-    """``"length"`` when the answer was cut at ``max_tokens`` (``core.answers.TRUNCATED``)."""
-    answer_format: str = "ok"
-    """``ok`` / ``repaired`` / ``lost``: how the answer's form was read (``ParsedAnswer.format``)."""
-    effect: str = ""
-    """What the turn did to the env: ``acted`` (a primitive action ran), ``skill_call`` (a
-    skill was called), ``refused`` (nothing ran: no valid action was read, or the env refused
-    it). A well-formed answer can still be refused; format and effect are counted apart.
-    Empty in trajectories stored before it existed (``core.answer_counts.step_effect``)."""
-    skill_call: dict[str, Any] | None = None
-    """The call tree when the action called a skill (``SkillOutcome.tree``); its primitive
-    actions are in ``executed``."""
 
 
 def _normalise(text: str) -> str:

@@ -13,7 +13,7 @@ config and docs/caps.md), and every binding is on record:
 - ``max_iterations_per_world`` (Voyager): a training world it ends (``stop_reason``
   ``iteration_end``) counts one hit in that world's trajectory;
 - ``max_functions`` and ``max_codebook_chars`` (null = no cap) reach the validator's
-  ``Limits``; every edit they reject is counted in the sleep record's ``cap_hits``;
+  ``CodebookSizeLimits``; every edit they reject is counted in the sleep record's ``cap_hits``;
 - ``max_functions_per_episode`` (ASI): an induction answer with more new functions than it
   allows (the rest are ignored) counts one hit in the sleep record;
 - ``max_inducer_turns`` (methods whose spec declares a multi-turn sleep): a sleep phase that runs out of
@@ -31,17 +31,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from speedrunner.core.codebook.limits import Limits
+from speedrunner.core.codebook.limits import CodebookSizeLimits
+from speedrunner.core.skill import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S
 
 if TYPE_CHECKING:
     from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import TextEnv
 
-SKILL_TIMEOUT_BASE_S = 60.0
-"""Wall clock of a skill call that may take no action at all (loading, planning)."""
-SKILL_TIMEOUT_PER_ACTION_S = 0.25
-"""Per action the call may take: a primitive step costs milliseconds here (Crafter, BabyAI;
-a ScienceWorld step tens of), so this leaves a skill's own planning per step ample room."""
 UNKNOWN_LIMIT_ACTIONS = 10_000
 """The action cap of a call when neither the budget nor the env says how many actions the
 episode has left (no shipped benchmark lacks a limit; ScienceWorld's default is this)."""
@@ -123,10 +119,10 @@ def count_caps(names: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def codebook_limits(method: MethodConfig) -> Limits:
-    """The validator's ``Limits`` with the method's library caps (``MethodConfig.skill_caps``)."""
+def codebook_limits(method: MethodConfig) -> CodebookSizeLimits:
+    """The validator's ``CodebookSizeLimits`` with the method's library caps (``MethodConfig.skill_caps``)."""
     caps = method.skill_caps()
-    return Limits(max_functions=caps.max_functions, max_total_chars=caps.max_codebook_chars)
+    return CodebookSizeLimits(max_functions=caps.max_functions, max_total_chars=caps.max_codebook_chars)
 
 
 def skill_hits(hits: Mapping[str, int] | None) -> dict[str, int]:

@@ -22,15 +22,27 @@ from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.actor import (
     ACTOR_STOP,
     ActorHistory,
-    ActorStep,
     first_user_message,
     parse_answer,
     render_actions,
 )
 from speedrunner.core.runtime.caps import episode_actions_left, resolve_call_caps, skill_cap_hit
 from speedrunner.core.runtime.skill_call import SkillCall, SkillRunner, Skills, outcome_note
-from speedrunner.core.runtime.trajectory import StopReason, Trajectory
+from speedrunner.core.trajectory import ActorStep, StopReason, Trajectory
 from speedrunner.errors import ContextLengthError, InvalidActionError
+
+
+@dataclass
+class EnvState:
+    """What the env showed last, shared by the actor's turn and the skill calls that act in it."""
+
+    text: str
+    structured: dict[str, Any]
+    done: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The observation a skill (and its caller) gets after each action."""
+        return {"text": self.text, "structured": self.structured, "done": self.done}
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     prefix = call_prefix(spec, ctx.eval_point)
     history = ActorHistory(first_user, ctx.knowledge.skills.signatures if ctx.knowledge.skills else None)
     current = observation.text
-    state = {"text": observation.text, "structured": observation.structured, "done": False}
+    state = EnvState(observation.text, observation.structured)
     skills = ctx.knowledge.skills
     runner: SkillRunner | None = None
     stop: StopReason | None = None
@@ -129,7 +141,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             if parsed.skill_call is None:
                 act(parsed.action)
                 step.effect = "acted" if step.executed else "refused"
-                current = state["text"]
+                current = state.text
             else:
                 step.effect = "skill_call"
                 if runner is None:
@@ -139,7 +151,7 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                                       episode_actions_left(env, ctx.budget.max_env_actions, traj.env_actions))
             if env.success:
                 stop = "success"
-            elif state["done"]:
+            elif state.done:
                 stop = "env_done"
     finally:
         if runner is not None:
@@ -152,11 +164,11 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     return traj
 
 
-def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: dict[str, Any]) -> Callable[[str], dict[str, Any]]:
+def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: EnvState) -> Callable[[str], dict[str, Any]]:
     """Take one primitive action for this turn: the one budget and record every action goes through."""
 
     def act(action: str) -> dict[str, Any]:
-        if state["done"]:
+        if state.done:
             return {"error": f"the episode is over; {action!r} was not taken"}
         try:
             result = env.step(action)
@@ -166,8 +178,9 @@ def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: dict[str, Any
         step.reward += result.reward
         traj.final_info = result.info
         traj.env_actions += 1
-        state.update(text=result.observation.text, structured=result.observation.structured, done=result.done)
-        return dict(state)
+        state.text, state.structured, state.done = (result.observation.text, result.observation.structured,
+                                                    result.done)
+        return state.as_dict()
 
     return act
 
@@ -179,17 +192,17 @@ def _open_runner(ctx: EpisodeContext, skills: Skills | None) -> SkillRunner:
 
 
 def _call_skill(runner: SkillRunner, call: SkillCall, act: Callable[[str], dict[str, Any]], step: ActorStep,
-                traj: Trajectory, state: dict[str, Any], ctx: EpisodeContext, actions_left: int | None) -> str:
+                traj: Trajectory, state: EnvState, ctx: EpisodeContext, actions_left: int | None) -> str:
     """Run one skill call in the sandbox under its resolved caps; return what the actor sees next."""
     caps = resolve_call_caps(ctx.max_skill_actions, ctx.skill_timeout_s, actions_left)
-    outcome = runner.call(call, step=act, observation=dict(state), max_actions=caps.max_actions,
+    outcome = runner.call(call, step=act, observation=state.as_dict(), max_actions=caps.max_actions,
                           timeout_s=caps.timeout_s)
     step.skill_call = outcome.tree  # a skill's own error stays in the tree and the note, not in step.error
     hit = skill_cap_hit(outcome.stopped_by, caps)
     if hit is not None:
         traj.cap_hits[hit] = traj.cap_hits.get(hit, 0) + 1
     traj.sandbox_violations += "sandbox_violation" in outcome.tree
-    return f"{state['text']}\n{outcome_note(call, outcome, len(step.executed), per_call_cap=caps.per_call_cap)}"
+    return f"{state.text}\n{outcome_note(call, outcome, len(step.executed), per_call_cap=caps.per_call_cap)}"
 
 
 def _budget_stop(traj: Trajectory, budget: Budget, started: float) -> StopReason | None:

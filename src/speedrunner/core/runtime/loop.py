@@ -38,6 +38,7 @@ from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.spent import CallLogTotals, usd
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
+from speedrunner.core.records import EvalRow, MetricsRow, dump_row
 from speedrunner.core.runtime import skill_metrics
 from speedrunner.core.runtime.caps import (
     count_caps,
@@ -55,14 +56,14 @@ from speedrunner.core.runtime.checkpoint import (
 from speedrunner.core.runtime.episode import EpisodeContext, call_prefix, run_episode
 from speedrunner.core.runtime.progress import ProgressReporter
 from speedrunner.core.runtime.speedrun import SpeedrunTracker
-from speedrunner.core.runtime.trajectory import (
+from speedrunner.core.runtime.trust import count_violations
+from speedrunner.core.sandbox.tiers import sandbox_summary
+from speedrunner.core.trajectory import (
     Trajectory,
     episode_path,
     load_or_quarantine,
     save_trajectory,
 )
-from speedrunner.core.runtime.trust import count_violations
-from speedrunner.core.sandbox.tiers import sandbox_summary
 from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
@@ -350,7 +351,7 @@ class Runner:
         library = skill_metrics.library_fields(knowledge, self.skill_support is not None)  # what they played
         for t in trajectories:
             cost = None if t.cost_usd is None or share is None else t.cost_usd + share
-            append_jsonl(self.run_dir / METRICS_FILE, {
+            append_jsonl(self.run_dir / METRICS_FILE, dump_row(MetricsRow(**{
                 "rollout": t.index + 1, "index": t.index, "batch": batch, "task": t.task, "seed": t.seed,
                 "knowledge_version": t.knowledge_version, "success": t.success, "progress": t.progress,
                 "stop_reason": t.stop_reason, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
@@ -364,7 +365,7 @@ class Runner:
                 "cap_hits": episode_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
                 "sandbox_violations": t.sandbox_violations, "actor_turns": actor_turns(t),
                 **self._spend_fields(),
-            })
+            })))
             totals.episodes += 1
             totals.successes += int(t.success)
             totals.llm_calls += t.llm_calls
@@ -420,7 +421,7 @@ class Runner:
         extra_metrics = self.benchmark.eval_metrics([t.final_info for t in trajectories])  # e.g. Crafter's score
         if extra_metrics is not None:
             row["benchmark_metrics"] = extra_metrics
-        append_jsonl(self.run_dir / EVAL_FILE, row)
+        append_jsonl(self.run_dir / EVAL_FILE, dump_row(EvalRow(**row)))
         checkpoint.eval_rows += 1
         checkpoint.eval_points_done.append(rollout)
         self.speedrun.record_eval(checkpoint, row, elapsed_s=self._elapsed())

@@ -8,30 +8,16 @@ LLM. The new functions are kept only if the replay succeeds and really calls the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from speedrunner.core.env import TextEnv
 from speedrunner.core.runtime.actor import parse_answer
 from speedrunner.core.runtime.caps import episode_actions_left, resolve_call_caps
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
+from speedrunner.core.trajectory import ReplayResult
 from speedrunner.errors import InvalidActionError
 
-__all__ = ["ReplayResult", "called_names", "replay_script"]
-
-
-@dataclass
-class ReplayResult:
-    success: bool
-    called: set[str] = field(default_factory=set)
-    """Every skill the script called, directly or from another skill."""
-    env_actions: int = 0
-    error: str | None = None
-    """Why the replay stopped early (an invalid line, a skill error), if it did."""
-    final_text: str = ""
-    """The observation text when the replay stopped (what SpeedRunner's ``test_skill`` shows)."""
-    returned: Any = None
-    """What the last skill call returned."""
+__all__ = ["called_names", "replay_script"]
 
 
 def called_names(tree: dict[str, Any]) -> set[str]:

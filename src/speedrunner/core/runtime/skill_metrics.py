@@ -35,7 +35,7 @@ from typing import Any
 from speedrunner.core.codebook import callgraph
 from speedrunner.core.method import Knowledge
 from speedrunner.core.runtime.actor import PROMPTS
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import Trajectory
 
 __all__ = ["ENDED_BY_ITSELF", "episode_fields", "estimate_tokens", "eval_fields", "library_fields"]
 

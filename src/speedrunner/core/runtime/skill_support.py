@@ -15,11 +15,11 @@ from functools import partial
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.env import Observation, TextEnv
 from speedrunner.core.method import SkillSupport
-from speedrunner.core.runtime.replay import ReplayResult, replay_script
+from speedrunner.core.runtime.replay import replay_script
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
 from speedrunner.core.sandbox import available_tiers, open_skill_runner, resolve_tier
 from speedrunner.core.sandbox.channel import ChannelTimeout
-from speedrunner.core.sandbox.limits import Limits
+from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxStartError
 from speedrunner.core.sandbox.skills import (
     SandboxSkillRunner,
@@ -28,6 +28,7 @@ from speedrunner.core.sandbox.skills import (
 )
 from speedrunner.core.sandbox.tiers import check_analysis_tier
 from speedrunner.core.sandbox.tracing import LOAD_FAILED
+from speedrunner.core.trajectory import ReplayResult
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
 __all__ = ["EnvLease", "ImportCheck", "SkillApi", "SkillSandboxes", "build_skill_support",
@@ -106,7 +107,7 @@ def check_skill_api_in_sandbox(benchmark: str, requested_tier: str) -> None:
     api = load_skill_api(benchmark)
     tier = sandbox_tier(requested_tier)
     try:
-        launch_skill_process(tier, Limits(), api.module, wait=True).kill()
+        launch_skill_process(tier, ProcessLimits(), api.module, wait=True).kill()
     except SandboxStartError as e:
         lines = [x.strip() for x in str(e).splitlines() if x.strip()]
         cause = lines[-1] if lines else str(e)
@@ -172,10 +173,10 @@ class ImportCheck:
     kills the one kept ready.
     """
 
-    def __init__(self, api_module: str, tier: str, limits: Limits | None = None) -> None:
+    def __init__(self, api_module: str, tier: str, limits: ProcessLimits | None = None) -> None:
         self.api_module = api_module
         self.tier = tier
-        self.limits = limits or Limits()
+        self.limits = limits or ProcessLimits()
         self._ready: SandboxProcess | None = None
         self._lock = threading.Lock()
 
@@ -242,10 +243,10 @@ class SkillSandboxes:
     here is dropped: the episode launches its own and reports why.
     """
 
-    def __init__(self, tier: str, api_module: str, limits: Limits | None = None) -> None:
+    def __init__(self, tier: str, api_module: str, limits: ProcessLimits | None = None) -> None:
         self.tier = tier
         self.api_module = api_module
-        self.limits = limits or Limits()
+        self.limits = limits or ProcessLimits()
         self._ready: list[SandboxProcess] = []
         self._to_launch = 0
         self._booting = 0

@@ -83,11 +83,10 @@ from speedrunner.core.llm.accounting import CallLog
 from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
-from speedrunner.core.runtime.actor import ActorStep
 from speedrunner.core.runtime.caps import resolve_call_caps, skill_cap_hit
 from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
-from speedrunner.core.runtime.trajectory import StopReason, Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, StopReason, Trajectory, save_trajectory
 from speedrunner.methods.voyager.attempt import (
     FENCE,
     NATIVE_NOTE,
@@ -266,7 +265,6 @@ class VoyagerMethod(Method):
         self.batch_edits: list[Edit] = []
         self.work = self.state.model_copy(deep=True)
 
-    # ----------------------------------------------------------- ALGO LOGIC
     def knowledge(self) -> Knowledge:
         """The top-k skills retrieved for the benchmark's instruction, callable by the actor."""
         names = set(top_k(self.ranker, self.world.eval_query, self.state.active(), self.config.retrieval_top_k))
@@ -348,6 +346,7 @@ class VoyagerMethod(Method):
                                   "world_seed": spec.seed, "generation": self.base.generation,
                                   "actions_left": actions_left}
         reading = FormatTally("action_agent")
+        # ALGO LOGIC: the curriculum proposes a task; the skill library is retrieved for it
         if work.task is None:
             work.task, record["curriculum"] = self._propose(prefix, k, now, actions_left, calls, reading)
         task, attempt_no = work.task, work.attempts + 1
@@ -355,6 +354,7 @@ class VoyagerMethod(Method):
                           charge_to=f"train/{spec.index:04d}")
         record.update(task=task, attempt=attempt_no, retrieved=retrieved)
 
+        # ALGO LOGIC: the action agent writes a skill, which runs in the world
         native = bool(getattr(self.model, "native_tools", False))  # model.tool_protocol: native
         messages = [Message("system", self._action_system() + (NATIVE_NOTE if native else "")),
                     Message("user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left))]
@@ -377,6 +377,7 @@ class VoyagerMethod(Method):
         reading.add(form, answer, dropped_calls=code.dropped_calls)
         cap_hit = None if attempt.stopped_by is None else skill_cap_hit(attempt.stopped_by, caps)
         record["cap_hit"] = cap_hit
+        # ALGO LOGIC: the critic judges the attempt; a success adds the skill, failures retry the task
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:

@@ -10,11 +10,11 @@ from typing import Generic, TypeVar
 
 from speedrunner.core.codebook import Codebook, Rules
 from speedrunner.core.codebook.api_view import render_api_view, state_example
-from speedrunner.core.codebook.limits import Limits
+from speedrunner.core.codebook.limits import CodebookSizeLimits
 from speedrunner.core.config.schema import MethodConfig
 from speedrunner.core.method import Knowledge, Method, MethodContext, SkillSupport
 from speedrunner.core.runtime.caps import codebook_limits
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import Trajectory
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.configs import CodebookMethodConfig
 
@@ -34,7 +34,7 @@ def skill_support(method: str, ctx: MethodContext) -> SkillSupport:
 def codebook_rules(support: SkillSupport, method: MethodConfig | None = None) -> Rules:
     """The benchmark's validation rules, with the sandbox's import check as the smoke test and
     the method config's library caps (``max_functions``, ``max_codebook_chars``; no config: none)."""
-    limits = Limits() if method is None else codebook_limits(method)
+    limits = CodebookSizeLimits() if method is None else codebook_limits(method)
     return Rules.for_api(support.api_module, support.primitives, support.smoke_test, limits=limits)
 
 

@@ -31,7 +31,7 @@ from speedrunner.core.atomic import atomic_write_json, atomic_write_text
 from speedrunner.core.llm.types import Message
 from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import Trajectory
 from speedrunner.errors import CheckpointError
 from speedrunner.methods.wake_sleep.configs import OPOConfig
 
@@ -49,13 +49,13 @@ class OPOMethod(Method):
         self.version = 0
         self.guide = ""
 
-    # ----------------------------------------------------------- ALGO LOGIC
     def knowledge(self) -> Knowledge:
         return Knowledge(self.version, "Strategy guide (learned from earlier episodes)", self.guide)
 
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         per_episode = min(self.config.max_trajectory_chars, self.config.max_batch_chars // max(1, len(batch)))
         trajectories = "\n\n".join(f"--- Episode {t.index} ---\n{t.summary(per_episode)}" for t in batch)
+        # ALGO LOGIC: the inducer rewrites the whole guide from the batch's trajectories
         prompt = PROMPTS.render(
             "rewrite", guide=self.guide or "(empty: this is the first guide)", trajectories=trajectories,
             max_chars=self.config.guide_max_chars, n=len(batch), successes=sum(t.success for t in batch),
@@ -65,6 +65,7 @@ class OPOMethod(Method):
             purpose="guide", call_id=f"sleep/{batch_index:04d}/guide/0000",
         )
         answer = read_guide(completion.text, echoes=(prompt,), current=self.guide)
+        # ALGO LOGIC: the new guide replaces the old one (an empty answer keeps the old)
         new_guide = answer.guide[: self.config.guide_max_chars]
         if new_guide:
             self.guide = new_guide

@@ -6,7 +6,7 @@ The baseline every other method is measured against; its sleep phase makes no LL
 from __future__ import annotations
 
 from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import Trajectory
 from speedrunner.methods.wake_sleep.configs import ReactConfig
 
 

@@ -48,14 +48,14 @@ from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.caps import count_caps, rejected_caps
-from speedrunner.core.runtime.trajectory import (
+from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
+from speedrunner.core.sandbox.tiers import isolation_note
+from speedrunner.core.trajectory import (
     CorruptTrajectory,
     Trajectory,
     episode_path,
     load_trajectory,
 )
-from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
-from speedrunner.core.sandbox.tiers import isolation_note
 from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod, inducer_api_view
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
 from speedrunner.methods.wake_sleep.speedrunner_native import (
@@ -83,7 +83,6 @@ class SpeedRunnerMethod(CodebookMethod[SpeedRunnerConfig | SpeedRunnerNoCLConfig
         super().__init__(config, ctx)
         self.tools = frozenset(t for t in TOOLS if self.code_execution or t not in CODE_TOOLS)
 
-    # ----------------------------------------------------------- ALGO LOGIC
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         phase = _Phase(self, self.codebook.record_usage(batch), sorted(batch, key=lambda t: t.index), batch_index)
         try:
@@ -120,7 +119,7 @@ class _Phase:
     """One sleep phase: the conversation, the draft and the (lazily started) analysis session."""
 
     def __init__(self, method: SpeedRunnerMethod, base: Codebook, batch: list[Trajectory], batch_index: int) -> None:
-        self.m, self.base, self.batch, self.b = method, base, batch, batch_index
+        self.method, self.base, self.batch, self.batch_index = method, base, batch, batch_index
         self.draft = base
         self.edits: list[Edit] = []
         self.accepted: list[str] = []
@@ -136,28 +135,32 @@ class _Phase:
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
-        cfg = self.m.config
-        native = bool(getattr(self.m.model, "native_tools", False))  # model.tool_protocol: native
-        system = self.m.system_prompt() + (NATIVE_NOTE if native else "")
+        cfg = self.method.config
+        native = bool(getattr(self.method.model, "native_tools", False))  # model.tool_protocol: native
+        system = self.method.system_prompt() + (NATIVE_NOTE if native else "")
         messages = [Message("system", system), Message("user", self._start())]
         ended_by, note = "out_of_turns", ""
         for turn in range(cfg.max_inducer_turns):
-            completion = self.m.model.complete(messages, purpose="inducer",
-                                               call_id=f"sleep/{self.b:04d}/inducer/{turn:04d}",
-                                               **({"tools": tool_specs(self.m.tools)} if native else {}))
+            # ALGO LOGIC: one inducer turn: the model answers with one tool call ...
+            completion = self.method.model.complete(messages, purpose="inducer",
+                                               call_id=f"sleep/{self.batch_index:04d}/inducer/{turn:04d}",
+                                               **({"tools": tool_specs(self.method.tools)} if native else {}))
             self.completions.append(completion)
-            call = read_turn(completion.text, completion.tool_calls, self.m.tools,
+            call = read_turn(completion.text, completion.tool_calls, self.method.tools,
                              finish_reason=completion.finish_reason,
                              max_tokens=completion.sampling.get("max_tokens"), native=native)
+            # ALGO LOGIC: ... which runs against the draft codebook (analysis, tests, edits) ...
             result = with_cut_note(self._result(call), completion)
             self.reading.add(call.format, completion, dropped_calls=call.dropped_calls)
             left = cfg.max_inducer_turns - turn - 1
             atomic_write_json(self.dir / f"turn_{turn:04d}.json", {
-                "turn": turn, "call_id": f"sleep/{self.b:04d}/inducer/{turn:04d}", "prompt": messages[-1].content,
+                "turn": turn, "call_id": f"sleep/{self.batch_index:04d}/inducer/{turn:04d}",
+                "prompt": messages[-1].content,
                 "answer": completion.text, "tool": call.tool, "args": list(call.args), "block": call.block,
                 "result": result, "scripted": completion.scripted, "finish_reason": completion.finish_reason,
                 "format": call.format, "repairs": list(call.repairs), "dropped_calls": call.dropped_calls,
                 **({"tool_calls": [dataclasses.asdict(u) for u in completion.tool_calls]} if completion.tool_calls else {})})
+            # ALGO LOGIC: ... until the inducer submits or runs out of turns; the result is its feedback
             if call.tool == "submit" and call.problem is None:
                 ended_by, note = "submit", call.block or ""
                 break
@@ -166,13 +169,15 @@ class _Phase:
                          else [Message("assistant", completion.text), Message("user", feedback)])
         if ended_by == "out_of_turns":  # the cap ended the phase, not the inducer
             self.capped.append("max_inducer_turns")
-        author = Author(method=self.m.name, batch_index=self.b, scripted=any(c.scripted for c in self.completions))
-        final = apply_edits(self.base, self.edits, author, rules=self.m.rules)
+        author = Author(method=self.method.name, batch_index=self.batch_index,
+                        scripted=any(c.scripted for c in self.completions))
+        # ALGO LOGIC: the accepted edits, applied together, become the next generation of skills
+        final = apply_edits(self.base, self.edits, author, rules=self.method.rules)
         if isinstance(final, EditRejected):  # every edit was validated with all earlier ones
             raise RuntimeError(f"the inducer's accepted edits no longer validate together:\n{final.message}")
-        codebook = final.commit(self.m.run_dir)
+        codebook = final.commit(self.method.run_dir)
         atomic_write_json(self.dir / "sleep.json", {
-            "batch": self.b, "method": self.m.name, "generation": codebook.generation,
+            "batch": self.batch_index, "method": self.method.name, "generation": codebook.generation,
             "ended_by": ended_by, "note": note if ended_by == "submit" else
             f"ran out of turns ({cfg.max_inducer_turns}): the last valid draft was submitted",
             "edits": self.accepted, "turns": len(self.completions), "run_python_calls": self.ran_code,
@@ -180,7 +185,7 @@ class _Phase:
             "sandbox_violations": self.violations,
             "analysis_tier": self.session.tier if self.session is not None else None,
             "isolation": isolation_note(self.session.tier if self.session is not None else None,
-                                        self.m.support.sandbox_requested),
+                                        self.method.support.sandbox_requested),
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
             "system_prompt": messages[0].content, "tool_protocol": "native" if native else "text"})
         return codebook
@@ -191,9 +196,10 @@ class _Phase:
 
     def _start(self) -> str:
         # The same view as speedrunner_no_cl's and asi's; only the analysis helpers are extra.
-        api = inducer_api_view(self.m.support, self.m.rules, self.m.config, self.batch)
-        helpers = render_analysis_helpers() + "\n\n" if self.m.code_execution else ""
-        return PROMPTS.render("start", batch_index=self.b, api_view=api, inducer_caps=inducer_caps(self.m.config),
+        api = inducer_api_view(self.method.support, self.method.rules, self.method.config, self.batch)
+        helpers = render_analysis_helpers() + "\n\n" if self.method.code_execution else ""
+        return PROMPTS.render("start", batch_index=self.batch_index, api_view=api,
+                              inducer_caps=inducer_caps(self.method.config),
                               add_function_rule=add_function_rule(),
                               analysis_helpers=helpers,
                               codebook=self.base.source.strip(), stats=_stats(self.base),
@@ -202,7 +208,8 @@ class _Phase:
     # ------------------------------------------------------------------ tools
     def _result(self, call: ToolCall) -> str:
         text = f"Not run: {call.problem}" if call.problem is not None else self._tool(call)
-        return _truncate(text, self.m.config.max_tool_output_chars) + (f"\n(note: {call.note})" if call.note else "")
+        note = f"\n(note: {call.note})" if call.note else ""
+        return _truncate(text, self.method.config.max_tool_output_chars) + note
 
     def _tool(self, call: ToolCall) -> str:
         name, args, block = call.tool, call.args, call.block or ""
@@ -227,8 +234,8 @@ class _Phase:
         return self._edit(edit, f"{name} {' '.join(args)}".strip())
 
     def _edit(self, edit: Edit, label: str) -> str:
-        author = Author(method=self.m.name, batch_index=self.b)
-        candidate = apply_edits(self.base, [*self.edits, edit], author, rules=self.m.rules)
+        author = Author(method=self.method.name, batch_index=self.batch_index)
+        candidate = apply_edits(self.base, [*self.edits, edit], author, rules=self.method.rules)
         if isinstance(candidate, EditRejected):
             self.capped += rejected_caps(candidate.problems)
             return _in_tool_words(candidate.message.replace(f"generation {self.base.generation} stays current",
@@ -244,16 +251,16 @@ class _Phase:
         return f"Accepted. Draft: public {public}; private {private}."
 
     def _run_python(self, code: str) -> str:
-        timeout = self.m.config.analysis_timeout_s  # type: ignore[union-attr]  # only speedrunner offers the tool
+        timeout = self.method.config.analysis_timeout_s  # type: ignore[union-attr]  # only speedrunner offers the tool
         if self.session is None:
-            mounts = [self.m.run_dir / "episodes" / "train", self.m.run_dir / "codebook"]
-            self.session = open_analysis_session(tier=self.m.support.sandbox_tier,
-                                                 requested=self.m.support.sandbox_requested,
+            mounts = [self.method.run_dir / "episodes" / "train", self.method.run_dir / "codebook"]
+            self.session = open_analysis_session(tier=self.method.support.sandbox_tier,
+                                                 requested=self.method.support.sandbox_requested,
                                                  preload=("speedrunner.core.experience",),
                                                  mounts=[p for p in mounts if p.exists()])
         self.ran_code += 1
-        setup = SETUP.format(episodes=str(self.m.run_dir / "episodes" / "train"),
-                             codebook=str(self.m.run_dir / "codebook"), upto=self.upto,
+        setup = SETUP.format(episodes=str(self.method.run_dir / "episodes" / "train"),
+                             codebook=str(self.method.run_dir / "codebook"), upto=self.upto,
                              helpers=", ".join(analysis_helper_names()))
         prepared = self.session.run(setup, timeout)  # again each time: a timeout restarts the process
         notes = []
@@ -282,8 +289,8 @@ class _Phase:
         if not step.isdigit() or int(step) > len(trajectory.steps):
             return f"No step {step!r}: episode {index} has steps 0..{len(trajectory.steps)}"
         prefix = [a for s in trajectory.steps[: int(step)] for a in s.executed]
-        skills = self.draft.to_skills(self.m.support.api_module)
-        r = self.m.support.replay(trajectory.task, trajectory.seed, skills, [*prefix, lines[0]])
+        skills = self.draft.to_skills(self.method.support.api_module)
+        r = self.method.support.replay(trajectory.task, trajectory.seed, skills, [*prefix, lines[0]])
         outcome = f"error: {r.error}" if r.error else f"returned: {r.returned!r}"
         return (f"Replayed episode {index} ({trajectory.task}, seed {trajectory.seed}) up to step {step} "
                 f"({len(prefix)} primitive actions), then `{lines[0]}`.\n"
@@ -294,7 +301,7 @@ class _Phase:
         """A stored training episode this phase may see, or why not."""
         if not index.isdigit() or int(index) > self.upto:
             return f"No training episode {index!r}: episodes 0..{self.upto} exist so far"
-        path = episode_path(self.m.run_dir, "train", int(index))
+        path = episode_path(self.method.run_dir, "train", int(index))
         if not path.exists():
             return f"No training episode {index!r} is stored"
         try:
@@ -316,7 +323,9 @@ class _Phase:
 
     def _view_episode(self, index: str) -> str:
         trajectory = self._load(index)
-        return trajectory if isinstance(trajectory, str) else trajectory.summary(self.m.config.max_trajectory_chars)
+        if isinstance(trajectory, str):
+            return trajectory
+        return trajectory.summary(self.method.config.max_trajectory_chars)
 
 
 def _stats(codebook: Codebook) -> str:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from speedrunner.core.atomic import atomic_write_text
 from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult
-from speedrunner.core.runtime.trajectory import Trajectory
+from speedrunner.core.trajectory import Trajectory
 from toy_corridor.config import TallyConfig
 
 TITLE = "Tally of earlier batches"

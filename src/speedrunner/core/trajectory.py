@@ -1,5 +1,8 @@
 """Experience: every episode as a structured trajectory, stored one JSON file per episode.
 
+The records (``Trajectory``, its ``ActorStep`` turns, ``StopReason``, a replayed script's
+``ReplayResult``) sit below the codebook, ``Method`` and the runtime that all use them.
+
 Files are written atomically when an episode ends, so an episode file on disk is
 always complete; a resumed run treats its presence as "this episode is done".
 
@@ -21,7 +24,40 @@ from typing import Any, Literal
 
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.llm.types import Usage
-from speedrunner.core.runtime.actor import ActorStep
+
+
+@dataclass
+class ActorStep:
+    """One actor turn, as stored in the trajectory and rendered back into the prompt."""
+
+    index: int
+    call_id: str
+    observation: str
+    raw_text: str
+    reasoning: str | None
+    thought: str
+    parsed_action: str | None
+    raw_action: str = ""
+    executed: list[str] = field(default_factory=list)
+    error: str | None = None
+    reward: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    """``"length"`` when the answer was cut at ``max_tokens`` (``core.answers.TRUNCATED``)."""
+    answer_format: str = "ok"
+    """``ok`` / ``repaired`` / ``lost``: how the answer's form was read (``ParsedAnswer.format``)."""
+    effect: str = ""
+    """What the turn did to the env: ``acted`` (a primitive action ran), ``skill_call`` (a
+    skill was called), ``refused`` (nothing ran: no valid action was read, or the env refused
+    it). A well-formed answer can still be refused; format and effect are counted apart.
+    Empty in trajectories stored before it existed (``core.answer_counts.step_effect``)."""
+    skill_call: dict[str, Any] | None = None
+    """The call tree when the action called a skill (``SkillOutcome.tree``); its primitive
+    actions are in ``executed``."""
+
 
 StopReason = Literal[
     "success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock", "context_length",
@@ -120,6 +156,22 @@ class Trajectory:
     def primitive_actions(self) -> list[str]:
         """Every primitive action the episode took, in order, whether the actor or a skill chose it."""
         return [a for s in self.steps for a in s.executed]
+
+
+@dataclass
+class ReplayResult:
+    """A written-down script played on one task and seed (``core.runtime.replay``)."""
+
+    success: bool
+    called: set[str] = field(default_factory=set)
+    """Every skill the script called, directly or from another skill."""
+    env_actions: int = 0
+    error: str | None = None
+    """Why the replay stopped early (an invalid line, a skill error), if it did."""
+    final_text: str = ""
+    """The observation text when the replay stopped (what SpeedRunner's ``test_skill`` shows)."""
+    returned: Any = None
+    """What the last skill call returned."""
 
 
 MAX_STORED_DEPTH = 200
