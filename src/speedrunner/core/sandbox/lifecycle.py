@@ -6,13 +6,14 @@ how a child is started (``_start_process``) and what a fresh one needs before us
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from typing import Self
 
 from speedrunner.core.sandbox.process import SandboxProcess
 
 
-class SandboxOwner:
+class SandboxOwner(abc.ABC):
     """Holds at most one ``SandboxProcess``; a context manager whose exit (or ``close``) kills it."""
 
     def __init__(self, what: str) -> None:
@@ -26,9 +27,9 @@ class SandboxOwner:
         """Host pid of the current sandbox process (changes only when it had to be replaced)."""
         return None if self._process is None else self._process.pid
 
+    @abc.abstractmethod
     def _start_process(self) -> SandboxProcess:
         """A fresh child for this owner."""
-        raise NotImplementedError
 
     def _live_process(self) -> tuple[SandboxProcess, bool]:
         """The current process, or a fresh one if there is none or it died (then ``True``)."""
