@@ -153,7 +153,8 @@ class Method(ABC):
     def train_batch(self, specs: list[EpisodeSpec], ctx: TrainingContext) -> list[Trajectory]:
         """Play one training batch in the method's own way (``TrainingContext``); called instead
         of the actor's episodes when ``own_training`` is set."""
-        raise NotImplementedError(f"{type(self).__name__} sets own_training but does not override train_batch")
+        raise TypeError(f"{type(self).__name__} sets own_training = True but does not define train_batch: "
+                        "define it, or leave own_training False so the actor plays the batch")
 
 
 class MethodFactory(Protocol):
