@@ -19,6 +19,7 @@ Exit codes (the same for every speedrunner command):
      that could have crossed it; status budget_reached, nothing stored is lost; continue
      with --resume and a higher cap (docs/spending.md)
   130/143  stopped by Ctrl-C / SIGTERM; a run continues with --resume
+  141  a training run whose output reader went away (`| head`): stopped as by Ctrl-C
 """
 """One meaning per exit code, printed by ``speedrunner --help`` and every train ``--help``."""
 

@@ -194,7 +194,8 @@ def test_configs_copy_works_outside_the_repo(tmp_path: Path) -> None:
 
 
 def test_exit_codes_mean_the_same_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
-    """`speedrunner --help`, a train entry point's --help and the README give exit 1 one meaning."""
+    """`speedrunner --help`, a train entry point's --help and the getting-started guide give exit 1
+    one meaning."""
     from speedrunner.errors import EXIT_CODES
     from speedrunner.train_cli import build_parser
 
@@ -202,7 +203,7 @@ def test_exit_codes_mean_the_same_everywhere(capsys: pytest.CaptureFixture[str])
         cli.main(["--help"])
     speedrunner_help = capsys.readouterr().out
     train_help = build_parser("python -m speedrunner.benchmarks.babyai.train").format_help()
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    for text in (speedrunner_help, train_help, readme):
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "getting-started.md").read_text("utf-8")
+    for text in (speedrunner_help, train_help, guide):
         assert EXIT_CODES in text
     assert "1 a bug" not in speedrunner_help

@@ -12,13 +12,15 @@ already on the wire cannot be taken back; the entry point does not wait for it.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 __all__ = ["STOP", "RunInterrupted", "add_stop_hook", "check_stop", "handle_stop_signals",
-           "sleep_unless_stopped"]
+           "sleep_unless_stopped", "stop_for_closed_stdout"]
 
 STOP = threading.Event()
 """Set once the run is stopping; every paid call checks it first."""
@@ -63,6 +65,17 @@ class RunInterrupted(KeyboardInterrupt):
     def exit_code(self) -> int:
         """128 + signal number, as shells report it: 130 for Ctrl-C, 143 for SIGTERM."""
         return _EXIT_CODES.get(self.signum, 128 + self.signum)
+
+
+def stop_for_closed_stdout() -> RunInterrupted:
+    """What to raise when a reader closed stdout (``| head``): the run stops as on Ctrl-C
+    (resumable, nothing lost), and later output goes nowhere instead of failing again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if not STOP.is_set():
+        STOP.set()
+        _run_stop_hooks()
+    return RunInterrupted("stdout closed", signum=signal.SIGPIPE)
 
 
 def check_stop(what: str = "call") -> None:

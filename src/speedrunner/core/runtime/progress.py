@@ -21,6 +21,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from speedrunner.core.interrupt import stop_for_closed_stdout
 from speedrunner.core.runtime.checkpoint import Totals
 
 SCRIPTED_TAG = "[scripted] "
@@ -78,7 +79,7 @@ class ProgressReporter:
             self._progress.console.print(f"{self.tag}{text}", markup=False, highlight=False)
             self._progress.update(self._task, description=self._standing())
         else:
-            print(f"{self.tag}{text}", flush=True)
+            _say(f"{self.tag}{text}")
 
     def training_episode(self, success: bool, progress: float, *,
                          index: int | None = None, actor: dict[str, int] | None = None) -> None:
@@ -96,8 +97,7 @@ class ProgressReporter:
                 self._progress.update(self._task, completed=self.done, description=self._standing())
             else:
                 which = f"episode {index}: {outcome}" if index is not None else outcome
-                print(f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}{self._eta()}",
-                      flush=True)
+                _say(f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}{self._eta()}")
 
     def close(self) -> None:
         if self._progress is not None:
@@ -120,3 +120,11 @@ class ProgressReporter:
             return ""
         eta = self._training_s / self._timed_episodes * (self.total - self.done)
         return f" | ETA {eta:.0f}s (training only)"
+
+
+def _say(line: str) -> None:
+    """Print a progress line; a reader that closed stdout stops the run as Ctrl-C would."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        raise stop_for_closed_stdout() from None
