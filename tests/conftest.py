@@ -1,25 +1,40 @@
-"""Suite-wide: speedrun result copies go to a temporary folder, never into the checkout's runs/."""
+"""Suite-wide: speedrun result copies and BabyAI server token files go to temporary folders,
+never into the checkout's runs/ or the user's home."""
+
+import os
+from collections.abc import Iterator
 
 import pytest
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _speedrun_results_outside_the_repo(tmp_path_factory: pytest.TempPathFactory):
-    import os
-
-    from speedrunner.core.runtime.speedrun import RESULTS_DIR_ENV
-
-    old = os.environ.get(RESULTS_DIR_ENV)
-    os.environ[RESULTS_DIR_ENV] = str(tmp_path_factory.mktemp("speedrun-results"))
+def _env_pointing_at(name: str, path: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = path
     yield
     if old is None:
-        os.environ.pop(RESULTS_DIR_ENV, None)
+        os.environ.pop(name, None)
     else:
-        os.environ[RESULTS_DIR_ENV] = old
+        os.environ[name] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _speedrun_results_outside_the_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from speedrunner.core.runtime.speedrun import RESULTS_DIR_ENV
+
+    yield from _env_pointing_at(RESULTS_DIR_ENV, str(tmp_path_factory.mktemp("speedrun-results")))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _server_tokens_outside_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from speedrunner.benchmarks.babyai.auth import RUNTIME_DIR_ENV
+
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    yield from _env_pointing_at(RUNTIME_DIR_ENV, str(runtime))
 
 
 _SCOPE_WIDTH = {"session": 0, "package": 1, "module": 2}
-_SUITE_WIDE = {"_speedrun_results_outside_the_repo"}
+_SUITE_WIDE = {"_speedrun_results_outside_the_repo", "_server_tokens_outside_home"}
 """Autouse fixtures every test has: they group nothing."""
 
 

@@ -5,6 +5,7 @@ user's runs find it."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ def server(runtime: Path) -> Iterator[BabyAIServer]:
 def test_the_token_file_is_readable_only_by_its_user_and_removed_at_stop(runtime: Path) -> None:
     srv = start_in_thread(ServerSettings(port=0))
     try:
-        path = runtime / f"babyai-server-{srv.server_address[1]}.token"
+        path = runtime / f"babyai-server-{socket.gethostname()}-{srv.server_address[1]}.token"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
         assert path.read_text().strip() == srv.token and len(srv.token) >= 32
@@ -49,6 +50,21 @@ def test_the_token_file_is_readable_only_by_its_user_and_removed_at_stop(runtime
         srv.shutdown()
         srv.server_close()
     assert not path.exists()
+
+
+def test_servers_on_the_same_port_of_two_nodes_sharing_a_home_keep_their_own_tokens(
+        runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = {}
+    for host in ("node-a", "node-b"):
+        monkeypatch.setattr(socket, "gethostname", lambda host=host: host)
+        files[host] = auth.TokenFile(8080, f"token-of-{host}")
+    try:
+        for host in ("node-a", "node-b"):
+            monkeypatch.setattr(socket, "gethostname", lambda host=host: host)
+            assert auth.find_token("http://127.0.0.1:8080") == f"token-of-{host}"
+    finally:
+        for file in files.values():
+            file.remove()
 
 
 def test_a_runtime_directory_others_can_enter_is_refused(runtime: Path) -> None:
@@ -61,7 +77,7 @@ def test_a_runtime_directory_others_can_enter_is_refused(runtime: Path) -> None:
 
 def test_a_token_file_left_by_a_killed_server_is_removed_by_the_next(runtime: Path) -> None:
     runtime.mkdir(mode=0o700)
-    stale = runtime / "babyai-server-1.token"
+    stale = auth.token_path(1)
     stale.write_text("a-token-of-a-server-that-was-killed\n")
     srv = start_in_thread(ServerSettings(port=0))
     try:

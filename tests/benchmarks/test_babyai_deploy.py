@@ -54,7 +54,7 @@ def test_deploy_serves_on_the_given_port_to_its_user_only(tmp_path: Path, monkey
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    token_file = runtime / f"babyai-server-{port}.token"
+    token_file = auth.token_path(port)
     proc = subprocess.Popen([sys.executable, str(DEPLOY), f"deploy.port={port}",
                              "deploy.max_episodes=3", "deploy.episode_ttl_s=60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,8 +1,8 @@
 """Who may use a BabyAI-Text server: whoever holds the secret it made at start (as Jupyter does).
 
-A server writes its token to ``<runtime dir>/babyai-server-<port>.token`` (mode 0600, in a
-directory only its user can enter), so the runs that user starts on this machine find it by
-port; another machine (or another runtime directory) gives it in ``SPEEDRUNNER_BABYAI_TOKEN``.
+A server writes its token to ``<runtime dir>/babyai-server-<host>-<port>.token`` (mode 0600, in
+a directory only its user can enter), so the runs that user starts on this machine find it by
+port (the host keeps servers on the same port of two nodes apart when the home is shared); another machine (or another runtime directory) gives it in ``SPEEDRUNNER_BABYAI_TOKEN``.
 The token only ever travels in the ``Authorization`` header; nothing prints or logs it.
 """
 
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hmac
 import os
 import secrets
+import socket
 import stat
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -39,7 +41,7 @@ def runtime_dir() -> Path:
 
 
 def token_path(port: int) -> Path:
-    return runtime_dir() / f"babyai-server-{port}.token"
+    return runtime_dir() / f"babyai-server-{socket.gethostname()}-{port}.token"
 
 
 def new_token() -> str:
@@ -105,8 +107,8 @@ class TokenFile:
 
 
 def _prune_stale(directory: Path) -> None:
-    """Remove token files whose server is gone (killed before it could remove its own)."""
-    for path in directory.glob("babyai-server-*.token"):
+    """Remove this host's token files whose server is gone (killed before it could remove its own)."""
+    for path in directory.glob(f"babyai-server-{glob.escape(socket.gethostname())}-*.token"):
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
