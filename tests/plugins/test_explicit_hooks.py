@@ -19,6 +19,8 @@ from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.benchmark import Benchmark, EpisodeSpec
 from speedrunner.core.config.schema import BenchmarkConfig, MethodConfig, RunConfig, RunSection
 from speedrunner.core.env import Observation, StepResult, TextEnv
+from speedrunner.core.llm.provider import Provider
+from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SleepResult
 from speedrunner.core.registry import load_entry_point
 from speedrunner.core.runtime.loop import Runner
@@ -32,8 +34,16 @@ NAMED_HOOKS = {
     Method: ("train_batch", "own_training"),
     TextEnv: ("action_descriptions", "prompt_actions", "step_limit", "close"),
     MethodConfig: ("check_runnable", "check_prices", "skill_caps", "analysis_code_timeout_s", "own_work_caps"),
+    Provider: ("supports_tools", "accepts_stop", "length_param", "on_replay"),
+    Model: ("native_tools",),
 }
-"""The optional hooks the runner, the CLI and the sandbox call, by the base that declares each."""
+"""The optional hooks the runner, the CLI and the sandbox call, and the capabilities the LLM
+wrapper, the pre-flight and the methods read, by the base that declares each."""
+DECLARED_ELSEWHERE = {"max_steps", "env_step_limit", "max_tokens_param", "sandbox_tier", "sandbox_requested",
+                      "finish_reason", "sampling"}
+"""Names once probed by ``getattr``: the step limits envs were asked for, the OpenAI provider's
+length field, the tier fields of ``SkillSupport`` (``sandbox.tiers.TierChoice``) and the fields
+of ``Completion`` the answer readers count."""
 
 
 def _members(cls: type) -> set[str]:
@@ -50,8 +60,8 @@ def _hook_names() -> set[str]:
         for cls in config.__mro__:
             if issubclass(cls, MethodConfig) and cls is not BaseModel:
                 names |= _members(cls) | set(config.model_fields)
-    names |= {"max_steps", "env_step_limit"}  # the step limits envs used to be probed for
-    return names - {"name"}
+    names |= DECLARED_ELSEWHERE
+    return names - {"name", "model", "endpoints"}  # required data of every object of its kind, not hooks
 
 
 def _literal_names(call: ast.Call, loops: dict[str, set[str]]) -> set[str]:

@@ -9,7 +9,7 @@ import time
 
 from speedrunner.core.benchmark import Benchmark, EpisodeSpec
 from speedrunner.core.env import Observation, StepResult, TextEnv
-from speedrunner.core.llm.types import Completion, Message, Usage
+from speedrunner.core.llm.types import Completion, Message, Model, Usage
 from speedrunner.core.seeding import episode_seed
 
 
@@ -79,7 +79,7 @@ class CounterBenchmark(Benchmark):
         pass
 
 
-class PolicyModel:
+class PolicyModel(Model):
     """Answers from a function of the conversation; records every call it gets."""
 
     def __init__(self, policy, *, cost: float | None = 0.001, jitter_s: float = 0.0) -> None:

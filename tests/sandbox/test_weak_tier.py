@@ -57,6 +57,7 @@ def test_a_speedrunner_run_under_auto_with_only_rlimits_fails_before_it_starts(o
 def test_the_weak_tier_is_named_in_the_summary_fields() -> None:
     class Support:
         sandbox_tier = "rlimits"
+        sandbox_requested = None
 
     fields = tiers.sandbox_summary(Support())
     assert fields["sandbox_tier"] == "rlimits" and fields["isolation"].startswith("WEAK ISOLATION")

@@ -37,7 +37,7 @@ from speedrunner.core.llm.replicas import Replicas
 from speedrunner.core.llm.retry import Backoff, call_with_retries, may_have_been_billed
 from speedrunner.core.llm.slots import endpoint_limit
 from speedrunner.core.llm.spent import usd
-from speedrunner.core.llm.types import Completion, Message, Purpose, ToolSpec
+from speedrunner.core.llm.types import Completion, Message, Model, Purpose, ToolSpec
 
 __all__ = ["SAMPLING_KEYS", "ManagedModel", "is_empty", "is_truncated", "tool_spec_bytes"]
 
@@ -63,7 +63,7 @@ def is_truncated(c: Completion) -> bool:
     return c.finish_reason in ("length", "max_tokens")
 
 
-class ManagedModel:
+class ManagedModel(Model):
     """The ``Model`` the runtime calls. Build it with ``speedrunner.core.llm.build_model``."""
 
     def __init__(
@@ -153,7 +153,7 @@ class ManagedModel:
     def native_tools(self) -> bool:
         """``model.tool_protocol: native`` and a provider that speaks tool calls (OpenAI,
         vLLM, Gemini); the scripted provider has none, so methods fall back to text."""
-        return self.config.tool_protocol == "native" and bool(getattr(self.provider, "supports_tools", False))
+        return self.config.tool_protocol == "native" and self.provider.supports_tools
 
     def totals(self) -> LLMTotals:
         """Running calls / tokens / money (thread-safe snapshot) for progress display."""
@@ -170,8 +170,7 @@ class ManagedModel:
         models answer HTTP 400 to ``stop``; the scripted provider has none), and not when
         thinking is switched on: servers match stop sequences on the reasoning text too, and
         a cut thought would leave an answer with no action."""
-        accepts = getattr(self.provider, "accepts_stop", None)
-        return (bool(accepts and accepts()) and self.config.enable_thinking is not True
+        return (self.provider.accepts_stop() and self.config.enable_thinking is not True
                 and self.config.thinking_level is None)
 
     def sampling_for(self, overrides: dict[str, Any]) -> dict[str, Any]:

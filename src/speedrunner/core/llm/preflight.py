@@ -21,7 +21,7 @@ from typing import Any
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.build import make_provider
 from speedrunner.core.llm.conversation import Conversation
-from speedrunner.core.llm.provider import ProviderRequest
+from speedrunner.core.llm.provider import Provider, ProviderRequest, ProviderResult
 from speedrunner.core.llm.slots import endpoint_limit
 from speedrunner.core.llm.types import Message, ToolSpec
 from speedrunner.core.redact import scrub
@@ -57,7 +57,7 @@ def check_model_endpoints(config: ModelConfig, *, role: str = "model", timeout_s
     return warnings
 
 
-def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig, *,
+def probe_endpoint(provider: Provider, endpoint: str, role: str, config: ModelConfig, *,
                    timeout_s: float = 60.0) -> list[str]:
     """Warnings about how the endpoint answers a tiny completion (never an error: a probe
     that fails says nothing about the run, whose own calls retry and report)."""
@@ -69,16 +69,15 @@ def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig,
         answer = _ask(provider, endpoint, _PROBE, timeout_s)
     if answer is not None and (answer.usage.output > PROBE_LIMIT + 2 or
                                (answer.finish_reason != "length" and len(answer.text.split()) > PROBE_LIMIT + 2)):
-        length_param = getattr(provider, "length_param", None)
-        param = length_param(endpoint) if length_param else getattr(provider, "max_tokens_param", "max_tokens")
+        param = provider.length_param(endpoint)
         fix = (f"set {role}.provider: vllm (it sends max_tokens, which OpenAI-compatible servers honour)"
                if param == "max_completion_tokens" else
-               "the server ignores max_tokens too: set its own output limit (llama.cpp: --n_predict / n_predict; "
+               f"the server ignores {param} too: set its own output limit (llama.cpp: --n_predict / n_predict; "
                "vLLM: --max-model-len) and keep max_tokens small")
         warnings.append(f"{where} ignored the length limit: asked for at most {PROBE_LIMIT} tokens (sent as "
                         f"{param}), it wrote {answer.usage.output} (finish_reason {answer.finish_reason!r}); answers "
                         f"cut at {role}.sampling.max_tokens would never be detected: {fix}")
-    if config.tool_protocol == "native" and getattr(provider, "supports_tools", False):
+    if config.tool_protocol == "native" and provider.supports_tools:
         with endpoint_limit(provider.name, endpoint, config.max_concurrency):
             answer = _ask(provider, endpoint, _TOOL_PROBE, timeout_s, tools=(_TOOL,))
         if answer is not None and not answer.tool_calls and "get_time" in answer.text:
@@ -89,7 +88,8 @@ def probe_endpoint(provider: Any, endpoint: str, role: str, config: ModelConfig,
     return warnings
 
 
-def _ask(provider: Any, endpoint: str, prompt: str, timeout_s: float, tools: tuple[ToolSpec, ...] = ()) -> Any:
+def _ask(provider: Provider, endpoint: str, prompt: str, timeout_s: float,
+         tools: tuple[ToolSpec, ...] = ()) -> ProviderResult | None:
     request = ProviderRequest(Conversation([Message("user", prompt)]),
                               {"temperature": 0.0, "top_p": 1.0, "max_tokens": PROBE_LIMIT, "seed": None},
                               "actor", "preflight/probe", endpoint, timeout_s, tools)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 from speedrunner.core.llm.conversation import Conversation
 from speedrunner.core.llm.types import Purpose, ToolSpec, ToolUse, Usage
@@ -99,20 +100,39 @@ class CallFailure(Exception):
         return f"{status} from {self.endpoint}: {self}"
 
 
-class Provider(Protocol):
+class Provider(ABC):
     """One API. ``endpoints`` lists where calls may go (several for vLLM replicas).
-    A provider with a true ``supports_tools`` class attribute sends ``request.tools`` and
-    returns the model's native tool calls; one without it only ever gets ``tools=()``."""
+
+    Subclass it: ``call`` is the one required method; the capabilities below default to
+    the safe answer (no tools, no stop sequences, ``max_tokens``), so a provider written
+    outside this package runs without declaring what it does not support."""
 
     name: str
+    """The provider's name as logged and priced (``openai``, ``vllm``, ...)."""
     model: str
+    """The model name as the API knows it."""
     endpoints: list[str]
 
-    def call(self, request: ProviderRequest) -> ProviderResult: ...
+    supports_tools: ClassVar[bool] = False
+    """True: ``request.tools`` is sent and native tool calls come back; False: the wrapper
+    only ever passes ``tools=()`` and methods use the text protocol."""
+
+    def accepts_stop(self) -> bool:
+        """Whether ``sampling["stop"]`` may be sent for this model and endpoint (default: no)."""
+        return False
+
+    def length_param(self, endpoint: str) -> str:
+        """The request field ``max_tokens`` is sent as at ``endpoint`` (named in the
+        pre-flight's warning when a server ignores it)."""
+        return "max_tokens"
+
+    @abstractmethod
+    def call(self, request: ProviderRequest) -> ProviderResult:
+        """One attempt; raises :class:`CallFailure` for what the retry layer should see."""
 
     def on_replay(self, purpose: Purpose, call_id: str) -> None:
         """Told when the wrapper answered a call from the cache (stateful scripts advance)."""
-        ...
+        return None
 
 
 def parse_retry_after(value: str | None) -> float | None:

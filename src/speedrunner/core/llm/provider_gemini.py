@@ -23,12 +23,13 @@ from google.genai import types as gt
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.provider import (
     CallFailure,
+    Provider,
     ProviderRequest,
     ProviderResult,
     parse_retry_after,
     require_api_key,
 )
-from speedrunner.core.llm.types import Message, Purpose, ToolUse, Usage
+from speedrunner.core.llm.types import Message, ToolUse, Usage
 
 __all__ = ["GeminiProvider"]
 
@@ -36,7 +37,7 @@ GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
-class GeminiProvider:
+class GeminiProvider(Provider):
     """Gemini API (AI Studio keys: GOOGLE_API_KEY, else GEMINI_API_KEY, as google-genai reads them)."""
 
     name = "gemini"
@@ -61,6 +62,10 @@ class GeminiProvider:
     def accepts_stop(self) -> bool:
         """``generationConfig.stopSequences`` (up to 5) on every Gemini model."""
         return True
+
+    def length_param(self, endpoint: str) -> str:
+        """Gemini's name for the output limit (``generationConfig.maxOutputTokens``)."""
+        return "max_output_tokens"
 
     def _client(self, endpoint: str, timeout_s: float) -> genai.Client:
         with self._lock:
@@ -147,9 +152,6 @@ class GeminiProvider:
             finish_reason="tool_calls" if calls and finish == "stop" else finish,
             tool_calls=tuple(calls),
         )
-
-    def on_replay(self, purpose: Purpose, call_id: str) -> None:
-        return None
 
 
 def _content(m: Message) -> dict[str, Any] | None:

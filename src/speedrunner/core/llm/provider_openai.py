@@ -20,13 +20,14 @@ from openai.types.chat import ChatCompletion
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.provider import (
     CallFailure,
+    Provider,
     ProviderRequest,
     ProviderResult,
     parse_retry_after,
     require_api_key,
     split_think,
 )
-from speedrunner.core.llm.types import Message, Purpose, ToolSpec, ToolUse, Usage
+from speedrunner.core.llm.types import Message, ToolSpec, ToolUse, Usage
 
 __all__ = ["OpenAIChatProvider", "translate_openai_error"]
 
@@ -54,7 +55,7 @@ def translate_openai_error(e: Exception, endpoint: str) -> CallFailure:
     raise e
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(Provider):
     """``POST {base_url}/chat/completions`` through the official openai SDK."""
 
     name = "openai"
@@ -170,9 +171,6 @@ class OpenAIChatProvider:
             finish_reason=choice.finish_reason,
             tool_calls=_tool_uses(message.tool_calls),
         )
-
-    def on_replay(self, purpose: Purpose, call_id: str) -> None:
-        return None
 
 
 def _wire_message(m: Message) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from typing import get_args
 import yaml
 
 from speedrunner.core.config.schema import ModelConfig
-from speedrunner.core.llm.provider import ProviderRequest, ProviderResult
+from speedrunner.core.llm.provider import Provider, ProviderRequest, ProviderResult
 from speedrunner.core.llm.types import Message, Purpose, Usage
 from speedrunner.errors import ConfigError, LLMError, MissingFileError
 
@@ -159,7 +159,7 @@ def _load_script(path: str) -> _Script:
     return _Script(lists, exact)
 
 
-class ScriptedProvider:
+class ScriptedProvider(Provider):
     """Answers without any LLM; see the module docstring for the two modes."""
 
     name = "scripted"

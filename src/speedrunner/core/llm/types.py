@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 Purpose = Literal["actor", "inducer", "guide", "curriculum", "critic", "description"]
@@ -93,11 +94,19 @@ class Completion:
     then usually ``"tool_calls"``."""
 
 
-class Model(Protocol):
+class Model(ABC):
     """What the runtime and methods call. ``call_id`` is stable across runs and resumes
     (e.g. ``"train/000012/actor/0003"``) so the response cache can replay it exactly.
-    ``messages`` is any sequence; a ``Conversation`` grown turn by turn is the cheap one."""
+    ``messages`` is any sequence; a ``Conversation`` grown turn by turn is the cheap one.
+    Subclass it: ``complete`` is required, the capabilities have defaults."""
 
+    @property
+    def native_tools(self) -> bool:
+        """Whether ``complete`` may be offered ``tools`` (native tool calls); methods that can
+        use them check this and otherwise use the text protocol (default: no)."""
+        return False
+
+    @abstractmethod
     def complete(
         self,
         messages: Sequence[Message],

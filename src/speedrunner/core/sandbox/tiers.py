@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from typing import Protocol
 
 from speedrunner.core.sandbox.commands import TIERS, tool
 from speedrunner.core.sandbox.limits import ProcessLimits
@@ -47,10 +48,23 @@ def isolation_note(tier: str | None, requested: str | None = None) -> str | None
     return f"WEAK ISOLATION: LLM-written code ran under the 'rlimits' sandbox tier{f' ({why})' if why else ''}: {_WEAK_WHAT}"
 
 
-def sandbox_summary(support: object | None) -> dict[str, str | None]:
+class TierChoice(Protocol):
+    """The tier a run's skill code got and what ``run.sandbox`` asked for (``core.method.SkillSupport``
+    declares both; it lives above this module, so it is named here by its shape)."""
+
+    @property
+    def sandbox_tier(self) -> str: ...
+
+    @property
+    def sandbox_requested(self) -> str | None: ...
+
+
+def sandbox_summary(support: TierChoice | None) -> dict[str, str | None]:
     """summary.json's ``sandbox_tier`` (``None``: the method runs no LLM-written code) and ``isolation``."""
-    tier = getattr(support, "sandbox_tier", None)
-    return {"sandbox_tier": tier, "isolation": isolation_note(tier, getattr(support, "sandbox_requested", None))}
+    if support is None:
+        return {"sandbox_tier": None, "isolation": None}
+    tier = support.sandbox_tier
+    return {"sandbox_tier": tier, "isolation": isolation_note(tier, support.sandbox_requested)}
 
 
 def check_analysis_tier(requested: str, resolved: str) -> None:

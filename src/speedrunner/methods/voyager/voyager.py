@@ -355,7 +355,7 @@ class VoyagerMethod(Method):
         record.update(task=task, attempt=attempt_no, retrieved=retrieved)
 
         # ALGO LOGIC: the action agent writes a skill, which runs in the world
-        native = bool(getattr(self.model, "native_tools", False))  # model.tool_protocol: native
+        native = self.model.native_tools  # model.tool_protocol: native
         messages = [Message("system", self._action_system() + (NATIVE_NOTE if native else "")),
                     Message("user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left))]
         answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000",

@@ -136,7 +136,7 @@ class _Phase:
     # ---------------------------------------------------------------- the loop
     def run(self) -> Codebook:
         cfg = self.method.config
-        native = bool(getattr(self.method.model, "native_tools", False))  # model.tool_protocol: native
+        native = self.method.model.native_tools  # model.tool_protocol: native
         system = self.method.system_prompt() + (NATIVE_NOTE if native else "")
         messages = [Message("system", system), Message("user", self._start())]
         ended_by, note = "out_of_turns", ""
