@@ -20,9 +20,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 REACH_LIMITS = {
-    "speedrunner.methods.wake_sleep.react": 12,
-    "speedrunner.methods.wake_sleep.opo": 14,
-    "speedrunner.methods.wake_sleep.speedrunner": 51,
+    "speedrunner.methods.wake_sleep.react": 10,
+    "speedrunner.methods.wake_sleep.opo": 13,
+    "speedrunner.methods.wake_sleep.speedrunner": 39,
 }
 """Most modules each method may reach; lower a limit when a change lowers the reach."""
 
@@ -89,6 +89,26 @@ def test_react_reaches_no_runtime() -> None:
     """The data a method reads (trajectories) sit below the loop: react reaches no runtime module."""
     assert not [m for m in reach("speedrunner.methods.wake_sleep.react").modules
                 if m.startswith("speedrunner.core.runtime")]
+
+
+def test_the_method_base_reaches_types_not_the_skill_handle_or_benchmarks() -> None:
+    """What ``Method``'s signatures name (episode specs, skills, trajectories) are types; the skill
+    handle (``SkillEnv``) and the ``Benchmark`` base are not followed from it."""
+    found = set(reach("speedrunner.core.method").modules)
+    core = "speedrunner.core."
+    assert {core + "skill_types", core + "env", core + "trajectory"} <= found
+    assert not found & {core + "skill", core + "benchmark", "speedrunner.errors"}
+
+
+def test_speedrunner_reaches_the_analysis_sandbox_only_through_its_skill_support() -> None:
+    """The method runs analysis code through ``SkillSupport.open_analysis``: it reaches no sandbox
+    process, tier or analysis-session module, nor the runtime's full caps module."""
+    found = reach("speedrunner.methods.wake_sleep.speedrunner").modules
+    internals = {"analysis", "process", "tiers", "cgroups", "seccomp", "commands", "lifecycle",
+                 "limits", "schema"}
+    assert not [m for m in found if m.rsplit(".", 1)[-1] in internals and ".sandbox." in m]
+    runtime = [m for m in found if m.startswith("speedrunner.core.runtime.")]
+    assert runtime == ["speedrunner.core.runtime.sleep_caps"]
 
 
 def test_reach_follows_deferred_and_type_checking_imports(tmp_path: Path) -> None:

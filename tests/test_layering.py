@@ -32,7 +32,7 @@ command line finds a benchmark by name (registry), so a benchmark's train script
 CORE_FLOORS: list[set[str]] = [
     {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts", "argparsing",
      "pyast", "tempdirs"},
-    {"registry", "env", "records"},
+    {"registry", "env", "records", "skill_types"},
     {"specs", "benchmark", "env_checker", "skill"},
     {"config", "sandbox"},
     {"llm", "rundir"},

@@ -6,11 +6,13 @@ end-to-end tests in tests/e2e/test_speedrunner.py use the real train entry point
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 import pytest
 
 from speedrunner.core.method import MethodContext, SkillSupport
+from speedrunner.core.sandbox import open_analysis_session
 from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory, save_trajectory
 from speedrunner.methods.wake_sleep import speedrunner as sr
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
@@ -55,7 +57,11 @@ def episode(index: int, *, success: bool = True, version: int = 0, skill: str | 
     return t
 
 
-def method(tmp_path, turns: list[str] | dict[int, list[str]], cls=sr.SpeedRunnerMethod, replay=None, **config):
+AUTO_ANALYSIS = functools.partial(open_analysis_session, tier="auto")
+
+
+def method(tmp_path, turns: list[str] | dict[int, list[str]], cls=sr.SpeedRunnerMethod, replay=None,
+           open_analysis=AUTO_ANALYSIS, **config):
     def policy(messages, purpose, call_id):
         _, b, _, t = call_id.split("/")
         answers = turns[int(b)] if isinstance(turns, dict) else turns
@@ -64,7 +70,7 @@ def method(tmp_path, turns: list[str] | dict[int, list[str]], cls=sr.SpeedRunner
     model = PolicyModel(policy)
     support = SkillSupport(api_module=API, api_names=(), primitives=PRIMITIVES, open_skills=lambda skills: None,
                            smoke_test=lambda source: None, replay=replay or (lambda *a: ReplayResult(success=True)),
-                           sandbox_tier="auto")
+                           sandbox_tier="auto", open_analysis=open_analysis)
     config_cls = SpeedRunnerConfig if cls is sr.SpeedRunnerMethod else SpeedRunnerNoCLConfig
     m = cls(config_cls(**config), MethodContext(run_dir=tmp_path, inducer=model, benchmark="babyai", skills=support))
     m.restore(0)
@@ -163,13 +169,13 @@ def test_long_output_is_truncated_with_a_note_and_errors_come_back_as_tracebacks
     assert "ZeroDivisionError" in turn_record(tmp_path, 0, 1)["result"]
 
 
-def test_no_cl_offers_no_interpreter_and_never_starts_the_analysis_sandbox(tmp_path, monkeypatch):
+def test_no_cl_offers_no_interpreter_and_never_starts_the_analysis_sandbox(tmp_path):
     def refuse(**kwargs):
         raise AssertionError("speedrunner_no_cl started an analysis session")
 
-    monkeypatch.setattr(sr, "open_analysis_session", refuse)
     m, model = method(tmp_path, [tool("run_python", "print(1)\n"), "Tool: view_episode 0",
-                                 tool("add_function", TURN_AROUND), "Tool: submit"], cls=sr.SpeedRunnerNoCLMethod)
+                                 tool("add_function", TURN_AROUND), "Tool: submit"], cls=sr.SpeedRunnerNoCLMethod,
+                      open_analysis=refuse)
     m.sleep(stored(tmp_path, [episode(0)]), batch_index=0)
     system = model.calls[0][2][0].content
     assert "run_python" not in system and "view_episode" in system

@@ -3,38 +3,19 @@
 A ``Benchmark`` turns (run seed, split, index) into an ``EpisodeSpec`` — which task,
 which seed — so that the training stream and the fixed held-out evaluation set are
 pure functions of the config. The runner never inspects task ids; it hands them back
-to ``TextEnv.reset``.
+to ``TextEnv.reset``. ``EpisodeSpec`` and ``Budget`` live in ``env.py`` (what one episode
+of an env is), re-exported here.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from speedrunner.core.env import TextEnv
+from speedrunner.core.env import Budget, EpisodeSpec, Split, TextEnv
 
-Split = Literal["train", "eval"]
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """One episode to play: ``env.reset(task, seed)`` reproduces it in any process."""
-
-    split: Split
-    index: int
-    task: str
-    seed: int
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Per-episode limits. ``None`` means unlimited for that counter."""
-
-    max_llm_calls: int | None
-    max_env_actions: int | None
-    wall_clock_s: float
+__all__ = ["Benchmark", "Budget", "EpisodeSpec", "Split"]
 
 
 class Benchmark(ABC):

@@ -4,13 +4,37 @@ An env reports only the task's own end (``done``); the runner decides and record
 an episode stopped (success, failure, budget). Observations carry text plus a small
 structured dict derived from the *same* information the text shows, never privileged
 simulator internals, so skills may read it without seeing more than the actor.
+
+One episode is named by an ``EpisodeSpec`` (which task, which seed) and limited by a
+``Budget``; a ``Benchmark`` (``benchmark.py``) makes the specs.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+Split = Literal["train", "eval"]
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One episode to play: ``env.reset(task, seed)`` reproduces it in any process."""
+
+    split: Split
+    index: int
+    task: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per-episode limits. ``None`` means unlimited for that counter."""
+
+    max_llm_calls: int | None
+    max_env_actions: int | None
+    wall_clock_s: float
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from speedrunner.core.llm.types import Completion, Model
-from speedrunner.core.skill import SkillRunner, Skills
+from speedrunner.core.skill_types import SkillRunner, Skills
 
 if TYPE_CHECKING:
-    from speedrunner.core.benchmark import Budget, EpisodeSpec
     from speedrunner.core.config.schema import MethodConfig
-    from speedrunner.core.env import Observation, TextEnv
+    from speedrunner.core.env import Budget, EpisodeSpec, Observation, TextEnv
     from speedrunner.core.trajectory import ReplayResult, Trajectory
 
 
@@ -51,11 +50,49 @@ class SleepResult:
     """Edits the library caps rejected this sleep phase: ``max_functions`` / ``max_codebook_chars`` -> count."""
 
 
+class AnalysisOutput(Protocol):
+    """What one run of analysis code did (``core.sandbox.analysis.AnalysisResult``)."""
+
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def violation(self) -> str | None:
+        """Set when the code broke the sandbox's protocol (e.g. wrote a reply of its own)."""
+
+
+class AnalysisSandbox(Protocol):
+    """A sandboxed Python session for a sleep phase's analysis code; its variables persist
+    between ``run`` calls until a timeout, a crash or ``restart`` (``core.sandbox.analysis``)."""
+
+    @property
+    def tier(self) -> str: ...
+    @property
+    def isolation(self) -> str | None:
+        """The weak-isolation note to record (``core.sandbox.tiers.isolation_note``) or ``None``."""
+
+    def run(self, code: str, timeout_s: float) -> AnalysisOutput:
+        """Run ``code``; never raises for anything the code does."""
+
+    def restart(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class OpenAnalysis(Protocol):
+    def __call__(self, *, mounts: Sequence[Path], preload: Sequence[str]) -> AnalysisSandbox:
+        """Start a session in which ``mounts`` are readable (read-only, at the same paths) and
+        ``preload`` modules are imported before it drops privileges."""
+
+
 @dataclass(frozen=True)
 class SkillSupport:
     """What codebook methods get from the run: the benchmark's skill API and primitive
-    actions, and the sandbox (an import smoke test for candidate codebooks, and a replayer
-    that plays a script of actions on one task and seed, for ASI's verification)."""
+    actions, and the sandbox (an import smoke test for candidate codebooks, a replayer that
+    plays a script of actions on one task and seed, for ASI's verification, and a session for
+    analysis code). A method uses the sandbox only through these, never its internals."""
 
     api_module: str
     """The module skills import, e.g. ``speedrunner.benchmarks.babyai.skill_api``."""
@@ -79,6 +116,9 @@ class SkillSupport:
     """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
     runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""
 
+    open_analysis: OpenAnalysis | None = None
+    """Starts a sandboxed session for analysis code over the run's files (SpeedRunner's
+    ``run_python``), under the run's tier; ``None``: not offered."""
     prepare: Callable[[int], None] | None = None
     """``prepare(n)``: boot ``n`` skill sandboxes ahead for the episodes the next phase starts at
     once (``open_skills`` hands them out); called when a sleep starts. ``None``: not offered."""

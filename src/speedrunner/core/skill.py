@@ -8,18 +8,22 @@ a pipe to the parent that owns the env. Each benchmark's ``skill_api`` adds pure
 over ``state``.
 
 The types a skill call crosses the sandbox boundary with (``SkillCall``, ``Skills``,
-``SkillOutcome``, the ``SkillRunner`` protocol) live here too, below both the sandbox that
-runs calls and the runtime that issues them (``core/runtime/skill_call.py`` re-exports them).
+``SkillOutcome``, the ``SkillRunner`` protocol) live in ``core/skill_types.py``, which a
+method's types reach without this handle; they are re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from speedrunner.core import pyast
 from speedrunner.core.env import TextEnv
+from speedrunner.core.skill_types import (  # noqa: F401  (re-exported for the sandbox and the codebook)
+    SkillCall,
+    SkillOutcome,
+    SkillRunner,
+    Skills,
+)
 from speedrunner.errors import EnvError
 
 SKILL_TIMEOUT_BASE_S = 60.0
@@ -90,72 +94,3 @@ def local_transport(env: TextEnv) -> Transport:
                 "done": result.done}
 
     return send
-
-
-@dataclass(frozen=True)
-class SkillCall:
-    """A parsed skill call; ``text`` is its canonical form, as history records it."""
-
-    name: str
-    args: list[Any] = field(default_factory=list)
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
-        return f"{self.name}({', '.join(parts)})"
-
-
-@dataclass(frozen=True)
-class Skills:
-    """The callable skills of one knowledge version (a codebook generation).
-
-    ``source`` is the codebook module the sandbox loads; ``signatures`` maps each public
-    skill to the signature the actor is shown; ``api_module`` is the benchmark's skill API
-    that skill code imports.
-    """
-
-    generation: int
-    source: str
-    signatures: dict[str, str]
-    api_module: str
-    functions: frozenset[str] = field(init=False, compare=False, repr=False)
-    """The codebook's top-level function names, parsed here, once per version, before any episode
-    opens a sandbox: the runners of parallel episodes share it (``core/pyast.py`` says why)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "functions", pyast.top_level_functions(self.source))
-
-
-@dataclass
-class SkillOutcome:
-    """What one skill call did, as the sandbox reports it.
-
-    ``tree`` is the full call tree (nested calls, every primitive action with the
-    observation it produced, return values, errors with the skill's own traceback lines),
-    JSON-able, stored in the trajectory. ``stopped_by`` is ``returned``, ``error``,
-    ``max_actions``, ``timeout`` or ``episode_done``.
-    """
-
-    tree: dict[str, Any]
-    returned: Any = None
-    error: str | None = None
-    stopped_by: str = "returned"
-
-
-class SkillRunner(Protocol):
-    """Runs skill calls of one episode (one sandbox process, reused for every call)."""
-
-    tier: str
-    """The isolation tier that runs the code (``bwrap``, ``unshare``, ``rlimits``)."""
-
-    def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]],
-             observation: dict[str, Any], max_actions: int, timeout_s: float) -> SkillOutcome:
-        """Run ``call``; its primitive actions go through ``step`` (the env stays here).
-
-        ``observation`` is the current ``{"text", "structured", "done"}``; ``step(action)``
-        answers the same shape, or ``{"error": ...}`` for an action the env refused.
-        """
-        ...
-
-    def close(self) -> None: ...

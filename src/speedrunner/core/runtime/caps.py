@@ -13,7 +13,8 @@ config and docs/caps.md), and every binding is on record:
 - ``max_iterations_per_world`` (Voyager): a training world it ends (``stop_reason``
   ``iteration_end``) counts one hit in that world's trajectory;
 - ``max_functions`` and ``max_codebook_chars`` (null = no cap) reach the validator's
-  ``CodebookSizeLimits``; every edit they reject is counted in the sleep record's ``cap_hits``;
+  ``CodebookSizeLimits``; every edit they reject is counted in the sleep record's ``cap_hits``
+  (``sleep_caps.py``: what a sleep phase counts, re-exported here);
 - ``max_functions_per_episode`` (ASI): an induction answer with more new functions than it
   allows (the rest are ignored) counts one hit in the sleep record;
 - ``max_inducer_turns`` (methods whose spec declares a multi-turn sleep): a sleep phase that runs out of
@@ -31,11 +32,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from speedrunner.core.codebook.limits import CodebookSizeLimits
+from speedrunner.core.runtime.sleep_caps import (  # noqa: F401  (re-exported: every cap is named here)
+    LIBRARY_CAPS,
+    SLEEP_CAPS,
+    codebook_limits,
+    count_caps,
+    rejected_caps,
+)
 from speedrunner.core.skill import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S
 
 if TYPE_CHECKING:
-    from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import TextEnv
 
 UNKNOWN_LIMIT_ACTIONS = 10_000
@@ -46,10 +52,6 @@ SKILL_CAPS = ("max_skill_actions", "skill_timeout")
 """The caps of one skill call (counted per trajectory, and per evaluation episode)."""
 EPISODE_CAPS = (*SKILL_CAPS, "max_iterations_per_world")
 """The caps counted per training trajectory (a ``metrics.jsonl`` row's ``cap_hits``)."""
-LIBRARY_CAPS = ("max_functions", "max_codebook_chars")
-"""The codebook's caps (counted per sleep phase, one per edit they reject)."""
-SLEEP_CAPS = (*LIBRARY_CAPS, "max_functions_per_episode", "max_inducer_turns")
-"""The caps counted per sleep phase (a sleep record's and a row's ``sleep_cap_hits``)."""
 CAP_NAMES = (*EPISODE_CAPS, *SLEEP_CAPS)
 """Every cap whose hits are counted, as ``cap_hits`` keys."""
 
@@ -103,26 +105,6 @@ def skill_cap_hit(stopped_by: str, caps: CallCaps) -> str | None:
     if stopped_by == "timeout":
         return "skill_timeout"
     return None
-
-
-def rejected_caps(problems: Iterable[Any]) -> list[str]:
-    """The library caps among a rejected edit's validation problems (each counts one hit)."""
-    return sorted({p.cap for p in problems if getattr(p, "cap", None)})
-
-
-def count_caps(names: Iterable[str]) -> dict[str, int]:
-    """``{cap: hits}`` of one sleep phase from the cap behind each binding, every
-    ``SLEEP_CAPS`` key present (0 when it never bound)."""
-    counts = dict.fromkeys(SLEEP_CAPS, 0)
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
-def codebook_limits(method: MethodConfig) -> CodebookSizeLimits:
-    """The validator's ``CodebookSizeLimits`` with the method's library caps (``MethodConfig.skill_caps``)."""
-    caps = method.skill_caps()
-    return CodebookSizeLimits(max_functions=caps.max_functions, max_total_chars=caps.max_codebook_chars)
 
 
 def skill_hits(hits: Mapping[str, int] | None) -> dict[str, int]:

@@ -4,7 +4,7 @@ Only a call of a listed public skill with literal arguments is a skill call. Any
 else that looks like a call — an unknown name, a variable, an expression, a nested call —
 is an invalid action with feedback, like any other unparseable answer. The call itself
 runs in the episode's sandbox behind the ``SkillRunner`` protocol. The types the episode
-and the runner exchange live in ``core/skill.py`` (below the sandbox) and are re-exported here.
+and the runner exchange live in ``core/skill_types.py`` (below the sandbox) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import ast
 from typing import Any
 
 from speedrunner.core import pyast
-from speedrunner.core.skill import SkillCall, SkillOutcome, SkillRunner, Skills
+from speedrunner.core.skill_types import SkillCall, SkillOutcome, SkillRunner, Skills
 
 __all__ = ["SkillCall", "SkillOutcome", "SkillRunner", "Skills", "looks_like_call", "outcome_note",
            "parse_skill_call"]

@@ -17,7 +17,12 @@ from speedrunner.core.env import Observation, TextEnv
 from speedrunner.core.method import SkillSupport
 from speedrunner.core.runtime.replay import replay_script
 from speedrunner.core.runtime.skill_call import SkillRunner, Skills
-from speedrunner.core.sandbox import available_tiers, open_skill_runner, resolve_tier
+from speedrunner.core.sandbox import (
+    available_tiers,
+    open_analysis_session,
+    open_skill_runner,
+    resolve_tier,
+)
 from speedrunner.core.sandbox.channel import ChannelTimeout
 from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxStartError
@@ -148,6 +153,8 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
     return SkillSupport(api_module=api_module, api_names=api.names, primitives=api.primitives,
                         open_skills=sandboxes.open, smoke_test=check, replay=replay, sandbox_tier=tier,
                         observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox,
+                        open_analysis=partial(open_analysis_session, tier=tier,
+                                              requested=config.run.sandbox),
                         prepare=sandboxes.prepare, on_close=close)
 
 

@@ -35,7 +35,7 @@ from speedrunner.core.sandbox.lifecycle import SandboxOwner
 from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
 from speedrunner.core.sandbox.schema import analysis_message_bytes, check_run_reply
-from speedrunner.core.sandbox.tiers import check_analysis_tier, resolve_tier
+from speedrunner.core.sandbox.tiers import check_analysis_tier, isolation_note, resolve_tier
 
 PRELOAD = ("argparse", "ast", "base64", "bisect", "collections", "collections.abc", "contextlib", "copy", "csv",
            "dataclasses", "datetime", "decimal", "difflib", "encodings.idna", "enum", "fnmatch", "fractions", "functools", "glob",
@@ -73,21 +73,30 @@ def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = 
     resolved = resolve_tier(tier)
     if paths:
         check_analysis_tier(tier if requested is None else requested, resolved)
-    return AnalysisSession(resolved, paths, limits or ProcessLimits(), tuple(preload))
+    return AnalysisSession(resolved, paths, limits or ProcessLimits(), tuple(preload),
+                           requested=requested)
 
 
 class AnalysisSession(SandboxOwner):
     """``run(code, timeout_s)`` as many times as needed, then ``close()``."""
 
-    def __init__(self, tier: str, mounts: list[Path], limits: ProcessLimits, preload: tuple[str, ...] = ()) -> None:
+    def __init__(self, tier: str, mounts: list[Path], limits: ProcessLimits,
+                 preload: tuple[str, ...] = (), *, requested: str | None = None) -> None:
         super().__init__("the analysis session")
         self.tier = tier
+        self.requested = requested
+        """What ``run.sandbox`` asked for; says why a weak tier was used (``isolation``)."""
         self.preload = (*PRELOAD, *preload)
         self.mounts = mounts
         self.limits = limits
         self.violations = 0
         """Protocol violations so far (each ended its run and replaced the process)."""
         self._ensure_process()
+
+    @property
+    def isolation(self) -> str | None:
+        """The weak-isolation note a sleep record carries (``None`` unless the tier is rlimits)."""
+        return isolation_note(self.tier, self.requested)
 
     def _start_process(self) -> SandboxProcess:
         return SandboxProcess(self.tier, self.limits, mode="analysis", preload=self.preload,

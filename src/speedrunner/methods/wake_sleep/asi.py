@@ -32,7 +32,7 @@ from speedrunner.core.codebook.api_view import inducer_caps
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import SleepResult
 from speedrunner.core.prompts import load_prompts
-from speedrunner.core.runtime.caps import count_caps, rejected_caps
+from speedrunner.core.runtime.sleep_caps import count_caps, rejected_caps
 from speedrunner.core.trajectory import Trajectory
 from speedrunner.methods.wake_sleep.asi_parse import Induction, parse_induction
 from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod, inducer_api_view

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from speedrunner.core.codebook import Codebook, Rules
 from speedrunner.core.codebook.api_view import render_api_view, state_example
+from speedrunner.core.codebook.codebook import Codebook
 from speedrunner.core.codebook.limits import CodebookSizeLimits
+from speedrunner.core.codebook.rules import Rules
 from speedrunner.core.config.schema import MethodConfig
 from speedrunner.core.method import Knowledge, Method, MethodContext, SkillSupport
-from speedrunner.core.runtime.caps import codebook_limits
+from speedrunner.core.runtime.sleep_caps import codebook_limits
 from speedrunner.core.trajectory import Trajectory
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.configs import CodebookMethodConfig

@@ -25,37 +25,37 @@ import re
 from speedrunner.core import pyast
 from speedrunner.core.answers import FormatTally, with_cut_note
 from speedrunner.core.atomic import atomic_write_json
-from speedrunner.core.codebook import (
-    AddFunction,
-    Author,
-    Codebook,
-    DeleteFunction,
-    Edit,
-    EditFunction,
-    EditRejected,
-    MakePrivate,
-    MakePublic,
-    RenameFunction,
-    apply_edits,
-)
 from speedrunner.core.codebook.api_view import (
+    ANALYSIS_MODULE,
     add_function_rule,
     analysis_helper_names,
     inducer_caps,
     render_analysis_helpers,
 )
+from speedrunner.core.codebook.candidate import EditRejected
+from speedrunner.core.codebook.codebook import Codebook
+from speedrunner.core.codebook.edits import (
+    AddFunction,
+    DeleteFunction,
+    Edit,
+    EditFunction,
+    MakePrivate,
+    MakePublic,
+    RenameFunction,
+    apply_edits,
+)
+from speedrunner.core.codebook.model import Author
 from speedrunner.core.llm.types import Completion, Message
-from speedrunner.core.method import MethodContext, SleepResult
+from speedrunner.core.method import AnalysisSandbox, MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
-from speedrunner.core.runtime.caps import count_caps, rejected_caps
-from speedrunner.core.sandbox.analysis import AnalysisSession, open_analysis_session
-from speedrunner.core.sandbox.tiers import isolation_note
+from speedrunner.core.runtime.sleep_caps import count_caps, rejected_caps
 from speedrunner.core.trajectory import (
     CorruptTrajectory,
     Trajectory,
     episode_path,
     load_trajectory,
 )
+from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod, inducer_api_view
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
 from speedrunner.methods.wake_sleep.speedrunner_native import (
@@ -126,7 +126,7 @@ class _Phase:
         self.completions: list[Completion] = []
         self.upto = max((t.index for t in batch), default=-1)
         self.dir = method.run_dir / "sleep" / f"batch_{batch_index:04d}"
-        self.session: AnalysisSession | None = None
+        self.session: AnalysisSandbox | None = None
         self.ran_code = 0
         self.reading = FormatTally("inducer")
         self.capped: list[str] = []  # the cap behind each binding: per rejected edit, and running out of turns
@@ -184,8 +184,7 @@ class _Phase:
             "cap_hits": count_caps(self.capped),
             "sandbox_violations": self.violations,
             "analysis_tier": self.session.tier if self.session is not None else None,
-            "isolation": isolation_note(self.session.tier if self.session is not None else None,
-                                        self.method.support.sandbox_requested),
+            "isolation": self.session.isolation if self.session is not None else None,
             "public": sorted(codebook.signatures()), "scripted": author.scripted, **self.reading.record(),
             "system_prompt": messages[0].content, "tool_protocol": "native" if native else "text"})
         return codebook
@@ -253,11 +252,7 @@ class _Phase:
     def _run_python(self, code: str) -> str:
         timeout = self.method.config.analysis_timeout_s  # type: ignore[union-attr]  # only speedrunner offers the tool
         if self.session is None:
-            mounts = [self.method.run_dir / "episodes" / "train", self.method.run_dir / "codebook"]
-            self.session = open_analysis_session(tier=self.method.support.sandbox_tier,
-                                                 requested=self.method.support.sandbox_requested,
-                                                 preload=("speedrunner.core.experience",),
-                                                 mounts=[p for p in mounts if p.exists()])
+            self.session = self._open_session()
         self.ran_code += 1
         setup = SETUP.format(episodes=str(self.method.run_dir / "episodes" / "train"),
                              codebook=str(self.method.run_dir / "codebook"), upto=self.upto,
@@ -278,6 +273,18 @@ class _Phase:
         if result.error is not None:
             parts.append(("Timed out: " if result.timed_out else "Error:\n") + result.error.rstrip())
         return "\n".join(parts) or "(no output)"
+
+    def _open_session(self) -> AnalysisSandbox:
+        """The run's analysis sandbox (``SkillSupport.open_analysis``), seeing only this run's
+        training episodes and codebook generations."""
+        support = self.method.support
+        if support.open_analysis is None:
+            raise ConfigError(f"method {self.method.name!r} runs analysis code, but its skill "
+                              "support offers no analysis sandbox (SkillSupport.open_analysis): "
+                              "start the run through a train entry point, or pass one")
+        mounts = [self.method.run_dir / "episodes" / "train", self.method.run_dir / "codebook"]
+        return support.open_analysis(mounts=[p for p in mounts if p.exists()],
+                                     preload=(ANALYSIS_MODULE,))
 
     def _test_skill(self, index: str, step: str, block: str) -> str:
         trajectory = self._load(index)
