@@ -30,7 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from speedrunner.core.argparsing import ArgumentParser
-from speedrunner.core.interrupt import STOP, RunInterrupted, handle_stop_signals
+from speedrunner.core.interrupt import (
+    STOP,
+    RunInterrupted,
+    handle_stop_signals,
+    stop_for_closed_stdout,
+)
 from speedrunner.core.rundir import ensure_writable, run_lock
 from speedrunner.errors import EXIT_CODES, CheckpointError, ConfigError, SpeedRunnerError
 
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
     from speedrunner.core.config.loader import ConfigLoader
     from speedrunner.core.config.schema import RunConfig
     from speedrunner.core.llm.budget import BudgetReached, SpendCap
+    from speedrunner.core.records import RunSummary
     from speedrunner.core.runtime.loop import Runner, RunStatus
 
 GENERIC_COMMAND = "speedrunner train"
@@ -86,7 +92,7 @@ class _Session:
     config: RunConfig | None = None
     runner: Runner | None = None
     """Set once the run's loop exists: it writes summary.json at every stop."""
-    summary: dict[str, object] | None = None
+    summary: RunSummary | None = None
     """The summary.json built at the stop: the run-summary line and the messages show its figures."""
     summary_written: bool = False
 
@@ -112,6 +118,8 @@ def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, sess
     try:
         try:
             return _main(benchmark, args, session)
+        except BrokenPipeError:  # a print outside the progress lines met a closed stdout
+            raise stop_for_closed_stdout() from None
         except RunInterrupted as e:
             reached = session.budget.reached if session.budget is not None else None
             if reached is not None and not isinstance(e, BudgetReached) and not STOP.is_set():
@@ -124,14 +132,14 @@ def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, sess
                 else f"raise the cap:\n  {session.command} --resume {session.run_dir} "
                      f"--set run.max_cost_usd={_suggest_cap(e)}")
         _print_summary(session, "budget_reached")
-        reason = session.summary.get("status_reason") if session.summary is not None else None
+        reason = session.summary.status_reason if session.summary is not None else None
         where = (f" ({session.run_dir / 'summary.json'} has it as spent_usd)" if session.summary_written
                  else "")
         print(f"\nbudget reached: {reason or e}{where}. The run stopped before that call; nothing "
               f"stored is lost. To continue exactly where it stopped, {more}", file=sys.stderr)
         return e.exit_code
     except RunInterrupted as e:
-        how = "Ctrl-C" if e.exit_code == 130 else e.signal_name
+        how = {130: "Ctrl-C", 141: "stdout closed"}.get(e.exit_code, e.signal_name)
         if session.run_dir is None:
             print(f"\ninterrupted ({how}) before the run started; nothing was written", file=sys.stderr)
         else:
@@ -424,10 +432,11 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     except Exception as e:
         _mark_status(session, "failed", f"{type(e).__name__}: {e}")
         raise
-    final = result.summary.get("final_eval") or {}
+    final = result.summary.final_eval
     tag = " [SCRIPTED MODEL]" if scripted else ""
     shown = dict.fromkeys([config.speedrun.episode_metric, "success"])  # the run's metric first
-    values = ", ".join(f"{m} {final.get(f'{m}_mean', float('nan')):.3f}" for m in shown)
+    means = {} if final is None else {"success": final.success_mean, "progress": final.progress_mean}
+    values = ", ".join(f"{m} {means[m]:.3f}" for m in shown)
     evaluated = f"final eval {values}" if final else "no evaluation (run.eval_episodes is 0)"
     print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
           f"summary in {run_dir / 'summary.json'}")
@@ -481,14 +490,14 @@ def _mark_status(session: _Session, status: RunStatus, reason: str | None = None
     spend as the log has it now) and keeps it in ``session`` for the lines printed after;
     before that, only the status of the stored summary changes.
     """
-    from speedrunner.core.atomic import atomic_write_json
     from speedrunner.core.redact import scrub
-    from speedrunner.core.runtime.loop import SUMMARY_FILE, mark_run_status
+    from speedrunner.core.runtime.loop import mark_run_status
+    from speedrunner.core.runtime.run_summary import write_summary
 
     assert session.run_dir is not None
     reason = None if reason is None else scrub(reason)
     if session.runner is None or not session.runner.started:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # a damaged summary.json stays as it is
             mark_run_status(session.run_dir, status, reason)
         return
     try:
@@ -496,11 +505,11 @@ def _mark_status(session: _Session, status: RunStatus, reason: str | None = None
     except Exception as e:  # the disk may be why the run stopped: never hide why it did
         print(f"warning: summary.json not updated ({type(e).__name__}: {e})", file=sys.stderr)
         return
-    if isinstance(summary.get("status_reason"), str):
-        summary["status_reason"] = scrub(summary["status_reason"])
+    if summary.status_reason is not None:
+        summary = summary.model_copy(update={"status_reason": scrub(summary.status_reason)})
     session.summary = summary
     with contextlib.suppress(OSError):
-        atomic_write_json(session.run_dir / SUMMARY_FILE, summary)
+        write_summary(session.run_dir, summary)
         session.summary_written = True
 
 

@@ -21,6 +21,8 @@ from speedrunner.core.rundir import RUN_FORMAT
 from speedrunner.core.runtime.loop import config_fingerprint
 from speedrunner.errors import SpeedRunnerError
 
+from ..reporting.synthetic import metrics_row, summary_doc
+
 REPO = Path(__file__).resolve().parents[2]
 REACT = REPO / "configs" / "babyai" / "react-gpt-seq.yaml"
 GPT = {"input": 0.75, "cached_input": 0.075, "output": 4.50}  # speedrunner/data/prices.yaml
@@ -46,11 +48,11 @@ def _pilot(tmp: Path, config: RunConfig, episodes: list[Episode], *, scripted: b
     (tmp / "config.resolved.json").write_text(json.dumps(config.model_dump(mode="json")))
     (tmp / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": tmp.name}))
     (tmp / "checkpoint.json").write_text(json.dumps({"results_config_sha256": config_fingerprint(config)}))
-    (tmp / "summary.json").write_text(json.dumps({"scripted": scripted}))
+    (tmp / "summary.json").write_text(json.dumps(summary_doc(scripted=scripted)))
     calls, metrics = [], []
     for i, ep in enumerate(episodes):
-        metrics.append({"index": i, "batch": i // config.run.sleep_every, "stop_reason": ep.stop,
-                        "llm_calls": len(ep.inputs), "env_actions": len(ep.inputs)})
+        metrics.append(metrics_row(index=i, batch=i // config.run.sleep_every, stop_reason=ep.stop,
+                                   llm_calls=len(ep.inputs), env_actions=len(ep.inputs)))
         calls += [{"purpose": "actor", "call_id": f"train/{i:04d}/actor/{k:04d}", "error": None,
                    "usage": {"input_uncached": n, "input_cached": 0, "output": ep.output},
                    "finish_reason": "length" if ep.truncated else "stop", "truncated": ep.truncated}

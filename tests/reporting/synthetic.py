@@ -17,13 +17,17 @@ from speedrunner.core.rundir import RUN_FORMAT
 
 from ..e2e.harness import REPO
 
-_MISSING = object()
 _FORMAT_1 = REPO / "tests" / "fixtures" / "run_format_1" / "react"
 
 
 def metrics_row(**fields: object) -> dict[str, object]:
     """A complete metrics.jsonl row (a format-1 run's first) with ``fields`` changed."""
     return {**read_jsonl(_FORMAT_1 / "metrics.jsonl")[0], **fields}
+
+
+def summary_doc(**fields: object) -> dict[str, object]:
+    """A complete summary.json (a format-1 run's) with ``fields`` changed."""
+    return {**json.loads((_FORMAT_1 / "summary.json").read_text("utf-8")), **fields}
 
 
 def eval_row(**fields: object) -> dict[str, object]:
@@ -45,8 +49,8 @@ class Spec:
     sleep_calls_share: float = 0.0
     cost: float | None = 0.01
     """Cost of each training episode (None: unpriced)."""
-    spent: float | None | object = _MISSING
-    """summary.json ``spent_usd`` (left out when not given, as runs before the field)."""
+    spent: float | None = None
+    """summary.json ``spent_usd`` (None: a price is unknown)."""
     unknown_spend: float = 0.0
     """summary.json ``unknown_spend_usd``: unanswered attempts that may have been billed."""
 
@@ -91,14 +95,8 @@ def write_run(path: Path, spec: Spec) -> Path:
                  cost_mean_usd=spec.cost, per_episode=[], scripted=False),
     ]
     (path / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
-    summary = {
-        "run_id": path.name,
-        "status": "finished",
-        "model": config["model"]["name"],
-        "scripted": config["model"]["provider"] == "scripted",
-        "unknown_spend_usd": spec.unknown_spend,
-    }
-    if spec.spent is not _MISSING:
-        summary["spent_usd"] = spec.spent
+    summary = summary_doc(run_id=path.name, status="finished", model=config["model"]["name"],
+                          scripted=config["model"]["provider"] == "scripted", spent_usd=spec.spent,
+                          unknown_spend_usd=spec.unknown_spend)
     (path / "summary.json").write_text(json.dumps(summary))
     return path

@@ -175,7 +175,7 @@ def test_the_headline_shows_each_experiment_with_bootstrap_intervals_over_seeds(
     )
     assert react["$ / episode"] == "$0.0100" and asi["$ / episode"] == "unknown"
     assert react["total $"] == "$1.80" and sr["total $"] == "$1.00"
-    assert opo["total $"] == "– (unknown in some runs)" and no_cl["total $"] == "– (not recorded)"
+    assert opo["total $"] == "– (unknown in some runs)" and no_cl["total $"] == "– (unknown in every run)"
 
 
 def test_the_headline_csv_has_the_numbers_and_the_report_is_reproducible(runs, report, tmp_path):
@@ -221,7 +221,7 @@ def test_runs_csv_has_each_runs_total_dollars(report):
     runs = {(r["method"], r["seed"], r["model"]): r for r in table(report, "runs")}
     assert float(runs[("react", "2", "gpt-5.4-mini")]["total_cost_usd"]) == pytest.approx(0.7)
     assert runs[("opo", "2", "gpt-5.4-mini")]["total_cost_usd"] == ""  # spent_usd null: unknown
-    assert runs[("speedrunner_no_cl", "0", "gpt-5.4-mini")]["total_cost_usd"] == ""  # not recorded
+    assert runs[("speedrunner_no_cl", "0", "gpt-5.4-mini")]["total_cost_usd"] == ""  # unknown
 
 
 def test_spend_that_may_have_been_billed_unseen_is_shown_beside_the_total_never_in_it(tmp_path):

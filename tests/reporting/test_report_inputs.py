@@ -58,11 +58,12 @@ def test_a_benchmarks_own_evaluation_numbers_become_curves():
 
 
 def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
+    from speedrunner.core.records import RunSummary
     from speedrunner.core.reporting.aggregate import group_runs
     from speedrunner.core.reporting.rundata import RunData
     from speedrunner.core.reporting.tables import summary_table
 
-    from .synthetic import eval_row, metrics_row
+    from .synthetic import eval_row, metrics_row, summary_doc
 
     def run(seed: int, cost: float | None) -> RunData:
         config = {"run": {"seed": seed, "rollouts": 2, "sleep_every": 2}, "benchmark": {"name": "babyai", "task_set": "seq"},
@@ -71,7 +72,8 @@ def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
                             sleep_output_tokens_share=0.0, sleep_llm_calls_share=0.0, within_2_llm_calls=False)
                 for i in range(2)]
         evals = [eval_row(rollout=2, progress_mean=0.5, success_mean=0.5, cost_mean_usd=cost, scripted=False)]
-        return RunData(tmp_path / f"s{seed}", config, {"status": "finished"}, rows, evals, None)
+        summary = RunSummary.model_validate(summary_doc(status="finished", scripted=False, model="qwen"))
+        return RunData(tmp_path / f"s{seed}", config, summary, rows, evals, None)
 
     (group,) = group_runs([run(0, 0.25), run(1, None)])   # a vLLM server without a price: cost null
     assert group.finals["cost_per_episode"] is None and group.finals["final_eval_cost_per_episode"] is None

@@ -38,3 +38,27 @@ def test_the_report_reads_the_typed_rows(tmp_path):
     assert numbers.finals["final_eval_rollout"] == run.eval_rows[-1].rollout
     assert numbers.finals["llm_calls_per_episode"] == pytest.approx(
         sum(r.llm_calls for r in run.train_rows) / 4)
+
+
+@pytest.mark.parametrize(("text", "says"), [("{\"status\": \"finished\"", "cannot be read"),
+                                            ("{\"status\": \"finished\"}", "is not a run summary")])
+def test_a_broken_summary_is_refused_by_the_report_naming_the_file(tmp_path, capsys, text, says):
+    """A damaged summary.json is not read as an empty one (which showed a finished run as running
+    with no spend): ``speedrunner report`` exits 2 with the file named, and no traceback."""
+    from speedrunner.cli import main
+
+    run = shutil.copytree(FORMAT_1, tmp_path / "run")
+    (run / "summary.json").write_text(text)
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'summary.json'} {says}" in err and "--resume" in err and "Traceback" not in err
+
+
+def test_a_run_that_stopped_before_its_first_summary_is_not_shown_as_running(tmp_path):
+    """A new run that failed before its loop began (a benchmark that did not start) has no
+    summary.json: its row says "not started", not "running"."""
+    from speedrunner.core.reporting.rundata import load_run
+
+    run = shutil.copytree(FORMAT_1, tmp_path / "run")
+    (run / "summary.json").unlink()
+    assert load_run(run).status == "not started"

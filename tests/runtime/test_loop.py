@@ -238,10 +238,10 @@ def test_after_a_crash_summary_json_holds_the_last_checkpoint_and_the_spend(tmp_
     assert [e["rollout"] for e in summary["eval"]] == checkpoint["eval_points_done"]
     # Its spend is the log's as of that checkpoint; at a stop, the entry point's summary is the log's now.
     stopped = runner.write_summary("interrupted", "Ctrl-C")
-    assert stopped["training"] == checkpoint["totals"] and stopped["status_reason"] == "Ctrl-C"
+    assert stopped.training.model_dump() == checkpoint["totals"] and stopped.status_reason == "Ctrl-C"
     logged = sum(r["spent_usd"] for r in read_jsonl(tmp_path / "llm_calls.jsonl"))
-    assert stopped["spent_usd"] == pytest.approx(logged) and logged > summary["spent_usd"] > 0
-    assert runner.spend_text() == f"spent {usd(stopped['spent_usd'])}"
+    assert stopped.spent_usd == pytest.approx(logged) and logged > summary["spent_usd"] > 0
+    assert runner.spend_text() == f"spent {usd(stopped.spent_usd)}"
 
 
 def test_a_stop_before_the_loop_started_keeps_the_stored_totals_and_updates_the_spend(tmp_path):
@@ -249,8 +249,10 @@ def test_a_stop_before_the_loop_started_keeps_the_stored_totals_and_updates_the_
     keeps what the earlier process wrote, with the new status and the log's spend."""
     from speedrunner.core.runtime.loop import mark_run_status
 
-    earlier = {"status": "running", "training": {"episodes": 4, "cost_usd": 0.2}, "spent_usd": 0.25,
-               "spending": {"spent_usd": 0.25, "max_cost_usd": 1.0}}
+    from ..reporting.synthetic import summary_doc
+
+    earlier = summary_doc(status="running", spent_usd=0.25, spending={
+        "spent_usd": 0.25, "max_cost_usd": 1.0, "reached": False, "in_flight_usd": 0.0, "over_reservation_usd": 0.0})
     (tmp_path / "summary.json").write_text(json.dumps(earlier))
     (tmp_path / "llm_calls.jsonl").write_text("".join(
         json.dumps({"model": "m", "spent_usd": s, "error": None}) + "\n" for s in (0.25, 0.125)))

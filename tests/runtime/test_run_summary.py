@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 from speedrunner.core.config.schema import RunConfig
+from speedrunner.core.records import RunSummary
 from speedrunner.core.runtime.run_summary import summary_line
+
+from ..reporting.synthetic import eval_row, summary_doc
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +33,9 @@ def _call(model: str, spent: float | None, *, scripted: bool = False, cache_hit:
 def _run_dir(tmp_path: Path, calls: list[dict]) -> Path:
     (tmp_path / "checkpoint.json").write_text(json.dumps(
         {"totals": {"episodes": 8, "successes": 6}, "elapsed_s": 61.7}))
-    (tmp_path / "summary.json").write_text(json.dumps({"final_eval": {"success_mean": 0.5}}))
+    final = {k: v for k, v in eval_row(success_mean=0.5).items() if k != "per_episode"}
+    spent = None if any(c["spent_usd"] is None for c in calls) else sum(c["spent_usd"] for c in calls)
+    (tmp_path / "summary.json").write_text(json.dumps(summary_doc(final_eval=final, spent_usd=spent)))
     (tmp_path / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
     return tmp_path
 
@@ -62,8 +67,8 @@ def test_the_line_shows_the_spend_summary_json_holds(tmp_path: Path) -> None:
     """The line, summary.json and a budget message name one figure: the summary's, even when a
     call that was still in flight at the stop was logged after it."""
     run_dir = _run_dir(tmp_path, [_call("gpt-5.4-mini", 0.0021)] * 2 + [_call("gpt-5.4-mini", 0.0009)])
-    (run_dir / "summary.json").write_text(json.dumps({"spent_usd": 0.0042}))
+    (run_dir / "summary.json").write_text(json.dumps(summary_doc(spent_usd=0.0042)))
     line = summary_line(run_dir, _config("gpt-5.4-mini"), status="budget_reached")
     assert "| spent $0.0042 |" in line
-    built = {"spent_usd": 0.00425}  # the summary the entry point just built (its write may have failed)
+    built = RunSummary.model_validate(summary_doc(spent_usd=0.00425))  # just built (its write may have failed)
     assert "| spent $0.0043 |" in summary_line(run_dir, _config("gpt-5.4-mini"), summary=built)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,8 @@ from speedrunner.errors import ConfigError
 from speedrunner.sweep.cli import sbatch_script
 from speedrunner.sweep.execute import plan
 from speedrunner.sweep.spec import load_sweep, parse_shard, shard
+
+from ..reporting.synthetic import eval_row, summary_doc
 
 REPO = Path(__file__).resolve().parents[2]
 BABYAI = REPO / "configs" / "babyai"
@@ -196,9 +199,9 @@ def test_plan_reads_the_run_directory_and_warns_when_the_config_file_changed(tmp
     assert plan(run)[0] == "broken"  # not a run directory: never overwritten
     (run.run_dir / "provenance.json").write_text("{}")
     (run.run_dir / "config.yaml").write_bytes(config.read_bytes())
-    (run.run_dir / "summary.json").write_text('{"status": "interrupted"}')
+    (run.run_dir / "summary.json").write_text(json.dumps(summary_doc(status="interrupted")))
     assert plan(run) == ("resume", "continuing (interrupted)")
-    (run.run_dir / "summary.json").write_text('{"status": "finished"}')
+    (run.run_dir / "summary.json").write_text(json.dumps(summary_doc(status="finished")))
     assert plan(run) == ("skip", "finished earlier")
     config.write_text(config.read_text().replace("seed: 0", "seed: 5"))
     action, why = plan(run)
@@ -217,8 +220,8 @@ def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_
     (d / "episodes" / "train").mkdir(parents=True)
     (d / "episodes" / "train" / "0000.json").write_text("{}")
     (d / "config.resolved.json").write_text(json.dumps({"run": {"rollouts": 200}, "speedrun": {"metric": "success"}}))
-    (d / "summary.json").write_text(json.dumps({"status": "finished", "final_eval": {
-        "success_mean": 0.5, "progress_mean": 0.625}}))
+    final = {k: v for k, v in eval_row(success_mean=0.5, progress_mean=0.625).items() if k != "per_episode"}
+    (d / "summary.json").write_text(json.dumps(summary_doc(status="finished", final_eval=final)))
     calls = [{"spent_usd": 0.25}, {"spent_usd": 0.0, "cache_hit": True}]
     (d / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls) + '{"torn')
     outcome = read_outcome(run, "start", 0)
@@ -237,3 +240,19 @@ def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_
     assert outcome.cost_usd is None
     print_outcomes([outcome])
     assert " unknown " in [x for x in capsys.readouterr().out.splitlines() if str(d) in x][0]
+
+
+def test_a_damaged_summary_is_resumed_and_named_never_read_as_a_run_not_started(tmp_path):
+    """A summary.json that is not a run summary is no "killed before its first summary": the sweep
+    resumes the run (which rewrites it) and its plan and end line name the file."""
+    from speedrunner.sweep.execute import read_outcome
+
+    path = write(tmp_path, f"name: p\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n")
+    run = load_sweep(path).runs[0]
+    run.run_dir.mkdir(parents=True)
+    (run.run_dir / "provenance.json").write_text("{}")
+    (run.run_dir / "summary.json").write_text(json.dumps({"status": "finished"}))
+    action, why = plan(run)
+    assert action == "resume" and f"{run.run_dir / 'summary.json'} is not a run summary" in why
+    outcome = read_outcome(run, "resume", 1)
+    assert outcome.status == "missing" and "summary.json is not a run summary" in outcome.note

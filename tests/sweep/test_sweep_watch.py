@@ -18,6 +18,7 @@ import pytest
 from speedrunner.cli import main as cli_main
 from speedrunner.sweep.spec import load_sweep
 
+from ..reporting.synthetic import summary_doc
 from .test_sweep_runs import BABYAI, env, sweep_cmd
 
 
@@ -41,6 +42,12 @@ def small_sweep(where: Path, seeds: str = "[0, 1]", rollouts: int = 20) -> Path:
     return path
 
 
+def _summary(*, episodes: int = 0, **fields: object) -> dict[str, object]:
+    """A complete summary.json of a model's run with these fields and training episodes."""
+    training = {**summary_doc()["training"], "episodes": episodes}  # type: ignore[dict-item]
+    return summary_doc(training=training, **{"model": "gpt-5.4-mini", "scripted": False, "note": None, **fields})
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 0.0
@@ -57,7 +64,7 @@ def test_the_status_block_shows_each_running_runs_episodes_and_spend_from_its_fi
     for r in runs:
         r.run_dir.mkdir(parents=True)
     (fresh.run_dir / "summary.json").write_text(json.dumps(  # an earlier attempt's, until the run rewrites it
-        {"status": "interrupted", "training": {"episodes": 0}, "spent_usd": 0.0}))
+        _summary(status="interrupted", episodes=0, spent_usd=0.0)))
     os.utime(fresh.run_dir / "summary.json", (time.time() - 60, time.time() - 60))
     clock, out = Clock(), io.StringIO()
     watch = Watch(runs, every_s=30, out=out, clock=clock)
@@ -67,15 +74,15 @@ def test_the_status_block_shows_each_running_runs_episodes_and_spend_from_its_fi
 
     # A summary.json from the run's start, and a newer checkpoint: the checkpoint's count wins.
     (older_summary.run_dir / "summary.json").write_text(json.dumps(
-        {"status": "running", "model": "fake-realistic", "training": {"episodes": 2}, "spent_usd": 0.25}))
+        _summary(status="running", model="fake-realistic", scripted=False, episodes=2, spent_usd=0.25)))
     (older_summary.run_dir / "checkpoint.json").write_text(json.dumps({"totals": {"episodes": 6}}))
-    # A run written before summary.json had spent_usd: its calls' log is summed (a torn last line skipped).
-    (no_spent_key.run_dir / "summary.json").write_text(json.dumps(
-        {"status": "running", "scripted": False, "training": {"episodes": 4}}))
+    # A run killed before its first summary.json: its checkpoint counts, its calls' log is summed
+    # (a torn last line skipped).
+    (no_spent_key.run_dir / "checkpoint.json").write_text(json.dumps({"totals": {"episodes": 4}}))
     calls = no_spent_key.run_dir / "llm_calls.jsonl"
     calls.write_text(json.dumps({"spent_usd": 0.5}) + "\n" + json.dumps({"spent_usd": 0.0, "cache_hit": True})
                      + "\n" + '{"spent_usd": 9')
-    (unpriced.run_dir / "summary.json").write_text("{half written")  # a run mid-write reads as nothing yet
+    (unpriced.run_dir / "summary.json").write_text("{half written")  # damaged: nothing yet (its resume rewrites it)
     clock.now = 30
     block = watch.status()
     assert block is not None
@@ -84,7 +91,7 @@ def test_the_status_block_shows_each_running_runs_episodes_and_spend_from_its_fi
                         "sweep: 10/80 episodes, spent $0.7500")
     assert lines[1:] == [f"  {fresh.label}: 0/20 episodes, spent $0.0000 (starting)",
                          f"  {older_summary.label}: 6/20 episodes, spent $0.2500 fake LLM",
-                         f"  {no_spent_key.label}: 4/20 episodes, spent $0.5000"]
+                         f"  {no_spent_key.label}: 4/20 episodes, spent $0.5000 (starting)"]
 
     # Nothing changed: no block, until the heartbeat is due.
     clock.now = 60
@@ -96,13 +103,13 @@ def test_the_status_block_shows_each_running_runs_episodes_and_spend_from_its_fi
     with calls.open("a") as f:
         f.write("0}\n" + json.dumps({"spent_usd": None}) + "\n")
     (unpriced.run_dir / "summary.json").write_text(json.dumps(
-        {"status": "running", "spent_usd": None, "training": {"episodes": 1}}))
+        _summary(status="running", scripted=False, spent_usd=None, episodes=1)))
     watch.started(unpriced, "resume", "continuing (interrupted)")
     watch.ended(fresh.run_id)
     lines = watch.status().splitlines()
     assert lines[0].endswith("3 running, 1 ended, 0 waiting; sweep: 11/80 episodes, "
                              "spent unknown")
-    assert f"  {no_spent_key.label}: 4/20 episodes, spent unknown" in lines
+    assert f"  {no_spent_key.label}: 4/20 episodes, spent unknown (starting)" in lines
     assert f"  {unpriced.label}: 1/20 episodes, spent unknown" in lines
     assert not any(fresh.label in line for line in lines[1:])  # ended runs leave the block
 
@@ -124,7 +131,7 @@ def test_queued_runs_are_announced_when_their_log_grows_and_end_when_their_summa
     run.log_file.parent.mkdir(parents=True)
     run.log_file.write_text("=== an earlier attempt\n")
     run.run_dir.mkdir(parents=True)
-    (run.run_dir / "summary.json").write_text(json.dumps({"status": "interrupted"}))  # the earlier attempt's
+    (run.run_dir / "summary.json").write_text(json.dumps(_summary(status="interrupted")))  # the earlier attempt's
     out = io.StringIO()
     watch = Watch([run], every_s=None, out=out, ends_from_disk=True)
     watch.queued(run, "resume")
@@ -136,7 +143,7 @@ def test_queued_runs_are_announced_when_their_log_grows_and_end_when_their_summa
     watch.check_queued()
     assert f"[resume] {run.label} (on a worker): run dir {run.run_dir}; log {run.log_file}" in out.getvalue()
     assert "[interrupted]" not in out.getvalue()  # an older summary.json does not end it
-    (run.run_dir / "summary.json").write_text(json.dumps({"status": "finished"}))
+    (run.run_dir / "summary.json").write_text(json.dumps(_summary(status="finished")))
     watch.check_queued()
     assert f"[finished] {run.label}" in out.getvalue()
     assert watch.status() is None

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
 from speedrunner.core.atomic import atomic_write_json, read_jsonl
-from speedrunner.core.records import EvalRow, MetricsRow, dump_row, validate_rows
+from speedrunner.core.records import EvalRow, MetricsRow, RunSummary, dump_row, validate_rows
 from speedrunner.errors import ConfigError, MissingAPIKeyError
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ WANDB_DIR = "wandb"
 
 class RunTracker(Protocol):
     def after_checkpoint(self, checkpoint: Checkpoint) -> None: ...
-    def finish(self, summary: dict[str, Any] | None, *, exit_code: int) -> None: ...
+    def finish(self, summary: RunSummary | None, *, exit_code: int) -> None: ...
 
 
 class NoTracker:
@@ -55,7 +55,7 @@ class NoTracker:
     def after_checkpoint(self, checkpoint: Checkpoint) -> None:
         pass
 
-    def finish(self, summary: dict[str, Any] | None, *, exit_code: int) -> None:
+    def finish(self, summary: RunSummary | None, *, exit_code: int) -> None:
         pass
 
 
@@ -156,7 +156,7 @@ class WandbTracker:
         except Exception as e:  # noqa: BLE001 - tracking never ends a run
             self._warn(e)
 
-    def finish(self, summary: dict[str, Any] | None, *, exit_code: int) -> None:
+    def finish(self, summary: RunSummary | None, *, exit_code: int) -> None:
         try:
             if summary is not None and exit_code == 0:
                 self._log_final(summary)
@@ -211,12 +211,12 @@ class WandbTracker:
                          and not isinstance(v, (dict, list))})
         return rows
 
-    def _log_final(self, summary: dict[str, Any]) -> None:
+    def _log_final(self, summary: RunSummary) -> None:
         import wandb
 
-        for key, value in _flat({"final_eval": summary.get("final_eval") or {},
-                                 "training": summary.get("training") or {},
-                                 "spending": summary.get("spending") or {}}).items():
+        parts = {"final_eval": summary.final_eval, "training": summary.training, "spending": summary.spending}
+        for key, value in _flat({name: {} if part is None else dump_row(part)
+                                 for name, part in parts.items()}).items():
             self.run.summary[key] = value
         speedrun = self.run_dir / "speedrun.json"
         if speedrun.exists():

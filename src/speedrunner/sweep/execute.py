@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from speedrunner.core.records import RunSummary, SummaryError, stored_summary
 from speedrunner.core.redact import scrub
 from speedrunner.sweep.spec import SweepRun
 
@@ -83,11 +84,14 @@ def plan(run: SweepRun) -> tuple[Action, str]:
     holder = lock_holder(d)
     if holder is not None:
         return "busy", f"in use by PID {holder} (another sweep or run is working in it)"
-    status = _summary(d).get("status")
     changed = config_changed(run)
-    if status == "finished":
+    try:
+        summary = stored_summary(d)
+    except SummaryError as e:  # the resume rewrites it from the checkpoint
+        return "resume", f"continuing ({e})" + changed
+    if summary is not None and summary.status == "finished":
         return "skip", "finished earlier" + changed
-    return "resume", f"continuing ({status or 'killed before its first summary'})" + changed
+    return "resume", f"continuing ({'killed before its first summary' if summary is None else summary.status})" + changed
 
 
 def config_changed(run: SweepRun) -> str:
@@ -179,19 +183,22 @@ def execute(
 def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: str = "") -> Outcome:
     """What the run directory (and the log, for a failure) says now."""
     d = run.run_dir
-    summary = _summary(d)
+    try:
+        summary = stored_summary(d)
+    except SummaryError as e:
+        summary, note = None, f"{note}; {e}" if note else str(e)
     resolved = _json(d / "config.resolved.json")
     metric = (resolved.get("speedrun") or {}).get("metric")
-    evals = summary.get("final_eval") or ((summary.get("eval") or [None])[-1]) or {}
-    value = evals.get(f"{metric}_mean") if metric else None
+    means = _last_means(summary)
     outcome = Outcome(
         run_id=run.run_id, label=run.label, run_dir=str(d), action=action, exit_code=exit_code,
-        status=summary.get("status", "missing"),
+        status="missing" if summary is None else summary.status,
         episodes=len(list((d / "episodes" / "train").glob("*.json"))),  # kept on disk; a resume reuses them
         rollouts=(resolved.get("run") or {}).get("rollouts"),
-        metric=metric, metric_value=value, progress=evals.get("progress_mean"),
+        metric=metric, metric_value=means.get(metric) if metric else None, progress=means.get("progress"),
         cost_usd=_spent(d / "llm_calls.jsonl"),
-        scripted=bool(summary.get("scripted")), fake=str(summary.get("model") or "").startswith("fake-"),
+        scripted=summary is not None and summary.scripted,
+        fake=summary is not None and summary.model.startswith("fake-"),
         log_file=str(run.log_file), note=note,
     )
     if exit_code not in (None, 0) or (action != "skip" and outcome.status != "finished"):
@@ -199,8 +206,10 @@ def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: 
     return outcome
 
 
-def _summary(run_dir: Path) -> dict[str, Any]:
-    return _json(run_dir / "summary.json")
+def _last_means(summary: RunSummary | None) -> dict[str, float]:
+    """The means of the run's last evaluation (its final one once finished), by metric."""
+    last = None if summary is None else summary.final_eval or (summary.eval[-1] if summary.eval else None)
+    return {} if last is None else {"success": last.success_mean, "progress": last.progress_mean}
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from speedrunner.core.llm.spent import CallLogTotals, usd
+from speedrunner.core.records import SUMMARY_FILE, RunSummary, SummaryError, stored_summary
 from speedrunner.sweep.spec import SweepRun
 
 STATUS_EVERY_S = 30.0
@@ -36,13 +37,14 @@ class Progress:
     """One run as its files say now."""
 
     status: str
-    """summary.json's status (running, finished, interrupted, ...); ``new`` before it exists."""
+    """summary.json's status (running, finished, interrupted, ...); ``new`` before it exists,
+    ``summary.json damaged`` when it cannot be read (the run's resume rewrites it)."""
     episodes: int
     """Training episodes done: the later of summary.json's and checkpoint.json's totals."""
     planned: int | None
     spent_usd: float | None
-    """Dollars the run spent (``core.llm.spent``): summary.json ``spent_usd``, or for a run
-    whose summary.json has no such key, its ``llm_calls.jsonl``; ``None``: a price is unknown."""
+    """Dollars the run spent (``core.llm.spent``): summary.json ``spent_usd``, or before the run's
+    first summary its ``llm_calls.jsonl``; ``None``: a price is unknown."""
     scripted: bool = False
     fake: bool = False
     written_at: float = 0.0
@@ -73,21 +75,27 @@ class CallLogs:
 
 
 def read_progress(run: SweepRun, logs: CallLogs) -> Progress:
-    """What ``run``'s directory says now; missing or half-written files read as nothing yet."""
-    summary_path = run.run_dir / "summary.json"
-    summary = _json(summary_path)
+    """What ``run``'s directory says now; a summary.json not written yet reads as a new run."""
+    summary_path = run.run_dir / SUMMARY_FILE
+    summary, status = _summary(run.run_dir)
     checkpoint = _json(run.run_dir / "checkpoint.json")
-    episodes = max(_count(summary.get("training"), "episodes"), _count(checkpoint.get("totals"), "episodes"))
-    if "spent_usd" in summary:
-        spent = summary["spent_usd"]
-        spent_usd = float(spent) if isinstance(spent, int | float) and not isinstance(spent, bool) else None
-    else:
-        spent_usd = logs.spent(run.run_dir / "llm_calls.jsonl")
-    model = summary.get("model")
-    return Progress(status=str(summary.get("status") or "new"), episodes=episodes, planned=run.rollouts,
-                    spent_usd=spent_usd, scripted=summary.get("scripted") is True,
-                    fake=isinstance(model, str) and model.startswith("fake-"),
-                    written_at=_mtime(summary_path) if summary else 0.0)
+    episodes = max(0 if summary is None else summary.training.episodes, _count(checkpoint.get("totals"), "episodes"))
+    if summary is None:
+        return Progress(status=status, episodes=episodes, planned=run.rollouts,
+                        spent_usd=logs.spent(run.run_dir / "llm_calls.jsonl"))
+    spent_usd = None if summary.spent_usd is None else float(summary.spent_usd)
+    return Progress(status=status, episodes=episodes, planned=run.rollouts, spent_usd=spent_usd,
+                    scripted=summary.scripted, fake=summary.model.startswith("fake-"),
+                    written_at=_mtime(summary_path))
+
+
+def _summary(run_dir: Path) -> tuple[RunSummary | None, str]:
+    """The run's summary (``None`` before its first, or damaged) and the status to show."""
+    try:
+        summary = stored_summary(run_dir)
+    except SummaryError:
+        return None, "summary.json damaged"
+    return summary, "new" if summary is None else summary.status
 
 
 def _count(section: Any, key: str) -> int:
@@ -187,9 +195,9 @@ class Watch:
         with self._lock:
             running = [(run, self._since.get(run.run_id, 0.0)) for run in self._running.values()]
         for run, since in running:
-            path = run.run_dir / "summary.json"
-            status = _json(path).get("status")
-            if status not in (None, "running") and _mtime(path) >= since:
+            path = run.run_dir / SUMMARY_FILE
+            summary, status = _summary(run.run_dir)
+            if summary is not None and status != "running" and _mtime(path) >= since:
                 self.ended(run.run_id)
                 self.say(f"[{status}] {run.label}  ({self.elapsed():.0f} s)")
 

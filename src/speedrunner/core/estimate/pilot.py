@@ -20,6 +20,14 @@ from speedrunner.core.atomic import iter_jsonl
 from speedrunner.core.config.schema import Prices, RunConfig, operational_paths, results_view
 from speedrunner.core.estimate.model import Calls, Estimate, PilotUse
 from speedrunner.core.llm.prices import resolve_prices
+from speedrunner.core.records import (
+    EvalEpisode,
+    EvalRow,
+    MetricsRow,
+    RecordError,
+    stored_summary,
+    validate_rows,
+)
 from speedrunner.core.rundir import check_run_format
 from speedrunner.core.specs import METHODS
 from speedrunner.errors import ReportInputError, SpeedRunnerError
@@ -68,8 +76,8 @@ class PilotRun:
     fingerprint: str | None
     scripted: bool
     calls: list[dict[str, Any]]
-    metrics: list[dict[str, Any]]
-    evals: list[dict[str, Any]]
+    metrics: list[MetricsRow]
+    evals: list[EvalRow]
 
     def model(self, role: str) -> dict[str, Any]:
         """The resolved model section of ``role`` (``model`` or ``inducer``, the actor's if unset)."""
@@ -108,16 +116,19 @@ def read_pilot(path: Path) -> PilotRun:
     try:
         resolved = json.loads(resolved_file.read_text("utf-8"))
         checkpoint = _json_or_empty(path / "checkpoint.json")
-        summary = _json_or_empty(path / "summary.json")
+        summary = stored_summary(path)
         calls = [r for r in iter_jsonl(calls_file) if r.get("error") is None]
-        metrics, evals = list(iter_jsonl(path / "metrics.jsonl")), list(iter_jsonl(path / "eval.jsonl"))
+        metrics = validate_rows(MetricsRow, list(iter_jsonl(path / "metrics.jsonl")), path / "metrics.jsonl")
+        evals = validate_rows(EvalRow, list(iter_jsonl(path / "eval.jsonl")), path / "eval.jsonl")
+    except RecordError as e:
+        raise ReportInputError(f"--from {path}: {e}; point --from at another run") from None
     except (OSError, ValueError) as e:
         raise ReportInputError(f"--from {path}: a file of the run cannot be read ({e}); point --from at "
                                "another run") from None
     if not isinstance(resolved, dict):
         raise ReportInputError(f"--from {path}: config.resolved.json is not a config")
     fingerprint = checkpoint.get("results_config_sha256")
-    return PilotRun(path=path, resolved=resolved, scripted=summary.get("scripted") is True, calls=calls,
+    return PilotRun(path=path, resolved=resolved, scripted=summary is not None and summary.scripted, calls=calls,
                     fingerprint=fingerprint if isinstance(fingerprint, str) else None, metrics=metrics, evals=evals)
 
 
@@ -217,8 +228,8 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _schedule_note(run: PilotRun, config: RunConfig) -> list[str]:
     r = config.run
     evals, sleeps = r.evaluations * r.eval_episodes, r.rollouts // r.sleep_every
-    pilot_evals = sum(int(e.get("episodes", 0)) for e in run.evals)
-    pilot_sleeps = len({m.get("batch") for m in run.metrics})
+    pilot_evals = sum(e.episodes for e in run.evals)
+    pilot_sleeps = len({m.batch for m in run.metrics})
     if (len(run.metrics), pilot_sleeps, pilot_evals) == (r.rollouts, sleeps, evals):
         return []
     return [f"schedule: per episode and per sleep phase as in {run.path} ({len(run.metrics)} training "
@@ -244,14 +255,17 @@ def _unit_of(call_id: str) -> str:
     return "/".join(parts[:3] if parts[0] == "eval" else parts[:2])
 
 
-def _units(run: PilotRun, c: Calls) -> dict[str, dict[str, Any]]:
+Ended = MetricsRow | EvalEpisode | None
+"""The row of a pilot's episode (what ended it); ``None`` for a sleep phase."""
+
+
+def _units(run: PilotRun, c: Calls) -> dict[str, Ended]:
     """The pilot's units of ``c``'s kind, keyed as ``_unit_of``, with what ended each."""
     if c.unit in ("training episode", "training world"):
-        return {f"train/{int(m.get('index', i)):04d}": m for i, m in enumerate(run.metrics)}
+        return {f"train/{m.index:04d}": m for m in run.metrics}
     if c.unit == "eval episode":
-        return {f"eval/at{int(e.get('rollout', 0)):04d}/{int(p.get('index', i)):04d}": p
-                for e in run.evals for i, p in enumerate(e.get("per_episode") or [])}
-    return {f"sleep/{int(b):04d}": {} for b in {m.get("batch", 0) for m in run.metrics}}
+        return {f"eval/at{e.rollout:04d}/{p.index:04d}": p for e in run.evals for p in e.per_episode}
+    return {f"sleep/{b:04d}": None for b in {m.batch for m in run.metrics}}
 
 
 def _tally(run: PilotRun, c: Calls, config: RunConfig) -> _Tally:
@@ -268,7 +282,7 @@ def _tally(run: PilotRun, c: Calls, config: RunConfig) -> _Tally:
     for unit, unit_rows in rows.items():
         unit_rows.sort(key=lambda r: str(r.get("call_id", "")))
         sizes = [_size(r) for r in unit_rows]
-        target = _target(len(sizes), units.get(unit, {}), run, c, config)
+        target = _target(len(sizes), units[unit], run, c, config)
         if target > len(sizes):
             t.scaled_up += 1
         elif target < len(sizes):
@@ -296,7 +310,7 @@ def _size(row: dict[str, Any]) -> CallSize:
                     row.get("truncated") is True or row.get("finish_reason") == "length")
 
 
-def _target(n: int, ended: dict[str, Any], run: PilotRun, c: Calls, config: RunConfig) -> int:
+def _target(n: int, ended: Ended, run: PilotRun, c: Calls, config: RunConfig) -> int:
     """How many calls the unit would make under ``config``'s budgets."""
     if c.role in ("actor", "actor (eval)"):
         return _actor_target(n, ended, run, config)
@@ -308,10 +322,10 @@ def _target(n: int, ended: dict[str, Any], run: PilotRun, c: Calls, config: RunC
     return n
 
 
-def _actor_target(n: int, ended: dict[str, Any], run: PilotRun, config: RunConfig) -> int:
+def _actor_target(n: int, ended: Ended, run: PilotRun, config: RunConfig) -> int:
     bench, pilot = config.benchmark, run.resolved.get("benchmark") or {}
     calls_cap, actions_cap = bench.max_llm_calls, bench.max_env_actions
-    stop, actions = ended.get("stop_reason"), int(ended.get("env_actions") or 0)
+    stop, actions = (None, 0) if ended is None else (ended.stop_reason, ended.env_actions)
     target = n
     if stop == "max_llm_calls":
         if calls_cap is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from speedrunner.core.records import dump_row
 from speedrunner.core.reporting.aggregate import Group
 from speedrunner.core.reporting.table import Table, fmt
 from speedrunner.core.runtime.caps import (
@@ -45,8 +46,8 @@ def caps_table(groups: list[Group]) -> Table:
         for r in g.runs:
             run = r.run
             settings = caps_in_force(run.config.get("method") or {})
-            train = run_cap_hits(run.metrics)
-            evals = sum_skill_hits(e.get("cap_hits") for e in run.evals)
+            train = run_cap_hits(dump_row(m) for m in run.train_rows)
+            evals = sum_skill_hits(e.cap_hits for e in run.eval_rows)
             rows.append({"benchmark": g.key.benchmark, "task_set": g.key.task_set, "method": g.key.method,
                          "model": g.key.model, "variant": g.key.variant, "seed": str(run.seed), "run_id": run.run_id,
                          "caps_in_force": _in_force(settings),

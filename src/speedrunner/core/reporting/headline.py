@@ -222,7 +222,7 @@ def display_rows(h: Headline) -> list[list[str]]:
                 total += f" (+ up to {dollars(r.unknown_spend)} unanswered, may have been billed)"
         else:
             total = (
-                f"{NONE} (not recorded)"
+                f"{NONE} (unknown in every run)"
                 if r.total_cost_known == 0
                 else f"{NONE} (unknown in some runs)"
             )

@@ -176,7 +176,7 @@ def render(groups: list[Group], plots: list[Plot], tables: list[Table], title: s
     if scripted:
         banners.append(f'<div class="banner scripted" id="scripted-banner">{escape(SCRIPTED_BANNER)}. '
                        "Scripted runs are marked SCRIPTED in every legend, table and episode.</div>")
-    weak = [r.run.run_id for g in groups for r in g.runs if r.run.summary.get("isolation")]
+    weak = [r.run.run_id for g in groups for r in g.runs if r.run.summary is not None and r.run.summary.isolation]
     if weak:
         banners.append(f'<div class="banner scripted" id="isolation-banner">WEAK ISOLATION in {escape(", ".join(weak))}: '
                        f"{escape(WEAK_ISOLATION_NOTE.removeprefix('WEAK ISOLATION: '))}.</div>")

@@ -18,7 +18,14 @@ from typing import Any, TypeVar
 
 from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.llm.spent import usd
-from speedrunner.core.records import EvalRow, MetricsRow, RecordError, validate_rows
+from speedrunner.core.records import (
+    EvalRow,
+    MetricsRow,
+    RecordError,
+    RunSummary,
+    stored_summary,
+    validate_rows,
+)
 from speedrunner.core.reporting.experiments import Settings, settings_of
 from speedrunner.core.rundir import check_run_format, implied_provider
 from speedrunner.errors import ReportInputError
@@ -65,7 +72,8 @@ class RunData:
 
     path: Path
     config: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary | None
+    """summary.json; ``None`` before the run wrote its first (killed at its start)."""
     metrics: list[dict[str, Any]]
     evals: list[dict[str, Any]]
     speedrun: dict[str, Any] | None
@@ -83,7 +91,7 @@ class RunData:
 
     @property
     def run_id(self) -> str:
-        return str(self.summary.get("run_id") or self.path.name)
+        return self.path.name if self.summary is None else self.summary.run_id
 
     @property
     def seed(self) -> int:
@@ -92,15 +100,16 @@ class RunData:
     @property
     def key(self) -> GroupKey:
         c = self.config
-        name = str(self.summary.get("model") or c["model"]["name"])
+        name = str(c["model"]["name"]) if self.summary is None else self.summary.model
         provider = str(c["model"].get("provider") or implied_provider(name))
         model = name if provider in ("scripted", implied_provider(name)) else f"{name} via {provider}"
         return GroupKey(c["benchmark"]["name"], str(c["benchmark"]["task_set"]), c["method"]["name"], model)
 
     @property
     def status(self) -> str:
-        """``finished``, ``running``, ``interrupted`` or ``failed`` (``running`` when unknown)."""
-        return str(self.summary.get("status") or "running")
+        """``finished``, ``running``, ``interrupted``, ``budget_reached`` or ``failed``; ``not
+        started`` without a summary.json (the run stopped, or is starting, before its loop began)."""
+        return "not started" if self.summary is None else self.summary.status
 
     @property
     def in_progress(self) -> bool:
@@ -109,7 +118,8 @@ class RunData:
     @property
     def scripted(self) -> bool:
         """True when no LLM played: the summary, the config's provider or any row says so."""
-        return bool(self.summary.get("scripted") or self.config["model"].get("provider") == "scripted"
+        return bool((self.summary is not None and self.summary.scripted)
+                    or self.config["model"].get("provider") == "scripted"
                     or any(r.scripted for r in self.train_rows) or any(e.scripted for e in self.eval_rows))
 
     @property
@@ -123,23 +133,20 @@ class RunData:
     @property
     def sandbox_violations(self) -> int | None:
         """Protocol violations of the run's sandboxes (``summary.json``); ``None`` before its first summary."""
-        counts = self.summary.get("sandbox_violations")
-        total = counts.get("total") if isinstance(counts, dict) else None
-        return total if isinstance(total, int) else None
+        return None if self.summary is None else self.summary.sandbox_violations.total
 
     @property
     def spending(self) -> str | None:
         """Money spent against the spending cap (``summary.json``), e.g. ``spent $0.4100 of cap $5.0000``;
         None when the run had no cap."""
-        s = self.summary.get("spending")
-        if not isinstance(s, dict) or (s.get("max_cost_usd") is None and s.get("sweep_max_cost_usd") is None):
+        s = None if self.summary is None else self.summary.spending
+        if s is None or (s.max_cost_usd is None and s.sweep_max_cost_usd is None):
             return None
-        spent = self.summary.get("spent_usd")
-        text = "spent " + usd(float(spent) if isinstance(spent, int | float) else None)
-        if isinstance(s.get("max_cost_usd"), int | float):
-            text += f" of cap {usd(float(s['max_cost_usd']))}"
-        if isinstance(s.get("sweep_max_cost_usd"), int | float):
-            text += f" (sweep cap {usd(float(s['sweep_max_cost_usd']))})"
+        text = "spent " + usd(self.total_cost_usd)
+        if s.max_cost_usd is not None:
+            text += f" of cap {usd(float(s.max_cost_usd))}"
+        if s.sweep_max_cost_usd is not None:
+            text += f" (sweep cap {usd(float(s.sweep_max_cost_usd))})"
         return text
 
     @cached_property
@@ -151,16 +158,15 @@ class RunData:
     def total_cost_usd(self) -> float | None:
         """Dollars of every LLM call of the run (``summary.json`` ``spent_usd``; None when a
         price is unknown, or before the run's first summary)."""
-        spent = self.summary.get("spent_usd")
-        return float(spent) if isinstance(spent, int | float) and not isinstance(spent, bool) else None
+        spent = None if self.summary is None else self.summary.spent_usd
+        return None if spent is None else float(spent)
 
     @property
     def unknown_spend_usd(self) -> float:
         """Worst case of the run's attempts that went unanswered (timed out, connection lost):
         they may have been billed (``summary.json`` ``unknown_spend_usd``; never part of
         ``total_cost_usd``)."""
-        value = self.summary.get("unknown_spend_usd")
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+        return 0.0 if self.summary is None else float(self.summary.unknown_spend_usd)
 
     @property
     def recorded_fingerprint(self) -> str | None:
@@ -219,7 +225,10 @@ def load_run(path: Path) -> RunData:
         raise ReportInputError(f"{config_path} lacks {section}.{key}: it was not written by a train entry point "
                                "of this version, or was edited; restore it from config.yaml with "
                                "`speedrunner validate-config`") from e
-    summary = _json(path / "summary.json") or {}
+    try:
+        summary = stored_summary(path)
+    except RecordError as e:
+        raise ReportInputError(str(e)) from None
     run = RunData(path=path, config=config, summary=summary,
                   metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
                   speedrun=_json(path / "speedrun.json"), extra={"provenance": provenance,

@@ -116,9 +116,11 @@ def answers_table(groups: list[Group]) -> Table:
     rows = []
     for g in groups:
         for r in g.runs:
-            for role, counts in sorted((r.run.summary.get("format") or {}).items()):
+            formats = {} if r.run.summary is None else r.run.summary.format
+            for role, counts in sorted(formats.items()):
+                cells = counts.model_dump()
                 rows.append({**_key_cells(g), "seed": str(r.run.seed), "run_id": r.run.run_id, "role": role,
-                             **{k: fmt(counts.get(k)) for k in ANSWER_COUNTS}})
+                             **{k: fmt(cells[k]) for k in ANSWER_COUNTS}})
     notes = {"ok": "turns read in the exact format asked for",
              "repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
              "lost": "turns whose form yielded no meaning (no action or tool call, or two different ones)",

@@ -25,10 +25,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from speedrunner.core.answer_counts import FormatCounter, actor_turn_counts, not_acting_warning
-from speedrunner.core.atomic import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
+from speedrunner.core.atomic import append_jsonl, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
@@ -38,7 +38,18 @@ from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.spent import CallLogTotals, usd
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
-from speedrunner.core.records import EvalRow, MetricsRow, dump_row
+from speedrunner.core.records import (
+    SUMMARY_FILE,
+    EvalPoint,
+    EvalRow,
+    FinalEval,
+    MetricsRow,
+    RunStatus,
+    RunSummary,
+    dump_row,
+    read_summary,
+    validate_rows,
+)
 from speedrunner.core.runtime import skill_metrics
 from speedrunner.core.runtime.caps import (
     count_caps,
@@ -55,6 +66,7 @@ from speedrunner.core.runtime.checkpoint import (
 )
 from speedrunner.core.runtime.episode import EpisodeContext, call_prefix, run_episode
 from speedrunner.core.runtime.progress import ProgressReporter
+from speedrunner.core.runtime.run_summary import write_summary
 from speedrunner.core.runtime.speedrun import SpeedrunTracker
 from speedrunner.core.runtime.trust import count_violations
 from speedrunner.core.sandbox.tiers import sandbox_summary
@@ -68,7 +80,6 @@ from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.jsonl"
-SUMMARY_FILE = "summary.json"
 CALLS_FILE = "llm_calls.jsonl"
 CACHE_FILE = "llm_cache.sqlite"
 ENV_RESTARTS_FILE = "env_restarts.jsonl"
@@ -151,7 +162,7 @@ def _close_quietly(env: TextEnv) -> None:
 class RunResult:
     run_dir: Path
     checkpoint: Checkpoint
-    summary: dict[str, Any]
+    summary: RunSummary
 
 
 def _require_base(obj: object, base: type, kind: str, doc: str) -> None:
@@ -246,8 +257,8 @@ class Runner:
             progress.close()
             self.pool.close()
         summary = self.write_summary("finished")
-        if summary.get("actor_warning"):
-            print(f"WARNING: {summary['actor_warning']}", file=sys.stderr, flush=True)
+        if summary.actor_warning:
+            print(f"WARNING: {summary.actor_warning}", file=sys.stderr, flush=True)
         return RunResult(self.run_dir, checkpoint, summary)
 
     def _prepare_sandboxes(self, batch: int, knowledge: Knowledge) -> None:
@@ -460,30 +471,32 @@ class Runner:
         return self._stored is not None
 
     def write_summary(self, status: RunStatus, reason: str | None = None, *,
-                      budget: BudgetReached | None = None) -> dict[str, Any]:
+                      budget: BudgetReached | None = None) -> RunSummary:
         """Build summary.json (:meth:`summary`) and write it; returns what it wrote."""
         summary = self.summary(status, reason, budget=budget)
-        atomic_write_json(self.run_dir / SUMMARY_FILE, summary)
+        write_summary(self.run_dir, summary)
         return summary
 
     def summary(self, status: RunStatus, reason: str | None = None, *,
-                budget: BudgetReached | None = None) -> dict[str, Any]:
+                budget: BudgetReached | None = None) -> RunSummary:
         """summary.json, from what the run stored: the last checkpoint's totals and evaluations,
         the call log's spend, the spending cap. Written when the run starts, after every
         checkpoint and at every stop, so it is true whenever the run ends (a SIGKILL leaves the
         last checkpoint's). A budget stop's reason names the spend this summary holds."""
         checkpoint = self._stored
         assert checkpoint is not None, "summary() before run() loaded the checkpoint"
-        evals = read_jsonl(self.run_dir / EVAL_FILE)[:checkpoint.eval_rows]
+        rows = read_jsonl(self.run_dir / EVAL_FILE)[:checkpoint.eval_rows]
+        evals = validate_rows(EvalRow, rows, self.run_dir / EVAL_FILE)
         finished = status == "finished"
         if finished:
-            self.speedrun.finish(checkpoint, evals)
+            self.speedrun.finish(checkpoint, rows)
         calls = self._calls.read()
         spent = calls.spent_usd
         cap = None if self.spend_cap is None else self.spend_cap.snapshot()
         if budget is not None:
             reason = budget.stopped(spent, None if cap is None else cap["in_flight_usd"])
-        summary = {
+        answers = self._formats.counts()
+        return RunSummary.model_validate({
             "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,
             "task_set": self.config.benchmark.task_set, "seed": self.config.run.seed,
             "model": self.config.model.name, "scripted": self.scripted,
@@ -496,25 +509,22 @@ class Runner:
             "unknown_spend_usd": calls.unknown_usd,
             "training": checkpoint.totals.model_dump(),
             "knowledge_version": checkpoint.knowledge_version,
-            "eval": [{k: e.get(k) for k in ("rollout", "success_mean", "progress_mean", "cost_mean_usd",
-                                            "benchmark_metrics")} for e in evals],
+            "eval": [EvalPoint(rollout=e.rollout, success_mean=e.success_mean, progress_mean=e.progress_mean,
+                               cost_mean_usd=e.cost_mean_usd, benchmark_metrics=e.benchmark_metrics)
+                     for e in evals],
             "final_eval": None if not evals or not finished
-            else {k: v for k, v in evals[-1].items() if k != "per_episode"},
+            else FinalEval.model_validate({k: v for k, v in dump_row(evals[-1]).items() if k != "per_episode"}),
             "speedrun_reached_at": checkpoint.speedrun_reached_at,
             "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
             "spending": None if cap is None else {"spent_usd": spent, **cap},
             "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
-            "format": (answers := self._formats.counts()),
+            "format": answers,
             "actor_warning": not_acting_warning(answers.get("actor")),
             "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)[:checkpoint.metrics_rows]),
-            "eval_cap_hits": sum_skill_hits(e.get("cap_hits") or {} for e in evals),
+            "eval_cap_hits": sum_skill_hits(e.cap_hits for e in evals),
             **sandbox_summary(self.skill_support),
             "sandbox_violations": count_violations(self.run_dir),
-        }
-        return summary
-
-
-RunStatus = Literal["running", "finished", "interrupted", "failed", "budget_reached"]
+        })
 
 
 def actor_turns(t: Trajectory) -> dict[str, int]:
@@ -538,19 +548,15 @@ def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None)
     """Record how a run ended when it stopped before its ``Runner`` existed (e.g. a benchmark
     that failed to start on a resume): summary.json keeps the totals an earlier process wrote
     at its last checkpoint or stop; the status and the spend (read from the log) are brought up
-    to date. Once a ``Runner`` exists, ``Runner.write_summary`` records every stop instead."""
-    path = run_dir / SUMMARY_FILE
-    try:
-        summary = json.loads(path.read_text("utf-8")) if path.exists() else {"run_id": run_dir.name}
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        summary = {"run_id": run_dir.name}
-    if not isinstance(summary, dict):
-        summary = {"run_id": run_dir.name}
+    to date. A run with no summary yet keeps none (it has nothing to sum up). Once a ``Runner``
+    exists, ``Runner.write_summary`` records every stop instead."""
+    if not (run_dir / SUMMARY_FILE).exists():
+        return
+    summary = read_summary(run_dir)
     spent = CallLogTotals(run_dir / CALLS_FILE).read().spent_usd
-    summary.update(status=status, status_reason=reason, ended_at=_now(), spent_usd=spent)
-    if isinstance(summary.get("spending"), dict):
-        summary["spending"]["spent_usd"] = spent
-    atomic_write_json(path, summary)
+    spending = None if summary.spending is None else summary.spending.model_copy(update={"spent_usd": spent})
+    write_summary(run_dir, summary.model_copy(update={"status": status, "status_reason": reason, "ended_at": _now(),
+                                                      "spent_usd": spent, "spending": spending}))
 
 
 def _now() -> str:

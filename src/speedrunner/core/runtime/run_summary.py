@@ -1,4 +1,5 @@
-"""The one line every run ends with: episodes, success, LLM calls, tokens, spend, wall time.
+"""summary.json's writer, and the one line every run ends with: episodes, success, LLM calls,
+tokens, spend, wall time.
 
 It is read from what the run stored (``checkpoint.json``, ``summary.json``,
 ``llm_calls.jsonl``), not from the process's memory, so a run that was resumed, stopped or
@@ -13,12 +14,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from speedrunner.core.atomic import atomic_write_json
 from speedrunner.core.config.schema import ModelConfig, RunConfig
 from speedrunner.core.llm.spent import CallLogTotals, usd
+from speedrunner.core.records import SUMMARY_FILE, RunSummary, dump_row, stored_summary
 from speedrunner.core.runtime.checkpoint import CHECKPOINT_FILE
 
 CALLS_FILE = "llm_calls.jsonl"
-SUMMARY_FILE = "summary.json"
+
+
+def write_summary(run_dir: Path, summary: RunSummary) -> None:
+    """``summary`` as ``run_dir``'s summary.json, atomically (fields written only in some runs
+    stay out when unset, so the file is key for key what the run built)."""
+    atomic_write_json(run_dir / SUMMARY_FILE, dump_row(summary))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -56,22 +64,21 @@ def _unknown_cost_reason(models: list[str], config: RunConfig) -> str:
 
 
 def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished",
-                 summary: dict[str, Any] | None = None) -> str:
+                 summary: RunSummary | None = None) -> str:
     """``run_dir``'s totals in one line; ``status`` says how this process ended it. ``summary``
-    is the summary.json just built (default: the file), whose ``spent_usd`` the line shows."""
+    is the summary.json just built (default: the file; the log's spend when there is none yet),
+    whose ``spent_usd`` the line shows."""
     checkpoint = _read_json(run_dir / CHECKPOINT_FILE)
-    summary = _read_json(run_dir / SUMMARY_FILE) if summary is None else summary
+    summary = stored_summary(run_dir) if summary is None else summary
     totals = checkpoint.get("totals") or {}
     episodes = int(totals.get("episodes") or 0)
     successes = int(totals.get("successes") or 0)
     success = f"training success {successes / episodes:.3f}" if episodes else "no training episode yet"
-    final = summary.get("final_eval") or {}
-    if final.get("success_mean") is not None:
-        success += f", final eval success {final['success_mean']:.3f}"
+    if summary is not None and summary.final_eval is not None:
+        success += f", final eval success {summary.final_eval.success_mean:.3f}"
 
     calls = CallLogTotals(run_dir / CALLS_FILE).read()
-    spent = summary.get("spent_usd", calls.spent_usd)  # older runs' summaries have none: the log
-    spent = spent if isinstance(spent, int | float) and not isinstance(spent, bool) else None
+    spent = calls.spent_usd if summary is None else summary.spent_usd  # killed before its first summary: the log
     if calls.calls and calls.scripted == calls.calls:
         cost = "spent $0 (the scripted model, not an LLM)"
     elif spent is None:
@@ -80,7 +87,7 @@ def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished",
         replays = calls.replays
         cost = f"spent {usd(spent)}" + (f" ({replays} replayed from the cache, not paid again)" if replays else "")
 
-    elapsed = float(checkpoint.get("elapsed_s") or summary.get("elapsed_s") or 0.0)
+    elapsed = float(checkpoint.get("elapsed_s") or (summary.elapsed_s if summary is not None else 0.0))
     ended = "" if status == "finished" else f" [{status}]"
     tokens_in, tokens_out = calls.tokens_in, calls.tokens_out
     return (f"run summary{ended}: {episodes} training episodes, {success} | {calls.calls} LLM calls, "
