@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from speedrunner.core.benchmark import Benchmark
     from speedrunner.core.config.loader import ConfigLoader
     from speedrunner.core.config.schema import RunConfig
-    from speedrunner.core.llm.budget import BudgetReached, SpendCap
+    from speedrunner.core.llm.spend_cap import SpendCap, SpendCapReached
     from speedrunner.core.records import RunSummary
     from speedrunner.core.runtime.loop import Runner, RunStatus
 
@@ -88,7 +88,7 @@ class _Session:
     command: str
     """How the messages tell the user to continue: ``speedrunner train`` or ``python -m <module>``."""
     run_dir: Path | None = None
-    budget: SpendCap | None = None
+    spend_cap: SpendCap | None = None
     config: RunConfig | None = None
     runner: Runner | None = None
     """Set once the run's loop exists: it writes summary.json at every stop."""
@@ -113,7 +113,7 @@ def main(benchmark: str | None, entry_point: str | None, argv: Sequence[str] | N
 
 
 def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, session: _Session) -> int:
-    from speedrunner.core.llm.budget import BudgetReached
+    from speedrunner.core.llm.spend_cap import SpendCapReached
 
     try:
         try:
@@ -121,13 +121,13 @@ def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, sess
         except BrokenPipeError:  # a print outside the progress lines met a closed stdout
             raise stop_for_closed_stdout() from None
         except RunInterrupted as e:
-            reached = session.budget.reached if session.budget is not None else None
-            if reached is not None and not isinstance(e, BudgetReached) and not STOP.is_set():
+            reached = session.spend_cap.reached if session.spend_cap is not None else None
+            if reached is not None and not isinstance(e, SpendCapReached) and not STOP.is_set():
                 raise reached from e  # an episode saw the others stopping for the cap, not a signal
             raise
-    except BudgetReached as e:
+    except SpendCapReached as e:
         assert session.run_dir is not None  # no call is made before the run directory exists
-        _mark_status(session, "budget_reached", str(e), budget=e)
+        _mark_status(session, "budget_reached", str(e), cap_reached=e)
         more = ("raise its max_cost_usd in the sweep file, then rerun the sweep" if e.scope == "sweep"
                 else f"raise the cap:\n  {session.command} --resume {session.run_dir} "
                      f"--set run.max_cost_usd={_suggest_cap(e)}")
@@ -135,7 +135,7 @@ def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, sess
         reason = session.summary.status_reason if session.summary is not None else None
         where = (f" ({session.run_dir / 'summary.json'} has it as spent_usd)" if session.summary_written
                  else "")
-        print(f"\nbudget reached: {reason or e}{where}. The run stopped before that call; nothing "
+        print(f"\nstopped: {reason or e}{where}. The run stopped before that call; nothing "
               f"stored is lost. To continue exactly where it stopped, {more}", file=sys.stderr)
         return e.exit_code
     except RunInterrupted as e:
@@ -243,7 +243,7 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
     if config.inducer is not None:
         checks.append(lambda: make_provider(config.inducer))
     checks.append(config.method.check_runnable)  # e.g. Voyager's embedding key
-    from speedrunner.core.llm.budget import require_prices
+    from speedrunner.core.llm.spend_cap import require_prices
 
     require_prices(config)
     notes: list[str] = []
@@ -355,9 +355,9 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None)
 
 
 def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> int:
-    from speedrunner.core.llm.budget import spend_cap
     from speedrunner.core.llm.build import build_model
     from speedrunner.core.llm.journal import reconcile
+    from speedrunner.core.llm.spend_cap import spend_cap
     from speedrunner.core.method import MethodContext
     from speedrunner.core.registry import load_entry_point
     from speedrunner.core.runtime.loop import EnvPool, Runner
@@ -376,10 +376,10 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         reconciled = reconcile(cache, calls, run_id)  # what an earlier kill left half-recorded
         if reconciled.message():
             print(f"warning: {reconciled.message()}", file=sys.stderr)
-        budget = session.budget = spend_cap(config, run_id, cache, calls)  # one cap for actor and inducer
-        actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls, budget=budget)
+        cap = session.spend_cap = spend_cap(config, run_id, cache, calls)  # one cap for actor and inducer
+        actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls, spend_cap=cap)
         inducer = actor if config.inducer is None else build_model(
-            config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls, budget=budget)
+            config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls, spend_cap=cap)
         method_spec = METHODS.get(config.method.name)
         benchmark = build_benchmark(config)
         try:
@@ -394,7 +394,7 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
                 run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
             runner = session.runner = Runner(
                 config, run_dir, benchmark=benchmark, method=method, actor=actor, run_id=run_id,
-                scripted=scripted, skill_support=skills, spend_cap=budget, env_pool=envs)
+                scripted=scripted, skill_support=skills, spend_cap=cap, env_pool=envs)
             tracker = open_tracker(config, run_dir, run_id=run_id, scripted=scripted)
             runner.after_save = tracker.after_checkpoint
             exit_code = 1
@@ -483,7 +483,7 @@ def _is_storage_error(e: BaseException) -> bool:
 
 
 def _mark_status(session: _Session, status: RunStatus, reason: str | None = None, *,
-                 budget: BudgetReached | None = None) -> None:
+                 cap_reached: SpendCapReached | None = None) -> None:
     """Record how the run ended in summary.json, best effort (the disk may be why it ended).
 
     Once the loop exists it rebuilds the whole summary (totals of the last checkpoint, the
@@ -501,7 +501,7 @@ def _mark_status(session: _Session, status: RunStatus, reason: str | None = None
             mark_run_status(session.run_dir, status, reason)
         return
     try:
-        summary = session.runner.summary(status, reason, budget=budget)
+        summary = session.runner.summary(status, reason, cap_reached=cap_reached)
     except Exception as e:  # the disk may be why the run stopped: never hide why it did
         print(f"warning: summary.json not updated ({type(e).__name__}: {e})", file=sys.stderr)
         return

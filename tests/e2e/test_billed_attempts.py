@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from speedrunner.core.llm.budget import BUDGET_EXIT_CODE
+from speedrunner.core.llm.spend_cap import CAP_EXIT_CODE
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 from .harness import policy_reply, run, train_cmd
@@ -62,7 +62,7 @@ def _capped_run(tmp_path: Path, mode: str):
 
 def test_attempts_answered_too_late_count_and_the_bill_stays_under_the_cap(tmp_path: Path) -> None:
     proc, provider, billed, summary = _capped_run(tmp_path, "late")
-    assert proc.returncode == BUDGET_EXIT_CODE, proc.stderr[-3000:]
+    assert proc.returncode == CAP_EXIT_CODE, proc.stderr[-3000:]
     assert provider.requests >= 4 and billed <= CAP + 1e-9
     assert summary["unknown_spend_usd"] > 0  # the late attempts: may have been billed, not "spent"
     assert billed <= summary["spent_usd"] + summary["unknown_spend_usd"] + 1e-9
@@ -70,7 +70,7 @@ def test_attempts_answered_too_late_count_and_the_bill_stays_under_the_cap(tmp_p
 
 def test_a_provider_billing_past_max_tokens_is_stopped_at_the_cap_and_flagged(tmp_path: Path) -> None:
     proc, provider, billed, summary = _capped_run(tmp_path, "over")
-    assert proc.returncode == BUDGET_EXIT_CODE, proc.stderr[-3000:]
+    assert proc.returncode == CAP_EXIT_CODE, proc.stderr[-3000:]
     assert "more than its worst case" in proc.stderr and "more than was reserved" in summary["status_reason"]
     assert summary["spending"]["over_reservation_usd"] > 0
     overrun = max(provider.charges) * 2 / 3  # one call's output beyond max_tokens, at most

@@ -115,7 +115,7 @@ def test_a_budget_stop_shows_one_spent_figure_everywhere(tmp_path: Path) -> None
     assert rc == 3, err[-3000:]
     summary = _assert_true_summary(run_dir, out, "budget_reached")
     spent = usd(summary["spent_usd"])
-    message = err[err.index("budget reached:"):]
+    message = err[err.index("stopped: run spending cap"):]
     assert f"The run spent {spent} ({run_dir / 'summary.json'} has it as spent_usd)" in message
     assert f"The run spent {spent}" in summary["status_reason"]
     assert message.count("$") == summary["status_reason"].count("$")  # no other dollar figure

@@ -18,9 +18,9 @@ from types import SimpleNamespace
 import pytest
 
 from speedrunner.core.config.schema import ModelConfig
-from speedrunner.core.llm.budget import spend_cap
 from speedrunner.core.llm.build import build_model
 from speedrunner.core.llm.journal import reconcile
+from speedrunner.core.llm.spend_cap import spend_cap
 from speedrunner.core.llm.spent import CallLogTotals
 from speedrunner.core.llm.types import Message
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
@@ -39,7 +39,7 @@ def _calls(run_dir: Path, url: str) -> list[str]:
     model = build_model(ModelConfig(provider="vllm", name="fake-model", base_url=url, prices=PRICES,
                                     sampling={"max_tokens": 100}, max_attempts=1),
                         namespace="run", cache_path=run_dir / CACHE, calls_log_path=run_dir / LOG,
-                        budget=cap, backoff=TINY)
+                        spend_cap=cap, backoff=TINY)
     try:
         return [model.complete([Message("user", f"question {i} " + "x" * 2000)], purpose="actor",
                                call_id=f"train/{i:06d}/actor/0000").text for i in range(CALLS)]

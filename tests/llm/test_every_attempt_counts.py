@@ -13,8 +13,8 @@ import pytest
 
 from speedrunner.core.atomic import read_jsonl
 from speedrunner.core.config.schema import ModelConfig
-from speedrunner.core.llm.budget import BudgetReached, SpendCap, spend_cap, spent_in_log
 from speedrunner.core.llm.build import build_model
+from speedrunner.core.llm.spend_cap import SpendCap, SpendCapReached, spend_cap, spent_in_log
 from speedrunner.core.llm.spent import CallLogTotals
 from speedrunner.core.llm.types import Message
 from speedrunner.errors import LLMError
@@ -30,16 +30,16 @@ def _model(url: str, cap: SpendCap, tmp_path: Path, **config):
     config = {"max_attempts": 3, "timeout_s": 5.0, "sampling": {"max_tokens": 1000}, **config}
     return build_model(ModelConfig(provider="vllm", name="fake-model", base_url=url, prices=PRICES, **config),
                        namespace="run", cache_path=tmp_path / "llm_cache.sqlite",
-                       calls_log_path=tmp_path / "llm_calls.jsonl", budget=cap, backoff=TINY)
+                       calls_log_path=tmp_path / "llm_calls.jsonl", spend_cap=cap, backoff=TINY)
 
 
-def _call_until_refused(model, limit: int = 40) -> BudgetReached:
+def _call_until_refused(model, limit: int = 40) -> SpendCapReached:
     for i in range(limit):
         try:
             model.complete([Message("user", f"question {i} " + "x" * 300)], purpose="actor", call_id=f"c{i}")
         except LLMError:
             continue  # failed for good: the run would go on to its next call
-        except BudgetReached as e:
+        except SpendCapReached as e:
             return e
     raise AssertionError(f"the cap never stopped {limit} calls")
 
@@ -100,7 +100,7 @@ def test_a_retry_the_cap_refuses_leaves_the_late_attempt_logged_at_its_worst_cas
         probe.close()
         cap = SpendCap(cap=worst * 1.5)
         model = _model(server.base_url, cap, tmp_path, timeout_s=0.3)
-        with pytest.raises(BudgetReached):
+        with pytest.raises(SpendCapReached):
             model.complete([Message("user", "question 0 " + "x" * 300)], purpose="actor", call_id="c0")
         model.close()
     assert provider.requests == 1 and provider.billed <= cap.cap

@@ -219,3 +219,34 @@ def test_the_action_agent_is_told_the_caps_in_force_not_a_guess(tmp_path):
     capped = system(tmp_path / "capped", max_skill_actions=300, skill_timeout_s=90.0)
     assert ("- One skill call takes at most 300 primitive actions; at the cap it stops cleanly and the critic "
             "judges what it did; it is stopped after 90 s of wall-clock time.") in capped
+
+
+def test_embedding_requests_are_charged_to_the_runs_spending_cap(tmp_path, monkeypatch):
+    """The ranker's paid embedding calls go through the cap and cache namespace of the model
+    the run built, never around them."""
+    from speedrunner.core.config.schema import ModelConfig, Prices
+    from speedrunner.core.llm.build import build_model
+    from speedrunner.core.llm.spend_cap import SpendCap
+    from speedrunner.core.method import MethodContext
+    from speedrunner.methods.voyager.voyager import VoyagerMethod, VoyagerWorld
+
+    monkeypatch.setenv("FAKE_EMBEDDING_KEY", "x")
+    cap = SpendCap(1.0)
+    model = build_model(ModelConfig(provider="vllm", name="m", base_url="http://127.0.0.1:9/v1",
+                                    prices=Prices(input=1.0, cached_input=0.1, output=2.0)),
+                        namespace="run-7", cache_path=tmp_path / "cache.sqlite",
+                        calls_log_path=tmp_path / "calls.jsonl", spend_cap=cap)
+    config = VoyagerConfig(embedding={"name": "e", "api_key_env": "FAKE_EMBEDDING_KEY"})
+    from speedrunner.benchmarks.crafter.text import ACTION_NAMES
+    from speedrunner.core.method import SkillSupport
+    from speedrunner.core.trajectory import ReplayResult
+
+    support = SkillSupport(api_module="speedrunner.benchmarks.crafter.skill_api", api_names=(),
+                           primitives=tuple(ACTION_NAMES), open_skills=lambda skills: None,
+                           smoke_test=lambda source: None, replay=lambda *a: ReplayResult(success=True),
+                           sandbox_tier="test-double")
+    context = MethodContext(run_dir=tmp_path, inducer=model, benchmark="crafter", skills=support)
+    voyager = VoyagerMethod(config, context, VoyagerWorld(ACHIEVEMENT_ORDER, "collect wood", "play"))
+    ranker = voyager._ranker()
+    assert isinstance(ranker, EmbeddingRanker)
+    assert ranker.spend_cap is cap and ranker.namespace == "run-7"

@@ -166,9 +166,9 @@ def run_sweep(sweep: Sweep, runs: list[SweepRun], *, backend: str = "local", wor
               f"(max_cost_usd in {sweep.path}, or run.max_cost_usd) and rerun `speedrunner sweep "
               f"{sweep.path}` to continue them exactly where they stopped", file=sys.stderr)
         if all(o.ok or o.status == "budget_reached" for o in outcomes):
-            from speedrunner.core.llm.budget import BUDGET_EXIT_CODE
+            from speedrunner.core.llm.spend_cap import CAP_EXIT_CODE
 
-            return BUDGET_EXIT_CODE
+            return CAP_EXIT_CODE
     return 1
 
 
@@ -181,7 +181,7 @@ def spend_ledger_env(sweep: Sweep) -> dict[str, str]:
     cap = sweep.spec.max_cost_usd
     if cap is None or not sweep.runs:
         return {}
-    from speedrunner.core.llm.budget import SWEEP_CAP_ENV, SWEEP_LEDGER_ENV, SweepLedger, run_spent
+    from speedrunner.core.llm.spend_cap import SWEEP_CAP_ENV, SWEEP_LEDGER_ENV, SweepLedger, run_spent
 
     path = ledger_path(sweep)
     for r in sweep.runs:
@@ -196,7 +196,7 @@ def ledger_path(sweep: Sweep) -> Path:
 
 def spend_line(sweep: Sweep) -> str:
     """What the sweep spent, against its cap when it has one."""
-    from speedrunner.core.llm.budget import read_ledger, run_spent
+    from speedrunner.core.llm.spend_cap import read_ledger, run_spent
 
     if sweep.spec.max_cost_usd is not None and sweep.runs:
         data = read_ledger(ledger_path(sweep))

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.accounting import CallLog
-from speedrunner.core.llm.budget import SpendCap
 from speedrunner.core.llm.cache import ResponseCache
 from speedrunner.core.llm.client import ManagedModel
 from speedrunner.core.llm.prices import resolve_prices
 from speedrunner.core.llm.provider import Provider
 from speedrunner.core.llm.retry import Backoff
+from speedrunner.core.llm.spend_cap import SpendCap
 from speedrunner.errors import UnknownNameError
 
 __all__ = ["PROVIDERS", "build_model", "make_provider"]
@@ -50,7 +50,7 @@ def build_model(
     calls_log_path: str | Path | None = None,
     backoff: Backoff | None = None,
     log_full_messages: bool = False,
-    budget: SpendCap | None = None,
+    spend_cap: SpendCap | None = None,
 ) -> ManagedModel:
     """Provider + retries + cache/replay + accounting, wrapped once.
 
@@ -58,7 +58,7 @@ def build_model(
     ``cache_path`` is the SQLite file (None: no cache, no replay). ``calls_log_path`` is the
     run's ``llm_calls.jsonl`` (None: no log). ``backoff`` tunes retry waits (tests pass tiny
     values). ``log_full_messages`` puts every full prompt in the log (large: O(history^2)).
-    ``budget`` is the spending cap every paid call is checked against (``core.llm.budget``).
+    ``spend_cap`` is the cap every paid call is checked against (``core.llm.spend_cap``).
     Raises ``MissingAPIKeyError`` here, at build time, rather than at the first call.
     """
     provider = make_provider(config)
@@ -71,5 +71,5 @@ def build_model(
         calls_log=CallLog(calls_log_path) if calls_log_path is not None else None,
         backoff=backoff,
         log_full_messages=log_full_messages,
-        budget=budget,
+        spend_cap=spend_cap,
     )

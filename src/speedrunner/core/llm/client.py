@@ -28,7 +28,6 @@ from typing import Any
 
 from speedrunner.core.config.schema import ModelConfig, Prices
 from speedrunner.core.llm.accounting import CallLog, CallRecord, LLMTotals, Tally
-from speedrunner.core.llm.budget import CallCharge, SpendCap
 from speedrunner.core.llm.cache import ResponseCache, request_hash
 from speedrunner.core.llm.conversation import Conversation, as_conversation, message_dict
 from speedrunner.core.llm.prices import cost_usd
@@ -36,6 +35,7 @@ from speedrunner.core.llm.provider import CallFailure, Provider, ProviderRequest
 from speedrunner.core.llm.replicas import Replicas
 from speedrunner.core.llm.retry import Backoff, call_with_retries, may_have_been_billed
 from speedrunner.core.llm.slots import endpoint_limit
+from speedrunner.core.llm.spend_cap import CallCharge, SpendCap
 from speedrunner.core.llm.spent import usd
 from speedrunner.core.llm.types import Completion, Message, Model, Purpose, ToolSpec
 
@@ -77,10 +77,10 @@ class ManagedModel(Model):
         calls_log: CallLog | None = None,
         backoff: Backoff | None = None,
         log_full_messages: bool = False,
-        budget: SpendCap | None = None,
+        spend_cap: SpendCap | None = None,
     ) -> None:
         self.config = config
-        self.budget = budget
+        self.spend_cap = spend_cap
         """The spending caps every paid call is checked against before it is sent (None: none)."""
         self.provider = provider
         self.namespace = namespace
@@ -142,8 +142,8 @@ class ManagedModel(Model):
         if self.provider.name == "scripted":
             return self._call(messages, purpose, call_id, req_hash, params, specs)
         # A paid call: each attempt starts only if its worst case fits under the caps (else
-        # BudgetReached); an attempt that may have been billed unanswered stays counted.
-        charge = CallCharge(self.budget, self._max_cost(messages, params, specs))
+        # SpendCapReached); an attempt that may have been billed unanswered stays counted.
+        charge = CallCharge(self.spend_cap, self._max_cost(messages, params, specs))
         try:
             return self._call(messages, purpose, call_id, req_hash, params, specs, charge)
         finally:

@@ -33,8 +33,8 @@ from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import RunInterrupted
-from speedrunner.core.llm.budget import BudgetReached, SpendCap
 from speedrunner.core.llm.journal import unaccounted
+from speedrunner.core.llm.spend_cap import SpendCap, SpendCapReached
 from speedrunner.core.llm.spent import CallLogTotals, usd
 from speedrunner.core.llm.types import Model
 from speedrunner.core.method import Knowledge, Method, SkillSupport, SleepResult, TrainingContext
@@ -471,18 +471,18 @@ class Runner:
         return self._stored is not None
 
     def write_summary(self, status: RunStatus, reason: str | None = None, *,
-                      budget: BudgetReached | None = None) -> RunSummary:
+                      cap_reached: SpendCapReached | None = None) -> RunSummary:
         """Build summary.json (:meth:`summary`) and write it; returns what it wrote."""
-        summary = self.summary(status, reason, budget=budget)
+        summary = self.summary(status, reason, cap_reached=cap_reached)
         write_summary(self.run_dir, summary)
         return summary
 
     def summary(self, status: RunStatus, reason: str | None = None, *,
-                budget: BudgetReached | None = None) -> RunSummary:
+                cap_reached: SpendCapReached | None = None) -> RunSummary:
         """summary.json, from what the run stored: the last checkpoint's totals and evaluations,
         the call log's spend, the spending cap. Written when the run starts, after every
         checkpoint and at every stop, so it is true whenever the run ends (a SIGKILL leaves the
-        last checkpoint's). A budget stop's reason names the spend this summary holds."""
+        last checkpoint's). A spending-cap stop's reason names the spend this summary holds."""
         checkpoint = self._stored
         assert checkpoint is not None, "summary() before run() loaded the checkpoint"
         rows = read_jsonl(self.run_dir / EVAL_FILE)[:checkpoint.eval_rows]
@@ -493,8 +493,8 @@ class Runner:
         calls = self._calls.read()
         spent = calls.spent_usd
         cap = None if self.spend_cap is None else self.spend_cap.snapshot()
-        if budget is not None:
-            reason = budget.stopped(spent, None if cap is None else cap["in_flight_usd"])
+        if cap_reached is not None:
+            reason = cap_reached.stopped(spent, None if cap is None else cap["in_flight_usd"])
         answers = self._formats.counts()
         return RunSummary.model_validate({
             "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,

@@ -32,7 +32,7 @@ import numpy as np
 
 from speedrunner.core.atomic import append_jsonl, read_jsonl, repair_jsonl
 from speedrunner.core.llm.accounting import CallLog, CallRecord
-from speedrunner.core.llm.budget import SpendCap
+from speedrunner.core.llm.spend_cap import SpendCap
 from speedrunner.errors import ConfigError, LLMError
 
 __all__ = ["BM25Ranker", "EmbeddingRanker", "Ranker", "tokenize", "top_k"]
@@ -91,7 +91,7 @@ class EmbeddingRanker:
 
     def __init__(self, *, model: str, base_url: str | None, api_key_env: str, timeout_s: float,
                  price_per_million: float | None, store_dir: Path, calls_log: CallLog | None = None,
-                 namespace: str = "", budget: SpendCap | None = None) -> None:
+                 namespace: str = "", spend_cap: SpendCap | None = None) -> None:
         key = os.environ.get(api_key_env)
         if not key:
             raise ConfigError(f"method.embedding needs an API key in ${api_key_env} (for a local vLLM "
@@ -103,7 +103,7 @@ class EmbeddingRanker:
         self.path = Path(store_dir) / EMBEDDINGS_FILE
         self.base_url = base_url
         self.calls_log, self.namespace = calls_log, namespace
-        self.budget = budget  # the run's spending cap: an embedding request is a paid call too
+        self.spend_cap = spend_cap  # the run's spending cap: an embedding request is a paid call too
         self._client = OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=3)
         self._lock = threading.Lock()
         repair_jsonl(self.path)  # a kill may have torn the last line; that vector is asked again
@@ -126,24 +126,24 @@ class EmbeddingRanker:
             if missing:
                 started = time.monotonic()
                 reservation = None
-                if self.budget is not None and self.budget.active:  # every input byte a token at most
+                if self.spend_cap is not None and self.spend_cap.active:  # every input byte a token at most
                     worst = sum(len(t.encode()) for t in missing) * self.price / 1e6 if self.price is not None \
                         else float("inf")
-                    reservation = self.budget.reserve(worst)
+                    reservation = self.spend_cap.reserve(worst)
                 try:
                     response = self._client.embeddings.create(model=self.model, input=missing)
                 except BaseException as e:
-                    if reservation is not None and self.budget is not None:
-                        self.budget.settle(reservation, 0.0)  # failed: logged as spending nothing
+                    if reservation is not None and self.spend_cap is not None:
+                        self.spend_cap.settle(reservation, 0.0)  # failed: logged as spending nothing
                     if isinstance(e, Exception):  # the SDK's errors: the run stops, resumable, nothing lost
                         raise LLMError(f"embedding endpoint failed for model {self.model!r}: {e}") from e
                     raise
                 tokens = int(getattr(response.usage, "prompt_tokens", 0) or 0)
                 cost = None if self.price is None else tokens * self.price / 1e6
-                if reservation is not None and self.budget is not None:
-                    self.budget.settle(reservation, cost or 0.0)
-                elif self.budget is not None:
-                    self.budget.add_spent(cost or 0.0)
+                if reservation is not None and self.spend_cap is not None:
+                    self.spend_cap.settle(reservation, cost or 0.0)
+                elif self.spend_cap is not None:
+                    self.spend_cap.add_spent(cost or 0.0)
                 self._log_call(missing, charge_to, tokens, cost, time.monotonic() - started)
                 for i, (text, item) in enumerate(zip(missing, sorted(response.data, key=lambda d: d.index),
                                                      strict=True)):

@@ -80,6 +80,7 @@ from speedrunner.core.codebook.render import render_api
 from speedrunner.core.env import TextEnv
 from speedrunner.core.interrupt import STOP, RunInterrupted
 from speedrunner.core.llm.accounting import CallLog
+from speedrunner.core.llm.client import ManagedModel
 from speedrunner.core.llm.types import Completion, Message, Usage
 from speedrunner.core.method import Knowledge, Method, MethodContext, SleepResult, TrainingContext
 from speedrunner.core.prompts import load_prompts
@@ -253,11 +254,13 @@ class VoyagerMethod(Method):
         e = self.config.embedding
         if e is None:
             return BM25Ranker()
+        # embedding requests are paid calls of the run: its cap and cache namespace apply to them
+        managed = self.model if isinstance(self.model, ManagedModel) else None
         return EmbeddingRanker(model=e.name, base_url=e.base_url, api_key_env=e.api_key_env, timeout_s=e.timeout_s,
                                price_per_million=None if e.prices is None else e.prices.input,
                                store_dir=self.run_dir / STATE_DIR, calls_log=CallLog(self.run_dir / CALLS_FILE),
-                               namespace=getattr(self.model, "namespace", self.run_dir.name),
-                               budget=getattr(self.model, "budget", None))
+                               namespace=managed.namespace if managed else self.run_dir.name,
+                               spend_cap=managed.spend_cap if managed else None)
 
     def _reset_batch(self) -> None:
         """The batch starts from the stored generation and state (also after a kill)."""

@@ -17,7 +17,7 @@ worst case stays counted (:attr:`SpendCap.lost`) and is logged, never settled at
 Two caps can apply at once: the run's (``run.max_cost_usd``, one ``SpendCap`` per process,
 shared by the actor and the inducer) and the sweep's (``max_cost_usd`` in the sweep file),
 kept in a ledger file every run of the sweep locks with ``flock`` (:class:`SweepLedger`).
-A call refused by either raises :class:`BudgetReached`; from then on every further call of the
+A call refused by either raises :class:`SpendCapReached`; from then on every further call of the
 process is refused too, so the run stops promptly and cleanly (exit code 3, status
 ``budget_reached``), and ``--resume`` with a higher cap continues it exactly.
 
@@ -48,10 +48,10 @@ if TYPE_CHECKING:
     from speedrunner.core.config.schema import RunConfig
 
 __all__ = [
-    "BUDGET_EXIT_CODE",
+    "CAP_EXIT_CODE",
     "SWEEP_CAP_ENV",
     "SWEEP_LEDGER_ENV",
-    "BudgetReached",
+    "SpendCapReached",
     "CallCharge",
     "Reservation",
     "SpendCap",
@@ -64,7 +64,7 @@ __all__ = [
     "unknown_in_log",
 ]
 
-BUDGET_EXIT_CODE = 3
+CAP_EXIT_CODE = 3
 """Exit code of a run (and a sweep) stopped by its spending cap."""
 SWEEP_LEDGER_ENV = "SPEEDRUNNER_SPEND_LEDGER"
 """Path of the sweep's spend ledger (set by ``speedrunner sweep`` when the sweep has a cap)."""
@@ -73,7 +73,7 @@ SWEEP_CAP_ENV = "SPEEDRUNNER_SWEEP_MAX_COST_USD"
 _EPS = 1e-12  # float sums of many small costs: a call that fits exactly must not be refused
 
 
-class BudgetReached(RunInterrupted):
+class SpendCapReached(RunInterrupted):
     """The next paid call could cross a spending cap: the run stops before it.
 
     A ``RunInterrupted`` (so a ``KeyboardInterrupt``): no ``except Exception`` in a method can
@@ -91,7 +91,7 @@ class BudgetReached(RunInterrupted):
 
     @property
     def exit_code(self) -> int:
-        return BUDGET_EXIT_CODE
+        return CAP_EXIT_CODE
 
     def _decision(self) -> str:
         """Why the call was refused, in the figures the check used at that moment. A run's own
@@ -144,7 +144,7 @@ class SpendCap:
     lost their connection or came back garbled; calls in flight at a kill), earlier processes
     included: counted against the cap, never shown as spent."""
     ledger: SweepLedger | None = None
-    reached: BudgetReached | None = None
+    reached: SpendCapReached | None = None
     """Set by the first refused call; every later call is refused too."""
     overrun: float = 0.0
     """Dollars replies of this process cost beyond what was reserved for them (a provider that
@@ -157,12 +157,12 @@ class SpendCap:
         return self.cap is not None or self.ledger is not None
 
     def reserve(self, max_usd: float) -> Reservation:
-        """Hold ``max_usd`` for an attempt about to start, or raise ``BudgetReached``."""
+        """Hold ``max_usd`` for an attempt about to start, or raise ``SpendCapReached``."""
         with self._lock:
             if self.reached is not None:
                 raise self._again()
             if self.cap is not None and self.spent + self.lost + self._in_flight + max_usd > self.cap + _EPS:
-                self.reached = BudgetReached(scope="run", cap=self.cap, spent=self.spent + self.lost,
+                self.reached = SpendCapReached(scope="run", cap=self.cap, spent=self.spent + self.lost,
                                              in_flight=self._in_flight, this_call=max_usd)
                 self.reached.overrun, self.reached.unknown = self.overrun, self.lost
                 raise self.reached
@@ -170,7 +170,7 @@ class SpendCap:
             if self.ledger is not None:
                 try:
                     ledger_id = self.ledger.reserve(max_usd)
-                except BudgetReached as e:
+                except SpendCapReached as e:
                     e.overrun = self.overrun
                     self.reached = e
                     raise
@@ -235,10 +235,10 @@ class SpendCap:
             text += f" (sweep: {usd(self.ledger.total())} of {usd(self.ledger.cap)})"
         return text
 
-    def _again(self) -> BudgetReached:
+    def _again(self) -> SpendCapReached:
         r = self.reached
         assert r is not None
-        again = BudgetReached(scope=r.scope, cap=r.cap, spent=r.spent, in_flight=r.in_flight, this_call=r.this_call)
+        again = SpendCapReached(scope=r.scope, cap=r.cap, spent=r.spent, in_flight=r.in_flight, this_call=r.this_call)
         again.overrun, again.unknown = r.overrun, r.unknown
         return again
 
@@ -266,7 +266,7 @@ class CallCharge:
         return self.cap is not None and self.cap.active
 
     def before_attempt(self) -> None:
-        """Hold the next attempt's worst case (raises ``BudgetReached`` if it could cross a cap)."""
+        """Hold the next attempt's worst case (raises ``SpendCapReached`` if it could cross a cap)."""
         if self.capped and self._held is None:
             assert self.cap is not None
             self._held = self.cap.reserve(float("inf") if self.worst is None else self.worst)
@@ -347,7 +347,7 @@ class SweepLedger:
             spent = sum(float(r.get("spent", 0.0)) for r in runs.values())
             in_flight = sum(float(v) for r in runs.values() for v in r.get("in_flight", {}).values())
             if spent + in_flight + max_usd > self.cap + _EPS:
-                raise BudgetReached(scope="sweep", cap=self.cap, spent=spent, in_flight=in_flight,
+                raise SpendCapReached(scope="sweep", cap=self.cap, spent=spent, in_flight=in_flight,
                                     this_call=max_usd)
             rid = uuid.uuid4().hex
             runs.setdefault(self.run_id, {"spent": 0.0, "in_flight": {}})["in_flight"][rid] = max_usd

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from speedrunner.core.config.schema import ModelConfig, Prices
-from speedrunner.core.llm.budget import BudgetReached, SpendCap, SweepLedger
 from speedrunner.core.llm.build import build_model
+from speedrunner.core.llm.spend_cap import SpendCap, SpendCapReached, SweepLedger
 from speedrunner.core.llm.types import Message
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
@@ -25,7 +25,7 @@ def _model(url: str, cap: SpendCap, tmp_path: Path):
     config = ModelConfig(provider="vllm", name="fake-model", base_url=url, prices=PRICES,
                          sampling={"max_tokens": 100}, max_attempts=1)
     return build_model(config, namespace="run", cache_path=tmp_path / "cache.sqlite",
-                       calls_log_path=tmp_path / "calls.jsonl", budget=cap)
+                       calls_log_path=tmp_path / "calls.jsonl", spend_cap=cap)
 
 
 def test_parallel_calls_never_take_spend_past_the_cap(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_parallel_calls_never_take_spend_past_the_cap(tmp_path: Path) -> None:
             try:
                 model.complete([Message("user", f"question {i} " + "x" * 200)], purpose="actor", call_id=f"c{i}")
                 return "answered"
-            except BudgetReached:
+            except SpendCapReached:
                 return "refused"
 
         with ThreadPoolExecutor(8) as pool:
@@ -57,7 +57,7 @@ def test_parallel_calls_never_take_spend_past_the_cap(tmp_path: Path) -> None:
     assert "refused" in outcomes
     assert cap.reached is not None and cap.spent == pytest.approx(sum(billed), abs=1e-6)
     # Once reached, every later call is refused before it is sent, and a replay is still free.
-    with pytest.raises(BudgetReached):
+    with pytest.raises(SpendCapReached):
         cap.reserve(0.0)
 
 
@@ -67,7 +67,7 @@ def test_the_sweep_ledger_is_one_cap_over_runs(tmp_path: Path) -> None:
     a.register(0.3)
     b.register(0.2)
     held = a.reserve(0.4)
-    with pytest.raises(BudgetReached) as refused:   # 0.3 + 0.2 + 0.4 in flight + 0.2 > 1.0
+    with pytest.raises(SpendCapReached) as refused:   # 0.3 + 0.2 + 0.4 in flight + 0.2 > 1.0
         b.reserve(0.2)
     assert refused.value.scope == "sweep" and refused.value.exit_code == 3
     a.settle(held, 0.1)                              # the call cost less than its worst case
@@ -82,7 +82,7 @@ def test_a_stop_names_the_spend_and_what_was_still_in_flight_apart(tmp_path: Pat
     worst case; calls a kill left in flight count against the cap but are not "spent"."""
     cap = SpendCap(cap=1.0, spent=0.25, lost=0.125)
     on_the_wire = cap.reserve(0.5)
-    with pytest.raises(BudgetReached) as refused:      # 0.25 + 0.125 + 0.5 + 0.25 > 1.0
+    with pytest.raises(SpendCapReached) as refused:      # 0.25 + 0.125 + 0.5 + 0.25 > 1.0
         cap.reserve(0.25)
     assert cap.snapshot() == {"max_cost_usd": 1.0, "reached": True, "in_flight_usd": 0.5,
                               "over_reservation_usd": 0.0}
