@@ -1,20 +1,24 @@
 """The parent's CPU per skill call: an honest call against replies crafted just under every cap.
 
-    python benchmarks/skill_reply_cpu.py [--calls 40] [--tier auto] [--profile SCENARIO]
+    python benchmarks/skill_reply_cpu.py [--calls 40] [--tier auto] [--profile SCENARIO] [--json PATH]
 
 A sandbox that left the restricted layer (``tests/sandbox/hostile.py``: unrestricted code
 speaking the skill protocol) answers every call with the most expensive reply the parent still
 accepts; the parent's CPU time (``time.process_time``: its own, not the child's) is taken per
 call, next to the same calls answered by the real skill server. Printed per scenario: median CPU
 per call, the ratio to the honest call, and whether the reply was accepted (it should be: a
-refused reply is cheap). Target: every ratio <= 10x. ``--profile`` prints where one scenario's
-CPU goes (cProfile, parent side).
+refused reply would not be the costliest one). Target: every ratio <= 10x. ``--profile``
+prints where one scenario's CPU goes (cProfile, parent side); ``--json`` also writes the
+figures (with the machine and its load) to a file, as under ``benchmarks/results/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import datetime
+import os
+import platform
 import pstats
 import statistics
 import sys
@@ -27,6 +31,7 @@ sys.path.insert(0, str(REPO))  # the hostile child lives with the tests
 
 from tests.sandbox.hostile import HostileRunner  # noqa: E402
 
+from speedrunner.core.atomic import atomic_write_json  # noqa: E402
 from speedrunner.core.runtime.skill_call import SkillCall, Skills  # noqa: E402
 from speedrunner.core.sandbox import ProcessLimits, open_skill_runner, resolve_tier  # noqa: E402
 
@@ -111,6 +116,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--tier", default="auto")
     parser.add_argument("--profile", choices=SCENARIOS)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     tier = resolve_tier(args.tier)
     if args.profile:
@@ -118,20 +124,30 @@ def main() -> None:
         measure(args.profile, args.calls, tier, profile)
         pstats.Stats(profile).sort_stats("tottime").print_stats(15)
         return
+    load_before = os.getloadavg()
     honest = measure("honest", args.calls, tier)
     print(f"tier {tier}, {args.calls} calls per scenario, parent CPU per call (median, max)")
     print(f"{'scenario':16} {'median':>9} {'max':>9} {'ratio':>7} {'refused':>8}")
     worst = 0.0
+    rows = []
     for scenario in SCENARIOS:
         r = honest if scenario == "honest" else measure(scenario, args.calls, tier)
         ratio = r["median_ms"] / honest["median_ms"]
         worst = max(worst, ratio)
+        rows.append({"scenario": scenario, **r, "ratio": ratio})
         print(
             f"{scenario:16} {r['median_ms']:6.2f} ms {r['max_ms']:6.2f} ms {ratio:6.1f}x {r['violations']:4d}/{r['calls']}"
         )
-    print(
-        f"worst ratio {worst:.1f}x; target <= {TARGET:g}x: {'met' if worst <= TARGET else 'NOT met'}"
-    )
+    met = worst <= TARGET
+    print(f"worst ratio {worst:.1f}x; target <= {TARGET:g}x: {'met' if met else 'NOT met'}")
+    if args.json:
+        atomic_write_json(args.json, {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "command": f"python benchmarks/skill_reply_cpu.py --calls {args.calls} --tier {args.tier}",
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
+            "load_average_before": load_before, "load_average_after": os.getloadavg(),
+            "tier": tier, "target_ratio": TARGET, "worst_ratio": worst, "met": met, "rows": rows,
+        })
 
 
 if __name__ == "__main__":

@@ -235,9 +235,9 @@ def test_the_caps_line_states_each_cap_in_force_in_plain_numbers():
             "after 60 s plus 0.25 s per action it may take (wall-clock time).") in free
     assert ("each function at most 60 lines and 3000 characters, a public docstring at most 800 characters; "
             "the whole library: no cap on functions, no cap on characters.") in free
-    assert "`env.scratch` keeps at most 64000 characters of JSON between the skill calls of one episode" in free
+    assert "`env.scratch` keeps at most 8000 characters of JSON between the skill calls of one episode" in free
     assert "It is the only state that lasts from one call to the next: each call starts from a fresh copy" in free
-    assert "A skill's returned value may be at most 64000 characters of JSON" in free
+    assert "A skill's returned value may be at most 8000 characters of JSON" in free
     assert "No episode of this batch has an observation" in free
 
     config = ASIConfig(max_skill_actions=50, skill_timeout_s=60.0, max_functions=40, max_codebook_chars=60000)

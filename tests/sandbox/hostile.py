@@ -21,7 +21,17 @@ from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxProcess
 from speedrunner.core.sandbox.schema import SKILL_MESSAGE_BYTES, reply_bytes
 from speedrunner.core.sandbox.skills import SandboxSkillRunner
-from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES, MAX_TREE_CHARS, NODE_COST
+from speedrunner.core.sandbox.tracing import (
+    MAX_ERROR_CHARS,
+    MAX_NODES,
+    MAX_RETURN_BYTES,
+    MAX_RETURN_VALUES,
+    MAX_SCRATCH_CHARS,
+    MAX_SCRATCH_VALUES,
+    MAX_TREE_CHARS,
+    MAX_TREE_VALUES,
+    NODE_COST,
+)
 
 SERVER = '''
 import inspect, json, os
@@ -120,10 +130,10 @@ def scenario(req, rid):
 def scenario(req, rid):
     write_line(json.dumps(result(rid, node(req["name"], prints="x" * (31 * 1024 * 1024)))))
 ''',
-    # A tree within the message cap but far over the tree caps (5,000 nodes).
-    "wide_tree": '''
+    # A tree within the message caps but over the tree's (50 calls more than it may record).
+    "wide_tree": f'''
 def scenario(req, rid):
-    ch.send(result(rid, node(req["name"], calls=[node("forward") for _ in range(5000)])))
+    ch.send(result(rid, node(req["name"], calls=[node("forward") for _ in range({MAX_NODES + 50})])))
 ''',
     # The tree states observation texts of its own next to the indices.
     "claims_text": '''
@@ -156,18 +166,20 @@ def scenario(req, rid):
 def scenario(req, rid):
     write_line("this is not json {")
 ''',
-    # Near the largest tree the parent accepts: 999 nodes of 120-character arguments, every call.
-    "max_valid_tree": '''
+    # Near the largest tree the parent accepts: every node it records, their arguments filling the
+    # tree's characters, every call.
+    "max_valid_tree": f'''
 def scenario(req, rid):
-    kids = [node("forward", args=["k" * 120]) for _ in range(999)]
+    kids = [node("forward", args=["k" * {(MAX_TREE_CHARS - (NODE_COST + 20) * MAX_NODES) // (MAX_NODES - 1) - 10}])
+            for _ in range({MAX_NODES - 1})]
     ch.send(result(rid, node(req["name"], calls=kids, prints="p" * 1900)))
 ''',
-    # A nested node whose stopped_by holds 400 KB, within the call's message cap (kept and counted
+    # A nested node whose stopped_by holds 40 KB, within the call's message cap (kept and counted
     # nowhere before: 4 MB of it, 300 calls, took the parent to 3.5 GB).
     "stopped_by_flood": '''
 def scenario(req, rid):
     act(rid)
-    ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", stopped_by="s" * 400_000)])))
+    ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", stopped_by="s" * 40_000)])))
 ''',
     # A nested calls_dropped of 4,299 digits.
     "huge_count": '''
@@ -176,39 +188,58 @@ def scenario(req, rid):
     ch.send(result(rid, node(req["name"], actions=[0], calls=[node("forward", calls_dropped=int("9" * 4299))])))
 ''',
     # Every key the parent keeps filled to its cap (values, errors, prints escaped six-fold as JSON,
-    # counts, 999 nested calls), plus unknown keys of 200 KB: accepted, and all of it counted.
+    # counts, every node it records), plus unknown keys filling the rest of the call's message cap:
+    # accepted, and all of it counted.
     "every_key": f'''
 WIDE = "\\u00e9"
 def scenario(req, rid):
     act(rid)
     kids = [node("forward", args=["k" * 50], error="e" * 60, calls_dropped=10**15, stopped_by="returned", junk=1)
-            for _ in range(999)]
-    root = node(req["name"], actions=[0], calls=kids, prints=WIDE * 2000, error=WIDE * 4200,
-                calls_dropped=10**15, stopped_by="returned", returned="r" * 1900, junk="j" * 200_000)
-    ch.send(result(rid, root, returned="R" * {MAX_RETURN_BYTES - 100}, error=WIDE * 4200, scratch={{"s": "x" * 63_000}},
-                   junk="j" * 100))
+            for _ in range({MAX_NODES - 1})]
+    root = node(req["name"], actions=[0], calls=kids, prints=WIDE * (PRINT_CHARS // 6),
+                error=WIDE * {MAX_ERROR_CHARS // 6}, calls_dropped=10**15, stopped_by="returned", returned="r" * 1900,
+                junk="")
+    reply = result(rid, root, returned="R" * {MAX_RETURN_BYTES - 100}, error=WIDE * {MAX_ERROR_CHARS // 6},
+                   scratch={{"s": "x" * {MAX_SCRATCH_CHARS - 100}}}, junk="j" * 100)
+    cap = REPLY_BYTES + REPLY_BYTES_PER_ACTION * req["max_actions"]
+    root["junk"] = "j" * (cap - len(json.dumps(reply, separators=(",", ":"))) - 1000)
+    ch.send(reply)
 ''',
-    # A returned value of small items just under its cap: the most JSON values a reply may make the
-    # parent decode and check.
+    # A returned value of small items at its cap: the most JSON values a returned value may make
+    # the parent decode and check.
     "dense_return": f'''
 def scenario(req, rid):
     act(rid)
-    ch.send(result(rid, node(req["name"], actions=[0]), returned=[0] * {(MAX_RETURN_BYTES - 2) // 2}))
+    ch.send(result(rid, node(req["name"], actions=[0]), returned=[0] * {MAX_RETURN_VALUES}))
 ''',
-    # 999 nested calls whose arguments share the tree's whole value budget as small items.
+    # Every node the tree may record, their arguments sharing the tree's whole value budget as
+    # small items.
     "dense_tree": f'''
 def scenario(req, rid):
     act(rid)
-    n = ({MAX_TREE_CHARS} - {NODE_COST + 12} * 1000) // 999 // 2 - 3
-    kids = [node("forward", args=[[0] * n]) for _ in range(999)]
+    n = {(MAX_TREE_VALUES + 2 * MAX_NODES - 2) // (MAX_NODES - 1) - 2}
+    kids = [node("forward", args=[[0] * n]) for _ in range({MAX_NODES - 1})]
     ch.send(result(rid, node(req["name"], actions=[0], calls=kids)))
 ''',
-    # An unknown key (dropped) of small items filling the rest of the call's message cap.
+    # An unknown key (dropped) of small items filling the rest of the reply's values budget (the
+    # request's max_values), then of two-character escapes (the costliest string to decode per
+    # byte) filling the rest of its message cap.
     "dense_junk": '''
 def scenario(req, rid):
     act(rid)
     cap = REPLY_BYTES + REPLY_BYTES_PER_ACTION * req["max_actions"]
-    ch.send(result(rid, node(req["name"], actions=[0]), junk=[0] * (cap // 2 - 200)))
+    reply = result(rid, node(req["name"], actions=[0]), junk=[], more="")
+    line = json.dumps(reply, separators=(",", ":"))
+    reply["result"]["junk"] = [0] * (req["max_values"] - sum(map(line.count, ",[{")))  # one separator short
+    reply["result"]["more"] = "\\n" * ((cap - len(json.dumps(reply, separators=(",", ":")))) // 2 - 1000)
+    ch.send(reply)
+''',
+    # Small items a few over the reply's values budget, far within its message cap: refused before
+    # it is decoded.
+    "values_over_the_budget": '''
+def scenario(req, rid):
+    act(rid)
+    ch.send(result(rid, node(req["name"], actions=[0]), junk=[0] * req["max_values"]))
 ''',
     # The same, a few KB over the call's message cap (an honest reply never is; the old fixed 4 MiB cap
     # let it through, to be decoded and dropped).
@@ -218,10 +249,15 @@ def scenario(req, rid):
     cap = REPLY_BYTES + REPLY_BYTES_PER_ACTION * req["max_actions"]
     ch.send(result(rid, node(req["name"], actions=[0]), junk=[0] * (cap // 2 + 2000)))
 ''',
-    # env.scratch far over its cap.
-    "huge_scratch": '''
+    # env.scratch over its cap (within the reply's).
+    "huge_scratch": f'''
 def scenario(req, rid):
-    ch.send(result(rid, node(req["name"]), scratch={"k": "v" * 200000}))
+    ch.send(result(rid, node(req["name"]), scratch={{"k": "v" * {MAX_SCRATCH_CHARS + 1000}}}))
+''',
+    # env.scratch of more small items than its cap (within its characters).
+    "dense_scratch": f'''
+def scenario(req, rid):
+    ch.send(result(rid, node(req["name"]), scratch={{"k": [0] * {MAX_SCRATCH_VALUES + 1}}}))
 ''',
 }
 
@@ -231,7 +267,8 @@ def start_hostile(tier: str, limits: ProcessLimits, scenario: str) -> SandboxPro
     process = SandboxProcess(tier, limits, mode="analysis", preload=PRELOAD, max_message_bytes=SKILL_MESSAGE_BYTES)
     base = reply_bytes(limits.max_print_chars, 0)
     code = (SERVER.replace("SCENARIO", SCENARIOS[scenario]).replace("REPLY_BYTES_PER_ACTION",
-            str(reply_bytes(limits.max_print_chars, 1) - base)).replace("REPLY_BYTES", str(base)))
+            str(reply_bytes(limits.max_print_chars, 1) - base)).replace("REPLY_BYTES", str(base))
+            .replace("PRINT_CHARS", str(limits.max_print_chars)))
     process.request({"op": "run", "id": 0, "code": code}, time.monotonic() + 10)
     return process
 

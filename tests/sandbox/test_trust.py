@@ -12,6 +12,7 @@ import pytest
 
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox import open_analysis_session
+from speedrunner.core.sandbox.tracing import MAX_NODES, MAX_SCRATCH_VALUES
 from speedrunner.core.trajectory import Trajectory, load_trajectory, save_trajectory
 
 from .conftest import API, CODEBOOK, LIMITS, CounterEnv, call, still_works
@@ -24,12 +25,14 @@ VIOLATIONS = {
     "stale_id": "arrived while request",
     "deep_tree": "nested deeper than 40 calls",
     "huge_tree": "a message longer than",
-    "wide_tree": "a call tree of more than 1000 calls",
+    "wide_tree": f"a call tree of more than {MAX_NODES} calls",
     "claims_text": "an action record that is not",
     "hides_action": "accounts for 0 of the 1 actions",
     "long_action": "an action has 30000 characters",
     "garbage": "not JSON",
     "huge_scratch": "env.scratch is more than",
+    "dense_scratch": f"env.scratch holds more than {MAX_SCRATCH_VALUES} JSON values",
+    "values_over_the_budget": "JSON values (its commas, [ and {), more than the",
     "invented_name": "names a nested call 'solve_the_level', which is not a function of the loaded codebook",
     "stopped_by_flood": "a call's stopped_by 'sssss",
     "huge_count": "calls_dropped is not a count",
@@ -213,15 +216,19 @@ def test_hostile_scenarios_are_all_checked() -> None:
 def test_the_largest_accepted_trees_stop_being_kept_past_the_episodes_budget(tier) -> None:
     """Trees at the caps are accepted (no violation), but an episode keeps at most
     ``MAX_EPISODE_TREE_CHARS`` of annotations: later calls keep only the served actions."""
+    from speedrunner.core.sandbox.skills import MAX_EPISODE_TREE_CHARS
+
     runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "max_valid_tree")
     try:
-        trees = [call(runner, "forward", 1, timeout_s=20).tree for _ in range(12)]
+        trees = [call(runner, "forward", 1, timeout_s=20).tree]
+        more = MAX_EPISODE_TREE_CHARS // runner.tree_chars + 1  # enough to pass the episode's budget
+        trees += [call(runner, "forward", 1, timeout_s=20).tree for _ in range(more)]
     finally:
         runner.close()
     assert runner.violations == 0
     kept = [len(t["calls"]) for t in trees]
-    assert kept[0] == 999 and kept[-1] == 0 and "annotations_dropped" in trees[-1]
-    assert sum(len(json.dumps(t)) for t in trees) < 3_500_000
+    assert kept[0] == MAX_NODES - 1 and kept[-1] == 0 and "annotations_dropped" in trees[-1]
+    assert sum(len(json.dumps(t)) for t in trees) < 1.75 * MAX_EPISODE_TREE_CHARS
 
 
 def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
@@ -237,11 +244,12 @@ def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
     try:
         first = call(runner, "forward", 1, timeout_s=20)
         counted = runner.tree_chars
-        trees = [first.tree] + [call(runner, "forward", 1, timeout_s=20).tree for _ in range(11)]
+        more = MAX_EPISODE_TREE_CHARS // counted + 1  # enough to pass the episode's budget
+        trees = [first.tree] + [call(runner, "forward", 1, timeout_s=20).tree for _ in range(more)]
     finally:
         runner.close()
     assert runner.violations == 0 and first.error is not None
-    assert len(first.tree["calls"]) == 999 and "junk" not in json.dumps(trees)
+    assert len(first.tree["calls"]) == MAX_NODES - 1 and "junk" not in json.dumps(trees)
     child_part = {k: v for k, v in first.tree.items() if k != "actions"}
     assert counted >= value_cost(child_part) - 2000, (counted, value_cost(child_part))
     assert "annotations_dropped" in trees[-1] and trees[-1]["calls"] == []
@@ -252,7 +260,7 @@ def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
 @pytest.mark.parametrize("scenario", ["stopped_by_flood", "huge_count"])
 def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
     """30 calls (one episode) each answered with a 4 MB nested stopped_by kept 118.7 MiB before (now
-    the call's message cap refuses 4 MB unread; the scenario sends 400 KB, which it lets through);
+    the call's message cap refuses 4 MB unread; the scenario sends 40 KB, which it lets through);
     now each is a counted violation and the stored trees hold only what the parent served."""
     runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, scenario, hostile_starts=40)
     try:
@@ -266,7 +274,7 @@ def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
 @pytest.mark.parametrize("scenario", ACCEPTED_AT_THE_CAPS)
 def test_replies_of_many_small_values_just_under_the_caps_are_accepted_and_kept_whole(tier, scenario) -> None:
     """The cheaper checks refuse nothing an honest child may send: every value is kept as sent."""
-    from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES
+    from speedrunner.core.sandbox.tracing import MAX_RETURN_VALUES
 
     runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, scenario)
     try:
@@ -276,10 +284,10 @@ def test_replies_of_many_small_values_just_under_the_caps_are_accepted_and_kept_
     assert runner.violations == 0 and outcome.error is None, outcome.tree.get("sandbox_violation")
     assert [a["action"] for a in outcome.tree["actions"]] == ["inc"]
     if scenario == "dense_return":
-        assert outcome.returned == [0] * ((MAX_RETURN_BYTES - 2) // 2)
+        assert outcome.returned == [0] * MAX_RETURN_VALUES
     elif scenario == "dense_tree":
         calls = outcome.tree["calls"]
-        assert len(calls) == 999 and all(c["args"] == calls[0]["args"] for c in calls)
-        assert len(calls[0]["args"][0]) > 50 and set(calls[0]["args"][0]) == {0}
+        assert len(calls) == MAX_NODES - 1 and all(c["args"] == calls[0]["args"] for c in calls)
+        assert len(calls[0]["args"][0]) > 20 and set(calls[0]["args"][0]) == {0}
     else:
         assert "junk" not in json.dumps(outcome.tree) and outcome.returned is None

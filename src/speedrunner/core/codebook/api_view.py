@@ -31,7 +31,13 @@ from speedrunner.core import pyast
 from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
 from speedrunner.core.codebook.rules import Rules
-from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES, MAX_SCRATCH_CHARS
+from speedrunner.core.sandbox.tracing import (
+    MAX_ACTION_CHARS,
+    MAX_RETURN_BYTES,
+    MAX_RETURN_VALUES,
+    MAX_SCRATCH_CHARS,
+    MAX_SCRATCH_VALUES,
+)
 from speedrunner.core.skill import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S, SkillEnv
 from speedrunner.core.trajectory import ActorStep, Trajectory
 
@@ -126,10 +132,13 @@ def _rules(api_module: str, rules: Rules, cfg: MethodConfig) -> str:
         "every problem with a fix.",
         *caps_lines(rules, cfg),
         f"- `env.scratch` keeps at most {MAX_SCRATCH_CHARS} characters of JSON between the skill calls of one "
-        "episode; a call that leaves more keeps the scratch of the call before (and says so). It is the only "
-        "state that lasts from one call to the next: each call starts from a fresh copy of the module.",
-        f"- A skill's returned value may be at most {MAX_RETURN_BYTES} characters of JSON; a larger one ends the "
-        "call with an error.",
+        f"episode, with at most {MAX_SCRATCH_VALUES} JSON values (counted as the commas, brackets and braces of "
+        "its JSON, in strings too); a call that leaves more keeps the scratch of the call before (and says so). "
+        "It is the only state that lasts from one call to the next: each call starts from a fresh copy of the "
+        "module.",
+        f"- A skill's returned value may be at most {MAX_RETURN_BYTES} characters of JSON with at most "
+        f"{MAX_RETURN_VALUES} JSON values (counted the same way); a larger one ends the call with an error. An "
+        f"action string (`env.act`) has at most {MAX_ACTION_CHARS} characters.",
     ]
     return "\n".join(lines)
 

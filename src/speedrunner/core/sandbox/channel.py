@@ -18,6 +18,8 @@ from typing import Any
 
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """Longest line the parent accepts; a longer one is a protocol violation."""
+_SEPARATORS = (",", "[", "{")
+_BYTE_SEPARATORS = (b",", b"[", b"{")
 
 
 
@@ -47,6 +49,14 @@ _encode = _make_encoder()
 compact = _encode
 """Any JSON value as compact ASCII JSON text (the messages' encoding; ``tracing.value_cost``)."""
 _scan = json.JSONDecoder(parse_constant=_reject_constant).scan_once
+
+
+def separators(text: str | bytes) -> int:
+    """The ``,`` ``[`` and ``{`` in ``text``, counted in C: in JSON, an upper bound on the values
+    a decoder builds (each one but the first of a container follows a comma or opens one), so
+    the cost of decoding a line is known before it is decoded."""
+    seps = _BYTE_SEPARATORS if isinstance(text, bytes) else _SEPARATORS
+    return sum(map(text.count, seps))  # type: ignore[arg-type]
 
 
 class ChannelClosed(Exception):
@@ -79,6 +89,9 @@ class Channel:
         self.write_fd = write_fd
         self.max_bytes = max_bytes
         """Longest message accepted; the parent lowers it to what its side of the protocol needs."""
+        self.max_values: int | None = None
+        """Most ``separators`` a received line may hold (``None``: any); past it the line is refused
+        before it is decoded. The parent sets it to what an honest reply to its request can hold."""
         self._buffer = bytearray()
         self._scanned = 0
         if nonblocking:
@@ -119,7 +132,7 @@ class Channel:
                 if not chunk:
                     raise ChannelClosed("end of stream")
                 if chunk.find(b"\n") == len(chunk) - 1 and len(chunk) <= self.max_bytes:
-                    return _decode(chunk[:-1])
+                    return self._decode(chunk[:-1])
                 self._buffer += chunk
         while True:
             end = self._buffer.find(b"\n", self._scanned)
@@ -129,7 +142,7 @@ class Channel:
                 line = bytes(self._buffer[:end])
                 del self._buffer[:end + 1]
                 self._scanned = 0
-                return _decode(line)
+                return self._decode(line)
             self._scanned = len(self._buffer)
             if self._scanned > self.max_bytes:
                 raise ProtocolError(f"a message longer than {self.max_bytes} bytes")
@@ -143,6 +156,13 @@ class Channel:
             if not chunk:
                 raise ChannelClosed("end of stream")
             self._buffer += chunk
+
+    def _decode(self, line: bytes) -> dict[str, Any]:
+        limit = self.max_values
+        if limit is not None and len(line) > limit and (count := separators(line)) > limit:
+            raise ProtocolError(f"a message of {count} JSON values (its commas, [ and {{), more than the {limit} "
+                                "an honest reply to this request can hold; refused unread")
+        return _decode(line)
 
     def pending(self) -> bool:
         """Whether more has arrived (or the other side hung up) than the messages read so far:

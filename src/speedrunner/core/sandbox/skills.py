@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from speedrunner.core.sandbox.channel import ChannelTimeout
+from speedrunner.core.sandbox.channel import ChannelTimeout, compact, separators
 from speedrunner.core.sandbox.lifecycle import SandboxOwner
 from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
@@ -46,6 +46,7 @@ from speedrunner.core.sandbox.schema import (
     check_result,
     reconcile,
     reply_bytes,
+    reply_values,
 )
 from speedrunner.core.sandbox.tiers import resolve_tier
 from speedrunner.core.skill import SkillCall, SkillOutcome, Skills
@@ -154,11 +155,14 @@ class SandboxSkillRunner(SandboxOwner):
                 self._loaded = True
             if self._load_error is not None:
                 return _failed(call, self._load_error)
+            echoed = compact([list(call.args), dict(call.kwargs)])
+            max_values = reply_values(max_actions, separators(echoed))
             if process.channel is not None:
-                process.channel.max_bytes = reply_bytes(self.limits.max_print_chars, max_actions)
+                process.channel.max_bytes = reply_bytes(self.limits.max_print_chars, max_actions, len(echoed))
+                process.channel.max_values = max_values
             call_id = SandboxProcess.new_request_id()
             process.start_request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
-                                   "kwargs": dict(call.kwargs), "max_actions": max_actions,
+                                   "kwargs": dict(call.kwargs), "max_actions": max_actions, "max_values": max_values,
                                    "scratch": self.episode_scratch,
                                    "observation": {"text": observation["text"], "structured": observation["structured"],
                                                    "done": bool(observation.get("done"))}}, deadline)

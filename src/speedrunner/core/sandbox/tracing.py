@@ -8,8 +8,9 @@ top-level call. Everything recorded is JSON-able (values that are not become the
 
 The tree is bounded here, before it is sent: nodes, depth, each recorded value
 (``MAX_VALUE_CHARS`` of JSON) and the whole tree (``MAX_TREE_CHARS`` as measured by
-``value_cost``; prints have their own budget). The parent applies the same measure to what
-it receives (``schema.py``), so an honest child never trips it and a forged tree does. An
+``value_cost``, ``MAX_TREE_VALUES`` as counted by ``channel.separators``; prints have their own
+budget). The parent applies the same measures to what it receives (``schema.py``), so an honest
+child never trips them and a forged tree does. An
 action is recorded as its index among the call's actions and its text only: the parent
 fills in what it served.
 """
@@ -18,38 +19,55 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from speedrunner.core.sandbox.channel import compact
+from speedrunner.core.sandbox.channel import compact, separators
 from speedrunner.core.sandbox.restrict import CODEBOOK_FILENAME
 
-MAX_NODES = 1000
+MAX_NODES = 64
 """Calls recorded per top-level call; later ones still run, counted in ``calls_dropped``."""
 MAX_DEPTH = 40
 """Nesting recorded; deeper calls (recursion) still run, counted in ``calls_dropped``."""
 MAX_REPR = 500
 MAX_ITEMS = 100
 MAX_ERROR_CHARS = 4000
+"""Characters of an error's JSON (a traceback keeps its last frames; see ``fit``)."""
+MAX_ERROR_VALUES = 200
+"""``channel.separators`` of an error (a traceback keeps its last frames; see ``fit``)."""
 LOAD_FAILED = "the codebook did not load"
 """How a load error begins (the child writes it, the import check strips it)."""
-MAX_RETURN_BYTES = 64_000
+MAX_RETURN_BYTES = 8_000
 """JSON characters of a skill's returned value (the actor sees its first few hundred; a longer
 value is an error): with ``MAX_SCRATCH_CHARS`` and the tree's budget it bounds what one reply
 may make the parent decode and check."""
+MAX_RETURN_VALUES = 2_000
+"""``channel.separators`` of a returned value (about its number of JSON items; more is an error):
+the parent's cost of decoding a reply grows with its values far more than with its bytes."""
 MAX_VALUE_DEPTH = 100
 """Nesting of a returned value (the parent refuses deeper JSON)."""
 MAX_VALUE_CHARS = 2_000
 """JSON characters of one recorded argument or return value; a longer one becomes a short ``repr``."""
-MAX_TREE_CHARS = 200_000
+MAX_TREE_CHARS = 20_000
 """``value_cost`` of a whole tree (arguments, return values, errors; prints apart); past it,
 values are replaced by a marker and further calls are not recorded."""
+MAX_TREE_VALUES = 2_000
+"""``channel.separators`` of a whole tree's recorded values, names and errors; past it, values are
+replaced by a marker as for ``MAX_TREE_CHARS``."""
 NODE_COST = 64
 """What one node costs against ``MAX_TREE_CHARS`` besides its values."""
-MAX_ACTION_CHARS = 10_000
+NODE_VALUES = 18
+"""Separators of one node's own structure (its keys, empty containers, its place among its
+siblings) besides the recorded values counted in ``MAX_TREE_VALUES``."""
+MAX_ACTION_CHARS = 1_000
 """Longest action string a skill may send; a longer one is refused in the child."""
-OVER_BUDGET = "[not recorded: the call tree's size budget is used up]"
+MAX_PRINT_VALUES = 1_000
+"""``channel.separators`` of what one top-level call prints (with ``max_print_chars``, counted
+as characters of JSON); past either, further output is counted, not kept."""
+OVER_BUDGET = "(not recorded: the call tree's size budget is used up)"
+_SEPARATOR = re.compile(r"[,\[{]")
 
 
 class Stop(BaseException):  # noqa: N818 - a control-flow signal, not an error
@@ -77,39 +95,45 @@ class Recorder:
         self.nodes = 0
         self.calls_dropped = 0
         self.print_budget = max_print_chars
+        self.print_values = MAX_PRINT_VALUES
         self.prints_dropped = 0
         self.stopped: str | None = None
         self.actions_sent = 0
         self.tree_budget = MAX_TREE_CHARS
+        self.values_budget = MAX_TREE_VALUES
         self._env_type = env_type
 
     def value(self, value: Any) -> Any:
         """``value`` as it is recorded: bounded JSON, charged to the tree's budget."""
         shown = jsonable(value)
-        cost = value_cost(shown)
-        if cost > MAX_VALUE_CHARS:
+        text = compact(shown)
+        if len(text) > MAX_VALUE_CHARS:
             shown = _repr(value)[:MAX_REPR]
-            cost = value_cost(shown)
-        if cost > self.tree_budget:
-            shown = OVER_BUDGET
-            cost = value_cost(shown)
-        self.tree_budget -= cost
+            text = compact(shown)
+        values = separators(text)
+        if len(text) > self.tree_budget or values > self.values_budget:
+            shown, text, values = OVER_BUDGET, compact(OVER_BUDGET), 0
+        self.tree_budget -= len(text)
+        self.values_budget -= values
         return shown
 
     def error_text(self, text: str) -> str:
         """An error line charged to the budget (cut short once it is used up)."""
-        if value_cost(text) > self.tree_budget:
-            text = text[:200]
+        if value_cost(text) > self.tree_budget or separators(text) > self.values_budget:
+            text = fit(text, max(min(200, self.tree_budget - 2), 0), max(self.values_budget, 0))
         self.tree_budget -= value_cost(text)
+        self.values_budget -= separators(text)
         return text
 
     def enter(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         if (self.nodes >= MAX_NODES or len(self.stack) >= MAX_DEPTH
-                or self.tree_budget < NODE_COST + 4 * value_cost(OVER_BUDGET)):
+                or self.tree_budget < NODE_COST + 4 * value_cost(OVER_BUDGET)
+                or separators(name) > self.values_budget):
             self.calls_dropped += 1
             self.stack.append(None)
             return None
         self.tree_budget -= NODE_COST + value_cost(name)
+        self.values_budget -= separators(name)
         shown = self.value([a for a in args if not isinstance(a, self._env_type)])
         node = new_node(name, shown if isinstance(shown, list) else [shown],
                         self.value({k: v for k, v in kwargs.items()}) if kwargs else {})
@@ -143,8 +167,9 @@ class Recorder:
         """``sys.stdout.write`` during a call: keep what fits the budget, count the rest."""
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        kept = text[:max(self.print_budget, 0)]
-        self.print_budget -= len(kept)
+        kept = fit(text, max(self.print_budget, 0), max(self.print_values, 0)) if text else text
+        self.print_budget -= len(compact(kept)) - 2
+        self.print_values -= separators(kept)
         self.prints_dropped += len(text) - len(kept)
         node = self.innermost()
         if kept and node is not None:
@@ -256,9 +281,10 @@ def _repr(value: Any) -> str:
     return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "..."
 
 
-def check_returned(value: Any, limit: int | None = MAX_RETURN_BYTES) -> tuple[Any, str | None]:
-    """``(value, None)`` if ``value`` can be sent back as JSON (of at most ``limit`` characters),
-    else ``(None, error message)``."""
+def check_returned(value: Any, limit: int | None = MAX_RETURN_BYTES,
+                   max_values: int | None = MAX_RETURN_VALUES) -> tuple[Any, str | None]:
+    """``(value, None)`` if ``value`` can be sent back as JSON (of at most ``limit`` characters
+    and ``max_values`` separators), else ``(None, error message)``."""
     try:
         encoded = json.dumps(value, allow_nan=False)
         if _depth_over(value, MAX_VALUE_DEPTH):
@@ -270,6 +296,9 @@ def check_returned(value: Any, limit: int | None = MAX_RETURN_BYTES) -> tuple[An
                       "return str/int/float/bool/None/list/dict")
     if limit is not None and len(encoded) > limit:
         return None, (f"the skill returned {len(encoded)} characters of JSON; the limit is {limit}")
+    if max_values is not None and (count := separators(encoded)) > max_values:
+        return None, (f"the skill returned {count} JSON values (counted as the commas, [ and {{ of its JSON); "
+                      f"the limit is {max_values}")
     return json.loads(encoded), None  # what the parent will see (tuples are lists)
 
 
@@ -286,8 +315,11 @@ def _depth_over(value: Any, limit: int) -> bool:
     return False
 
 
-MAX_SCRATCH_CHARS = 64_000
+MAX_SCRATCH_CHARS = 8_000
 """``value_cost`` of ``env.scratch``, the per-episode state a skill may keep between calls."""
+MAX_SCRATCH_VALUES = 2_000
+"""``channel.separators`` of ``env.scratch`` (a 40x40 grid as lists of numbers fits; as a list
+of row strings, a far larger one)."""
 
 
 def check_scratch(value: Any) -> tuple[dict[str, Any], str | None]:
@@ -295,18 +327,34 @@ def check_scratch(value: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return {}, (f"env.scratch must stay a dict with string keys, not {type(value).__name__}; "
                     "the scratch of the call before was kept")
-    kept, error = check_returned(value, limit=None)  # its own cap, below
+    kept, error = check_returned(value, limit=None, max_values=None)  # its own caps, below
     if error is not None:
         return {}, "env.scratch " + error.split("the skill returned ", 1)[-1] + "; the scratch of the call before was kept"
-    cost = value_cost(kept)
-    if cost > MAX_SCRATCH_CHARS:
-        return {}, (f"env.scratch holds {cost} characters of JSON, more than {MAX_SCRATCH_CHARS}; "
+    text = compact(kept)
+    if len(text) > MAX_SCRATCH_CHARS:
+        return {}, (f"env.scratch holds {len(text)} characters of JSON, more than {MAX_SCRATCH_CHARS}; "
                     "the scratch of the call before was kept")
+    if (count := separators(text)) > MAX_SCRATCH_VALUES:
+        return {}, (f"env.scratch holds {count} JSON values (counted as the commas, [ and {{ of its JSON), more "
+                    f"than {MAX_SCRATCH_VALUES}; the scratch of the call before was kept")
     return kept, None
 
 
+def fit(text: str, max_chars: int, max_values: int, *, keep_end: bool = False) -> str:
+    """The start (or end) of ``text`` whose JSON is at most ``max_chars`` characters (escapes
+    counted as sent) holding at most ``max_values`` ``separators``: what bounds a string's cost
+    to the parent, whatever its characters."""
+    text = text[-max_chars:] if keep_end else text[:max_chars]
+    while (excess := len(compact(text)) - 2 - max_chars) > 0:  # each character cut removes at least one
+        text = text[excess:] if keep_end else text[:len(text) - excess]
+    if separators(text) > max_values:
+        found = [m.start() for m in _SEPARATOR.finditer(text)]
+        text = text[found[-max_values - 1] + 1:] if keep_end else text[:found[max_values]]
+    return text
+
+
 def exception_line(e: BaseException) -> str:
-    return "".join(traceback.format_exception_only(type(e), e)).strip()[:MAX_ERROR_CHARS]
+    return fit("".join(traceback.format_exception_only(type(e), e)).strip(), MAX_ERROR_CHARS, MAX_ERROR_VALUES)
 
 
 def own_traceback(e: BaseException, keep: Callable[[str], bool] = lambda f: f == CODEBOOK_FILENAME) -> str:
@@ -314,4 +362,5 @@ def own_traceback(e: BaseException, keep: Callable[[str], bool] = lambda f: f ==
     frames = [f for f in traceback.extract_tb(e.__traceback__) if keep(f.filename)]
     lines = traceback.StackSummary.from_list(frames).format() if frames else []
     text = ("Traceback (most recent call last):\n" if lines else "") + "".join(lines) + exception_line(e)
-    return text if len(text) <= MAX_ERROR_CHARS else "...\n" + text[-MAX_ERROR_CHARS:]
+    kept = fit(text, MAX_ERROR_CHARS, MAX_ERROR_VALUES, keep_end=True)
+    return text if kept == text else "...\n" + kept
