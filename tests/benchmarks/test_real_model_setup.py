@@ -87,3 +87,39 @@ def test_the_download_asks_pip_to_check_every_hash(tmp_path: Path, monkeypatch: 
     requirements = (tmp_path / "wheels" / "requirements.txt").read_text("utf-8").splitlines()
     assert len(requirements) == 6
     assert all("==0.9.0 --hash=sha256:" in line for line in requirements)
+
+
+def test_the_server_runs_under_the_interpreter_that_has_llama_cpp(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-cpp-python may be built in a virtual environment of its own (``--server-python``)."""
+    started: list[list[str]] = []
+
+    class Exited:
+        pid, returncode = 0, 1
+
+        def __init__(self, cmd: list[str], **_: object) -> None:
+            started.append(cmd)
+
+        def poll(self) -> int:
+            return 1
+
+    monkeypatch.setattr(real_model.subprocess, "Popen", Exited)
+    with pytest.raises(SystemExit, match="the server exited with 1"):
+        real_model.start_server(tmp_path / "m.gguf", 8765, 2048, 2, tmp_path / "server.log",
+                                "/opt/llama/bin/python")
+    (cmd,) = started
+    assert cmd[0] == "/opt/llama/bin/python" and cmd[2] == "serve"
+
+
+def test_serving_imports_nothing_of_speedrunner() -> None:
+    """``serve`` runs under llama-cpp-python's own environment, without speedrunner's
+    dependencies."""
+    script = str(REPO / "benchmarks" / "real_model.py")
+    probe = ("import importlib.util, sys\n"
+             f"spec = importlib.util.spec_from_file_location('real_model', {script!r})\n"
+             "module = importlib.util.module_from_spec(spec); sys.modules['real_model'] = module\n"
+             "spec.loader.exec_module(module)\n"
+             "print(sorted(name for name in sys.modules if name.startswith('speedrunner')))")
+    out = real_model.subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                    check=True).stdout
+    assert out.strip() == "[]"

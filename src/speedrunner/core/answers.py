@@ -7,21 +7,28 @@ fenced block, a JSON object — and report every repair they made, so each parse
 tolerant about form and strict about meaning: when two readings remain, the parser says so
 instead of choosing.
 
-A parser returns ``repairs`` (what tolerance it needed, empty for an answer in the exact
-format) and a ``problem`` (why no meaning was read); :func:`format_outcome` turns them into the
-per-turn label that runs count (``ok`` / ``repaired`` / ``lost``).
+Every parser is a configuration of one :class:`AnswerReader`: an ordered table of named
+text repairs (:class:`Repair`, e.g. :data:`THINK`), then the forms the answer may take
+(:class:`AnswerForm`), tried in order, the first that reads a meaning winning. The names of
+the repairs made are what a run stores and counts (``repairs``); a parser's result carries
+them with a ``problem`` (why no meaning was read), and :func:`format_outcome` turns the two
+into the per-turn label (``ok`` / ``repaired`` / ``lost``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-__all__ = ["ANSWER_KEYS", "Block", "FormatOutcome", "FormatTally", "JsonField", "with_cut_note", "TRUNCATED", "cut_note",
-           "distinct", "fenced_blocks", "format_outcome", "json_fields", "json_objects", "json_spans", "mostly_json", "outside_json",
-           "Line", "label_lines", "label_regex", "partial_json_string", "strip_think", "truncated", "unfinished_json"]
+__all__ = ["ANSWER_KEYS", "THINK", "AnswerForm", "AnswerReader", "Block", "Finished",
+           "FormatOutcome", "FormatTally", "JsonField", "ReadOutcome", "Reading", "Repair",
+           "with_cut_note", "TRUNCATED", "cut_note", "distinct", "fenced_blocks", "format_outcome",
+           "json_answer", "json_fields", "json_objects", "json_spans", "mostly_json", "outside_json",
+           "Line", "label_lines", "label_regex", "partial_json_string", "strip_think", "truncated",
+           "unfinished_json"]
 
 FormatOutcome = Literal["ok", "repaired", "lost"]
 TRUNCATED = "length"
@@ -248,19 +255,124 @@ def cut_note(max_tokens: Any) -> str:
             "that is all the room an answer has, so answer shorter: less reasoning, smaller code")
 
 
-def format_outcome(problem: str | None, repairs: tuple[str, ...] | list[str]) -> FormatOutcome:
+def format_outcome(problem: str | None, repairs: Sequence[str]) -> FormatOutcome:
     """``lost`` when no meaning was read, ``repaired`` when it was read thanks to tolerance."""
     if problem is not None:
         return "lost"
     return "repaired" if repairs else "ok"
 
 
-def with_cut_note(result: str, completion: Any) -> str:
+class ReadOutcome:
+    """A parser's result: its ``format`` follows from its ``problem`` and ``repairs``."""
+
+    problem: str | None
+    repairs: Sequence[str]
+
+    @property
+    def format(self) -> FormatOutcome:
+        return format_outcome(self.problem, self.repairs)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One named fix of an answer's text, made before it is read. ``fix`` returns the text
+    fixed, or ``None`` when there is nothing to fix; ``name`` is what a run stores and counts."""
+
+    name: str
+    fix: Callable[[str], str | None]
+
+
+def _without_think(text: str) -> str | None:
+    out, had = strip_think(text)
+    return out if had else None
+
+
+THINK = Repair("think block", _without_think)
+"""``<think>`` blocks taken out (:func:`strip_think`): every reader starts with it."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AnswerForm(Generic[T]):
+    """One way an answer may be written. ``read`` returns what the answer says in this form,
+    or ``None`` when it is not written this way; ``repair`` is the name counted when it is
+    read this way (empty for the exact form the prompt asks for)."""
+
+    repair: str
+    read: Callable[[str], T | None]
+
+
+@dataclass(frozen=True)
+class Reading(Generic[T]):
+    """What an :class:`AnswerReader` read: ``value`` from the first form that fit (``None``:
+    none did), the text it was read from, and the repairs made so far, in order."""
+
+    text: str
+    repairs: tuple[str, ...]
+    value: T | None
+
+
+@dataclass(frozen=True)
+class AnswerReader(Generic[T]):
+    """The one tolerant reader every parser configures: its text ``repairs`` are made in
+    order, then its ``forms`` are tried in order and the first that reads something wins.
+    What counts as success is the parser's: its result's ``problem`` (:class:`ReadOutcome`)."""
+
+    repairs: tuple[Repair, ...]
+    forms: tuple[AnswerForm[T], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every repair name this reader itself may count, in its order."""
+        return (*(r.name for r in self.repairs), *(f.repair for f in self.forms if f.repair))
+
+    def read(self, text: str) -> Reading[T]:
+        made: list[str] = []
+        for repair in self.repairs:
+            fixed = repair.fix(text)
+            if fixed is not None:
+                text = fixed
+                made.append(repair.name)
+        for form in self.forms:
+            value = form.read(text)
+            if value is not None:
+                return Reading(text, (*made, *([form.repair] if form.repair else [])), value)
+        return Reading(text, tuple(made), None)
+
+
+def json_answer(keys: tuple[str, ...], then: Callable[[list[JsonField]], T],
+                unless: Callable[[str], object] | None = None) -> AnswerForm[T]:
+    """The form ``JSON answer``: the objects holding one of ``keys`` (or the whole text answer
+    under an :data:`ANSWER_KEYS` key) when they make up most of the answer and what is
+    written around them is not the text form itself (``unless`` finds its marker there),
+    read by ``then``."""
+
+    def read(text: str) -> T | None:
+        fields = json_fields(text, keys)
+        if not fields or not mostly_json(text, fields):
+            return None
+        return None if unless and unless(outside_json(text, fields)) else then(fields)
+
+    return AnswerForm("JSON answer", read)
+
+
+class Finished(Protocol):
+    """What the format counts need of a completion (``core.llm.types.Completion`` has both)."""
+
+    @property
+    def finish_reason(self) -> str | None: ...
+
+    @property
+    def sampling(self) -> dict[str, Any]: ...
+
+
+def with_cut_note(result: str, completion: Finished) -> str:
     """``result`` (a tool's result, feedback) followed by the cut note when ``completion``
     stopped at ``max_tokens`` and ``result`` does not say so already."""
-    if not truncated(getattr(completion, "finish_reason", None)) or "cut off at" in result:
+    if not truncated(completion.finish_reason) or "cut off at" in result:
         return result
-    return f"{result}\n(note: {cut_note(getattr(completion, 'sampling', {}).get('max_tokens'))})"
+    return f"{result}\n(note: {cut_note(completion.sampling.get('max_tokens'))})"
 
 
 @dataclass
@@ -276,14 +388,14 @@ class FormatTally:
     """The role a turn counts for unless :meth:`add` names another."""
     by_role: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, outcome: FormatOutcome, completion: Any = None, *, role: str | None = None,
-            dropped_calls: int = 0) -> None:
+    def add(self, outcome: FormatOutcome, completion: Finished | None = None, *,
+            role: str | None = None, dropped_calls: int = 0) -> None:
         counts = self.by_role.setdefault(role or self.role, {"turns": 0, "repaired": 0, "lost": 0, "truncated": 0,
                                                               "dropped_calls": 0})
         counts["turns"] += 1
         counts["repaired"] += outcome == "repaired"
         counts["lost"] += outcome == "lost"
-        counts["truncated"] += truncated(getattr(completion, "finish_reason", None))
+        counts["truncated"] += completion is not None and truncated(completion.finish_reason)
         counts["dropped_calls"] += dropped_calls
 
     def record(self) -> dict[str, Any]:

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from speedrunner.core.answers import (
+    THINK,
+    AnswerForm,
+    AnswerReader,
     FormatOutcome,
     Line,
+    Repair,
     format_outcome,
     json_objects,
     label_lines,
@@ -69,6 +73,8 @@ class ParsedAnswer:
     format: FormatOutcome = "ok"
     """How the answer's *form* was read: ``repaired`` when only the tolerant reading found the
     action, ``lost`` when no one action could be read (an unknown action is not a format loss)."""
+    repairs: tuple[str, ...] = field(default=(), compare=False)
+    """The names of the repairs reading the answer needed, in order."""
 
 
 def _normalise(text: str) -> str:
@@ -118,6 +124,54 @@ def own_turn(body: str) -> tuple[str, bool]:
     return body, cut
 
 
+def _cut_invented(body: str) -> str | None:
+    own, cut = own_turn(body)
+    return own if cut else None
+
+
+INVENTED = Repair("invented next turns cut", _cut_invented)
+"""The model's own turn only (:func:`own_turn`)."""
+
+
+@dataclass(frozen=True)
+class _Said:
+    """The Action line(s) an answer holds, and the reasoning before them (``None``: the
+    text before the first line)."""
+
+    lines: list[Line]
+    thought: str | None = None
+
+
+def _action_lines(body: str) -> _Said | None:
+    lines = label_lines(body, _ACTION_LINE, "Action")
+    return _Said(lines) if lines else None
+
+
+def _fenced_action_lines(body: str) -> _Said | None:
+    lines = label_lines(body, _ACTION_LINE, "Action", in_fences=True)
+    return _Said(lines) if lines else None
+
+
+def action_reader(actions: list[str],
+                  skills: dict[str, str] | None) -> AnswerReader[_Said | ParsedAnswer]:
+    """Action lines as asked, else inside a code fence, else JSON, else a bare action (one
+    of ``actions``, or a call when there are ``skills``)."""
+
+    def bare(body: str) -> _Said | None:
+        stripped = _clean_value(body)
+        if stripped and (_normalise(stripped) in {_normalise(a) for a in actions}
+                         or (skills and looks_like_call(stripped))):
+            return _Said([Line("action", stripped, 0, 0, True)], "")
+        return None
+
+    return AnswerReader((THINK, INVENTED), (
+        AnswerForm("", _action_lines),
+        AnswerForm("answer inside a code fence", _fenced_action_lines),
+        AnswerForm("JSON answer", _json_action),
+        AnswerForm("", bare),
+    ))
+
+
 def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
                  skills: dict[str, str] | None = None, finish_reason: str | None = None,
                  descriptions: dict[str, str] | None = None) -> ParsedAnswer:
@@ -133,24 +187,22 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
     line. Reading stops where the model starts inventing the next turn (:func:`own_turn`);
     two different actions within its own turn are never chosen between.
     """
-    body, had_think = strip_think(text)
-    repairs: list[str] = ["think block"] if had_think else []
-    body, invented = own_turn(body)
-    if invented:
-        repairs.append("invented next turns cut")
-    lines = label_lines(body, _ACTION_LINE, "Action")
-    if not lines and (lines := label_lines(body, _ACTION_LINE, "Action", in_fences=True)):
-        repairs.append("answer inside a code fence")
-    thought = _thought(body, lines)
-    if not lines:
-        found = _json_action(body)
-        if isinstance(found, ParsedAnswer):
-            return found
-        if found is not None:
-            thought = found[0] or thought
-            lines, repairs = [found[1]], [*repairs, "JSON answer"]
+    reading = action_reader(actions, skills).read(text)
+    body, repairs, said = reading.text, list(reading.repairs), reading.value
+    if isinstance(said, ParsedAnswer):
+        return said
+    if said is None:
+        problem = 'no "Action: ..." line found'
+        if not _clean_value(body):
+            cut = " (it was cut off at max_tokens)" if truncated(finish_reason) else ""
+            what = ("held only thinking (<think>...</think>), no action" if THINK.name in repairs
+                    else "was empty")
+            problem = f"the answer {what}{cut}"
+        return ParsedAnswer(_thought(body, []), None, problem, format="lost",
+                            repairs=tuple(repairs))
+    thought = _thought(body, said.lines) if said.thought is None else said.thought
     values = []
-    for line in lines:
+    for line in said.lines:
         value = line.value
         if not _clean_value(value):  # "**Action:**" alone: the action is on the next line
             value = _next_line(body, line.end)
@@ -159,22 +211,12 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
         if not line.exact:
             repairs.append("marked-up Action label")
         values.append(value)
-    if not values:
-        stripped = _clean_value(body)
-        if not stripped:
-            cut = " (it was cut off at max_tokens)" if truncated(finish_reason) else ""
-            what = "held only thinking (<think>...</think>), no action" if had_think else "was empty"
-            return ParsedAnswer(thought, None, f"the answer {what}{cut}", format="lost")
-        if _normalise(stripped) in {_normalise(a) for a in actions} or (skills and looks_like_call(stripped)):
-            values, thought = [stripped], ""  # a bare action with no "Action:" label
-        else:
-            return ParsedAnswer(thought, None, 'no "Action: ..." line found', format="lost")
     distinct = list(dict.fromkeys(_clean_value(v) for v in values))
     if len(distinct) > 1:
         read = "; ".join(repr(v) for v in distinct)
         return ParsedAnswer(thought, None, f"the answer has {len(distinct)} different Action lines ({read}); "
                                            "only one action runs per turn: answer with exactly one Action line",
-                            values[-1], format="lost")
+                            values[-1], format="lost", repairs=tuple(repairs))
     if len(values) > 1:
         repairs.append("the same Action line repeated")
     action_text = _clean_value(values[0])
@@ -182,22 +224,29 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
         repairs.append("markup or period around the action")
     # Cut at max_tokens with the action as the answer's last words: the action itself may be cut.
     cut_here = truncated(finish_reason) and body.rstrip().endswith(values[0].strip())
-    fmt = format_outcome(None, repairs)
     if skills and looks_like_call(action_text):
         call = parse_skill_call(action_text, skills)
+        fmt, fixed = format_outcome(None, repairs), tuple(repairs)
         if isinstance(call, str):
             if cut_here:
                 return ParsedAnswer(thought, None, f"the answer was cut off inside its action ({action_text!r}); "
-                                                   "a cut action is never run", action_text, format="lost")
-            return ParsedAnswer(thought, None, call, action_text, format=fmt)
-        return ParsedAnswer(thought, call.text, None, action_text, skill_call=call, format=fmt)
+                                                   "a cut action is never run", action_text, format="lost",
+                                    repairs=fixed)
+            return ParsedAnswer(thought, None, call, action_text, format=fmt, repairs=fixed)
+        return ParsedAnswer(thought, call.text, None, action_text, skill_call=call, format=fmt,
+                            repairs=fixed)
     parsed = _match_action(thought, action_text, actions, free_text, truncated(finish_reason), cut_here,
                            descriptions)
     if parsed.error == _EMPTY_LINE or (parsed.error or "").startswith(_CUT):
-        return dataclasses.replace(parsed, format="lost")
+        return dataclasses.replace(parsed, format="lost", repairs=tuple(repairs))
     if parsed.action is not None and parsed.action != action_text:
-        fmt = "repaired"  # case, quotes, a trailing period or a prefix made it one of the actions
-    return dataclasses.replace(parsed, format=fmt)
+        repairs.append(LOOSE_ACTION)
+    return dataclasses.replace(parsed, format=format_outcome(None, repairs), repairs=tuple(repairs))
+
+
+LOOSE_ACTION = "action named loosely"
+"""The repair of an action read as a listed one through its case, quotes, punctuation, its
+copied description or a unique prefix."""
 
 
 def _thought(body: str, lines: list[Line]) -> str:
@@ -219,7 +268,7 @@ def _next_line(body: str, end: int) -> str:
     return ""
 
 
-def _json_action(body: str) -> tuple[str, Line] | ParsedAnswer | None:
+def _json_action(body: str) -> _Said | ParsedAnswer | None:
     """``{"thought": ..., "action": ...}`` (``args`` may list a skill's arguments)."""
     found = []
     for obj in json_objects(body):
@@ -235,7 +284,9 @@ def _json_action(body: str) -> tuple[str, Line] | ParsedAnswer | None:
         read = "; ".join(repr(f[1].value) for f in found)
         return ParsedAnswer("", None, f"the answer has {len(found)} JSON actions ({read}); only one action runs "
                                       "per turn: answer with exactly one Action line", format="lost")
-    return found[0] if found else None
+    if not found:
+        return None
+    return _Said([found[0][1]], found[0][0] or _thought(body, []))
 
 
 _EMPTY_LINE = "the Action line was empty"

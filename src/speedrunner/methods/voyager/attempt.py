@@ -9,6 +9,7 @@ is taken, the old function is renamed ``nameV2`` (``nameV3``, ...) in the same e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -16,17 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedrunner.core.answers import (
+    THINK,
+    AnswerReader,
     Block,
-    FormatOutcome,
     JsonField,
+    ReadOutcome,
     distinct,
     fenced_blocks,
-    format_outcome,
-    json_fields,
+    json_answer,
     label_lines,
     label_regex,
-    mostly_json,
-    outside_json,
     strip_think,
 )
 from speedrunner.core.codebook import (
@@ -48,8 +48,8 @@ from speedrunner.errors import InvalidActionError
 from speedrunner.methods.voyager.state import retired_name
 from speedrunner.methods.wake_sleep.asi_parse import parse_induction
 
-__all__ = ["FENCE", "NATIVE_NOTE", "SUBMIT_SKILL", "Attempt", "CodeAnswer", "read_code", "read_skill_call",
-           "write_and_run"]
+__all__ = ["CODE_READER", "FENCE", "NATIVE_NOTE", "SUBMIT_SKILL", "Attempt", "CodeAnswer",
+           "read_code", "read_skill_call", "write_and_run"]
 
 FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -61,7 +61,7 @@ _DEF = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
-class CodeAnswer:
+class CodeAnswer(ReadOutcome):
     """What an action-agent answer holds: its plan, its code, or why no code was read."""
 
     plan: str
@@ -71,10 +71,6 @@ class CodeAnswer:
     """What tolerance reading it needed (empty: the asked-for ``Code:`` + one python block)."""
     dropped_calls: int = 0
     """Native tool calls of the turn after the first, which were not read."""
-
-    @property
-    def format(self) -> FormatOutcome:
-        return format_outcome(self.problem, self.repairs)
 
 
 def read_code(text: str) -> CodeAnswer:
@@ -86,12 +82,10 @@ def read_code(text: str) -> CodeAnswer:
     (``{"plan": ..., "code": "def ..."}``, or the text answer under ``answer``; bare or in a
     ```` ```json ```` fence) is read from its decoded strings; two JSON answers whose code
     differs are not chosen between."""
-    body, had_think = strip_think(text)
-    repairs = ("think block",) if had_think else ()
-    fields = json_fields(body, _CODE_KEYS)
-    if fields and mostly_json(body, fields) and not _python_blocks(outside_json(body, fields)):
-        return _from_json(fields, repairs)
-    return _from_text(body, repairs)
+    reading = CODE_READER.read(text)
+    if (answer := reading.value) is None:
+        return _from_text(reading.text, reading.repairs)
+    return dataclasses.replace(answer, repairs=(*reading.repairs, *answer.repairs))
 
 
 SUBMIT_SKILL = ToolSpec(
@@ -166,7 +160,7 @@ def _from_text(body: str, repairs: tuple[str, ...]) -> CodeAnswer:
     return CodeAnswer(plan.strip(), "\n\n".join(b.code.strip() for b in after) + "\n", None, tuple(fixes))
 
 
-def _from_json(fields: list[JsonField], repairs: tuple[str, ...]) -> CodeAnswer:
+def _from_json(fields: list[JsonField]) -> CodeAnswer:
     readings = []
     for f in fields:
         if f.wrapped:
@@ -181,11 +175,15 @@ def _from_json(fields: list[JsonField], repairs: tuple[str, ...]) -> CodeAnswer:
     codes = distinct([r.code for r in readings])
     if len(codes) > 1:
         read = "; ".join(", ".join(_DEF.findall(c or "")) or "no function" for c in codes)
-        return CodeAnswer(readings[0].plan, None, f"the answer has {len(codes)} JSON objects with different code "
-                                                  f"(defining {read}); nothing ran: answer with one Code block",
-                          (*repairs, "JSON answer"))
-    first = readings[0]
-    return CodeAnswer(first.plan, first.code, first.problem, (*repairs, "JSON answer", *first.repairs))
+        problem = (f"the answer has {len(codes)} JSON objects with different code (defining "
+                   f"{read}); nothing ran: answer with one Code block")
+        return CodeAnswer(readings[0].plan, None, problem)
+    return readings[0]
+
+
+CODE_READER: AnswerReader[CodeAnswer] = AnswerReader(
+    (THINK,), (json_answer(_CODE_KEYS, _from_json, unless=_python_blocks),))
+"""The answer as JSON (unless a python block stands beside it); else the Code label and blocks."""
 
 
 @dataclass

@@ -15,6 +15,7 @@ The states are the env's ``structured`` dicts (``inventory``: item -> count,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -23,15 +24,17 @@ from typing import Any, Literal
 
 from speedrunner.core import pyast
 from speedrunner.core.answers import (
-    FormatOutcome,
-    format_outcome,
+    THINK,
+    AnswerForm,
+    AnswerReader,
+    ReadOutcome,
     json_fields,
     json_spans,
     mostly_json,
-    strip_think,
 )
 
-__all__ = ["CriticAnswer", "Verdict", "read_critic", "achievement_for", "decide_from_state", "inventory_delta", "normalise_task",
+__all__ = ["CRITIC_READER", "CriticAnswer", "Verdict", "read_critic", "achievement_for",
+           "decide_from_state", "inventory_delta", "normalise_task",
            "parse_critic_answer", "state_summary", "clean_task"]
 
 DecidedBy = Literal["execution_error", "achievement", "inventory", "llm", "llm_unparseable"]
@@ -114,16 +117,12 @@ def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
 
 
 @dataclass(frozen=True)
-class CriticAnswer:
+class CriticAnswer(ReadOutcome):
     """The critic's verdict, or why none was read, and what tolerance reading it needed."""
 
     verdict: Verdict | None
     problem: str | None = None
     repairs: tuple[str, ...] = ()
-
-    @property
-    def format(self) -> FormatOutcome:
-        return format_outcome(self.problem, self.repairs)
 
 
 def parse_critic_answer(text: str) -> Verdict | str:
@@ -140,30 +139,42 @@ def read_critic(text: str) -> CriticAnswer:
     are read, ``"success": "true"`` counts as ``true``, the object written as a JSON string
     under ``answer`` is read again. Strict about meaning: two verdicts that disagree are not
     chosen between."""
-    body, had_think = strip_think(text)
-    repairs = ["think block"] if had_think else []
+    reading = CRITIC_READER.read(text)
+    if (answer := reading.value) is not None:
+        return dataclasses.replace(answer, repairs=(*reading.repairs, *answer.repairs))
+    body, repairs = reading.text, reading.repairs
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        return CriticAnswer(None, "no JSON object in the answer", repairs)
+    try:
+        json.loads(body[start:end + 1])
+    except json.JSONDecodeError as e:
+        return CriticAnswer(None, f"the JSON does not parse ({e.msg})", repairs)
+    return CriticAnswer(None, '"success" must be true or false', repairs)
+
+
+def _strict(body: str) -> CriticAnswer | None:
+    """The JSON objects that hold ``success``, as asked (prose or a fence around them is a
+    repair)."""
     spans = [(o, a, b) for o, a, b in json_spans(body) if "success" in o]
     if not spans:
-        wrapped = [f for f in json_fields(body, ()) if f.wrapped and "success" in f.value]
-        if wrapped and mostly_json(body, wrapped):
-            inner = [read_critic(f.value) for f in wrapped]
-            if len({str(a.verdict and a.verdict.success) for a in inner}) == 1:
-                return CriticAnswer(inner[0].verdict, inner[0].problem, (*repairs, "JSON answer", *inner[0].repairs))
-    objects = [o for o, _, _ in spans]
-    if spans:
-        if body[:spans[0][1]].strip() or body[spans[-1][2]:].strip():
-            repairs.append("prose or a fence around the JSON")
-    elif (objects := _lenient_objects(body)):
-        repairs.append("not strict JSON (a trailing comma or Python literals)")
-    if not objects:
-        start, end = body.find("{"), body.rfind("}")
-        if start < 0 or end <= start:
-            return CriticAnswer(None, "no JSON object in the answer", tuple(repairs))
-        try:
-            json.loads(body[start:end + 1])
-        except json.JSONDecodeError as e:
-            return CriticAnswer(None, f"the JSON does not parse ({e.msg})", tuple(repairs))
-        return CriticAnswer(None, '"success" must be true or false', tuple(repairs))
+        return None
+    around = body[:spans[0][1]].strip() or body[spans[-1][2]:].strip()
+    return _judge([o for o, _, _ in spans], ["prose or a fence around the JSON"] if around else [])
+
+
+def _wrapped(body: str) -> CriticAnswer | None:
+    """The verdict written as a JSON string under an ``answer``-like key, read again (unless
+    the strings disagree)."""
+    wrapped = [f for f in json_fields(body, ()) if f.wrapped and "success" in f.value]
+    if not wrapped or not mostly_json(body, wrapped):
+        return None
+    inner = [read_critic(f.value) for f in wrapped]
+    return inner[0] if len({str(a.verdict and a.verdict.success) for a in inner}) == 1 else None
+
+
+def _judge(objects: list[dict[str, Any]], repairs: list[str]) -> CriticAnswer:
+    """One verdict from the objects read, or why there is none."""
     verdicts = {str(o.get("success")).lower() for o in objects}
     if len(verdicts) > 1:
         return CriticAnswer(None, f"the answer has {len(objects)} JSON objects that disagree on \"success\"; "
@@ -186,17 +197,26 @@ def read_critic(text: str) -> CriticAnswer:
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
-def _lenient_objects(body: str) -> list[dict[str, Any]]:
+def _lenient(body: str) -> CriticAnswer | None:
     """The outermost ``{...}`` read with a trailing comma dropped, or as a Python literal."""
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end <= start:
-        return []
+        return None
     raw = body[start:end + 1]
     try:
         value = json.loads(_TRAILING_COMMA.sub(r"\1", raw))
     except json.JSONDecodeError:
         try:
             value = pyast.literal_eval(raw)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return []
-    return [value] if isinstance(value, dict) and "success" in value else []
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None  # TypeError: ``{{...}}`` is a set of a dict, which Python cannot build
+    return _judge([value], []) if isinstance(value, dict) and "success" in value else None
+
+
+CRITIC_READER: AnswerReader[CriticAnswer] = AnswerReader((THINK,), (
+    AnswerForm("", _strict),
+    AnswerForm("JSON answer", _wrapped),
+    AnswerForm("not strict JSON (a trailing comma or Python literals)", _lenient),
+))
+"""Strict JSON, else the verdict as a JSON string, else JSON with a trailing comma or Python
+literals."""

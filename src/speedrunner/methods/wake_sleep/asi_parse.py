@@ -17,20 +17,18 @@ from dataclasses import dataclass, field
 
 from speedrunner.core import pyast
 from speedrunner.core.answers import (
-    FormatOutcome,
+    THINK,
+    AnswerReader,
     JsonField,
+    ReadOutcome,
     distinct,
     fenced_blocks,
-    format_outcome,
-    json_fields,
-    mostly_json,
-    outside_json,
-    strip_think,
+    json_answer,
     truncated,
     unfinished_json,
 )
 
-__all__ = ["Induction", "NewFunction", "parse_induction"]
+__all__ = ["INDUCTION_READER", "Induction", "NewFunction", "parse_induction"]
 
 _FUNCTIONS = re.compile(r"<functions>(.*?)(</functions>|(?=<script>)|$)", re.DOTALL | re.IGNORECASE)
 _SCRIPT = re.compile(r"<script>(.*?)(?:</script>|(?=<functions>)|$)", re.DOTALL | re.IGNORECASE)
@@ -45,7 +43,7 @@ class NewFunction:
 
 
 @dataclass
-class Induction:
+class Induction(ReadOutcome):
     functions: list[NewFunction] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     """Top-level import lines of the block (the functions may need them)."""
@@ -54,10 +52,6 @@ class Induction:
     """Why the functions block could not be used (a syntax error, no block at all)."""
     repairs: list[str] = field(default_factory=list)
     """What tolerance reading the answer needed (empty: the exact form)."""
-
-    @property
-    def format(self) -> FormatOutcome:
-        return format_outcome(self.problem, self.repairs)
 
 
 def _code(block: str, repairs: list[str]) -> tuple[str, bool]:
@@ -76,12 +70,12 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
 
     ``finish_reason`` ``"length"``: the answer hit ``max_tokens``; functions left open by
     the cut (no closing fence or tag) are then not used."""
-    body, had_think = strip_think(text)
-    result = Induction(repairs=["think block"] if had_think else [])
+    reading = INDUCTION_READER.read(text)
+    if reading.value is not None:
+        reading.value.repairs = [*reading.repairs, *reading.value.repairs]
+        return reading.value
+    body, result = reading.text, Induction(repairs=list(reading.repairs))
     cut = truncated(finish_reason)
-    fields = json_fields(body, (*_FUNCTION_KEYS, *_SCRIPT_KEYS))
-    if fields and mostly_json(body, fields) and not re.search("<functions>", outside_json(body, fields), re.I):
-        return _from_json(fields, result.repairs)
     if unfinished_json(body):
         result.problem = ("the answer's JSON object never closed" + (" (it was cut off at max_tokens)" if cut else "")
                           + "; an incomplete answer is never used")
@@ -137,7 +131,7 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
     return result
 
 
-def _from_json(fields: list[JsonField], repairs: list[str]) -> Induction:
+def _from_json(fields: list[JsonField]) -> Induction:
     """An induction written as JSON: the tagged text under an ``answer``-like key, read again;
     or ``functions`` (source, or a list of sources) and ``script`` (lines, or one string)."""
     texts = distinct([f.value if f.wrapped else (f"<functions>\n{_join(_first(f.obj, _FUNCTION_KEYS), chr(10) * 2)}\n"
@@ -146,11 +140,16 @@ def _from_json(fields: list[JsonField], repairs: list[str]) -> Induction:
     readings = [parse_induction(t) for t in texts]  # each JSON string is whole: the object closed
     if len(readings) > 1:
         read = "; ".join(", ".join(f.name for f in r.functions) or (r.problem or "no functions") for r in readings)
-        return Induction(problem=f"the answer has {len(readings)} JSON objects that differ (functions: {read}); "
-                                 "they were not merged: answer with one <functions> block and one <script> block",
-                         repairs=[*repairs, "JSON answer"])
-    readings[0].repairs = [*repairs, "JSON answer", *readings[0].repairs]
+        return Induction(problem=(f"the answer has {len(readings)} JSON objects that differ "
+                                  f"(functions: {read}); they were not merged: answer with one "
+                                  "<functions> block and one <script> block"))
     return readings[0]
+
+
+INDUCTION_READER: AnswerReader[Induction] = AnswerReader(
+    (THINK,), (json_answer((*_FUNCTION_KEYS, *_SCRIPT_KEYS), _from_json,
+                           unless=lambda around: re.search("<functions>", around, re.I)),))
+"""The answer as JSON (unless a ``<functions>`` block stands beside it); else the tagged text."""
 
 
 def _first(obj: dict[str, object], keys: tuple[str, ...]) -> object:

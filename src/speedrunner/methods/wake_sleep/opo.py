@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from speedrunner.core.answers import (
-    FormatOutcome,
+    THINK,
+    AnswerForm,
+    AnswerReader,
     FormatTally,
+    JsonField,
+    ReadOutcome,
+    Repair,
     distinct,
-    format_outcome,
-    json_fields,
-    mostly_json,
-    outside_json,
+    json_answer,
     partial_json_string,
-    strip_think,
     unfinished_json,
 )
 from speedrunner.core.atomic import atomic_write_json, atomic_write_text
@@ -104,15 +105,11 @@ def _strip_label(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class GuideAnswer:
+class GuideAnswer(ReadOutcome):
     guide: str
     """The new guide ("" when none could be read: the old one stays)."""
     problem: str | None = None
     repairs: list[str] = field(default_factory=list)
-
-    @property
-    def format(self) -> FormatOutcome:
-        return format_outcome(self.problem, self.repairs)
 
 
 _GUIDE_KEYS = ("guide", "strategy_guide", "new_guide", "strategy")
@@ -134,20 +131,23 @@ def read_guide(text: str, *, echoes: tuple[str, ...] = (), current: str = "") ->
     first, so a repeated prompt is taken out before reading, and a guide that is only a
     piece of them (the prompt's placeholder guide) is never the new guide. Keeping the
     ``current`` guide word for word is an answer, not an echo."""
-    body, had_think = strip_think(text)
-    repairs = ["think block"] if had_think else []
-    if echoes:
-        body, echoed = _without_echoes(body, echoes)
-        if echoed:
-            repairs.append("the prompt repeated")
-            if not body.strip():
-                return GuideAnswer("", "the answer only repeats the prompt; the old guide stays", repairs)
-        answer = _read(body, repairs)
-        if answer.guide and answer.guide != current.strip() and echo_share(answer.guide, echoes, current) >= 0.5:
-            return GuideAnswer("", "the guide read repeats the prompt (e.g. its placeholder guide); "
-                                   "the old guide stays", [*answer.repairs, "the prompt's guide repeated"])
-        return answer
-    return _read(body, repairs)
+    echo = Repair(ECHOED, lambda body: _without_echoes(body, echoes))
+    reading = AnswerReader((THINK, echo) if echoes else (THINK,), GUIDE_FORMS).read(text)
+    made = list(reading.repairs)
+    if ECHOED in made and not reading.text.strip():
+        return GuideAnswer("", "the answer only repeats the prompt; the old guide stays", made)
+    answer = reading.value or _read_tagged(reading.text, [])
+    answer = GuideAnswer(answer.guide, answer.problem, [*made, *answer.repairs])
+    if echoes and answer.guide and answer.guide != current.strip() \
+            and echo_share(answer.guide, echoes, current) >= 0.5:
+        return GuideAnswer("", "the guide read repeats the prompt (e.g. its placeholder guide); "
+                               "the old guide stays",
+                           [*answer.repairs, "the prompt's guide repeated"])
+    return answer
+
+
+ECHOED = "the prompt repeated"
+"""The repair of an answer that first repeats the prompt (taken out before reading)."""
 
 
 def _flat(text: str) -> str:
@@ -166,8 +166,9 @@ def echo_share(guide: str, echoes: tuple[str, ...], current: str = "") -> float:
     return len(copied) / len(lines)
 
 
-def _without_echoes(body: str, echoes: tuple[str, ...]) -> tuple[str, bool]:
-    """``body`` without any whole copy of an echo (whitespace may differ).
+def _without_echoes(body: str, echoes: tuple[str, ...]) -> str | None:
+    """``body`` without any whole copy of an echo (whitespace may differ); ``None`` when it
+    holds none.
 
     The echo is the whole prompt (thousands of words): its pattern is compiled only
     when the answer holds a copy, which the flattened texts tell exactly (``\\s`` and
@@ -182,26 +183,32 @@ def _without_echoes(body: str, echoes: tuple[str, ...]) -> tuple[str, bool]:
         pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
         body, n = pattern.subn("", body)
         found, flat_body = found or n > 0, _flat(body)
-    return body, found
+    return body if found else None
 
 
-def _read(body: str, repairs: list[str]) -> GuideAnswer:
-    fields = json_fields(body, _GUIDE_KEYS)
-    if fields and mostly_json(body, fields) and not _GUIDE.search(outside_json(body, fields)):
-        guides = distinct([_as_text(f.value) for f in fields])
-        if len(guides) > 1:
-            read = "; ".join(repr(_short(g)) for g in guides)
-            return GuideAnswer("", f"the answer has {len(guides)} JSON objects with different guides ({read}); "
-                                   "the old guide stays", [*repairs, "JSON answer"])
-        inner = _read_tagged(guides[0], [])
-        kept = [r for r in inner.repairs if fields[0].wrapped or r != "no <guide> tags"]
-        return GuideAnswer(inner.guide, inner.problem, [*repairs, "JSON answer", *kept])
-    if unfinished_json(body):
-        partial = partial_json_string(body, _GUIDE_KEYS)
-        if partial is not None:  # cut inside the JSON string: keep what was written, decoded
-            inner = _read_tagged(partial[1], [])
-            return GuideAnswer(inner.guide, inner.problem, [*repairs, "unfinished JSON answer", *inner.repairs])
-    return _read_tagged(body, repairs)
+def _from_json(fields: list[JsonField]) -> GuideAnswer:
+    guides = distinct([_as_text(f.value) for f in fields])
+    if len(guides) > 1:
+        read = "; ".join(repr(_short(g)) for g in guides)
+        return GuideAnswer("", f"the answer has {len(guides)} JSON objects with different guides "
+                               f"({read}); the old guide stays")
+    inner = _read_tagged(guides[0], [])
+    kept = [r for r in inner.repairs if fields[0].wrapped or r != "no <guide> tags"]
+    return GuideAnswer(inner.guide, inner.problem, kept)
+
+
+def _from_unfinished_json(body: str) -> GuideAnswer | None:
+    """Cut inside the JSON string: what was written, decoded."""
+    partial = partial_json_string(body, _GUIDE_KEYS) if unfinished_json(body) else None
+    return None if partial is None else _read_tagged(partial[1], [])
+
+
+GUIDE_FORMS: tuple[AnswerForm[GuideAnswer], ...] = (
+    json_answer(_GUIDE_KEYS, _from_json, unless=_GUIDE.search),
+    AnswerForm("unfinished JSON answer", _from_unfinished_json),
+)
+"""The guide as JSON (unless a ``<guide>`` block stands beside it), or JSON cut inside its
+string; else the tagged text (:func:`_read_tagged`)."""
 
 
 def _read_tagged(body: str, repairs: list[str]) -> GuideAnswer:

@@ -34,18 +34,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedrunner.core.answers import (
-    FormatOutcome,
+    THINK,
+    AnswerForm,
+    AnswerReader,
+    ReadOutcome,
     cut_note,
     fenced_blocks,
-    format_outcome,
     json_objects,
     label_lines,
     label_regex,
-    strip_think,
     truncated,
 )
 
-__all__ = ["NO_TOOL_LINE", "TOOLS", "ToolCall", "parse_tool_call"]
+__all__ = ["NO_TOOL_LINE", "TOOLS", "TOOL_CALL_READER", "ToolCall", "parse_tool_call"]
 
 TOOLS: dict[str, tuple[int, bool]] = {
     # name: (name arguments on the Tool line, needs a fenced block)
@@ -78,7 +79,7 @@ _NOTE_KEYS = ("note", "summary", "message", "reason")
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class ToolCall(ReadOutcome):
     """One parsed turn: the tool, its name arguments, its block; or why it could not be read."""
 
     tool: str | None
@@ -93,10 +94,6 @@ class ToolCall:
     """Tool calls written after the first one, which did not run (the turn counts as
     ``repaired``, these as ``dropped_calls``)."""
 
-    @property
-    def format(self) -> FormatOutcome:
-        return format_outcome(self.problem, self.repairs)
-
 
 @dataclass
 class _Raw:
@@ -109,6 +106,8 @@ class _Raw:
     block: str | None = None
     blocks: list[Any] = field(default_factory=list)
     before: list[Any] = field(default_factory=list)
+    exact: bool = True
+    """Its Tool label written exactly as the prompt shows it."""
 
 
 def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_reason: str | None = None,
@@ -117,9 +116,9 @@ def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_rea
 
     ``finish_reason`` ``"length"`` (the answer hit ``max_tokens``) decides what a block left
     open means, and the problem then says how much room an answer has."""
-    body, had_think = strip_think(text)
-    repairs = ["think block"] if had_think else []
-    calls = _from_lines(body, repairs) or _from_json(body, repairs)
+    reading = TOOL_CALL_READER.read(text)
+    calls = reading.value or []
+    repairs = [*reading.repairs, *("marked-up Tool label" for c in calls if not c.exact)]
     cut = truncated(finish_reason)
     if not calls:
         problem = NO_TOOL_LINE + (f" ({cut_note(max_tokens)})" if cut else "")
@@ -134,7 +133,7 @@ def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_rea
     return dataclasses.replace(_check(first, offered, repairs, note, cut, max_tokens), dropped_calls=len(calls) - 1)
 
 
-def _from_lines(body: str, repairs: list[str]) -> list[_Raw]:
+def _from_lines(body: str) -> list[_Raw] | None:
     lines = label_lines(body, _TOOL_LINE, "Tool")
     blocks = fenced_blocks(body)
     calls = []
@@ -146,15 +145,13 @@ def _from_lines(body: str, repairs: list[str]) -> list[_Raw]:
         begin = lines[k - 1].end if k else 0
         after = [b for b in blocks if line.end <= b.start < end]
         before = [b for b in blocks if begin <= b.start and b.end <= line.start]
-        if not line.exact:
-            repairs.append("marked-up Tool label")
         rest = m.group(2)
         calls.append(_Raw(m.group(1), rest, f"Tool: {m.group(1)}{rest}".strip(), blocks=after, before=before,
-                          block=body[line.end:end]))
-    return calls
+                          block=body[line.end:end], exact=line.exact))
+    return calls or None
 
 
-def _from_json(body: str, repairs: list[str]) -> list[_Raw]:
+def _from_json(body: str) -> list[_Raw] | None:
     calls = []
     for block in reversed(fenced_blocks(body)):  # a dict literal in Python code is no tool call
         if block.lang not in ("", "json"):
@@ -183,9 +180,12 @@ def _from_json(body: str, repairs: list[str]) -> list[_Raw]:
         tool = name.strip().lower()
         calls.append(_Raw(tool, "", f"{{\"tool\": \"{tool}\"}}", args=names,
                           block=code if code is not None else note))
-    if calls:
-        repairs.append("JSON tool call")
-    return calls
+    return calls or None
+
+
+TOOL_CALL_READER: AnswerReader[list[_Raw]] = AnswerReader(
+    (THINK,), (AnswerForm("", _from_lines), AnswerForm("JSON tool call", _from_json)))
+"""A Tool line as asked (any markdown around its label), else a JSON tool call."""
 
 
 def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], note: str, cut: bool,
