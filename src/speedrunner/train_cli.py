@@ -435,9 +435,11 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     final = result.summary.final_eval
     tag = " [SCRIPTED MODEL]" if scripted else ""
     shown = dict.fromkeys([config.speedrun.episode_metric, "success"])  # the run's metric first
-    means = {} if final is None else {"success": final.success_mean, "progress": final.progress_mean}
-    values = ", ".join(f"{m} {means[m]:.3f}" for m in shown)
-    evaluated = f"final eval {values}" if final else "no evaluation (run.eval_episodes is 0)"
+    if final is None:
+        evaluated = "no evaluation (run.eval_episodes is 0)"
+    else:
+        means = {"success": final.success_mean, "progress": final.progress_mean}
+        evaluated = "final eval " + ", ".join(f"{m} {means[m]:.3f}" for m in shown)
     print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
           f"summary in {run_dir / 'summary.json'}")
     from speedrunner.core.runtime.speedrun import describe

@@ -20,7 +20,6 @@ import pytest
 
 from speedrunner.core import pyast
 from speedrunner.core.runtime.actor import parse_answer
-from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox.schema import codebook_functions
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "speedrunner"
@@ -88,7 +87,7 @@ def test_the_harness_reproduces_the_interpreter_bug_with_bare_ast_parse(switchy:
 
 
 def test_parallel_parsing_paths_never_collide(switchy: None) -> None:
-    """What episode threads parse: the actor's skill calls, a new version's codebook (Skills), the
+    """What episode threads parse: the actor's skill calls, a new version's codebook, the
     runner's function list, and the codebook helpers, all at once."""
     signatures = {"go_to": "go_to(target: str, n: int = 1)", "f0": "f0(x: int = 0)"}
 
@@ -97,9 +96,9 @@ def test_parallel_parsing_paths_never_collide(switchy: None) -> None:
                               skills=signatures)
         assert parsed.skill_call is not None and parsed.skill_call.kwargs == {"n": r}, parsed
         source = codebook(thread * 1000 + r)
-        skills = Skills(r, source, signatures, "speedrunner.benchmarks.babyai.skill_api")
-        assert len(skills.functions) == 60
-        assert codebook_functions(source) == skills.functions
+        functions = pyast.top_level_functions(source)
+        assert len(functions) == 60
+        assert codebook_functions(source) == functions
         assert len(pyast.parse(source).body) == 60
         assert pyast.literal_eval(f"[{r}, ({thread},)]") == [r, (thread,)]
 
@@ -108,9 +107,9 @@ def test_parallel_parsing_paths_never_collide(switchy: None) -> None:
 
 def test_a_codebook_is_parsed_once_per_version() -> None:
     source = codebook(424242)
-    first = Skills(1, source, {}, "m")
-    assert Skills(2, source, {}, "m").functions is first.functions  # shared, not re-parsed
-    assert codebook_functions(source) is first.functions
+    first = pyast.top_level_functions(source)
+    assert pyast.top_level_functions(source) is first  # every episode's runner shares it
+    assert codebook_functions(source) is first
 
 
 def test_no_parse_in_the_parent_escapes_the_lock() -> None:

@@ -24,13 +24,15 @@ from speedrunner.core.sandbox.skills import SandboxSkillRunner
 from speedrunner.core.sandbox.tracing import (
     MAX_ERROR_CHARS,
     MAX_NODES,
+    MAX_TREE_CHARS,
+    MAX_TREE_VALUES,
+    NODE_COST,
+)
+from speedrunner.core.skill import (
     MAX_RETURN_BYTES,
     MAX_RETURN_VALUES,
     MAX_SCRATCH_CHARS,
     MAX_SCRATCH_VALUES,
-    MAX_TREE_CHARS,
-    MAX_TREE_VALUES,
-    NODE_COST,
 )
 
 SERVER = '''

@@ -14,18 +14,20 @@ from speedrunner.core.sandbox import channel as channel_module
 from speedrunner.core.sandbox.channel import Channel, ProtocolError, separators
 from speedrunner.core.sandbox.schema import reply_bytes, reply_values
 from speedrunner.core.sandbox.tracing import (
-    MAX_ACTION_CHARS,
     MAX_ERROR_VALUES,
     MAX_NODES,
     MAX_PRINT_VALUES,
-    MAX_RETURN_BYTES,
-    MAX_RETURN_VALUES,
-    MAX_SCRATCH_CHARS,
-    MAX_SCRATCH_VALUES,
     Recorder,
     check_returned,
     check_scratch,
     exception_line,
+)
+from speedrunner.core.skill import (
+    MAX_ACTION_CHARS,
+    MAX_RETURN_BYTES,
+    MAX_RETURN_VALUES,
+    MAX_SCRATCH_CHARS,
+    MAX_SCRATCH_VALUES,
 )
 
 from .conftest import TIERS, call, open_runner

@@ -156,7 +156,7 @@ def returns(env, n):
 def test_a_returned_value_is_kept_up_to_its_cap_and_past_it_the_call_says_so(tier) -> None:
     """The returned value's cap is ``MAX_RETURN_BYTES`` characters of JSON (it was 1,000,000: a reply
     at that cap cost the parent 165 ms of CPU to check); the actor sees the value's first few hundred."""
-    from speedrunner.core.sandbox.tracing import MAX_RETURN_BYTES
+    from speedrunner.core.skill import MAX_RETURN_BYTES
 
     runner = open_runner(tier, RETURNS)
     try:

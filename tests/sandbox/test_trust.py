@@ -12,7 +12,8 @@ import pytest
 
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox import open_analysis_session
-from speedrunner.core.sandbox.tracing import MAX_NODES, MAX_SCRATCH_VALUES
+from speedrunner.core.sandbox.tracing import MAX_NODES
+from speedrunner.core.skill import MAX_SCRATCH_VALUES
 from speedrunner.core.trajectory import Trajectory, load_trajectory, save_trajectory
 
 from .conftest import API, CODEBOOK, LIMITS, CounterEnv, call, still_works
@@ -274,7 +275,7 @@ def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
 @pytest.mark.parametrize("scenario", ACCEPTED_AT_THE_CAPS)
 def test_replies_of_many_small_values_just_under_the_caps_are_accepted_and_kept_whole(tier, scenario) -> None:
     """The cheaper checks refuse nothing an honest child may send: every value is kept as sent."""
-    from speedrunner.core.sandbox.tracing import MAX_RETURN_VALUES
+    from speedrunner.core.skill import MAX_RETURN_VALUES
 
     runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, scenario)
     try:

@@ -33,6 +33,23 @@ SKILL_TIMEOUT_PER_ACTION_S = 0.25
 """Per action the call may take: a primitive step costs milliseconds here (Crafter, BabyAI;
 a ScienceWorld step tens of), so this leaves a skill's own planning per step ample room."""
 
+# What one skill call may hand back to the parent; the sandbox enforces them, the skill API view
+# states them to the skills' author.
+MAX_RETURN_BYTES = 8_000
+"""JSON characters of a skill's returned value (the actor sees its first few hundred; a longer
+value is an error): with ``MAX_SCRATCH_CHARS`` and the tree's budget it bounds what one reply
+may make the parent decode and check."""
+MAX_RETURN_VALUES = 2_000
+"""``channel.separators`` of a returned value (about its number of JSON items; more is an error):
+the parent's cost of decoding a reply grows with its values far more than with its bytes."""
+MAX_SCRATCH_CHARS = 8_000
+"""``value_cost`` of ``env.scratch``, the per-episode state a skill may keep between calls."""
+MAX_SCRATCH_VALUES = 2_000
+"""``channel.separators`` of ``env.scratch`` (a 40x40 grid as lists of numbers fits; as a list
+of row strings, a far larger one)."""
+MAX_ACTION_CHARS = 1_000
+"""Longest action string a skill may send; a longer one is refused in the child."""
+
 State = dict[str, Any]
 Transport = Callable[[str], dict[str, Any]]
 """Sends one action to the env; answers ``{"text": str, "structured": dict, "done": bool}``."""

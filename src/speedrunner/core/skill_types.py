@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from speedrunner.core import pyast
-
 
 @dataclass(frozen=True)
 class SkillCall:
@@ -40,12 +38,6 @@ class Skills:
     source: str
     signatures: dict[str, str]
     api_module: str
-    functions: frozenset[str] = field(init=False, compare=False, repr=False)
-    """The codebook's top-level function names, parsed here, once per version, before any episode
-    opens a sandbox: the runners of parallel episodes share it (``core/pyast.py`` says why)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "functions", pyast.top_level_functions(self.source))
 
 
 @dataclass

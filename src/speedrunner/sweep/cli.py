@@ -181,7 +181,12 @@ def spend_ledger_env(sweep: Sweep) -> dict[str, str]:
     cap = sweep.spec.max_cost_usd
     if cap is None or not sweep.runs:
         return {}
-    from speedrunner.core.llm.spend_cap import SWEEP_CAP_ENV, SWEEP_LEDGER_ENV, SweepLedger, run_spent
+    from speedrunner.core.llm.spend_cap import (
+        SWEEP_CAP_ENV,
+        SWEEP_LEDGER_ENV,
+        SweepLedger,
+        run_spent,
+    )
 
     path = ledger_path(sweep)
     for r in sweep.runs:

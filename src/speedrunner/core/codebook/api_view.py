@@ -31,14 +31,16 @@ from speedrunner.core import pyast
 from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
 from speedrunner.core.codebook.rules import Rules
-from speedrunner.core.sandbox.tracing import (
+from speedrunner.core.skill import (
     MAX_ACTION_CHARS,
     MAX_RETURN_BYTES,
     MAX_RETURN_VALUES,
     MAX_SCRATCH_CHARS,
     MAX_SCRATCH_VALUES,
+    SKILL_TIMEOUT_BASE_S,
+    SKILL_TIMEOUT_PER_ACTION_S,
+    SkillEnv,
 )
-from speedrunner.core.skill import SKILL_TIMEOUT_BASE_S, SKILL_TIMEOUT_PER_ACTION_S, SkillEnv
 from speedrunner.core.trajectory import ActorStep, Trajectory
 
 if TYPE_CHECKING:

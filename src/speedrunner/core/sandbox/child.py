@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 from speedrunner.core.sandbox.channel import Channel, ChannelClosed
 from speedrunner.core.sandbox.tracing import (
     LOAD_FAILED,
-    MAX_ACTION_CHARS,
     PrintSink,
     Recorder,
     Stop,
@@ -47,6 +46,7 @@ from speedrunner.core.sandbox.tracing import (
     own_traceback,
     traced,
 )
+from speedrunner.core.skill import MAX_ACTION_CHARS
 
 if TYPE_CHECKING:
     from speedrunner.core.sandbox.restrict import CompiledCodebook

@@ -31,22 +31,24 @@ from speedrunner.core.sandbox.channel import compact, separators
 from speedrunner.core.sandbox.process import SandboxViolation
 from speedrunner.core.sandbox.tracing import (
     LOAD_FAILED,
-    MAX_ACTION_CHARS,
     MAX_DEPTH,
     MAX_ERROR_CHARS,
     MAX_ERROR_VALUES,
     MAX_NODES,
     MAX_PRINT_VALUES,
-    MAX_RETURN_BYTES,
-    MAX_RETURN_VALUES,
-    MAX_SCRATCH_CHARS,
-    MAX_SCRATCH_VALUES,
     MAX_TREE_CHARS,
     MAX_TREE_VALUES,
     MAX_VALUE_CHARS,
     MAX_VALUE_DEPTH,
     NODE_COST,
     NODE_VALUES,
+)
+from speedrunner.core.skill import (
+    MAX_ACTION_CHARS,
+    MAX_RETURN_BYTES,
+    MAX_RETURN_VALUES,
+    MAX_SCRATCH_CHARS,
+    MAX_SCRATCH_VALUES,
 )
 
 __all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "call_budget", "check_act", "check_id", "check_load_reply",

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from speedrunner.core import pyast
 from speedrunner.core.sandbox.channel import ChannelTimeout, compact, separators
 from speedrunner.core.sandbox.lifecycle import SandboxOwner
 from speedrunner.core.sandbox.limits import ProcessLimits
@@ -100,9 +101,9 @@ class SandboxSkillRunner(SandboxOwner):
         """The authoritative ``env.scratch`` of the episode: sent with every call, replaced by what
         a call that ended cleanly left (checked), kept across sandbox restarts."""
         self.tree_chars = 0
-        self._functions = skills.functions
+        self._functions = pyast.top_level_functions(skills.source)
         """What a nested call in a tree may be named: the codebook's own functions (parsed by the
-        parent once per version, ``Skills.functions``; not taken from the child's word)."""
+        parent once per source and shared by every episode's runner; not the child's word)."""
         self._load_error: str | None = None
         self._loaded = False
         # Launched now, waited for at the first call: the child boots while the episode goes on

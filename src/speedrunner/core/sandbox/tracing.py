@@ -26,6 +26,12 @@ from typing import Any
 
 from speedrunner.core.sandbox.channel import compact, separators
 from speedrunner.core.sandbox.restrict import CODEBOOK_FILENAME
+from speedrunner.core.skill import (  # what a skill's author can hit, stated where the API is
+    MAX_RETURN_BYTES,
+    MAX_RETURN_VALUES,
+    MAX_SCRATCH_CHARS,
+    MAX_SCRATCH_VALUES,
+)
 
 MAX_NODES = 64
 """Calls recorded per top-level call; later ones still run, counted in ``calls_dropped``."""
@@ -39,13 +45,6 @@ MAX_ERROR_VALUES = 200
 """``channel.separators`` of an error (a traceback keeps its last frames; see ``fit``)."""
 LOAD_FAILED = "the codebook did not load"
 """How a load error begins (the child writes it, the import check strips it)."""
-MAX_RETURN_BYTES = 8_000
-"""JSON characters of a skill's returned value (the actor sees its first few hundred; a longer
-value is an error): with ``MAX_SCRATCH_CHARS`` and the tree's budget it bounds what one reply
-may make the parent decode and check."""
-MAX_RETURN_VALUES = 2_000
-"""``channel.separators`` of a returned value (about its number of JSON items; more is an error):
-the parent's cost of decoding a reply grows with its values far more than with its bytes."""
 MAX_VALUE_DEPTH = 100
 """Nesting of a returned value (the parent refuses deeper JSON)."""
 MAX_VALUE_CHARS = 2_000
@@ -61,8 +60,6 @@ NODE_COST = 64
 NODE_VALUES = 18
 """Separators of one node's own structure (its keys, empty containers, its place among its
 siblings) besides the recorded values counted in ``MAX_TREE_VALUES``."""
-MAX_ACTION_CHARS = 1_000
-"""Longest action string a skill may send; a longer one is refused in the child."""
 MAX_PRINT_VALUES = 1_000
 """``channel.separators`` of what one top-level call prints (with ``max_print_chars``, counted
 as characters of JSON); past either, further output is counted, not kept."""
@@ -315,11 +312,6 @@ def _depth_over(value: Any, limit: int) -> bool:
     return False
 
 
-MAX_SCRATCH_CHARS = 8_000
-"""``value_cost`` of ``env.scratch``, the per-episode state a skill may keep between calls."""
-MAX_SCRATCH_VALUES = 2_000
-"""``channel.separators`` of ``env.scratch`` (a 40x40 grid as lists of numbers fits; as a list
-of row strings, a far larger one)."""
 
 
 def check_scratch(value: Any) -> tuple[dict[str, Any], str | None]:

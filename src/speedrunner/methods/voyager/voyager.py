@@ -52,11 +52,10 @@ from pathlib import Path
 from typing import Any
 
 from speedrunner.core.answers import (
-    FormatOutcome,
     FormatTally,
+    ReadOutcome,
     cut_note,
     distinct,
-    format_outcome,
     json_fields,
     label_lines,
     label_regex,
@@ -130,16 +129,12 @@ _TASK_KEYS = ("task", "next_task")
 
 
 @dataclass(frozen=True)
-class TaskAnswer:
+class TaskAnswer(ReadOutcome):
     """The curriculum's task ("" when none was read), why not, and what reading it needed."""
 
     task: str
     problem: str | None = None
     repairs: tuple[str, ...] = ()
-
-    @property
-    def format(self) -> FormatOutcome:
-        return format_outcome(self.problem, self.repairs)
 
 
 def read_task(text: str) -> str:
