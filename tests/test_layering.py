@@ -37,6 +37,7 @@ CORE_FLOORS: list[set[str]] = [
     {"config", "sandbox"},
     {"llm", "rundir"},
     {"trajectory"},
+    {"episode_files"},
     {"codebook"},
     {"method"},
     {"runtime"},

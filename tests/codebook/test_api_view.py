@@ -44,10 +44,11 @@ from speedrunner.core.codebook.api_view import (
 from speedrunner.core.codebook.limits import ALLOWED_IMPORTS, FORBIDDEN_NAMES
 from speedrunner.core.config.schema import MethodConfig
 from speedrunner.core.env import Observation
+from speedrunner.core.episode_files import save_trajectory
 from speedrunner.core.method import MethodContext, SkillSupport
 from speedrunner.core.runtime.skill_support import first_observation, fresh_envs
 from speedrunner.core.skill import SkillEnv
-from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory
 from speedrunner.methods.wake_sleep import speedrunner as sr
 from speedrunner.methods.wake_sleep.asi import ASIMethod
 from speedrunner.methods.wake_sleep.codebook_knowledge import codebook_rules, inducer_api_view

@@ -14,8 +14,9 @@ import pytest
 from speedrunner.core import experience
 from speedrunner.core.codebook.api_view import analysis_helper_names, render_analysis_helpers
 from speedrunner.core.codebook.callgraph import SkillStats
+from speedrunner.core.episode_files import save_trajectory
 from speedrunner.core.sandbox import open_analysis_session
-from speedrunner.core.trajectory import ActorStep, Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, Trajectory
 from speedrunner.methods.wake_sleep.speedrunner import SETUP
 
 GEN_1 = textwrap.dedent('''\

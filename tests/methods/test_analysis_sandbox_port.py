@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from speedrunner.core.episode_files import save_trajectory
 from speedrunner.core.method import MethodContext, SkillSupport
-from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig
 from speedrunner.methods.wake_sleep.speedrunner import SpeedRunnerMethod

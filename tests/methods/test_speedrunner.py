@@ -11,9 +11,10 @@ import json
 
 import pytest
 
+from speedrunner.core.episode_files import save_trajectory
 from speedrunner.core.method import MethodContext, SkillSupport
 from speedrunner.core.sandbox import open_analysis_session
-from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, ReplayResult, Trajectory
 from speedrunner.methods.wake_sleep import speedrunner as sr
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
 from speedrunner.methods.wake_sleep.speedrunner_tools import parse_tool_call

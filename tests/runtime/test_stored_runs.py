@@ -8,14 +8,8 @@ import json
 import pytest
 
 from speedrunner.core.atomic import read_jsonl
-from speedrunner.core.trajectory import (
-    ActorStep,
-    CorruptTrajectory,
-    Trajectory,
-    load_or_quarantine,
-    load_trajectory,
-    save_trajectory,
-)
+from speedrunner.core.episode_files import load_or_quarantine, load_trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, CorruptTrajectory, Trajectory
 
 from .fakes import PolicyModel
 from .test_loop import Crash, make_config, make_runner, noisy_policy, strip_wall
@@ -102,11 +96,11 @@ def test_resume_quarantines_a_corrupt_episode_and_replays_it(tmp_path, capsys) -
 def test_an_episode_file_beyond_the_size_bound_is_quarantined_unread(tmp_path, monkeypatch) -> None:
     """A huge file (a runaway writer, a planted file) was read whole, and JSON costs several times its
     size in memory. Past ``MAX_TRAJECTORY_BYTES`` it is a corrupt episode: moved aside, never parsed."""
-    from speedrunner.core import trajectory
+    from speedrunner.core import episode_files
 
     path = save_trajectory(tmp_path, trajectory_with({"name": "go", "calls": [], "actions": []}))
-    monkeypatch.setattr(trajectory, "MAX_TRAJECTORY_BYTES", path.stat().st_size - 1)
-    monkeypatch.setattr(trajectory.json, "loads", lambda *a, **k: pytest.fail("the file was parsed"))
+    monkeypatch.setattr(episode_files, "MAX_TRAJECTORY_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(episode_files.json, "loads", lambda *a, **k: pytest.fail("the file was parsed"))
     with pytest.raises(CorruptTrajectory, match=r"0000\.json: \d+ bytes, more than an episode file may have"):
         load_trajectory(path)
     assert load_or_quarantine(path) is None and (path.parent / "0000.json.corrupt").exists()

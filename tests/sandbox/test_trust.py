@@ -10,11 +10,12 @@ import select
 
 import pytest
 
+from speedrunner.core.episode_files import load_trajectory, save_trajectory
 from speedrunner.core.runtime.skill_call import Skills
 from speedrunner.core.sandbox import open_analysis_session
 from speedrunner.core.sandbox.tracing import MAX_NODES
 from speedrunner.core.skill import MAX_SCRATCH_VALUES
-from speedrunner.core.trajectory import Trajectory, load_trajectory, save_trajectory
+from speedrunner.core.trajectory import Trajectory
 
 from .conftest import API, CODEBOOK, LIMITS, CounterEnv, call, still_works
 from .hostile import SCENARIOS, HostileRunner

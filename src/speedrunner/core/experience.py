@@ -37,7 +37,8 @@ from pathlib import Path
 from speedrunner.core import pyast
 from speedrunner.core.codebook import callgraph
 from speedrunner.core.codebook.callgraph import SkillStats
-from speedrunner.core.trajectory import Trajectory, load_trajectory
+from speedrunner.core.episode_files import load_trajectory
+from speedrunner.core.trajectory import Trajectory
 
 __all__ = ["SkillStats", "call_graph_density", "codebook_ast", "codebook_source", "complexity", "configure",
            "dynamic_call_depth", "dynamic_call_graph", "episodes", "generations", "skill_stats",

@@ -32,6 +32,7 @@ from speedrunner.core.atomic import append_jsonl, read_jsonl, repair_jsonl
 from speedrunner.core.benchmark import Benchmark, Budget, EpisodeSpec
 from speedrunner.core.config.schema import RunConfig, results_view
 from speedrunner.core.env import TextEnv
+from speedrunner.core.episode_files import episode_path, load_or_quarantine, save_trajectory
 from speedrunner.core.interrupt import RunInterrupted
 from speedrunner.core.llm.journal import unaccounted
 from speedrunner.core.llm.spend_cap import SpendCap, SpendCapReached
@@ -70,12 +71,7 @@ from speedrunner.core.runtime.run_summary import write_summary
 from speedrunner.core.runtime.speedrun import SpeedrunTracker
 from speedrunner.core.runtime.trust import count_violations
 from speedrunner.core.sandbox.tiers import sandbox_summary
-from speedrunner.core.trajectory import (
-    Trajectory,
-    episode_path,
-    load_or_quarantine,
-    save_trajectory,
-)
+from speedrunner.core.trajectory import Trajectory
 from speedrunner.errors import EnvError
 
 METRICS_FILE = "metrics.jsonl"

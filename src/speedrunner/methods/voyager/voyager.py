@@ -77,6 +77,7 @@ from speedrunner.core.codebook.api_view import caps_lines
 from speedrunner.core.codebook.parse import split_module
 from speedrunner.core.codebook.render import render_api
 from speedrunner.core.env import TextEnv
+from speedrunner.core.episode_files import save_trajectory
 from speedrunner.core.interrupt import STOP, RunInterrupted
 from speedrunner.core.llm.accounting import CallLog
 from speedrunner.core.llm.client import ManagedModel
@@ -86,7 +87,7 @@ from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.caps import resolve_call_caps, skill_cap_hit
 from speedrunner.core.runtime.loop import CALLS_FILE
 from speedrunner.core.runtime.skill_call import Skills
-from speedrunner.core.trajectory import ActorStep, StopReason, Trajectory, save_trajectory
+from speedrunner.core.trajectory import ActorStep, StopReason, Trajectory
 from speedrunner.methods.voyager.attempt import (
     FENCE,
     NATIVE_NOTE,

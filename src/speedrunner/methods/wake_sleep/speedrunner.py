@@ -45,16 +45,12 @@ from speedrunner.core.codebook.edits import (
     apply_edits,
 )
 from speedrunner.core.codebook.model import Author
+from speedrunner.core.episode_files import episode_path, load_trajectory
 from speedrunner.core.llm.types import Completion, Message
 from speedrunner.core.method import AnalysisSandbox, MethodContext, SleepResult
 from speedrunner.core.prompts import load_prompts
 from speedrunner.core.runtime.sleep_caps import count_caps, rejected_caps
-from speedrunner.core.trajectory import (
-    CorruptTrajectory,
-    Trajectory,
-    episode_path,
-    load_trajectory,
-)
+from speedrunner.core.trajectory import CorruptTrajectory, Trajectory
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.codebook_knowledge import CodebookMethod, inducer_api_view
 from speedrunner.methods.wake_sleep.configs import SpeedRunnerConfig, SpeedRunnerNoCLConfig
