@@ -170,3 +170,19 @@ def test_a_pilot_without_its_config_cannot_be_checked_and_is_refused(tmp_path: P
     assert proc.returncode == 2, proc.stderr
     assert "no config.resolved.json; --from takes run directories of earlier runs" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_sweep_estimate_uses_a_pilot_where_it_fits_and_says_where_it_does_not(tmp_path: Path) -> None:
+    """One pilot for a grid of several methods: the runs it fits get a typical case, the others
+    a note naming why not, and the estimate goes on (it used to stop at the first misfit)."""
+    pilot = _pilot(tmp_path / "p", _config(REACT), [Episode([100])] * 4)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"name: mixed\nconfigs:\n  - {REACT}\n  - {REPO / 'configs' / 'babyai' / 'opo-gpt-seq.yaml'}\n"
+                     f"output_root: {tmp_path / 'runs'}\n")
+    proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "sweep", str(sweep), "--estimate",
+                           "--from", str(pilot)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: no typical case for" in proc.stderr and "method (pilot react, here opo)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert "typical $" in last and "(the 1 of 2 runs a pilot fits)" in last

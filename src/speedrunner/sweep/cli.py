@@ -88,24 +88,30 @@ def main(args: argparse.Namespace) -> int:
 def print_sweep_estimate(sweep: Sweep, runs: list[SweepRun], args: argparse.Namespace) -> int:
     """Each run's forecast, then the sweep's total (what is already spent is not subtracted)."""
     from speedrunner.catalog import config_loader
-    from speedrunner.core.estimate import print_estimate
+    from speedrunner.core.estimate import PilotMismatchError, print_estimate
 
     loader = config_loader()
     worst: list[float | None] = []
     typical: list[float | None] = []
     for r in runs:
         config = loader.load(r.config_file, overrides=r.overrides).config
-        e = print_estimate(config, r.label, args)
-        worst.append(e.usd_max)  # type: ignore[attr-defined]
-        typical.append(e.typical_usd)  # type: ignore[attr-defined]
+        try:
+            e = print_estimate(config, r.label, args)
+        except PilotMismatchError as mismatch:  # the pilot fits other runs of the grid, not this one
+            print(f"note: no typical case for {r.label}: {mismatch}", file=sys.stderr)
+            e = print_estimate(config, r.label, argparse.Namespace(**{**vars(args), "pilots": []}))
+        worst.append(e.usd_max)
+        typical.append(e.typical_usd)
         print()
     if args.json:
         return 0
     total = "unknown (a model has no price)" if any(w is None for w in worst) else \
         f"${sum(w for w in worst if w is not None):,.2f}"
     print(f"sweep {sweep.spec.name}: {len(runs)} runs, worst case {total}", end="")
-    if args.pilots and all(t is not None for t in typical):
-        print(f", typical ${sum(t for t in typical if t is not None):,.2f}", end="")
+    known = [t for t in typical if t is not None]
+    if args.pilots and known:
+        some = "" if len(known) == len(runs) else f" (the {len(known)} of {len(runs)} runs a pilot fits)"
+        print(f", typical ${sum(known):,.2f}{some}", end="")
     cap = sweep.spec.max_cost_usd
     print(f"; sweep cap {'none' if cap is None else f'${cap:,.2f}'} (max_cost_usd in {sweep.path})")
     return 0
