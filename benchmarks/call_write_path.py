@@ -12,7 +12,8 @@ alone (request hash, cache lookup, write-ahead row, log line, commit). The trees
 chooses where the run directories go: tmpfs (default) leaves out the disk's fsync latency,
 which both trees pay once per paid call; a directory on disk puts it back.
 
-    python benchmarks/call_write_path.py [--before 53b5e96] [--calls 5000] [--repeats 5] [--dir /dev/shm]
+    python benchmarks/call_write_path.py [--before 53b5e96] [--calls 5000] [--repeats 5]
+        [--dir /dev/shm]
 """
 
 from __future__ import annotations
@@ -41,18 +42,30 @@ def worker(run_dir: Path, calls: int) -> None:
 
     class Instant(OpenAIChatProvider):
         def call(self, request):  # no body, no socket: an answer at once
-            return ProviderResult(text="Thought: move.\nAction: Move North", reasoning=None,
-                                  usage=Usage(input_uncached=300, output=12), finish_reason="stop")
+            return ProviderResult(
+                text="Thought: move.\nAction: Move North",
+                reasoning=None,
+                usage=Usage(input_uncached=300, output=12),
+                finish_reason="stop",
+            )
 
     build_module.make_provider = lambda config: Instant(config)
-    model = build_module.build_model(ModelConfig(provider="openai", name="gpt-5.4-mini"), namespace="write-path",
-                                     cache_path=run_dir / "llm_cache.sqlite", calls_log_path=run_dir / "llm_calls.jsonl")
+    model = build_module.build_model(
+        ModelConfig(provider="openai", name="gpt-5.4-mini"),
+        namespace="write-path",
+        cache_path=run_dir / "llm_cache.sqlite",
+        calls_log_path=run_dir / "llm_calls.jsonl",
+    )
     system = Message("system", "You are an agent playing Crafter. " * 20)
     for i in range(200):  # warm-up: imports, the SQLite file's first pages
         model.complete([system, Message("user", f"warm {i}")], purpose="actor", call_id=f"warm/{i}")
     t = time.perf_counter()
     for i in range(calls):
-        model.complete([system, Message("user", f"You see grass. Step {i}.")], purpose="actor", call_id=f"ep/{i}")
+        model.complete(
+            [system, Message("user", f"You see grass. Step {i}.")],
+            purpose="actor",
+            call_id=f"ep/{i}",
+        )
     print(json.dumps({"ms_per_call": (time.perf_counter() - t) / calls * 1e3}), flush=True)
     model.close()
 
@@ -60,8 +73,14 @@ def worker(run_dir: Path, calls: int) -> None:
 def run_tree(tree: Path, run_dir: Path, calls: int) -> float:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(tree / "src") + os.pathsep + str(HERE)
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", str(run_dir), str(calls)],
-                          capture_output=True, text=True, env=env, timeout=1800, cwd=tree)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", str(run_dir), str(calls)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        cwd=tree,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"worker on {tree} failed: {proc.stderr.strip()[-2000:]}")
     return float(json.loads(proc.stdout.splitlines()[-1])["ms_per_call"])
@@ -70,10 +89,14 @@ def run_tree(tree: Path, run_dir: Path, calls: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--before", default="53b5e96", help="the commit before the single write path")
+    parser.add_argument(
+        "--before", default="53b5e96", help="the commit before the single write path"
+    )
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--dir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
+    parser.add_argument(
+        "--dir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None
+    )
     args = parser.parse_args(argv)
     if args.worker:
         worker(Path(args.worker[0]), int(args.worker[1]))
@@ -91,9 +114,15 @@ def main(argv: list[str] | None = None) -> int:
                 times[side].append(run_tree(tree, run_dir, args.calls))
     before, after = statistics.median(times["before"]), statistics.median(times["after"])
     for side, values in times.items():
-        print(f"{side:6}: median {statistics.median(values):.3f} ms per call  ({', '.join(f'{v:.3f}' for v in values)})")
-    print(f"after / before: {after / before:.2f}x; saved {before - after:.3f} ms per paid call "
-          f"({args.calls:,} calls per process, {args.repeats} alternations, run directories in {args.dir})")
+        print(
+            f"{side:6}: median {statistics.median(values):.3f} ms per call  "
+            f"({', '.join(f'{v:.3f}' for v in values)})"
+        )
+    print(
+        f"after / before: {after / before:.2f}x; saved {before - after:.3f} ms per paid call "
+        f"({args.calls:,} calls per process, {args.repeats} alternations, run directories in "
+        f"{args.dir})"
+    )
     return 0
 
 

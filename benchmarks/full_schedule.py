@@ -43,8 +43,11 @@ from perf_common import ACTIONS, CONFIGS, REPO, clean_env, fake_model_overrides
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 TARGET = 1.25
-CONFIG = {"babyai": "babyai/speedrunner-gpt-seq.yaml", "crafter": "crafter/speedrunner-gpt-crafter.yaml",
-          "scienceworld": "scienceworld/speedrunner-gpt-t4.yaml"}
+CONFIG = {
+    "babyai": "babyai/speedrunner-gpt-seq.yaml",
+    "crafter": "crafter/speedrunner-gpt-crafter.yaml",
+    "scienceworld": "scienceworld/speedrunner-gpt-t4.yaml",
+}
 INDUCER = "You maintain a codebook"
 SKILL_BODY = {
     "babyai": ['env.act("turn left")', 'env.act("go forward")', 'env.act("turn right")'],
@@ -55,9 +58,11 @@ SKILL_BODY = {
 
 def skill_source(benchmark: str) -> str:
     body = "".join(f"    {line}\n" for line in SKILL_BODY[benchmark][:-1])
-    return (f'def scout(env) -> str:\n    """Look about: a few primitive actions in one call.\n\n'
-            f'    Returns:\n        The observation text after the last action.\n    """\n'
-            f'{body}    return {SKILL_BODY[benchmark][-1]}\n')
+    return (
+        f'def scout(env) -> str:\n    """Look about: a few primitive actions in one call.\n\n'
+        f'    Returns:\n        The observation text after the last action.\n    """\n'
+        f"{body}    return {SKILL_BODY[benchmark][-1]}\n"
+    )
 
 
 class ScheduleFake:
@@ -75,14 +80,30 @@ class ScheduleFake:
         if INDUCER in messages[0]["content"]:
             self._count("inducer")
             installed = "def scout(" in messages[1]["content"]
-            turns = ["Tool: submit\nkept the codebook"] if installed else [
-                f"Adding a skill.\nTool: add_function\n```python\n{self.skill}```", "Tool: submit\nadded scout"]
-            return Reply(text=turns[min(turn, len(turns) - 1)], prompt_tokens=900, completion_tokens=90)
+            turns = (
+                ["Tool: submit\nkept the codebook"]
+                if installed
+                else [
+                    f"Adding a skill.\nTool: add_function\n```python\n{self.skill}```",
+                    "Tool: submit\nadded scout",
+                ]
+            )
+            return Reply(
+                text=turns[min(turn, len(turns) - 1)], prompt_tokens=900, completion_tokens=90
+            )
         self._count("actor")
         if turn == 0 and "scout()" in messages[1]["content"]:
-            return Reply(text="Thought: scout first.\nAction: scout()", prompt_tokens=100, completion_tokens=10)
-        return Reply(text=f"Thought: keep looking.\nAction: {self.cycle[turn % len(self.cycle)]}",
-                     prompt_tokens=100, cached_tokens=80, completion_tokens=10)
+            return Reply(
+                text="Thought: scout first.\nAction: scout()",
+                prompt_tokens=100,
+                completion_tokens=10,
+            )
+        return Reply(
+            text=f"Thought: keep looking.\nAction: {self.cycle[turn % len(self.cycle)]}",
+            prompt_tokens=100,
+            cached_tokens=80,
+            completion_tokens=10,
+        )
 
     def _count(self, role: str) -> None:
         with self._lock:
@@ -93,12 +114,12 @@ class ScheduleFake:
 class Phases:
     """Wall seconds per phase, read from the run's progress lines as they came."""
 
-    startup_s: float = 0.0   # process start to the first phase (interpreter, env server, sandboxes)
+    startup_s: float = 0.0  # process start to the first phase (interpreter, env server, sandboxes)
     wake_s: float = 0.0
     sleep_s: float = 0.0
     eval_s: float = 0.0
-    between_s: float = 0.0   # between phases (checkpoints, metrics rows)
-    exit_s: float = 0.0      # the last evaluation's end to the process's exit
+    between_s: float = 0.0  # between phases (checkpoints, metrics rows)
+    exit_s: float = 0.0  # the last evaluation's end to the process's exit
     lines: list[tuple[float, str]] = field(default_factory=list)
 
     def add(self, started: float) -> None:
@@ -112,7 +133,9 @@ class Phases:
                 phase = "wake"
             elif line.startswith("sleep: batch"):
                 phase = "sleep"
-            elif line.startswith("eval at rollout") and ": " not in line.removeprefix("eval at rollout"):
+            elif line.startswith("eval at rollout") and ": " not in line.removeprefix(
+                "eval at rollout"
+            ):
                 phase = "eval"
             elif line.startswith("done"):
                 phase = "exit"
@@ -165,10 +188,16 @@ def read_bound(run_dir: Path) -> tuple[Bound, dict[str, Any]]:
         bound.evals += 1
     for sleep in sorted((run_dir / "sleep").glob("batch_*/sleep.json")):
         bound.sleep_calls += int(json.loads(sleep.read_text())["turns"])
-    per_call = sorted(r["wall_time_s"] / r["llm_calls"] for r in metrics if r["llm_calls"] and "wall_time_s" in r)
-    facts = {"parallel_episodes": run["parallel_episodes"], "max_concurrency": config["model"].get("max_concurrency"),
-             "episodes": len(metrics), "actor_calls_per_train_episode": sum(r["llm_calls"] for r in metrics) / len(metrics),
-             "median_episode_s_per_call": round(per_call[len(per_call) // 2], 3) if per_call else None}
+    per_call = sorted(
+        r["wall_time_s"] / r["llm_calls"] for r in metrics if r["llm_calls"] and "wall_time_s" in r
+    )
+    facts = {
+        "parallel_episodes": run["parallel_episodes"],
+        "max_concurrency": config["model"].get("max_concurrency"),
+        "episodes": len(metrics),
+        "actor_calls_per_train_episode": sum(r["llm_calls"] for r in metrics) / len(metrics),
+        "median_episode_s_per_call": round(per_call[len(per_call) // 2], 3) if per_call else None,
+    }
     return bound, facts
 
 
@@ -192,16 +221,37 @@ def run_one(benchmark: str, args: argparse.Namespace, root: Path) -> Result:
     fake = ScheduleFake(benchmark)
     run_dir = root / benchmark
     with FakeLLMServer(callback=fake, latency_s=args.latency) as server:
-        cmd = [sys.executable, "-m", f"speedrunner.benchmarks.{benchmark}.train",
-               "--config_file", str(CONFIGS / CONFIG[benchmark]), "--run_dir", str(run_dir), "--skip_preflight",
-               *(x for o in fake_model_overrides(server.base_url) for x in ("--set", o)),
-               "--set", f"run.rollouts={args.rollouts}", "--set", f"run.sleep_every={args.sleep_every}",
-               "--set", f"run.eval_every={args.eval_every}", "--set", f"run.eval_episodes={args.eval_episodes}",
-               "--set", f"benchmark.max_llm_calls={args.calls}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            f"speedrunner.benchmarks.{benchmark}.train",
+            "--config_file",
+            str(CONFIGS / CONFIG[benchmark]),
+            "--run_dir",
+            str(run_dir),
+            "--skip_preflight",
+            *(x for o in fake_model_overrides(server.base_url) for x in ("--set", o)),
+            "--set",
+            f"run.rollouts={args.rollouts}",
+            "--set",
+            f"run.sleep_every={args.sleep_every}",
+            "--set",
+            f"run.eval_every={args.eval_every}",
+            "--set",
+            f"run.eval_episodes={args.eval_episodes}",
+            "--set",
+            f"benchmark.max_llm_calls={args.calls}",
+        ]
         phases = Phases()
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                env=clean_env())
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=clean_env(),
+        )
         errors: list[str] = []
         pump = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
         pump.start()
@@ -217,25 +267,63 @@ def run_one(benchmark: str, args: argparse.Namespace, root: Path) -> Result:
     phases.add(started)
     bound, facts = read_bound(run_dir)
     bound_s = bound.seconds(args.latency)
-    return Result(benchmark, args.rollouts, args.latency, round(wall, 2), round(phases.loop_s, 2), round(bound_s, 2),
-                  round(wall / bound_s, 3), round(phases.loop_s / bound_s, 3), asdict(bound),
-                  {k: round(getattr(phases, f"{k}_s"), 2) for k in ("startup", "wake", "sleep", "eval", "between", "exit")},
-                  facts, dict(fake.counts))
+    return Result(
+        benchmark,
+        args.rollouts,
+        args.latency,
+        round(wall, 2),
+        round(phases.loop_s, 2),
+        round(bound_s, 2),
+        round(wall / bound_s, 3),
+        round(phases.loop_s / bound_s, 3),
+        asdict(bound),
+        {
+            k: round(getattr(phases, f"{k}_s"), 2)
+            for k in ("startup", "wake", "sleep", "eval", "between", "exit")
+        },
+        facts,
+        dict(fake.counts),
+    )
 
 
 def table(results: list[Result]) -> str:
-    head = ("benchmark", "rollouts", "wall s", "bound s", "ratio", "target", "loop s", "loop ratio",
-            "wake s (bound)", "sleep s (bound)", "eval s (bound)", "between s", "start-up s", "exit s")
+    head = (
+        "benchmark",
+        "rollouts",
+        "wall s",
+        "bound s",
+        "ratio",
+        "target",
+        "loop s",
+        "loop ratio",
+        "wake s (bound)",
+        "sleep s (bound)",
+        "eval s (bound)",
+        "between s",
+        "start-up s",
+        "exit s",
+    )
     rows = [head]
     for r in results:
         lat, p = r.latency_s, r.phases
-        rows.append((r.benchmark, str(r.rollouts), f"{r.wall_s:.1f}", f"{r.bound_s:.1f}", f"{r.ratio:.2f}x",
-                     f"<= {TARGET}x {'met' if r.ratio <= TARGET else 'MISSED'}", f"{r.loop_s:.1f}",
-                     f"{r.loop_ratio:.2f}x",
-                     f"{p['wake']:.1f} ({r.bound['wake_calls'] * lat:.1f})",
-                     f"{p['sleep']:.1f} ({r.bound['sleep_calls'] * lat:.1f})",
-                     f"{p['eval']:.1f} ({r.bound['eval_calls'] * lat:.1f})",
-                     f"{p['between']:.1f}", f"{p['startup']:.1f}", f"{p['exit']:.1f}"))
+        rows.append(
+            (
+                r.benchmark,
+                str(r.rollouts),
+                f"{r.wall_s:.1f}",
+                f"{r.bound_s:.1f}",
+                f"{r.ratio:.2f}x",
+                f"<= {TARGET}x {'met' if r.ratio <= TARGET else 'MISSED'}",
+                f"{r.loop_s:.1f}",
+                f"{r.loop_ratio:.2f}x",
+                f"{p['wake']:.1f} ({r.bound['wake_calls'] * lat:.1f})",
+                f"{p['sleep']:.1f} ({r.bound['sleep_calls'] * lat:.1f})",
+                f"{p['eval']:.1f} ({r.bound['eval_calls'] * lat:.1f})",
+                f"{p['between']:.1f}",
+                f"{p['startup']:.1f}",
+                f"{p['exit']:.1f}",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "-" * len(lines[0]))
@@ -250,9 +338,13 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--eval-episodes", type=int, default=30)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds before each answer")
-    parser.add_argument("--calls", type=int, default=10, help="benchmark.max_llm_calls: every episode's length")
+    parser.add_argument(
+        "--calls", type=int, default=10, help="benchmark.max_llm_calls: every episode's length"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--keep", type=Path, help="put the run directories here and keep them (default: a temp dir)")
+    parser.add_argument(
+        "--keep", type=Path, help="put the run directories here and keep them (default: a temp dir)"
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     results = []
@@ -260,17 +352,27 @@ def main() -> None:
         root = args.keep or Path(tmp)
         for benchmark in args.benchmarks:
             results.append(run_one(benchmark, args, root))
-            print(f"{benchmark}: wall {results[-1].wall_s:.1f}s, bound {results[-1].bound_s:.1f}s", flush=True)
-    print(f"\nSpeedRunner, {args.rollouts} rollouts, sleep every {args.sleep_every}, eval at 0 and every "
-          f"{args.eval_every} on {args.eval_episodes}; {args.latency * 1000:.0f} ms per model call, "
-          f"<= {args.calls} calls per episode; load average {load_before:.1f} before, "
-          f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs\n")
+            print(
+                f"{benchmark}: wall {results[-1].wall_s:.1f}s, bound {results[-1].bound_s:.1f}s",
+                flush=True,
+            )
+    print(
+        f"\nSpeedRunner, {args.rollouts} rollouts, sleep every {args.sleep_every}, eval at 0 and "
+        f"every {args.eval_every} on {args.eval_episodes}; {args.latency * 1000:.0f} ms per model "
+        f"call, <= {args.calls} calls per episode; load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs\n"
+    )
     print(table(results))
-    print("\nratio: the whole process (start-up included) over the bound; loop: first phase to last "
-          "(start-up and exit left out).\nstart-up: interpreter, env server, sandboxes, before the first "
-          "evaluation; between: checkpoints and rows between phases.")
+    print(
+        "\nratio: the whole process (start-up included) over the bound; loop: first phase to last "
+        "(start-up and exit left out).\nstart-up: interpreter, env server, sandboxes, before the "
+        "first evaluation; between: checkpoints and rows between phases."
+    )
     for r in results:
-        print(f"{r.benchmark}: bound parts in calls {r.bound}; {r.facts}; requests answered {r.requests}")
+        print(
+            f"{r.benchmark}: bound parts in calls {r.bound}; {r.facts}; requests answered "
+            f"{r.requests}"
+        )
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
 

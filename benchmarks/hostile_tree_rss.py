@@ -26,8 +26,17 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = ["honest", "huge_tree", "deep_tree", "wide_tree", "max_valid_tree", "forged_actions", "stopped_by_flood",
-             "huge_count", "every_key"]
+SCENARIOS = [
+    "honest",
+    "huge_tree",
+    "deep_tree",
+    "wide_tree",
+    "max_valid_tree",
+    "forged_actions",
+    "stopped_by_flood",
+    "huge_count",
+    "every_key",
+]
 TARGET_MIB = 1024
 
 
@@ -38,11 +47,16 @@ def measure(scenario: str, calls: int, tier: str) -> dict[str, float]:
     from speedrunner.core.runtime.skill_call import SkillCall, Skills
     from speedrunner.core.sandbox import ProcessLimits, open_skill_runner, resolve_tier
 
-    skills = Skills(1, "def forward(env, n):\n    return n\n", {}, "speedrunner.benchmarks.babyai.skill_api")
+    skills = Skills(
+        1, "def forward(env, n):\n    return n\n", {}, "speedrunner.benchmarks.babyai.skill_api"
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tier = resolve_tier(tier)
-    runner = (open_skill_runner(skills, tier=tier, limits=ProcessLimits()) if scenario == "honest"
-              else HostileRunner(skills, tier, ProcessLimits(), scenario, hostile_starts=calls + 10))
+    runner = (
+        open_skill_runner(skills, tier=tier, limits=ProcessLimits())
+        if scenario == "honest"
+        else HostileRunner(skills, tier, ProcessLimits(), scenario, hostile_starts=calls + 10)
+    )
     kept, violations, started = [], 0, time.monotonic()
 
     def step(action: str) -> dict:
@@ -50,22 +64,37 @@ def measure(scenario: str, calls: int, tier: str) -> dict[str, float]:
 
     try:
         for _ in range(calls):
-            outcome = runner.call(SkillCall("forward", [1]), step=step, observation=step(""), max_actions=50,
-                                  timeout_s=30)
+            outcome = runner.call(
+                SkillCall("forward", [1]),
+                step=step,
+                observation=step(""),
+                max_actions=50,
+                timeout_s=30,
+            )
             kept.append(outcome.tree)
             violations += "sandbox_violation" in outcome.tree
     finally:
         runner.close()
     stored = len(json.dumps(kept))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"before_mib": before, "peak_mib": peak, "violations": violations, "stored_mib": stored / 2**20,
-            "seconds": time.monotonic() - started}
+    return {
+        "before_mib": before,
+        "peak_mib": peak,
+        "violations": violations,
+        "stored_mib": stored / 2**20,
+        "seconds": time.monotonic() - started,
+    }
 
 
 def measure_in_subprocess(scenario: str, calls: int, tier: str) -> dict[str, float]:
     """``measure`` in a fresh interpreter, so each scenario's peak is its own."""
-    out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--calls", str(calls), "--tier", tier],
-                         capture_output=True, text=True, check=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, __file__, "--scenario", scenario, "--calls", str(calls), "--tier", tier],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -76,9 +105,17 @@ def rows(calls: int, tier: str = "auto") -> list[Any]:
     out = []
     for scenario in SCENARIOS:
         r = measure_in_subprocess(scenario, calls, tier)
-        out.append(Row(f"6. peak parent RSS, {calls} skill calls answered by: {scenario}", r["peak_mib"], "MiB",
-                       TARGET_MIB, "<", f"{r['violations']:.0f} violations, {r['stored_mib']:.1f} MiB of trees kept, "
-                                        f"RSS before {r['before_mib']:.0f} MiB"))
+        out.append(
+            Row(
+                f"6. peak parent RSS, {calls} skill calls answered by: {scenario}",
+                r["peak_mib"],
+                "MiB",
+                TARGET_MIB,
+                "<",
+                f"{r['violations']:.0f} violations, {r['stored_mib']:.1f} MiB of trees kept, "
+                f"RSS before {r['before_mib']:.0f} MiB",
+            )
+        )
     return out
 
 
@@ -91,15 +128,22 @@ def main() -> None:
     if args.scenario:
         print(json.dumps(measure(args.scenario, args.calls, args.tier)))
         return
-    print(f"{'scenario':16} {'calls':>5} {'violations':>10} {'RSS before':>11} {'peak RSS':>9} {'stored':>8}  "
-          f"peak/target")
+    print(
+        f"{'scenario':16} {'calls':>5} {'violations':>10} {'RSS before':>11} {'peak RSS':>9} "
+        f"{'stored':>8}  peak/target"
+    )
     worst = 0.0
     for scenario in SCENARIOS:
         r = measure_in_subprocess(scenario, args.calls, args.tier)
         worst = max(worst, r["peak_mib"])
-        print(f"{scenario:16} {args.calls:5d} {r['violations']:10d} {r['before_mib']:9.0f} MiB {r['peak_mib']:5.0f} MiB "
-              f"{r['stored_mib']:5.1f} MiB  {r['peak_mib'] / TARGET_MIB:.2f}")
-    print(f"worst peak {worst:.0f} MiB; target < {TARGET_MIB} MiB: {'met' if worst < TARGET_MIB else 'NOT met'}")
+        print(
+            f"{scenario:16} {args.calls:5d} {r['violations']:10d} {r['before_mib']:9.0f} MiB "
+            f"{r['peak_mib']:5.0f} MiB {r['stored_mib']:5.1f} MiB  {r['peak_mib'] / TARGET_MIB:.2f}"
+        )
+    print(
+        f"worst peak {worst:.0f} MiB; target < {TARGET_MIB} MiB: "
+        f"{'met' if worst < TARGET_MIB else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from speedrunner.testing.fake_llm_server import FakeLLMServer
 
 
 def measure(calls: int = 300, threads: int = 8) -> tuple[float, float, float]:
-    """Seconds per call: raw SDK (1 thread), managed and replayed (``threads`` threads, wall/call)."""
+    """Seconds per call: raw SDK (1 thread), managed and replayed (``threads`` threads,
+    wall/call)."""
     msgs = [Message("system", "rules " * 200), Message("user", "observation")]
     with FakeLLMServer() as srv, tempfile.TemporaryDirectory() as tmp:
         client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)

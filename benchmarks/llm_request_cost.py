@@ -3,13 +3,12 @@
 Side by side in one run, against the same local fake server (no network, no model):
 
 1. For 30 / 300 / 3,000 messages and each provider (openai, vllm, gemini): the median
-   client-side time of one call through our layer (``build_model(...).complete``, no cache,
-   no log), called as the actor calls it (a ``Conversation`` grown by one turn per call,
-   the turn's appending included), as a ratio to posting the same JSON over ``http.client`` and parsing the reply.
-   Target: <= 1.5x at 300 and 3,000 messages.
-   Also printed: the SDK's own request with a ready body (the floor under our layer), and how
-   much of the growth from 300 to 3,000 messages our layer adds over raw (1.0x: a call costs
-   what its bytes cost).
+   client-side time of one call through our layer (``build_model(...).complete``, no cache, no log),
+   called as the actor calls it (a ``Conversation`` grown by one turn per call, the turn's appending
+   included), as a ratio to posting the same JSON over ``http.client`` and parsing the reply.
+   Target: <= 1.5x at 300 and 3,000 messages. Also printed: the SDK's own request with a ready body
+   (the floor under our layer), and how much of the growth from 300 to 3,000 messages our layer adds
+   over raw (1.0x: a call costs what its bytes cost).
 2. Throughput of 8 threads, each calling with a 1,000-message history, against a server that
    answers after 200 ms, as a multiple of one thread. Target: >= 6x (threads that serialise
    on CPU work under the GIL give ~1x).
@@ -50,21 +49,44 @@ def history(n: int) -> list[Message]:
     messages = [Message("system", "You are an agent playing a text game. " * 5)]
     for i in range(n - 1):
         if i % 2 == 0:
-            messages.append(Message("user", f"Observation:\na wall 2 steps forward\na red ball 1 step left and {i} steps forward"))
+            messages.append(
+                Message(
+                    "user",
+                    f"Observation:\na wall 2 steps forward\na red ball 1 step left and {i} steps "
+                    "forward",
+                )
+            )
         else:
-            messages.append(Message("assistant", f"Thought: the ball is to the left, step {i}.\nAction: turn left"))
+            messages.append(
+                Message(
+                    "assistant", f"Thought: the ball is to the left, step {i}.\nAction: turn left"
+                )
+            )
     return messages
 
 
 def raw_body(provider: str, messages: list[Message]) -> tuple[str, bytes]:
     if provider == "gemini":
-        body = {"contents": [{"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
-                             for m in messages if m.role != "system"],
-                "systemInstruction": {"parts": [{"text": messages[0].content}]},
-                "generationConfig": {"temperature": 0.7, "topP": 1.0, "maxOutputTokens": 512}}
+        body = {
+            "contents": [
+                {
+                    "role": "model" if m.role == "assistant" else "user",
+                    "parts": [{"text": m.content}],
+                }
+                for m in messages
+                if m.role != "system"
+            ],
+            "systemInstruction": {"parts": [{"text": messages[0].content}]},
+            "generationConfig": {"temperature": 0.7, "topP": 1.0, "maxOutputTokens": 512},
+        }
         return "/v1beta/models/fake-model:generateContent", json.dumps(body).encode()
-    body = {"model": "fake-model", "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "max_tokens": 512, "temperature": 0.7, "top_p": 1.0}
+    body = {
+        "model": "fake-model",
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "max_tokens": 512,
+        "temperature": 0.7,
+        "top_p": 1.0,
+    }
     return "/v1/chat/completions", json.dumps(body).encode()
 
 
@@ -90,8 +112,10 @@ def time_raw(url: str, provider: str, messages: list[Message], reps: int) -> flo
 
 def model_for(provider: str, url: str):
     base = url if provider != "gemini" else url.removesuffix("/v1")
-    return build_model(ModelConfig(provider=provider, name="fake-model", base_url=base, max_attempts=1),
-                       namespace="bench")
+    return build_model(
+        ModelConfig(provider=provider, name="fake-model", base_url=base, max_attempts=1),
+        namespace="bench",
+    )
 
 
 def ours_caller(url: str, provider: str, messages: list[Message]) -> Callable[[], float]:
@@ -118,8 +142,9 @@ def time_sdk_floor(url: str, provider: str, messages: list[Message], reps: int) 
     """The SDK's own request with a ready body (what no layer above it can avoid)."""
     model = model_for(provider, url)
     p = model.provider
-    request = ProviderRequest(Conversation(messages), model.sampling_for({}), "actor", "floor",
-                              p.endpoints[0], 60.0)
+    request = ProviderRequest(
+        Conversation(messages), model.sampling_for({}), "actor", "floor", p.endpoints[0], 60.0
+    )
     if provider == "gemini":
         client = p._client(p.endpoints[0], 60.0)
         contents = [c for c in request.messages.mapped(_content) if c is not None]
@@ -132,8 +157,13 @@ def time_sdk_floor(url: str, provider: str, messages: list[Message], reps: int) 
         body = p.request_body(request)
 
         def send() -> None:
-            client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                        options={"security": {"bearer_auth": True}})
+            client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                options={"security": {"bearer_auth": True}},
+            )
+
     send()
     times = []
     for _ in range(reps):
@@ -163,8 +193,9 @@ def throughput(url: str, provider: str, threads: int, calls_each: int) -> float:
     return threads * calls_each / (time.perf_counter() - started)
 
 
-def measure_sizes(providers=PROVIDERS, sizes=SIZES, reps: int = 60, reps_large: int = 12
-                  ) -> dict[tuple[str, int], tuple[float, float, float]]:
+def measure_sizes(
+    providers=PROVIDERS, sizes=SIZES, reps: int = 60, reps_large: int = 12
+) -> dict[tuple[str, int], tuple[float, float, float]]:
     """Per (provider, messages): median seconds of ours, raw and the SDK floor."""
     out = {}
     with FakeLLMServer(model_name="fake-model") as server:
@@ -173,9 +204,13 @@ def measure_sizes(providers=PROVIDERS, sizes=SIZES, reps: int = 60, reps_large: 
                 messages = history(n)
                 r = reps if n < 3000 else reps_large
                 time_ours(server.base_url, provider, messages, 3)  # warm up connections and imports
-                ours_call, raw_call = ours_caller(server.base_url, provider, messages), raw_caller(
-                    server.base_url, provider, messages)
-                pairs = [(ours_call(), raw_call()) for _ in range(r)]  # alternating: noise hits both alike
+                ours_call, raw_call = (
+                    ours_caller(server.base_url, provider, messages),
+                    raw_caller(server.base_url, provider, messages),
+                )
+                pairs = [
+                    (ours_call(), raw_call()) for _ in range(r)
+                ]  # alternating: noise hits both alike
                 ours = statistics.median(o for o, _ in pairs)
                 raw = statistics.median(w for _, w in pairs)
                 floor = time_sdk_floor(server.base_url, provider, messages, r)
@@ -183,29 +218,47 @@ def measure_sizes(providers=PROVIDERS, sizes=SIZES, reps: int = 60, reps_large: 
     return out
 
 
-def measure_threads(providers=PROVIDERS, calls_each: int = 8, threads: int = 8) -> dict[str, tuple[float, float]]:
-    """Per provider: calls/s of one thread and of ``threads`` threads (1,000 messages, 200 ms server)."""
+def measure_threads(
+    providers=PROVIDERS, calls_each: int = 8, threads: int = 8
+) -> dict[str, tuple[float, float]]:
+    """Per provider: calls/s of one thread and of ``threads`` threads (1,000 messages,
+    200 ms server)."""
     with FakeLLMServer(model_name="fake-model", latency_s=0.2) as slow:
-        return {p: (throughput(slow.base_url, p, 1, calls_each), throughput(slow.base_url, p, threads, calls_each))
-                for p in providers}
+        return {
+            p: (
+                throughput(slow.base_url, p, 1, calls_each),
+                throughput(slow.base_url, p, threads, calls_each),
+            )
+            for p in providers
+        }
 
 
 def main() -> None:
-    print(f"{'provider':8} {'messages':>8} {'ours ms':>9} {'raw ms':>8} {'ratio':>6}  {'SDK floor ms':>12}"
-          "  (target <= 1.5x at 300 and 3,000)")
+    print(
+        f"{'provider':8} {'messages':>8} {'ours ms':>9} {'raw ms':>8} {'ratio':>6}  "
+        f"{'SDK floor ms':>12}  (target <= 1.5x at 300 and 3,000)"
+    )
     times = measure_sizes()
     for (provider, n), (ours, raw, floor) in times.items():
         met = "" if n == 30 else ("met" if ours / raw <= 1.5 else "MISSED")
-        print(f"{provider:8} {n:8d} {ours * 1e3:9.2f} {raw * 1e3:8.2f} {ours / raw:6.2f}  {floor * 1e3:12.2f}  {met}")
+        print(
+            f"{provider:8} {n:8d} {ours * 1e3:9.2f} {raw * 1e3:8.2f} {ours / raw:6.2f}  "
+            f"{floor * 1e3:12.2f}  {met}"
+        )
     growth = {}
     for provider in PROVIDERS:
         (o1, r1, _), (o2, r2, _) = times[(provider, 300)], times[(provider, 3000)]
         growth[provider] = (o2 - o1) / (r2 - r1)
     print()
-    print("cost of the history itself (300 -> 3,000 messages), ours as a multiple of raw: "
-          + ", ".join(f"{p} {g:.2f}x" for p, g in growth.items()))
+    print(
+        "cost of the history itself (300 -> 3,000 messages), ours as a multiple of raw: "
+        + ", ".join(f"{p} {g:.2f}x" for p, g in growth.items())
+    )
     print()
-    print(f"{'provider':8} {'1 thread':>10} {'8 threads':>10} {'multiple':>9}  (1,000 messages, 200 ms server; target >= 6x)")
+    print(
+        f"{'provider':8} {'1 thread':>10} {'8 threads':>10} {'multiple':>9}  (1,000 messages, 200 "
+        "ms server; target >= 6x)"
+    )
     for provider, (one, eight) in measure_threads().items():
         met = "met" if eight / one >= 6 else "MISSED"
         print(f"{provider:8} {one:8.2f}/s {eight:8.2f}/s {eight / one:8.2f}x  {met}")

@@ -20,16 +20,17 @@ against an instant fake model (no network, no model latency: what is left is our
    OpenAI SDK's real client work per request at those history lengths against the local
    fake server, from ``llm_request_cost.py`` (the part that must grow: the bytes sent).
 3. **Resume**: the run directory of (1) after a simulated SIGKILL (a torn line, and the last
-   5 calls half-recorded as that tree's write path leaves them: rows missing from the JSONL
-   under the old layout, answers missing from the cache under the new): what a resume does with the stored calls (``repair_jsonl``,
-   ``reconcile``, ``unaccounted``, opening the cache) in a fresh process: seconds and peak
-   RSS. Target <= 30 s.
+   5 calls half-recorded as that tree's write path leaves them: rows missing from the JSONL under
+   the old layout, answers missing from the cache under the new): what a resume does with the stored
+   calls (``repair_jsonl``, ``reconcile``, ``unaccounted``, opening the cache) in a fresh process:
+   seconds and peak RSS. Target <= 30 s.
 4. **Report**: ``speedrunner report`` on a run directory at that scale — a real scripted
    BabyAI run whose trajectories are multiplied to 200 training episodes and 4 evaluations
    of 30, each of 2,000 Crafter-sized steps (~1 MB), with the calls of (1): seconds and peak
    RSS. Target <= 30 s.
 
-    python benchmarks/long_run.py [--calls 200000] [--before cebb860] [--before-calls 20000] [--dir /dev/shm]
+    python benchmarks/long_run.py [--calls 200000] [--before cebb860] [--before-calls 20000]
+        [--dir /dev/shm]
     python benchmarks/long_run.py --report-only   # figure 4 alone, alternating before/after twice
     python benchmarks/long_run.py --smoke     # tiny sizes: checks the script runs
 """
@@ -54,10 +55,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BLOCK = 10_000
 WINDOW = 20  # steps averaged around each reported step
-TORN = 5     # JSONL lines a simulated kill loses
-OBSERVATION = ("You see: grass 1 step to your west, tree 3 steps north and 2 east, water 5 steps south, "
-               "stone 4 steps east.\nYou face grass at your front.\nYour status: health 9/9, food 7/9, "
-               "drink 6/9, energy 8/9.\nYour inventory: wood 2, sapling 1.\nStep {i}.")
+TORN = 5  # JSONL lines a simulated kill loses
+OBSERVATION = (
+    "You see: grass 1 step to your west, tree 3 steps north and 2 east, water 5 steps south, "
+    "stone 4 steps east.\nYou face grass at your front.\nYour status: health 9/9, food 7/9, "
+    "drink 6/9, energy 8/9.\nYour inventory: wood 2, sapling 1.\nStep {i}."
+)
 THOUGHT = "The tree is close: I should move north and collect wood to build a table. Step {i}."
 
 
@@ -86,12 +89,20 @@ def _model(run_dir: Path):
     class Instant(OpenAIChatProvider):
         def call(self, request):  # the body as the SDK would send it, encoded; no socket
             wire = json.dumps(self.request_body(request), ensure_ascii=False)
-            return ProviderResult(text=f"Thought: move.\nAction: Move North ({len(wire) % 7})", reasoning=None,
-                                  usage=Usage(input_uncached=len(wire) // 4, output=12), finish_reason="stop")
+            return ProviderResult(
+                text=f"Thought: move.\nAction: Move North ({len(wire) % 7})",
+                reasoning=None,
+                usage=Usage(input_uncached=len(wire) // 4, output=12),
+                finish_reason="stop",
+            )
 
     build_module.make_provider = lambda config: Instant(config)
-    return build_module.build_model(ModelConfig(provider="openai", name="gpt-5.4-mini"), namespace="long-run",
-                                    cache_path=run_dir / "llm_cache.sqlite", calls_log_path=run_dir / "llm_calls.jsonl")
+    return build_module.build_model(
+        ModelConfig(provider="openai", name="gpt-5.4-mini"),
+        namespace="long-run",
+        cache_path=run_dir / "llm_cache.sqlite",
+        calls_log_path=run_dir / "llm_calls.jsonl",
+    )
 
 
 def worker_calls(run_dir: Path, calls: int, block: int) -> None:
@@ -101,11 +112,19 @@ def worker_calls(run_dir: Path, calls: int, block: int) -> None:
     system = Message("system", "You are an agent playing Crafter. " * 20)
     t0 = time.perf_counter()
     for i in range(calls):
-        model.complete([system, Message("user", OBSERVATION.format(i=i))], purpose="actor",
-                       call_id=f"ep{i // 2000:05d}/{i % 2000}")
+        model.complete(
+            [system, Message("user", OBSERVATION.format(i=i))],
+            purpose="actor",
+            call_id=f"ep{i // 2000:05d}/{i % 2000}",
+        )
         if (i + 1) % block == 0:
             t1 = time.perf_counter()
-            print(json.dumps({"calls": i + 1, "ms_per_call": (t1 - t0) / block * 1e3, "rss_mb": _rss_mb()}), flush=True)
+            print(
+                json.dumps(
+                    {"calls": i + 1, "ms_per_call": (t1 - t0) / block * 1e3, "rss_mb": _rss_mb()}
+                ),
+                flush=True,
+            )
             t0 = time.perf_counter()
     model.close()
 
@@ -125,17 +144,34 @@ def worker_steps(run_dir: Path, steps: int, episodes: int) -> None:
             t = time.perf_counter()
             conv = history.sync(taken, OBSERVATION.format(i=i) if taken else None, actions)
             answer = model.complete(conv, purpose="actor", call_id=f"long-ep{e}/{i}")
-            taken.append(ActorStep(index=i, call_id=f"long-ep{e}/{i}", observation=OBSERVATION.format(i=i),
-                                   raw_text=answer.text, reasoning=None, thought=THOUGHT.format(i=i),
-                                   parsed_action="Move North", executed=["Move North"]))
+            taken.append(
+                ActorStep(
+                    index=i,
+                    call_id=f"long-ep{e}/{i}",
+                    observation=OBSERVATION.format(i=i),
+                    raw_text=answer.text,
+                    reasoning=None,
+                    thought=THOUGHT.format(i=i),
+                    parsed_action="Move North",
+                    executed=["Move North"],
+                )
+            )
             dt = time.perf_counter() - t
             for m in marks:
                 if m - WINDOW < i <= m:
                     times[m].append(dt)
                     size[m] = conv.input_bytes
     model.close()
-    print(json.dumps({"ms_per_step": {m: statistics.fmean(v) * 1e3 for m, v in times.items()},
-                      "request_kb": {m: b / 1024 for m, b in size.items()}, "rss_mb": _rss_mb()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "ms_per_step": {m: statistics.fmean(v) * 1e3 for m, v in times.items()},
+                "request_kb": {m: b / 1024 for m, b in size.items()},
+                "rss_mb": _rss_mb(),
+            }
+        ),
+        flush=True,
+    )
 
 
 def worker_resume(run_dir: Path) -> None:
@@ -151,9 +187,20 @@ def worker_resume(run_dir: Path) -> None:
     cache = ResponseCache(run_dir / "llm_cache.sqlite")
     stored = cache.count("long-run")
     cache.close()
-    print(json.dumps({"s": time.perf_counter() - t, "peak_mb": _peak_mb(), "stored": stored,
-                      "restored": sum(v for k, v in dataclasses.asdict(result).items() if k.startswith("restored_")),
-                      "in_flight": len(result.in_flight)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "s": time.perf_counter() - t,
+                "peak_mb": _peak_mb(),
+                "stored": stored,
+                "restored": sum(
+                    v for k, v in dataclasses.asdict(result).items() if k.startswith("restored_")
+                ),
+                "in_flight": len(result.in_flight),
+            }
+        ),
+        flush=True,
+    )
 
 
 def worker_report(run_dir: Path, out: Path) -> None:
@@ -161,15 +208,23 @@ def worker_report(run_dir: Path, out: Path) -> None:
     from speedrunner.cli import main
 
     code = main(["report", str(run_dir), "--out", str(out)])
-    print(json.dumps({"s": time.perf_counter() - t, "peak_mb": _peak_mb(), "exit": code}), flush=True)
+    print(
+        json.dumps({"s": time.perf_counter() - t, "peak_mb": _peak_mb(), "exit": code}), flush=True
+    )
 
 
 # -- the parent ----------------------------------------------------------------------------------
 def run_worker(tree: Path, *args: str, timeout: float = 7200) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(tree / "src") + os.pathsep + str(HERE)
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout, cwd=tree)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=tree,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"worker {args[0]} on {tree} failed: {proc.stderr.strip()[-2000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -177,8 +232,10 @@ def run_worker(tree: Path, *args: str, timeout: float = 7200) -> list[dict]:
 
 def _has_call_log(conn: Any) -> bool:
     """The old tree's cache layout: every paid row also in a ``call_log`` table."""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'call_log'").fetchone() is not None and \
-        conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'call_log'").fetchone() is not None
+        and conn.execute("SELECT COUNT(*) FROM call_log").fetchone()[0] > 0
+    )
 
 
 def inflate(run_dir: Path, total: int) -> None:
@@ -194,7 +251,8 @@ def inflate(run_dir: Path, total: int) -> None:
         if have >= total:
             return
         namespace, call_id, request_hash, completion, created = conn.execute(
-            "SELECT * FROM responses ORDER BY created_at DESC LIMIT 1").fetchone()
+            "SELECT * FROM responses ORDER BY created_at DESC LIMIT 1"
+        ).fetchone()
         seq = conn.execute("SELECT MAX(seq) FROM call_log").fetchone()[0] or 0 if legacy else 0
         with open(calls, "rb") as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - 100_000))
@@ -202,12 +260,21 @@ def inflate(run_dir: Path, total: int) -> None:
         with open(calls, "a") as f:
             for chunk in range(have, total, 10_000):
                 ids = range(chunk, min(total, chunk + 10_000))
-                rows = [{**template, "call_id": f"fill/{i}", "log_id": f"fill{i:032d}"} for i in ids]
-                conn.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
-                                 [(namespace, r["call_id"], request_hash, completion, created) for r in rows])
+                rows = [
+                    {**template, "call_id": f"fill/{i}", "log_id": f"fill{i:032d}"} for i in ids
+                ]
+                conn.executemany(
+                    "INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
+                    [(namespace, r["call_id"], request_hash, completion, created) for r in rows],
+                )
                 if legacy:
-                    conn.executemany("INSERT INTO call_log VALUES (?, ?, ?)",
-                                     [(r["log_id"], seq + 1 + i - have, json.dumps(r)) for i, r in zip(ids, rows, strict=True)])
+                    conn.executemany(
+                        "INSERT INTO call_log VALUES (?, ?, ?)",
+                        [
+                            (r["log_id"], seq + 1 + i - have, json.dumps(r))
+                            for i, r in zip(ids, rows, strict=True)
+                        ],
+                    )
                 f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
@@ -226,25 +293,44 @@ def kill_tail(run_dir: Path) -> None:
             end = f.seek(0, os.SEEK_END)
             f.seek(max(0, end - 200_000))
             lines = f.read().split(b"\n")
-            last = [json.loads(x) for x in lines[-TORN - 1:-1]]
+            last = [json.loads(x) for x in lines[-TORN - 1 : -1]]
             if legacy:
-                cut = end - len(b"\n".join(lines[-TORN - 1:]))
+                cut = end - len(b"\n".join(lines[-TORN - 1 :]))
                 f.truncate(cut)
                 f.seek(cut)
             f.write(b'{"torn": ')
         if not legacy:
             for row in last:
-                conn.execute("DELETE FROM responses WHERE namespace=? AND call_id=?", (row["namespace"], row["call_id"]))
-                conn.execute("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
-                             (row["namespace"], row["call_id"], row["purpose"], row["ts"] - 1, 0.01))
+                conn.execute(
+                    "DELETE FROM responses WHERE namespace=? AND call_id=?",
+                    (row["namespace"], row["call_id"]),
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
+                    (row["namespace"], row["call_id"], row["purpose"], row["ts"] - 1, 0.01),
+                )
 
 
 def make_report_dir(root: Path, train: int, evals: int, per_eval: int, steps: int) -> Path:
     """A real scripted run, its trajectories and rows multiplied to the paper's scale."""
     run_dir = root / "report-run"
-    cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file",
-           str(REPO / "configs" / "babyai" / "opo-scripted-seq.yaml"), "--set", "run.rollouts=2", "--set",
-           "run.sleep_every=2", "--set", "run.eval_every=2", "--set", "run.eval_episodes=1", "--run_dir", str(run_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.babyai.train",
+        "--config_file",
+        str(REPO / "configs" / "babyai" / "opo-scripted-seq.yaml"),
+        "--set",
+        "run.rollouts=2",
+        "--set",
+        "run.sleep_every=2",
+        "--set",
+        "run.eval_every=2",
+        "--set",
+        "run.eval_episodes=1",
+        "--run_dir",
+        str(run_dir),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"the scripted run failed: {proc.stderr[-2000:]}")
@@ -253,8 +339,16 @@ def make_report_dir(root: Path, train: int, evals: int, per_eval: int, steps: in
     step = template["steps"][0]
 
     def episode(**fields) -> str:
-        steps_ = [{**step, "index": i, "observation": OBSERVATION.format(i=i), "thought": THOUGHT.format(i=i),
-                   "call_id": f"x/{i}"} for i in range(steps)]
+        steps_ = [
+            {
+                **step,
+                "index": i,
+                "observation": OBSERVATION.format(i=i),
+                "thought": THOUGHT.format(i=i),
+                "call_id": f"x/{i}",
+            }
+            for i in range(steps)
+        ]
         return json.dumps({**template, **fields, "steps": steps_})
 
     metric = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])
@@ -271,22 +365,42 @@ def make_report_dir(root: Path, train: int, evals: int, per_eval: int, steps: in
             (episodes / "eval" / f"at{point:04d}").mkdir(parents=True)
             for i in range(per_eval):
                 (episodes / "eval" / f"at{point:04d}" / f"{i:04d}.json").write_text(
-                    episode(index=i, eval_point=point, split="eval"))
+                    episode(index=i, eval_point=point, split="eval")
+                )
             per = [{**evaluation["per_episode"][0], "index": i} for i in range(per_eval)]
-            f.write(json.dumps({**evaluation, "rollout": point, "episodes": per_eval, "per_episode": per}) + "\n")
+            f.write(
+                json.dumps(
+                    {**evaluation, "rollout": point, "episodes": per_eval, "per_episode": per}
+                )
+                + "\n"
+            )
     return run_dir
 
 
-def measure(trees: dict[str, tuple[Path, int]], steps: int, episodes: int, report_scale: tuple[int, int, int, int],
-            tmp: Path, stored: int) -> dict[str, dict]:
+def measure(
+    trees: dict[str, tuple[Path, int]],
+    steps: int,
+    episodes: int,
+    report_scale: tuple[int, int, int, int],
+    tmp: Path,
+    stored: int,
+) -> dict[str, dict]:
     out: dict[str, dict] = {}
     report_dir = make_report_dir(tmp, *report_scale)
     for side, (tree, calls) in trees.items():
         run_dir = tmp / f"calls-{side}"
         run_dir.mkdir()
-        r: dict = {"calls": run_worker(tree, "calls", str(run_dir), str(calls), str(min(BLOCK, max(1, calls // 3))))}
-        print(f"  [{side}] {calls:,} calls: {r['calls'][0]['ms_per_call']:.3f} -> {r['calls'][-1]['ms_per_call']:.3f} "
-              "ms/call", file=sys.stderr, flush=True)
+        r: dict = {
+            "calls": run_worker(
+                tree, "calls", str(run_dir), str(calls), str(min(BLOCK, max(1, calls // 3)))
+            )
+        }
+        print(
+            f"  [{side}] {calls:,} calls: {r['calls'][0]['ms_per_call']:.3f} -> "
+            f"{r['calls'][-1]['ms_per_call']:.3f} ms/call",
+            file=sys.stderr,
+            flush=True,
+        )
         inflate(run_dir, stored)
         kill_tail(run_dir)
         r["resume"] = run_worker(tree, "resume", str(run_dir))[0]
@@ -305,8 +419,12 @@ def sdk_per_step(steps: list[int], reps: int) -> dict[int, float]:
     """The OpenAI SDK's client work per request (ours, ms) with the history of step N."""
     import llm_request_cost
 
-    sizes = llm_request_cost.measure_sizes(providers=("openai",), sizes=tuple(2 * s + 1 for s in steps), reps=reps,
-                                           reps_large=max(2, reps // 3))
+    sizes = llm_request_cost.measure_sizes(
+        providers=("openai",),
+        sizes=tuple(2 * s + 1 for s in steps),
+        reps=reps,
+        reps_large=max(2, reps // 3),
+    )
     return {s: sizes[("openai", 2 * s + 1)][0] * 1e3 for s in steps}
 
 
@@ -324,29 +442,84 @@ def rows(results: dict[str, dict], sdk: dict[int, float]):
         ratio = blocks[-1]["ms_per_call"] / blocks[0]["ms_per_call"]
         rss = [b["rss_mb"] for b in blocks]
         size = blocks[0]["calls"]
-        out.append(Row(f"long run [{side}]: per call, last / first block of {size:,} calls", ratio, "x", target(1.2), "<=",
-                       f"{blocks[0]['ms_per_call']:.3f} -> {blocks[-1]['ms_per_call']:.3f} ms over "
-                       f"{blocks[-1]['calls']:,} calls"))
-        out.append(Row(f"long run [{side}]: RSS, last / first block", rss[-1] / rss[0], "x", target(1.2), "<=",
-                       f"{rss[0]:.0f} -> {rss[-1]:.0f} MB"))
+        out.append(
+            Row(
+                f"long run [{side}]: per call, last / first block of {size:,} calls",
+                ratio,
+                "x",
+                target(1.2),
+                "<=",
+                f"{blocks[0]['ms_per_call']:.3f} -> {blocks[-1]['ms_per_call']:.3f} ms over "
+                f"{blocks[-1]['calls']:,} calls",
+            )
+        )
+        out.append(
+            Row(
+                f"long run [{side}]: RSS, last / first block",
+                rss[-1] / rss[0],
+                "x",
+                target(1.2),
+                "<=",
+                f"{rss[0]:.0f} -> {rss[-1]:.0f} MB",
+            )
+        )
         st = r["steps"]
         marks = sorted(st["ms_per_step"], key=int)
-        out.append(Row(f"long run [{side}]: per step at step {marks[-1]} / step {marks[0]}",
-                       st["ms_per_step"][marks[-1]] / st["ms_per_step"][marks[0]], "x", detail=", ".join(
-                           f"step {m}: {st['ms_per_step'][m]:.2f} ms ({st['request_kb'][m]:.0f} KB)" for m in marks)))
-        out.append(Row(f"long run [{side}]: resume with {r['resume']['stored']:,} stored calls", r["resume"]["s"], "s",
-                       target(30.0), "<=", f"peak RSS {r['resume']['peak_mb']:.0f} MB, {r['resume']['restored']} calls restored, "
-                       f"{r['resume'].get('in_flight', 0)} in flight"))
-        out.append(Row(f"long run [{side}]: speedrunner report", r["report"]["s"], "s", target(30.0), "<=",
-                       f"peak RSS {r['report']['peak_mb']:.0f} MB, exit {r['report']['exit']}"))
+        out.append(
+            Row(
+                f"long run [{side}]: per step at step {marks[-1]} / step {marks[0]}",
+                st["ms_per_step"][marks[-1]] / st["ms_per_step"][marks[0]],
+                "x",
+                detail=", ".join(
+                    f"step {m}: {st['ms_per_step'][m]:.2f} ms ({st['request_kb'][m]:.0f} KB)"
+                    for m in marks
+                ),
+            )
+        )
+        out.append(
+            Row(
+                f"long run [{side}]: resume with {r['resume']['stored']:,} stored calls",
+                r["resume"]["s"],
+                "s",
+                target(30.0),
+                "<=",
+                f"peak RSS {r['resume']['peak_mb']:.0f} MB, {r['resume']['restored']} calls "
+                f"restored, {r['resume'].get('in_flight', 0)} in flight",
+            )
+        )
+        out.append(
+            Row(
+                f"long run [{side}]: speedrunner report",
+                r["report"]["s"],
+                "s",
+                target(30.0),
+                "<=",
+                f"peak RSS {r['report']['peak_mb']:.0f} MB, exit {r['report']['exit']}",
+            )
+        )
     if sdk:
-        out.append(Row("long run: OpenAI SDK request at the last step (client work)", sdk[max(sdk)], "ms", detail=", ".join(
-            f"step {s}: {v:.2f} ms" for s, v in sorted(sdk.items()))))
+        out.append(
+            Row(
+                "long run: OpenAI SDK request at the last step (client work)",
+                sdk[max(sdk)],
+                "ms",
+                detail=", ".join(f"step {s}: {v:.2f} ms" for s, v in sorted(sdk.items())),
+            )
+        )
     return out
 
 
-def run(*, calls: int = 200_000, before: str = "cebb860", before_calls: int = 20_000, stored: int = 100_000,
-        steps: int = 2000, episodes: int = 1, where: Path | None = None, smoke: bool = False) -> tuple[dict[str, dict], dict[int, float]]:
+def run(
+    *,
+    calls: int = 200_000,
+    before: str = "cebb860",
+    before_calls: int = 20_000,
+    stored: int = 100_000,
+    steps: int = 2000,
+    episodes: int = 1,
+    where: Path | None = None,
+    smoke: bool = False,
+) -> tuple[dict[str, dict], dict[int, float]]:
     """Every figure: per side, the workers' results; and the SDK's ms per request by step."""
     from perf_common import unpack_commit
 
@@ -375,7 +548,9 @@ def report_only(before: str, where: Path | None, repeats: int = 2) -> dict[str, 
         trees = {"before": unpack_commit(before, tmp), "after": REPO}
         for k in range(repeats):
             for side, tree in trees.items():
-                out[side] += run_worker(tree, "report", str(run_dir), str(tmp / f"report-{side}-{k}"))
+                out[side] += run_worker(
+                    tree, "report", str(run_dir), str(tmp / f"report-{side}-{k}")
+                )
     return out
 
 
@@ -383,40 +558,73 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, default=200_000)
-    parser.add_argument("--before", default="cebb860", help="commit for the 'before' column ('' to skip it)")
+    parser.add_argument(
+        "--before", default="cebb860", help="commit for the 'before' column ('' to skip it)"
+    )
     parser.add_argument("--before-calls", type=int, default=20_000)
-    parser.add_argument("--stored", type=int, default=100_000,
-                        help="stored calls for the resume and the report (filled in bulk after the timed calls)")
+    parser.add_argument(
+        "--stored",
+        type=int,
+        default=100_000,
+        help="stored calls for the resume and the report (filled in bulk after the timed calls)",
+    )
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--episodes", type=int, default=1)
-    parser.add_argument("--dir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
-                        help="where the run directories go (default /dev/shm: tmpfs, so a disk's fsync latency, "
-                             "0.2 ms idle and >10 ms under load, does not drown the work measured)")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script runs, numbers mean nothing")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
+        help="where the run directories go (default /dev/shm: tmpfs, so a disk's fsync latency, "
+        "0.2 ms idle and >10 ms under load, does not drown the work measured)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes: checks the script runs, numbers mean nothing",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
-    parser.add_argument("--report-only", action="store_true", help="only figure 4, before and after alternating")
+    parser.add_argument(
+        "--report-only", action="store_true", help="only figure 4, before and after alternating"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         kind, *rest = args.worker
-        {"calls": lambda: worker_calls(Path(rest[0]), int(rest[1]), int(rest[2])),
-         "steps": lambda: worker_steps(Path(rest[0]), int(rest[1]), int(rest[2])),
-         "resume": lambda: worker_resume(Path(rest[0])),
-         "report": lambda: worker_report(Path(rest[0]), Path(rest[1]))}[kind]()
+        {
+            "calls": lambda: worker_calls(Path(rest[0]), int(rest[1]), int(rest[2])),
+            "steps": lambda: worker_steps(Path(rest[0]), int(rest[1]), int(rest[2])),
+            "resume": lambda: worker_resume(Path(rest[0])),
+            "report": lambda: worker_report(Path(rest[0]), Path(rest[1])),
+        }[kind]()
         return 0
     from perf_common import table
 
     if args.report_only:
         for side, runs in report_only(args.before or "cebb860", args.dir).items():
-            print(f"{side}: speedrunner report " + ", ".join(f"{r['s']:.1f} s (peak RSS {r['peak_mb']:.0f} MB)"
-                                                             for r in runs))
+            print(
+                f"{side}: speedrunner report "
+                + ", ".join(f"{r['s']:.1f} s (peak RSS {r['peak_mb']:.0f} MB)" for r in runs)
+            )
         return 0
-    results, sdk = run(calls=args.calls, before=args.before, before_calls=args.before_calls, stored=args.stored,
-                       steps=args.steps,
-                       episodes=args.episodes, where=args.dir, smoke=args.smoke)
+    results, sdk = run(
+        calls=args.calls,
+        before=args.before,
+        before_calls=args.before_calls,
+        stored=args.stored,
+        steps=args.steps,
+        episodes=args.episodes,
+        where=args.dir,
+        smoke=args.smoke,
+    )
     print(table(rows(results, sdk)))
     for side, r in results.items():
         print(f"\n{side}: ms per call by block of {r['calls'][0]['calls']:,} calls (RSS MB)")
-        print("  " + "  ".join(f"{b['calls'] / 1000:g}k {b['ms_per_call']:.3f} ({b['rss_mb']:.0f})" for b in r["calls"]))
+        print(
+            "  "
+            + "  ".join(
+                f"{b['calls'] / 1000:g}k {b['ms_per_call']:.3f} ({b['rss_mb']:.0f})"
+                for b in r["calls"]
+            )
+        )
     if args.json:
         args.json.write_text(json.dumps({"results": results, "sdk_ms": sdk}, indent=2) + "\n")
     return 0

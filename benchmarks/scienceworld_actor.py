@@ -30,8 +30,13 @@ class PlayerModel:
 
     def complete(self, messages, *, purpose, call_id, tools=None, **sampling) -> Completion:  # noqa: ANN001
         action = next_action([{"role": m.role, "content": m.content} for m in messages])
-        return Completion(text=f"Thought: next step of the plan.\nAction: {action}", usage=Usage(100, 10, 0, 0),
-                          scripted=True, provider="scripted", model="scienceworld_player")
+        return Completion(
+            text=f"Thought: next step of the plan.\nAction: {action}",
+            usage=Usage(100, 10, 0, 0),
+            scripted=True,
+            provider="scripted",
+            model="scienceworld_player",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,8 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     config = ScienceWorldConfig(task_set="t4")  # as configs/scienceworld/*-t4.yaml: 100 LLM calls
     bench = ScienceWorldBenchmark(config, rollouts=200, eval_episodes=args.episodes)
     env = bench.make_env()
-    ctx = EpisodeContext(model=PlayerModel(), knowledge=Knowledge(version=0), eval_point=0,
-                         budget=Budget(max_llm_calls=config.max_llm_calls, max_env_actions=None, wall_clock_s=600))
+    ctx = EpisodeContext(
+        model=PlayerModel(),
+        knowledge=Knowledge(version=0),
+        eval_point=0,
+        budget=Budget(max_llm_calls=config.max_llm_calls, max_env_actions=None, wall_clock_s=600),
+    )
     started = time.monotonic()
     rows = []
     try:
@@ -51,13 +60,18 @@ def main(argv: list[str] | None = None) -> int:
             traj = run_episode(env, spec, ctx)
             refused = sum(s.error is not None for s in traj.steps)
             rows.append((traj.success, traj.llm_calls, refused))
-            print(f"{spec.task:14s} success={int(traj.success)} calls={traj.llm_calls:3d} refused={refused:3d} "
-                  f"stop={traj.stop_reason}", flush=True)
+            print(
+                f"{spec.task:14s} success={int(traj.success)} calls={traj.llm_calls:3d} "
+                f"refused={refused:3d} stop={traj.stop_reason}",
+                flush=True,
+            )
     finally:
         env.close()
-    print(f"\n{len(rows)} held-out t4 episodes: success {statistics.mean(r[0] for r in rows):.2f}, "
-          f"LLM calls/episode {statistics.mean(r[1] for r in rows):.1f}, answers refused {sum(r[2] for r in rows)} "
-          f"({time.monotonic() - started:.0f} s)")
+    print(
+        f"\n{len(rows)} held-out t4 episodes: success {statistics.mean(r[0] for r in rows):.2f}, "
+        f"LLM calls/episode {statistics.mean(r[1] for r in rows):.1f}, answers refused "
+        f"{sum(r[2] for r in rows)} ({time.monotonic() - started:.0f} s)"
+    )
     return 0
 
 

@@ -56,9 +56,11 @@ class Cost:
 
     def line(self, name: str) -> str:
         ms = lambda xs: 1000 * statistics.fmean(xs)  # noqa: E731
-        return (f"{name:28s} wall {ms(self.wall):6.2f} ms/step (median "
-                f"{1000 * statistics.median(self.wall):.2f}), CPU {ms(self.python_cpu):5.2f} ms here + "
-                f"{ms(self.jvm_cpu):5.2f} ms in the JVM")
+        return (
+            f"{name:28s} wall {ms(self.wall):6.2f} ms/step (median "
+            f"{1000 * statistics.median(self.wall):.2f}), CPU {ms(self.python_cpu):5.2f} ms here + "
+            f"{ms(self.jvm_cpu):5.2f} ms in the JVM"
+        )
 
 
 def _process_cpu(pid: int) -> float:
@@ -71,7 +73,8 @@ def _as_shipped(sim: Any) -> Any:
     """``sim`` (our subclass, for its JVM options) back to the package's behaviour: valid
     commands one py4j call each, and py4j's own connections (no ``TCP_QUICKACK``)."""
     sim.get_valid_action_object_combinations = types.MethodType(
-        ScienceWorldEnv.get_valid_action_object_combinations, sim)
+        ScienceWorldEnv.get_valid_action_object_combinations, sim
+    )
     client = sim._gateway._gateway_client
     client._create_connection = types.MethodType(GatewayClient._create_connection, client)
     for connection in client.deque:
@@ -85,24 +88,27 @@ def measure(repeats: int = 2, tasks: int | None = None) -> tuple[Cost, Cost, int
     config = ScienceWorldConfig()
     task_ids = [*TASK_SETS["t3"], *TASK_SETS["t4"]][:tasks]
     raw = _as_shipped(launch_simulator(config.env_step_limit, config.jvm_options))
-    ours = ScienceWorldTextEnv(simplification=config.simplification,
-                               env_step_limit=config.env_step_limit,
-                               jvm_options=config.jvm_options)
+    ours = ScienceWorldTextEnv(
+        simplification=config.simplification,
+        env_step_limit=config.env_step_limit,
+        jvm_options=config.jvm_options,
+    )
     raw_cost = Cost(raw._gateway.java_process.pid)
     our_cost = Cost()
     try:
         for _ in range(repeats):
             for task_id in task_ids:
                 ref = parse_task(f"{task_id}/test", 0)
-                raw.load(ref.task_name, ref.variation, config.simplification,
-                         generateGoldPath=True)
+                raw.load(ref.task_name, ref.variation, config.simplification, generateGoldPath=True)
                 gold = raw.get_gold_action_sequence()
                 raw.reset()
                 ours.reset(str(ref), 0)
                 our_cost.jvm_pid = ours._sim._gateway.java_process.pid
                 for i, action in enumerate(gold):
                     sides = [(raw_cost, raw.step), (our_cost, ours.step)]
-                    done = [cost.timed(step, action) for cost, step in (sides if i % 2 else sides[::-1])]
+                    done = [
+                        cost.timed(step, action) for cost, step in (sides if i % 2 else sides[::-1])
+                    ]
                     if any((d[2] if isinstance(d, tuple) else d.done) for d in done):
                         break
     finally:
@@ -116,10 +122,16 @@ def episode_start_cost(repeats: int = 3) -> tuple[Cost, Cost]:
     on a test variation of every t3/t4 subtask, on two JVMs, taking turns at going first."""
     config = ScienceWorldConfig()
     raw = launch_simulator(config.env_step_limit, config.jvm_options)
-    ours = ScienceWorldTextEnv(simplification=config.simplification,
-                               env_step_limit=config.env_step_limit, jvm_options=config.jvm_options)
+    ours = ScienceWorldTextEnv(
+        simplification=config.simplification,
+        env_step_limit=config.env_step_limit,
+        jvm_options=config.jvm_options,
+    )
     ours.reset("4-1/test", 0)
-    raw_cost, our_cost = Cost(raw._gateway.java_process.pid), Cost(ours._sim._gateway.java_process.pid)
+    raw_cost, our_cost = (
+        Cost(raw._gateway.java_process.pid),
+        Cost(ours._sim._gateway.java_process.pid),
+    )
 
     def package_start(task: str, seed: int) -> Any:
         ref = parse_task(task, seed)
@@ -131,7 +143,7 @@ def episode_start_cost(repeats: int = 3) -> tuple[Cost, Cost]:
             for j, task_id in enumerate([*TASK_SETS["t3"], *TASK_SETS["t4"]]):
                 task, seed = f"{task_id}/test", i * 11 + j
                 sides = [(raw_cost, package_start), (our_cost, ours.reset)]
-                for cost, start in (sides if (i + j) % 2 else sides[::-1]):
+                for cost, start in sides if (i + j) % 2 else sides[::-1]:
                     cost.timed(start, task, seed)
     finally:
         ours.close()
@@ -179,11 +191,16 @@ def main() -> None:
     print(f"episode starts: {len(raw_start.wall)} each (t3/t4 test variations)")
     print(raw_start.line("raw load() + reset():").replace("/step", "/start"))
     print(our_start.line("ScienceWorldTextEnv.reset:").replace("/step", "/start"))
-    print(f"ratio ours/raw: wall {statistics.fmean(our_start.wall) / statistics.fmean(raw_start.wall):.3f}, "
-          f"JVM CPU {statistics.fmean(our_start.jvm_cpu) / statistics.fmean(raw_start.jvm_cpu):.3f}")
+    print(
+        "ratio ours/raw: wall "
+        f"{statistics.fmean(our_start.wall) / statistics.fmean(raw_start.wall):.3f}, JVM CPU "
+        f"{statistics.fmean(our_start.jvm_cpu) / statistics.fmean(raw_start.jvm_cpu):.3f}"
+    )
     plain, acking = answer_latency()
-    print(f"one py4j answer of 9,000 chars: {1000 * plain:.1f} ms over a plain connection, "
-          f"{1000 * acking:.1f} ms over ours")
+    print(
+        f"one py4j answer of 9,000 chars: {1000 * plain:.1f} ms over a plain connection, "
+        f"{1000 * acking:.1f} ms over ours"
+    )
 
 
 if __name__ == "__main__":

@@ -22,12 +22,12 @@ from speedrunner.core.runtime.skill_call import SkillCall, Skills
 from speedrunner.core.sandbox import open_skill_runner
 
 Step = Callable[[str], dict[str, Any]]
-SKILL = '''
+SKILL = """
 def play(env, actions):
     for action in actions:
         env.act(action)
     return env.done
-'''
+"""
 TARGET = 1.5
 WARMUP = 5
 """Repetitions not counted: they warm up imports and caches on both sides."""
@@ -78,8 +78,11 @@ class Crafter:
 
         def step(action: str) -> dict[str, Any]:
             result = env.step(action)
-            self._last[side] = {"text": result.observation.text, "structured": result.observation.structured,
-                                "done": result.done}
+            self._last[side] = {
+                "text": result.observation.text,
+                "structured": result.observation.structured,
+                "done": result.done,
+            }
             return self._last[side]
 
         return step, last
@@ -91,14 +94,18 @@ BENCHMARKS = {"babyai": BabyAI, "crafter": Crafter}
 def measure(name: str, repeats: int, tier: str) -> tuple[str, float, float, int]:
     bench = BENCHMARKS[name]()
     actions = bench.actions
-    runner = open_skill_runner(Skills(1, SKILL, {"play": "play(actions: list[str]) -> bool"}, bench.api), tier=tier)
+    runner = open_skill_runner(
+        Skills(1, SKILL, {"play": "play(actions: list[str]) -> bool"}, bench.api), tier=tier
+    )
     call = SkillCall("play", [actions])
     times: tuple[list[float], list[float]] = ([], [])  # direct, sandboxed
     try:
         for i in range(WARMUP + repeats):
             pair = [0.0, 0.0]
-            complete = True  # a Crafter episode may end (the player dies): such pairs are not counted
-            for side in ((0, 1) if i % 2 else (1, 0)):
+            complete = (
+                True  # a Crafter episode may end (the player dies): such pairs are not counted
+            )
+            for side in (0, 1) if i % 2 else (1, 0):
                 step, observation = bench.start(i % 10 if name == "babyai" else side)
                 started = time.perf_counter()
                 if side == 0:
@@ -110,12 +117,21 @@ def measure(name: str, repeats: int, tier: str) -> tuple[str, float, float, int]
                     pair[0] = time.perf_counter() - started
                     complete = complete and taken == len(actions)
                 else:
-                    outcome = runner.call(call, step=step, observation=observation, max_actions=len(actions),
-                                          timeout_s=30)
+                    outcome = runner.call(
+                        call,
+                        step=step,
+                        observation=observation,
+                        max_actions=len(actions),
+                        timeout_s=30,
+                    )
                     pair[1] = time.perf_counter() - started
                     if outcome.stopped_by not in ("returned", "episode_done"):
                         raise RuntimeError(f"the skill call failed: {outcome}")
-                    complete = complete and len(outcome.tree["actions"]) == len(actions) and not observation["done"]
+                    complete = (
+                        complete
+                        and len(outcome.tree["actions"]) == len(actions)
+                        and not observation["done"]
+                    )
             if i >= WARMUP and complete:
                 times[0].append(pair[0])
                 times[1].append(pair[1])
@@ -130,14 +146,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--tier", default="auto", help="auto, bwrap, unshare or rlimits")
-    parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS), choices=list(BENCHMARKS))
+    parser.add_argument(
+        "--benchmarks", nargs="+", default=list(BENCHMARKS), choices=list(BENCHMARKS)
+    )
     args = parser.parse_args()
     for name in args.benchmarks:
         tier, direct, sandboxed, pairs = measure(name, args.repeats, args.tier)
         ratio = sandboxed / direct
-        print(f"{name:8s} tier={tier:8s} 20 direct steps {direct * 1e3:7.3f} ms   20-action skill call "
-              f"{sandboxed * 1e3:7.3f} ms   ratio {ratio:4.2f}x  (+{(sandboxed - direct) / 20 * 1e6:5.0f} us/action)  "
-              f"target < {TARGET}x: {'OK' if ratio < TARGET else 'MISSED'}   (median of {pairs} pairs)")
+        print(
+            f"{name:8s} tier={tier:8s} 20 direct steps {direct * 1e3:7.3f} ms   20-action skill "
+            f"call {sandboxed * 1e3:7.3f} ms   ratio {ratio:4.2f}x  "
+            f"(+{(sandboxed - direct) / 20 * 1e6:5.0f} us/action)  target < {TARGET}x: "
+            f"{'OK' if ratio < TARGET else 'MISSED'}   (median of {pairs} pairs)"
+        )
 
 
 if __name__ == "__main__":

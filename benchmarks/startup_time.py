@@ -28,18 +28,40 @@ TARGET_S = 1.5
 
 
 def first_request_s(llm: FakeLLMServer, babyai_url: str, run_dir: Path) -> float:
-    cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train",
-           "--config_file", str(CONFIGS / "babyai" / "react-gpt-seq.yaml"), "--run_dir", str(run_dir),
-           *[a for o in fake_model_overrides(llm.base_url) for a in ("--set", o)],
-           "--set", f"benchmark.server_url={babyai_url}", "--set", "run.rollouts=1",
-           "--set", "run.sleep_every=1", "--set", "run.eval_every=1", "--set", "run.eval_episodes=0",
-           "--set", "benchmark.max_llm_calls=1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.babyai.train",
+        "--config_file",
+        str(CONFIGS / "babyai" / "react-gpt-seq.yaml"),
+        "--run_dir",
+        str(run_dir),
+        *[a for o in fake_model_overrides(llm.base_url) for a in ("--set", o)],
+        "--set",
+        f"benchmark.server_url={babyai_url}",
+        "--set",
+        "run.rollouts=1",
+        "--set",
+        "run.sleep_every=1",
+        "--set",
+        "run.eval_every=1",
+        "--set",
+        "run.eval_episodes=0",
+        "--set",
+        "benchmark.max_llm_calls=1",
+    ]
     seen = len(llm.requests)
     started = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO, env=clean_env())
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, cwd=REPO, env=clean_env()
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the train run failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    chats = [r.received_at for r in llm.requests[seen:] if r.method == "POST" and r.path.endswith("/chat/completions")]
+    chats = [
+        r.received_at
+        for r in llm.requests[seen:]
+        if r.method == "POST" and r.path.endswith("/chat/completions")
+    ]
     if not chats:
         raise RuntimeError("the run made no chat-completion request")
     return min(chats) - started
@@ -49,12 +71,25 @@ def rows(repeats: int = 3) -> list[Row]:
     server = ServerProcess("127.0.0.1", free_port())
     server.start(timeout_s=60)
     try:
-        with FakeLLMServer(callback=fake_actor("babyai")) as llm, tempfile.TemporaryDirectory(prefix="perf-start-") as tmp:
-            times = [first_request_s(llm, server.url, Path(tmp) / f"run{i}") for i in range(repeats)]
+        with (
+            FakeLLMServer(callback=fake_actor("babyai")) as llm,
+            tempfile.TemporaryDirectory(prefix="perf-start-") as tmp,
+        ):
+            times = [
+                first_request_s(llm, server.url, Path(tmp) / f"run{i}") for i in range(repeats)
+            ]
     finally:
         server.stop()
-    return [Row("3. start-up to first LLM request, BabyAI", statistics.median(times), "s", TARGET_S,
-                detail=f"median of {repeats} runs ({', '.join(fmt(t) for t in times)} s); server already up")]
+    return [
+        Row(
+            "3. start-up to first LLM request, BabyAI",
+            statistics.median(times),
+            "s",
+            TARGET_S,
+            detail=f"median of {repeats} runs ({', '.join(fmt(t) for t in times)} s); server "
+            "already up",
+        )
+    ]
 
 
 def main() -> None:

@@ -3,12 +3,13 @@ multiple of one episode's, against a fake LLM server that answers after 200 ms.
 
     python benchmarks/wake_batch_parallelism.py [--calls 10] [--latency 0.2]
 
-Side by side in one process (the fake server runs in its own, as a real endpoint would),
-each on a fresh run directory (so no answer comes from the response cache), through the runtime's own ``Runner`` (thread pool, env pool, per-endpoint
-concurrency limit, trajectories written to disk) with ReAct and one BabyAI server that is
-already up: one episode alone, then the batch and the evaluation with the shipped
-settings (``run.parallel_episodes: all``, ``model.max_concurrency`` 32). Every episode plays its whole LLM-call budget (the fake actor never
-wins), so 1.0x is perfect overlap. Targets: batch <= 1.3x, evaluation <= 2x.
+Side by side in one process (the fake server runs in its own, as a real endpoint would), each on a
+fresh run directory (so no answer comes from the response cache), through the runtime's own
+``Runner`` (thread pool, env pool, per-endpoint concurrency limit, trajectories written to disk)
+with ReAct and one BabyAI server that is already up: one episode alone, then the batch and the
+evaluation with the shipped settings (``run.parallel_episodes: all``, ``model.max_concurrency`` 32).
+Every episode plays its whole LLM-call budget (the fake actor never wins), so 1.0x is perfect
+overlap. Targets: batch <= 1.3x, evaluation <= 2x.
 """
 
 from __future__ import annotations
@@ -40,17 +41,33 @@ def load_config(overrides: list[str]) -> RunConfig:
 
 def timed_play(config: RunConfig, run_dir: Path, episodes: int, evaluation: bool) -> float:
     """Seconds to play ``episodes`` episodes as one wake batch (or evaluation) of a fresh run."""
-    actor = build_model(config.model, namespace="perf", cache_path=run_dir / "llm_cache.sqlite",
-                        calls_log_path=run_dir / "llm_calls.jsonl")
+    actor = build_model(
+        config.model,
+        namespace="perf",
+        cache_path=run_dir / "llm_cache.sqlite",
+        calls_log_path=run_dir / "llm_calls.jsonl",
+    )
     benchmark = load_entry_point(BENCHMARKS.get("babyai").factory)(
-        config.benchmark, rollouts=max(episodes, config.run.sleep_every), eval_episodes=episodes)
+        config.benchmark, rollouts=max(episodes, config.run.sleep_every), eval_episodes=episodes
+    )
     try:
         method = load_entry_point(METHODS.get(config.method.name).factory)(
-            config.method, MethodContext(run_dir=run_dir, inducer=actor, benchmark="babyai"))
-        runner = Runner(config, run_dir, benchmark=benchmark, method=method, actor=actor, run_id="perf",
-                        scripted=False)
-        specs = (benchmark.eval_episodes(config.run.eval_seed) if evaluation
-                 else [benchmark.train_episode(config.run.seed, i) for i in range(episodes)])
+            config.method, MethodContext(run_dir=run_dir, inducer=actor, benchmark="babyai")
+        )
+        runner = Runner(
+            config,
+            run_dir,
+            benchmark=benchmark,
+            method=method,
+            actor=actor,
+            run_id="perf",
+            scripted=False,
+        )
+        specs = (
+            benchmark.eval_episodes(config.run.eval_seed)
+            if evaluation
+            else [benchmark.train_episode(config.run.seed, i) for i in range(episodes)]
+        )
         started = time.perf_counter()
         trajectories = runner._play(specs, method.knowledge(), 0 if evaluation else None, None)
         elapsed = time.perf_counter() - started
@@ -59,25 +76,38 @@ def timed_play(config: RunConfig, run_dir: Path, episodes: int, evaluation: bool
         benchmark.close()
     calls = {t.llm_calls for t in trajectories}
     if len(trajectories) != episodes or calls != {config.benchmark.max_llm_calls}:
-        raise RuntimeError(f"expected {episodes} episodes of {config.benchmark.max_llm_calls} calls, got "
-                           f"{len(trajectories)} with {sorted(calls)} calls")
+        raise RuntimeError(
+            f"expected {episodes} episodes of {config.benchmark.max_llm_calls} calls, got "
+            f"{len(trajectories)} with {sorted(calls)} calls"
+        )
     return elapsed
 
 
-def rows(calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: int = 30) -> list[Row]:
+def rows(
+    calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: int = 30
+) -> list[Row]:
     port = free_port()
     server = ServerProcess("127.0.0.1", port)
     server.start(timeout_s=60)
     try:
-        with FakeLLMProcess("babyai", latency_s) as llm, \
-                tempfile.TemporaryDirectory(prefix="perf-wake-") as tmp:
-            base = [*fake_model_overrides(llm.base_url), f"benchmark.server_url={server.url}",
-                    f"benchmark.max_llm_calls={calls}", "run.eval_every=10", "run.sleep_every=10",
-                    "run.rollouts=10"]
+        with (
+            FakeLLMProcess("babyai", latency_s) as llm,
+            tempfile.TemporaryDirectory(prefix="perf-wake-") as tmp,
+        ):
+            base = [
+                *fake_model_overrides(llm.base_url),
+                f"benchmark.server_url={server.url}",
+                f"benchmark.max_llm_calls={calls}",
+                "run.eval_every=10",
+                "run.sleep_every=10",
+                "run.rollouts=10",
+            ]
             runs = iter(range(100))
 
             def play(n: int, evaluation: bool, extra: list[str]) -> float:
-                config = load_config([*base, f"run.eval_episodes={n if evaluation else 30}", *extra])
+                config = load_config(
+                    [*base, f"run.eval_episodes={n if evaluation else 30}", *extra]
+                )
                 run_dir = Path(tmp) / f"run{next(runs)}"
                 run_dir.mkdir()
                 return timed_play(config, run_dir, n, evaluation)
@@ -86,16 +116,28 @@ def rows(calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: i
             one = play(1, False, [])
             shipped = load_config(base)
             out = []
-            for n, is_eval, what in ((batch, False, "wake batch"), (evaluation, True, "evaluation")):
+            for n, is_eval, what in (
+                (batch, False, "wake batch"),
+                (evaluation, True, "evaluation"),
+            ):
                 target = TARGETS[10 if not is_eval else 30]
-                label = (f"shipped parallel_episodes {shipped.run.parallel_episodes}, "
-                         f"max_concurrency {shipped.model.max_concurrency}")
+                label = (
+                    f"shipped parallel_episodes {shipped.run.parallel_episodes}, "
+                    f"max_concurrency {shipped.model.max_concurrency}"
+                )
                 wall = play(n, is_eval, [])
                 parallel = shipped.run.workers(n)
-                out.append(Row(f"2. {what} of {n} / one episode ({label})", wall / one, "x", target,
-                               detail=f"{fmt(wall)} s vs one episode {fmt(one)} s; {calls} calls of "
-                                      f"{fmt(latency_s * 1e3)} ms per episode; "
-                                      f"{-(-n // parallel)} round(s) of <= {parallel} episodes"))
+                out.append(
+                    Row(
+                        f"2. {what} of {n} / one episode ({label})",
+                        wall / one,
+                        "x",
+                        target,
+                        detail=f"{fmt(wall)} s vs one episode {fmt(one)} s; {calls} calls of "
+                        f"{fmt(latency_s * 1e3)} ms per episode; "
+                        f"{-(-n // parallel)} round(s) of <= {parallel} episodes",
+                    )
+                )
             return out
     finally:
         server.stop()
@@ -103,8 +145,12 @@ def rows(calls: int = 10, latency_s: float = 0.2, batch: int = 10, evaluation: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=10, help="LLM calls per episode (BabyAI's budget is 30)")
-    parser.add_argument("--latency", type=float, default=0.2, help="fake server latency per call, seconds")
+    parser.add_argument(
+        "--calls", type=int, default=10, help="LLM calls per episode (BabyAI's budget is 30)"
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.2, help="fake server latency per call, seconds"
+    )
     args = parser.parse_args()
     print(table(rows(args.calls, args.latency)))
 

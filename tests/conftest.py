@@ -47,10 +47,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("xdist_group") is not None:
             continue
         info = getattr(item, "_fixtureinfo", None)
-        shared = sorted((_SCOPE_WIDTH[d.scope], f"{d.baseid}::{name}")
-                        for name, defs in (info.name2fixturedefs.items() if info else ())
-                        for d in defs[-1:]
-                        if d.scope in _SCOPE_WIDTH and d.baseid.startswith("tests") and name not in _SUITE_WIDE)
+        shared = sorted(
+            (_SCOPE_WIDTH[d.scope], f"{d.baseid}::{name}")
+            for name, defs in (info.name2fixturedefs.items() if info else ())
+            for d in defs[-1:]
+            if d.scope in _SCOPE_WIDTH and d.baseid.startswith("tests") and name not in _SUITE_WIDE
+        )
         if shared:
             item.add_marker(pytest.mark.xdist_group(shared[0][1]))
     _slow_modules_first(items)
@@ -68,10 +70,18 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
 SYSTEM_PACKAGES = (
     # (command, Debian package, what runs only when it is present)
     ("java", "openjdk-17-jre-headless", "ScienceWorld tests (the JVM)"),
-    ("bwrap", "bubblewrap", "tests of the bubblewrap sandbox tier (the tier that contains everything)"),
+    (
+        "bwrap",
+        "bubblewrap",
+        "tests of the bubblewrap sandbox tier (the tier that contains everything)",
+    ),
     ("chromium", "chromium", "the report's browser test"),
     ("chromedriver", "chromium-driver", "the report's browser test"),
-    ("slurmctld", "slurm-wlm", "the sweep tests on a real one-node SLURM cluster (they also need root)"),
+    (
+        "slurmctld",
+        "slurm-wlm",
+        "the sweep tests on a real one-node SLURM cluster (they also need root)",
+    ),
     ("munged", "munge", "the sweep tests on a real one-node SLURM cluster (they also need root)"),
 )
 
@@ -93,7 +103,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not missing:
         commands = ", ".join(cmd for cmd, _, _ in SYSTEM_PACKAGES)
         return [f"system packages: {commands} all present (every tier is tested)"]
-    return [f"system package missing: {pkg} ({cmd}) -> not tested: {what}" for cmd, pkg, what in missing]
+    return [
+        f"system package missing: {pkg} ({cmd}) -> not tested: {what}" for cmd, pkg, what in missing
+    ]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -102,8 +114,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if missing:
         packages = " ".join(dict.fromkeys(pkg for _, pkg, _ in missing))
         terminalreporter.write_line(
-            f"NOT TESTED here for lack of system packages: {'; '.join(dict.fromkeys(w for *_, w in missing))} "
-            f"(apt-get install {packages}; see the README's Set-up)", yellow=True)
+            "NOT TESTED here for lack of system packages: "
+            f"{'; '.join(dict.fromkeys(w for *_, w in missing))} (apt-get install {packages}; see "
+            "the README's Set-up)",
+            yellow=True,
+        )
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

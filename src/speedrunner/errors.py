@@ -101,11 +101,13 @@ class SandboxError(SpeedRunnerError):
 
 
 class SandboxUnavailableError(SandboxError):
-    """Raised when the requested sandbox tier does not work on this machine (the message says why)."""
+    """Raised when the requested sandbox tier does not work on this machine
+    (the message says why)."""
 
 
 class PreflightError(SpeedRunnerError):
-    """Raised before a run starts when an endpoint it needs (model API, env server) is down or wrong."""
+    """Raised before a run starts when an endpoint it needs (model API,
+    env server) is down or wrong."""
 
 
 class RunDirError(SpeedRunnerError):
@@ -113,7 +115,8 @@ class RunDirError(SpeedRunnerError):
 
 
 class ReportInputError(SpeedRunnerError):
-    """Raised when ``speedrunner report`` is given a path that holds no run directory it can read."""
+    """Raised when ``speedrunner report`` is given a path that holds no run directory it can
+    read."""
 
 
 class InvalidCodebookError(SpeedRunnerError):

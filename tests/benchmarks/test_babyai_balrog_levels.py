@@ -19,7 +19,9 @@ from speedrunner.benchmarks.babyai.env import BabyAITextEnv
 from speedrunner.benchmarks.babyai.levels import HELD_OUT, make_level
 from speedrunner.benchmarks.babyai.server import BabyAIServer, start_in_thread
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "babyai" / "babyai_balrog_levels.jsonl.gz"
+FIXTURE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "babyai" / "babyai_balrog_levels.jsonl.gz"
+)
 with gzip.open(FIXTURE, "rt", encoding="utf-8") as _fixture:
     LEVELS = [json.loads(line) for line in _fixture]
 REWARD_DIGITS = 1e-6  # the fixture stores rewards rounded to 6 decimals
@@ -44,15 +46,22 @@ def _mismatch(env: BabyAITextEnv, level: dict) -> str | None:
         return f"max_steps {env.max_steps} != {level['max_steps']}"
     for i, (action, text, reward, terminated) in enumerate(level["steps"]):
         result = env.step(action)
-        if (result.observation.text, result.done) != (text, terminated) or abs(result.reward - reward) > REWARD_DIGITS:
-            return f"step {i} ({action}): {result.observation.text!r} r={result.reward} done={result.done}"
+        if (result.observation.text, result.done) != (text, terminated) or abs(
+            result.reward - reward
+        ) > REWARD_DIGITS:
+            return (
+                f"step {i} ({action}): {result.observation.text!r} "
+                f"r={result.reward} done={result.done}"
+            )
     return None
 
 
 def test_every_recorded_balrog_level_plays_identically_through_the_server(server):
     env = BabyAITextEnv(server.url)
     try:
-        mismatches = {(lv["kind"], lv["seed"]): m for lv in LEVELS if (m := _mismatch(env, lv)) is not None}
+        mismatches = {
+            (lv["kind"], lv["seed"]): m for lv in LEVELS if (m := _mismatch(env, lv)) is not None
+        }
     finally:
         env.close()
     assert len(LEVELS) == 500 and sum(len(lv["steps"]) for lv in LEVELS) > 9000
@@ -60,11 +69,15 @@ def test_every_recorded_balrog_level_plays_identically_through_the_server(server
     assert mismatches == {}, dict(list(mismatches.items())[:5])
 
 
-@pytest.mark.parametrize("level", [lv for lv in LEVELS if lv["seed"] < 20], ids=lambda lv: f"{lv['kind']}-{lv['seed']}")
+@pytest.mark.parametrize(
+    "level", [lv for lv in LEVELS if lv["seed"] < 20], ids=lambda lv: f"{lv['kind']}-{lv['seed']}"
+)
 def test_layouts_match_balrogs_cell_for_cell(level):
     """Agent, objects (with door states) and walls: the layout itself, not only what is in view."""
     ours = make_level(level["kind"], level["seed"])
-    assert [int(v) for v in ours.agent_pos] == level["agent_pos"] and int(ours.agent_dir) == level["agent_dir"]
+    assert [int(v) for v in ours.agent_pos] == level["agent_pos"] and int(ours.agent_dir) == level[
+        "agent_dir"
+    ]
     assert [ours.width, ours.height] == level["size"]
     objects, walls = [], []
     for x in range(ours.width):
@@ -75,7 +88,11 @@ def test_layouts_match_balrogs_cell_for_cell(level):
             if cell.type == "wall":
                 walls.append([x, y])
             else:
-                state = None if cell.type != "door" else ("locked" if cell.is_locked else "open" if cell.is_open else "closed")
+                state = (
+                    None
+                    if cell.type != "door"
+                    else ("locked" if cell.is_locked else "open" if cell.is_open else "closed")
+                )
                 objects.append([cell.type, cell.color, [x, y], state])
     assert sorted(walls) == sorted(level["walls"])
     assert sorted(objects, key=str) == sorted(level["objects"], key=str)

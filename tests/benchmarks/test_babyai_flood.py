@@ -35,7 +35,9 @@ def server() -> Iterator[ServerProcess]:
     srv.stop()
 
 
-def idle_flood(srv: ServerProcess, stop: threading.Event, connections: int = 512) -> threading.Thread:
+def idle_flood(
+    srv: ServerProcess, stop: threading.Event, connections: int = 512
+) -> threading.Thread:
     """``connections`` sockets that never send a byte, reopened as the server closes them."""
 
     def run() -> None:
@@ -72,8 +74,9 @@ def idle_flood(srv: ServerProcess, stop: threading.Event, connections: int = 512
     return thread
 
 
-def begun_flood(host: str, port: int, stop: threading.Event, connections: int,
-                token: str | None = None) -> threading.Thread:
+def begun_flood(
+    host: str, port: int, stop: threading.Event, connections: int, token: str | None = None
+) -> threading.Thread:
     """``connections`` sockets that always hold a *begun* request: each sends a whole request plus
     the first byte of the next, and completes it as soon as the answer comes (so it is never idle);
     reopened as the server closes them. Sends ``token`` if given (a runaway client of the user's
@@ -91,7 +94,9 @@ def begun_flood(host: str, port: int, stop: threading.Event, connections: int,
                     try:
                         got = sock.recv(65536)
                         if got:
-                            sock.sendall(rest)  # the begun request, completed, and the next one begun
+                            sock.sendall(
+                                rest
+                            )  # the begun request, completed, and the next one begun
                         closed = not got
                     except BlockingIOError:
                         closed = False
@@ -163,7 +168,9 @@ def test_a_run_started_during_an_idle_flood_completes(server, tmp_path, capsys) 
 
 
 @pytest.mark.parametrize("attacker", ["another user", "a runaway client with the token"])
-def test_connections_that_always_hold_a_begun_request_do_not_lock_a_run_out(tmp_path, capsys, attacker) -> None:
+def test_connections_that_always_hold_a_begun_request_do_not_lock_a_run_out(
+    tmp_path, capsys, attacker
+) -> None:
     """Attack (512 slots, scaled down to 16): every connection always holds a begun request (the
     first byte of the next request sent with the end of the last), so none was ever idle and
     eviction never freed one: a run got no slot in 60 s, then ``ServerUnavailableError``. Now a
@@ -203,8 +210,11 @@ def test_a_busy_server_is_waited_for_and_said_to_be_busy(capsys) -> None:
         conn = ServerConnection(srv.url, 10.0)
         episode = conn.request("POST", "/episodes", {"task": "goto", "seed": 1})[1]["episode_id"]
         conn.close()
-        step = (f"POST /episodes/{episode}/step HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {srv.token}\r\n"
-                'Content-Length: 24\r\n\r\n{"action": "turn left"}\n').encode()
+        step = (
+            f"POST /episodes/{episode}/step HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {srv.token}\r\n"
+            'Content-Length: 24\r\n\r\n{"action": "turn left"}\n'
+        ).encode()
         lock = srv.store.get(episode).lock
         lock.acquire()
         threading.Timer(1.0, lock.release).start()  # the two steps execute for a second

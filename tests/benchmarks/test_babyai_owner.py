@@ -27,7 +27,9 @@ def server() -> Iterator[BabyAIServer]:
 
 
 def bench(srv: BabyAIServer) -> BabyAIBenchmark:
-    return BabyAIBenchmark(BabyAIConfig(server_url=srv.url, autostart_server=False), rollouts=4, eval_episodes=0)
+    return BabyAIBenchmark(
+        BabyAIConfig(server_url=srv.url, autostart_server=False), rollouts=4, eval_episodes=0
+    )
 
 
 def episodes(srv: BabyAIServer) -> int:
@@ -46,7 +48,9 @@ def test_a_resumed_run_deletes_its_predecessors_episodes(server, tmp_path: Path)
     owner = json.loads(saved.read_text())["owner"]
     assert owner.startswith("run-1-")  # the run's tag and a random part nobody can guess
 
-    status, payload = call(server, "DELETE", f"/episodes?owner={owner}", authorized=False)  # another user
+    status, payload = call(
+        server, "DELETE", f"/episodes?owner={owner}", authorized=False
+    )  # another user
     assert status == 401 and payload["code"] == "unauthorized" and episodes(server) == 1
 
     resumed = bench(server)
@@ -59,10 +63,10 @@ def test_a_resumed_run_deletes_its_predecessors_episodes(server, tmp_path: Path)
 
 
 def test_a_squatted_owner_name_does_not_stop_the_run(tmp_path: Path) -> None:
-    """Attack: a run's owner was ``<run tag>``, which any local user computes from its command
-    line. Between episodes the owner had none; invented owners pushed it out and the attacker
-    claimed the name: the run's next ``POST /episodes`` got 403 ``owner_token_mismatch`` and the
-    run stopped. Now the attacker cannot reach the server (401), and the run's next episode starts."""
+    """Attack: a run's owner was ``<run tag>``, which any local user computes from its command line.
+    Between episodes the owner had none; invented owners pushed it out and the attacker claimed the
+    name: the run's next ``POST /episodes`` got 403 ``owner_token_mismatch`` and the run stopped.
+    Now the attacker cannot reach the server (401), and the run's next episode starts."""
     srv = start_in_thread(ServerSettings(port=0, max_episodes=8))
     try:
         run = bench(srv)
@@ -70,9 +74,19 @@ def test_a_squatted_owner_name_does_not_stop_the_run(tmp_path: Path) -> None:
         env = run.make_env()
         env.reset("goto", 1)
         env.close()  # between episodes: the owner has none
-        squat = [call(srv, "POST", "/owners", {"owner": f"invented-{i}"}, authorized=False)[0] for i in range(12)]
-        squat.append(call(srv, "POST", "/owners", {"owner": "run-1", "owner_token": "squatter-token-0123456789"},
-                          authorized=False)[0])
+        squat = [
+            call(srv, "POST", "/owners", {"owner": f"invented-{i}"}, authorized=False)[0]
+            for i in range(12)
+        ]
+        squat.append(
+            call(
+                srv,
+                "POST",
+                "/owners",
+                {"owner": "run-1", "owner_token": "squatter-token-0123456789"},
+                authorized=False,
+            )[0]
+        )
         env = run.make_env()
         assert env.reset("goto", 2).text  # the run's next episode starts (before: EnvError, 403)
         env.close()
@@ -82,7 +96,9 @@ def test_a_squatted_owner_name_does_not_stop_the_run(tmp_path: Path) -> None:
         srv.server_close()
 
 
-def test_an_owner_without_room_is_replaced_by_a_fresh_one_and_the_run_says_so(tmp_path: Path, capsys) -> None:
+def test_an_owner_without_room_is_replaced_by_a_fresh_one_and_the_run_says_so(
+    tmp_path: Path, capsys
+) -> None:
     """Another client of the user's (say a second process of the same run) filled the run's owner
     quota: the run's next episode starts under a fresh owner, said in one line, and a resume
     deletes the episodes of both."""
@@ -92,15 +108,25 @@ def test_an_owner_without_room_is_replaced_by_a_fresh_one_and_the_run_says_so(tm
         run.start_run("run-1", tmp_path)
         first = json.loads((tmp_path / OWNER_FILE).read_text())["owner"]
         for seed in range(2):
-            status, payload = call(srv, "POST", "/episodes", {"task": "goto", "seed": seed, "owner": first})
+            status, payload = call(
+                srv, "POST", "/episodes", {"task": "goto", "seed": seed, "owner": first}
+            )
             assert status == 200, payload
         env = run.make_env()
-        assert env.reset("goto", 5).text  # before: 429 owner_quota, an EnvError that stopped the run
+        assert env.reset(
+            "goto", 5
+        ).text  # before: 429 owner_quota, an EnvError that stopped the run
         told = capsys.readouterr().err
-        assert told.count("\n") == 1 and f"no room for owner {first!r}" in told and "fresh owner" in told, told
+        assert (
+            told.count("\n") == 1
+            and f"no room for owner {first!r}" in told
+            and "fresh owner" in told
+        ), told
         owners = json.loads((tmp_path / OWNER_FILE).read_text())["owners"]
         assert owners[0] == first and len(owners) == 2 and owners[1] in told
-        env.step("turn left")  # the process is killed here: three episodes are left, under two owners
+        env.step(
+            "turn left"
+        )  # the process is killed here: three episodes are left, under two owners
         assert episodes(srv) == 3
         bench(srv).start_run("run-1", tmp_path)
         assert episodes(srv) == 0

@@ -1,4 +1,5 @@
-"""Every bad request gets a 4xx JSON error that says what was wrong, and the server keeps serving."""
+"""Every bad request gets a 4xx JSON error that says what was wrong,
+and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -18,21 +19,35 @@ from speedrunner.errors import EnvError, InvalidActionError, UnknownNameError
 
 @pytest.fixture()
 def server() -> Iterator[BabyAIServer]:
-    srv = start_in_thread(ServerSettings(port=0, episode_ttl_s=0.5, max_episodes=8,
-                                         max_body_bytes=1024))
+    srv = start_in_thread(
+        ServerSettings(port=0, episode_ttl_s=0.5, max_episodes=8, max_body_bytes=1024)
+    )
     yield srv
     srv.shutdown()
     srv.server_close()
 
 
-def call(srv: BabyAIServer, method: str, path: str, body: Any = None, *,
-         raw: bytes | None = None, headers: dict[str, str] | None = None,
-         authorized: bool = True) -> tuple[int, dict]:
-    """One request on a connection of its own, with the server's token unless ``authorized=False``."""
+def call(
+    srv: BabyAIServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    authorized: bool = True,
+) -> tuple[int, dict]:
+    """One request on a connection of its own,
+    with the server's token unless ``authorized=False``."""
     host, port = srv.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=5)
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    conn.request(method, path, body=data, headers={**(auth_header(srv) if authorized else {}), **(headers or {})})
+    conn.request(
+        method,
+        path,
+        body=data,
+        headers={**(auth_header(srv) if authorized else {}), **(headers or {})},
+    )
     response = conn.getresponse()
     payload = json.loads(response.read())
     conn.close()
@@ -60,33 +75,78 @@ def test_happy_path_schema(server: BabyAIServer) -> None:
     assert status == 200 and health["status"] == "ok" and "pick_up_seq_go_to" in health["tasks"]
     status, start = call(server, "POST", "/episodes", {"task": "pick_up_seq_go_to", "seed": 4})
     assert status == 200
-    assert set(start) >= {"episode_id", "instruction", "observation", "structured", "actions",
-                          "max_steps"}
+    assert set(start) >= {
+        "episode_id",
+        "instruction",
+        "observation",
+        "structured",
+        "actions",
+        "max_steps",
+    }
     assert start["instruction"].startswith("Your goal is to ") and start["max_steps"] == 128
     eid = start["episode_id"]
     status, step = call(server, "POST", f"/episodes/{eid}/step", {"action": "go forward"})
     assert status == 200
-    assert set(step) >= {"observation", "structured", "reward", "done", "success", "progress", "steps"}
-    status, again = call(server, "POST", f"/episodes/{eid}/reset", {"task": "pick_up_seq_go_to", "seed": 4})
-    assert status == 200 and again["observation"] == start["observation"] and again["episode_id"] == eid
+    assert set(step) >= {
+        "observation",
+        "structured",
+        "reward",
+        "done",
+        "success",
+        "progress",
+        "steps",
+    }
+    status, again = call(
+        server, "POST", f"/episodes/{eid}/reset", {"task": "pick_up_seq_go_to", "seed": 4}
+    )
+    assert (
+        status == 200
+        and again["observation"] == start["observation"]
+        and again["episode_id"] == eid
+    )
     assert call(server, "DELETE", f"/episodes/{eid}") == (200, {"deleted": eid})
     assert call(server, "DELETE", f"/episodes/{eid}")[0] == 404
 
 
-@pytest.mark.parametrize(("method", "path", "kwargs", "status", "code", "needle"), [
-    ("POST", "/episodes", {"body": {"task": "gotoo", "seed": 0}}, 400, "unknown_task", "did you mean 'goto'"),
-    ("POST", "/episodes", {"body": {"task": "goto"}}, 400, "bad_request", "seed"),
-    ("POST", "/episodes", {"body": {"task": "goto", "seed": -1}}, 400, "bad_request", "seed"),
-    ("POST", "/episodes", {"body": [1, 2]}, 400, "malformed_json", "JSON object"),
-    ("POST", "/episodes", {"raw": b"{task: goto"}, 400, "malformed_json", "not valid JSON"),
-    ("POST", "/episodes", {"raw": b'{"task": "' + b"x" * 2000 + b'"}'}, 413, "body_too_large", "exceeds"),
-    ("POST", "/episodes/nope/step", {"body": {"action": "turn left"}}, 404, "unknown_episode", "POST /episodes"),
-    ("GET", "/nowhere", {}, 404, "unknown_route", "no route"),
-    ("GET", "/episodes", {}, 405, "method_not_allowed", "use POST"),
-    ("PUT", "/health", {"body": {}}, 405, "method_not_allowed", "use GET"),
-])
-def test_bad_requests(server: BabyAIServer, method: str, path: str, kwargs: dict, status: int,
-                      code: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "code", "needle"),
+    [
+        (
+            "POST",
+            "/episodes",
+            {"body": {"task": "gotoo", "seed": 0}},
+            400,
+            "unknown_task",
+            "did you mean 'goto'",
+        ),
+        ("POST", "/episodes", {"body": {"task": "goto"}}, 400, "bad_request", "seed"),
+        ("POST", "/episodes", {"body": {"task": "goto", "seed": -1}}, 400, "bad_request", "seed"),
+        ("POST", "/episodes", {"body": [1, 2]}, 400, "malformed_json", "JSON object"),
+        ("POST", "/episodes", {"raw": b"{task: goto"}, 400, "malformed_json", "not valid JSON"),
+        (
+            "POST",
+            "/episodes",
+            {"raw": b'{"task": "' + b"x" * 2000 + b'"}'},
+            413,
+            "body_too_large",
+            "exceeds",
+        ),
+        (
+            "POST",
+            "/episodes/nope/step",
+            {"body": {"action": "turn left"}},
+            404,
+            "unknown_episode",
+            "POST /episodes",
+        ),
+        ("GET", "/nowhere", {}, 404, "unknown_route", "no route"),
+        ("GET", "/episodes", {}, 405, "method_not_allowed", "use POST"),
+        ("PUT", "/health", {"body": {}}, 405, "method_not_allowed", "use GET"),
+    ],
+)
+def test_bad_requests(
+    server: BabyAIServer, method: str, path: str, kwargs: dict, status: int, code: str, needle: str
+) -> None:
     got_status, payload = call(server, method, path, **kwargs)
     assert got_status == status, payload
     assert payload["code"] == code and needle in payload["error"]
@@ -100,7 +160,14 @@ def test_invalid_action_lists_valid_ones(server: BabyAIServer) -> None:
     status, payload = call(server, "POST", f"/episodes/{eid}/step", {"action": "pickup"})
     assert status == 400 and payload["code"] == "invalid_action"
     assert "did you mean 'pick up'" in payload["error"]
-    assert payload["valid_actions"] == ["turn left", "turn right", "go forward", "pick up", "drop", "toggle"]
+    assert payload["valid_actions"] == [
+        "turn left",
+        "turn right",
+        "go forward",
+        "pick up",
+        "drop",
+        "toggle",
+    ]
     status, payload = call(server, "POST", f"/episodes/{eid}/step", {"action": "go forward"})
     assert status == 200 and payload["steps"] == 1  # the invalid action was not executed
 
@@ -186,14 +253,33 @@ def test_the_server_as_a_process_imports_neither_pydantic_nor_networkx() -> None
     import sys
 
     # Without networkx installed, minigrid would skip it anyway and this test would prove nothing.
-    assert importlib.util.find_spec("networkx") is not None, "networkx is a dev dependency: pip install -e '.[dev]'"
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "speedrunner.benchmarks.babyai.server", "--help"],
-                          capture_output=True, text=True, timeout=120)
+    assert importlib.util.find_spec("networkx") is not None, (
+        "networkx is a dev dependency: pip install -e '.[dev]'"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "speedrunner.benchmarks.babyai.server",
+            "--help",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert {"minigrid", "speedrunner.benchmarks.babyai.levels"} <= imported
     assert "pydantic" not in imported
-    assert not [name for name in imported if name.startswith("networkx.")]  # a blocked import is still listed
+    assert not [
+        name for name in imported if name.startswith("networkx.")
+    ]  # a blocked import is still listed
 
 
 def test_a_server_imported_as_a_module_leaves_networkx_importable() -> None:

@@ -1,4 +1,5 @@
-"""BALROG-format observation text: hand-checked cases, golden fixtures, determinism, quiet stdout."""
+"""BALROG-format observation text: hand-checked cases, golden fixtures, determinism,
+quiet stdout."""
 
 from __future__ import annotations
 
@@ -35,9 +36,9 @@ def _empty_room(agent: tuple[int, int], direction: int) -> MixedTrainLocalLevel:
 
 def test_hand_placed_objects_read_as_balrog_does() -> None:
     level = _empty_room((3, 6), 3)  # bottom row, facing north (up)
-    level.grid.set(3, 2, Ball("red"))      # dead ahead, 4 forward
-    level.grid.set(1, 5, Key("blue"))      # 2 left, 1 forward
-    level.grid.set(5, 6, Box("green"))     # level with the agent, 2 right
+    level.grid.set(3, 2, Ball("red"))  # dead ahead, 4 forward
+    level.grid.set(1, 5, Key("blue"))  # 2 left, 1 forward
+    level.grid.set(5, 6, Box("green"))  # level with the agent, 2 right
     level.grid.set(4, 6, None)
     text, structured = observe(level)
     assert text.splitlines() == [
@@ -48,7 +49,10 @@ def test_hand_placed_objects_read_as_balrog_does() -> None:
     ]
     assert structured["walls"] == {"left": 3}
     assert {(o["color"], o["dx"], o["dy"]) for o in structured["objects"]} == {
-        ("blue", -2, 1), ("red", 0, 4), ("green", 2, 0)}
+        ("blue", -2, 1),
+        ("red", 0, 4),
+        ("green", 2, 0),
+    }
     json.dumps(structured)  # JSON-serializable
 
 
@@ -65,10 +69,18 @@ def test_walls_carrying_and_doors() -> None:
 
 
 def test_render_text_omits_parts_like_balrog() -> None:
-    view = {"carrying": None, "walls": {"forward": 1},
-            "objects": [{"type": "key", "color": "red", "dx": 0, "dy": 1},
-                        {"type": "door", "color": "blue", "state": "closed", "dx": -1, "dy": 0}]}
-    assert render_text(view) == "a wall 1 step forward\na red key 1 step forward\na closed blue door 1 step left"
+    view = {
+        "carrying": None,
+        "walls": {"forward": 1},
+        "objects": [
+            {"type": "key", "color": "red", "dx": 0, "dy": 1},
+            {"type": "door", "color": "blue", "state": "closed", "dx": -1, "dy": 0},
+        ],
+    }
+    assert (
+        render_text(view)
+        == "a wall 1 step forward\na red key 1 step forward\na closed blue door 1 step left"
+    )
 
 
 def test_pick_up_description_says_in_front() -> None:
@@ -88,7 +100,12 @@ def _golden_cases() -> list[dict]:
     for kind in TASK_KINDS:
         for seed in GOLDEN_SEEDS:
             level = make_level(kind, seed)
-            bot, texts, actions, done = BabyAIBot(make_level(kind, seed)), [observe(level)[0]], [], False
+            bot, texts, actions, done = (
+                BabyAIBot(make_level(kind, seed)),
+                [observe(level)[0]],
+                [],
+                False,
+            )
             while not done:
                 action = int(bot.replan())
                 bot.mission.step(action)
@@ -96,8 +113,15 @@ def _golden_cases() -> list[dict]:
                 actions.append(ACTIONS[action])
                 texts.append(observe(level)[0])
                 done = term or trunc
-            cases.append({"task": kind, "seed": seed, "mission": level.mission,
-                          "actions": actions, "observations": texts})
+            cases.append(
+                {
+                    "task": kind,
+                    "seed": seed,
+                    "mission": level.mission,
+                    "actions": actions,
+                    "observations": texts,
+                }
+            )
     return cases
 
 
@@ -107,21 +131,30 @@ def test_golden_observation_texts() -> None:
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN.write_text(json.dumps(cases, indent=1) + "\n")
     assert cases == json.loads(GOLDEN.read_text()), (
-        "observation text changed; if intended, rerun with SPEEDRUNNER_UPDATE_GOLDEN=1 and review the diff")
+        "observation text changed; if intended, rerun with SPEEDRUNNER_UPDATE_GOLDEN=1 and review "
+        "the diff"
+    )
 
 
 _FIRST_OBS = (
-    "import json; from speedrunner.benchmarks.babyai.levels import make_level;"
-    "from speedrunner.benchmarks.babyai.text import observe;"
-    "print(json.dumps([[make_level(k, s).mission, *observe(make_level(k, s))] "
-    "for k in ['goto','pickup','open','putnext','pick_up_seq_go_to','mixed'] for s in (7, 123456)]))"
+    "import json; from speedrunner.benchmarks.babyai.levels import make_level;from "
+    "speedrunner.benchmarks.babyai.text import observe;print(json.dumps([[make_level(k, "
+    "s).mission, *observe(make_level(k, s))] for k in "
+    "['goto','pickup','open','putnext','pick_up_seq_go_to','mixed'] for s in (7, 123456)]))"
 )
 
 
 def test_same_seed_same_first_observation_across_processes() -> None:
-    outs = [subprocess.run([sys.executable, "-c", _FIRST_OBS], capture_output=True, text=True,
-                           check=True, env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout
-            for h in (1, 2)]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", _FIRST_OBS],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(h)},
+        ).stdout
+        for h in (1, 2)
+    ]
     assert outs[0] == outs[1]
     assert json.loads(outs[0])[0][1] == observe(make_level("goto", 7))[0]
 
@@ -130,7 +163,10 @@ def test_mixed_and_prefixed_task_ids() -> None:
     kinds = {levels.kind_for_seed(s) for s in range(50)}
     assert kinds == set(TASK_KINDS)
     assert make_level("mixed", 11).kind == levels.kind_for_seed(11)
-    assert make_level("BabyAI-MixedTrainLocal-v0/putnext", 3).mission == make_level("putnext", 3).mission
+    assert (
+        make_level("BabyAI-MixedTrainLocal-v0/putnext", 3).mission
+        == make_level("putnext", 3).mission
+    )
     with pytest.raises(UnknownNameError, match="did you mean 'pickup'"):
         make_level("pickupp", 0)
 

@@ -28,12 +28,21 @@ def _fresh(seed: int, area: tuple[int, int]) -> DeterministicCrafterEnv:
 def _state(env: DeterministicCrafterEnv) -> Any:
     """What the agent sees, and the whole world beneath it."""
     world = env._world
-    objects = sorted((type(o).__name__, tuple(int(p) for p in o.pos), o.health) for o in world.objects)
-    return observe(env), world._mat_map.tobytes(), objects, world.daylight, dict(env._player.inventory)
+    objects = sorted(
+        (type(o).__name__, tuple(int(p) for p in o.pos), o.health) for o in world.objects
+    )
+    return (
+        observe(env),
+        world._mat_map.tobytes(),
+        objects,
+        world.daylight,
+        dict(env._player.inventory),
+    )
 
 
 def _trace(env: DeterministicCrafterEnv, seed: int, steps: int) -> list[Any]:
-    """Every step's state and outcome along a random action script (nights and chunk balancing included)."""
+    """Every step's state and outcome along a random action script
+    (nights and chunk balancing included)."""
     trace = [_state(env)]
     for name in random.Random(seed).choices(ACTION_NAMES, k=steps):
         _, reward, done, _ = env.step(resolve_action(name))
@@ -44,19 +53,25 @@ def _trace(env: DeterministicCrafterEnv, seed: int, steps: int) -> list[Any]:
 
 
 @pytest.mark.parametrize(("seed", "area"), [(5, (64, 64)), (12, SMALL), (13, SMALL)])
-def test_a_kept_start_plays_exactly_like_a_freshly_generated_world(seed: int, area: tuple[int, int]) -> None:
+def test_a_kept_start_plays_exactly_like_a_freshly_generated_world(
+    seed: int, area: tuple[int, int]
+) -> None:
     states = StartStates()
     expected = _trace(_fresh(seed, area), seed, 400)
     first, _ = states.env(area, 10000, seed, NOOP)  # generated here
     assert _trace(first, seed, 400) == expected
-    again, done = states.env(area, 10000, seed, NOOP)  # a copy of the kept start, after one was played
+    again, done = states.env(
+        area, 10000, seed, NOOP
+    )  # a copy of the kept start, after one was played
     assert not done
     assert _trace(again, seed, 400) == expected
     assert len(expected) > 140  # creatures balanced 14 times or more
     assert any(state[3] < 0.5 for state, _, _ in expected[1:])  # into the night: the noise draws
 
 
-def test_repeated_seeds_are_generated_once_and_the_oldest_start_leaves_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repeated_seeds_are_generated_once_and_the_oldest_start_leaves_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     generated, loaded = [], []
     generate_world, textures = crafter.worldgen.generate_world, crafter.engine.Textures
 

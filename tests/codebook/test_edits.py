@@ -40,7 +40,9 @@ def rejected(codebook: Codebook, *edits, rules=RULES) -> EditRejected:
 def run(source: str, monkeypatch: pytest.MonkeyPatch) -> dict:
     """Import the module in-process (trusted test code) against a fake skill API."""
     api = types.ModuleType(API)
-    api.find = lambda state, name: types.SimpleNamespace(distance=state["distance"]) if name in state else None
+    api.find = lambda state, name: (
+        types.SimpleNamespace(distance=state["distance"]) if name in state else None
+    )
     monkeypatch.setitem(__import__("sys").modules, API, api)
     namespace: dict = {}
     exec(compile(source, "codebook", "exec"), namespace)
@@ -58,14 +60,23 @@ class FakeEnv:
 
 
 # --------------------------------------------------------------------------- add
-def test_add_puts_the_function_and_its_imports_in_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_puts_the_function_and_its_imports_in_the_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cb = base()
     assert [f.name for f in cb.functions] == ["_step", "go_to"]
     assert cb.source.count(IMPORT_FIND) == 1
     env = FakeEnv()
-    assert run(cb.source, monkeypatch)["go_to"](env, "red ball") is True and env.actions == ["go forward"]
+    assert run(cb.source, monkeypatch)["go_to"](env, "red ball") is True and env.actions == [
+        "go forward"
+    ]
     meta = cb.function("go_to")
-    assert (meta.author, meta.first_generation, meta.revised_generation, meta.stats) == (AUTHOR, 1, 1, CallStats())
+    assert (meta.author, meta.first_generation, meta.revised_generation, meta.stats) == (
+        AUTHOR,
+        1,
+        1,
+        CallStats(),
+    )
     assert meta.signature == "go_to(env, name: str, steps: int = 10) -> bool"
     assert meta.call_signature == "go_to(name: str, steps: int = 10) -> bool"
     assert meta.docstring == "Walk to the nearest visible ``name``; True when next to it."
@@ -75,7 +86,10 @@ def test_add_puts_the_function_and_its_imports_in_the_module(monkeypatch: pytest
 def test_add_an_existing_name_is_rejected() -> None:
     result = rejected(base(), AddFunction(GO_TO))
     p = only(result.problems, "edit")
-    assert p.function == "go_to" and "edit 1 (AddFunction 'go_to'): a function named 'go_to' exists already" in str(p)
+    assert (
+        p.function == "go_to"
+        and "edit 1 (AddFunction 'go_to'): a function named 'go_to' exists already" in str(p)
+    )
     assert "EditFunction('go_to', ...)" in p.fix
 
 
@@ -93,9 +107,14 @@ def test_a_several_function_add_is_all_or_nothing() -> None:
     result = rejected(Codebook.empty(), AddFunction(STEP + "\n" + GO_TO))
     assert only(result.problems, "undefined-name").function == "_step"
     # one name exists already: the edit names it, and nothing changes
-    p = only(rejected(base(), AddFunction(GO_TO.replace("go_to", "walk_to") + "\n" + GO_TO)).problems, "edit")
-    assert str(p).startswith("function 'go_to' [edit]: edit 1 (AddFunction 'walk_to', 'go_to'): a function named "
-                             "'go_to' exists already")
+    p = only(
+        rejected(base(), AddFunction(GO_TO.replace("go_to", "walk_to") + "\n" + GO_TO)).problems,
+        "edit",
+    )
+    assert str(p).startswith(
+        "function 'go_to' [edit]: edit 1 (AddFunction 'walk_to', 'go_to'): a function named "
+        "'go_to' exists already"
+    )
     p = only(rejected(Codebook.empty(), AddFunction(IMPORT_FIND + STEP + STEP)).problems, "edit")
     assert "the source defines '_step' 2 times" in p.message
 
@@ -103,14 +122,25 @@ def test_a_several_function_add_is_all_or_nothing() -> None:
 def test_add_must_define_a_function_and_edit_exactly_one() -> None:
     p = only(rejected(Codebook.empty(), AddFunction("X = 1")).problems, "edit")
     assert "must define at least one top-level function; it defines 0" in p.message
-    p = only(rejected(base(), EditFunction("go_to", GO_TO + "\n" + STEP.replace("_step", "_other"))).problems, "edit")
+    p = only(
+        rejected(
+            base(), EditFunction("go_to", GO_TO + "\n" + STEP.replace("_step", "_other"))
+        ).problems,
+        "edit",
+    )
     assert "must define exactly one top-level function; it defines 2 (go_to, _other)" in p.message
 
 
 def test_a_syntax_error_in_an_edit_names_the_function_and_its_line() -> None:
-    p = only(rejected(base(), AddFunction("import re\n\ndef broken(env):\n    return (1,\n")).problems, "syntax")
+    p = only(
+        rejected(base(), AddFunction("import re\n\ndef broken(env):\n    return (1,\n")).problems,
+        "syntax",
+    )
     assert p.function == "broken" and p.function_line == 2 and p.line is None
-    assert str(p).startswith("function 'broken', line 2 [syntax]: edit 1 (AddFunction 'broken'): the source does not parse")
+    assert str(p).startswith(
+        "function 'broken', line 2 [syntax]: edit 1 (AddFunction 'broken'): the source does not "
+        "parse"
+    )
 
 
 def test_added_code_is_validated_as_part_of_the_module() -> None:
@@ -125,7 +155,9 @@ def test_a_rejected_batch_changes_nothing() -> None:
     cb = base()
     result = rejected(cb, DeleteFunction("go_to"), DeleteFunction("nope"))
     p = only(result.problems, "edit")
-    assert "edit 2 (DeleteFunction 'nope'): there is no function 'nope' (functions: _step)" in str(p)
+    assert "edit 2 (DeleteFunction 'nope'): there is no function 'nope' (functions: _step)" in str(
+        p
+    )
     assert result.parent is cb and [f.name for f in cb.functions] == ["_step", "go_to"]
 
 
@@ -140,28 +172,48 @@ def test_the_smoke_test_rejects_a_candidate_with_its_message() -> None:
     result = rejected(Codebook.empty(), AddFunction(IMPORT_FIND + "\n" + STEP), rules=rules)
     p = only(result.problems, "smoke-test")
     assert calls == [result.source]
-    assert "importing the module in the sandbox failed: ImportError: cannot import name 'find'" in result.message
+    assert (
+        "importing the module in the sandbox failed: ImportError: cannot import name 'find'"
+        in result.message
+    )
     assert p.function is None
-    accepted = apply_edits(Codebook.empty(), [AddFunction(IMPORT_FIND + "\n" + STEP)], AUTHOR,
-                           rules=dataclasses.replace(RULES, smoke_test=lambda source: None))
+    accepted = apply_edits(
+        Codebook.empty(),
+        [AddFunction(IMPORT_FIND + "\n" + STEP)],
+        AUTHOR,
+        rules=dataclasses.replace(RULES, smoke_test=lambda source: None),
+    )
     assert not isinstance(accepted, EditRejected)
 
 
 # -------------------------------------------------------------------------- edit
 def test_edit_replaces_the_source_and_restarts_its_metadata_except_its_origin() -> None:
-    cb = base().with_usage({"go_to": CallStats(calls=4, successes=3, errors=1), "_step": CallStats(calls=9)})
+    cb = base().with_usage(
+        {"go_to": CallStats(calls=4, successes=3, errors=1), "_step": CallStats(calls=9)}
+    )
     new_go_to = GO_TO.replace("steps: int = 10", "steps: int = 20")
     candidate = build(EditFunction("go_to", new_go_to), base=cb)
     meta = candidate.meta.functions[1]
     assert meta.call_signature == "go_to(name: str, steps: int = 20) -> bool"
-    assert (meta.first_generation, meta.revised_generation, meta.author, meta.stats) == (1, 2, AUTHOR, CallStats())
+    assert (meta.first_generation, meta.revised_generation, meta.author, meta.stats) == (
+        1,
+        2,
+        AUTHOR,
+        CallStats(),
+    )
     assert candidate.meta.functions[0].stats == CallStats(calls=9)  # untouched: carried over
     assert "steps: int = 20" in candidate.source
 
 
 def test_edit_must_keep_the_name_and_name_an_existing_function() -> None:
-    p = only(rejected(base(), EditFunction("go_to", GO_TO.replace("def go_to", "def walk_to"))).problems, "edit")
-    assert "the new source defines 'walk_to', not 'go_to'" in p.message and "RenameFunction('go_to', 'walk_to')" in p.fix
+    p = only(
+        rejected(base(), EditFunction("go_to", GO_TO.replace("def go_to", "def walk_to"))).problems,
+        "edit",
+    )
+    assert (
+        "the new source defines 'walk_to', not 'go_to'" in p.message
+        and "RenameFunction('go_to', 'walk_to')" in p.fix
+    )
     p = only(rejected(base(), EditFunction("walk", GO_TO)).problems, "edit")
     assert "there is no function 'walk' (functions: _step, go_to)" in p.message
 
@@ -176,7 +228,9 @@ def test_an_unrelated_edit_keeps_other_functions_byte_for_byte() -> None:
 # ------------------------------------------------------------------------ delete
 def test_delete_removes_the_function_and_a_dangling_call_is_reported() -> None:
     candidate = build(DeleteFunction("go_to"), base=base())
-    assert [f.name for f in candidate.meta.functions] == ["_step"] and "def go_to" not in candidate.source
+    assert [f.name for f in candidate.meta.functions] == [
+        "_step"
+    ] and "def go_to" not in candidate.source
     p = only(rejected(base(), DeleteFunction("_step")).problems, "undefined-name")
     assert (p.function, p.function_line) == ("go_to", 4) and "'_step' is not defined" in p.message
 
@@ -203,15 +257,18 @@ def _local(env):
 
 
 def rename_base() -> Codebook:
-    cb = built(AddFunction(IMPORT_FIND + "\n" + STEP), AddFunction(GO_TO),
-               *(AddFunction(part) for part in OTHERS.split("\n\n\n")))
+    cb = built(
+        AddFunction(IMPORT_FIND + "\n" + STEP),
+        AddFunction(GO_TO),
+        *(AddFunction(part) for part in OTHERS.split("\n\n\n")),
+    )
     return cb.with_usage({"go_to": CallStats(calls=5, successes=5)})
 
 
 def test_rename_updates_call_sites_but_not_strings_attributes_keywords_or_locals() -> None:
     candidate = build(RenameFunction("go_to", "walk_to"), base=rename_base())
     source = candidate.source
-    fetch = source[source.index("def fetch"):source.index("def _walk_alias")]
+    fetch = source[source.index("def fetch") : source.index("def _walk_alias")]
     assert "reached = walk_to(env, name)" in fetch
     assert "env.go_to = walk_to" in fetch  # the attribute stays, the value is the function
     assert "again = [walk_to for _ in range(1)]" in fetch
@@ -219,22 +276,33 @@ def test_rename_updates_call_sites_but_not_strings_attributes_keywords_or_locals
     assert '"""Go to ``name`` and pick it up: a go_to then a pick up."""' in fetch
     assert "def _walk_alias(go_to=None):\n    return go_to" in source  # a parameter of that name
     assert "def _local(env):\n    go_to = 3\n    return go_to" in source  # a local of that name
-    assert "def walk_to(env, name: str, steps: int = 10) -> bool:" in source and "def go_to" not in source
+    assert (
+        "def walk_to(env, name: str, steps: int = 10) -> bool:" in source
+        and "def go_to" not in source
+    )
 
 
 def test_rename_keeps_the_metadata_and_the_position() -> None:
     cb = rename_base()
     candidate = build(RenameFunction("go_to", "walk_to"), base=cb)
     old, new = cb.function("go_to"), candidate.meta.functions[1]
-    assert new.name == "walk_to" and [f.name for f in candidate.meta.functions][:2] == ["_step", "walk_to"]
+    assert new.name == "walk_to" and [f.name for f in candidate.meta.functions][:2] == [
+        "_step",
+        "walk_to",
+    ]
     assert (new.author, new.first_generation, new.revised_generation) == (AUTHOR, 1, 1)
     assert new.stats == CallStats(calls=5, successes=5) == old.stats
     assert new.call_signature == "walk_to(name: str, steps: int = 10) -> bool"
-    assert candidate.meta.functions[2].revised_generation == 1  # fetch's references changed, not its code
+    assert (
+        candidate.meta.functions[2].revised_generation == 1
+    )  # fetch's references changed, not its code
 
 
 def test_rename_updates_recursive_calls() -> None:
-    countdown = 'def countdown(env, n):\n    """Count down."""\n    return n if n <= 0 else countdown(env, n - 1)'
+    countdown = (
+        'def countdown(env, n):\n    """Count down."""\n'
+        "    return n if n <= 0 else countdown(env, n - 1)"
+    )
     cb = built(AddFunction(countdown))
     candidate = build(RenameFunction("countdown", "count_down"), base=cb)
     assert "return n if n <= 0 else count_down(env, n - 1)" in candidate.source
@@ -248,11 +316,14 @@ def test_a_rename_a_local_would_capture_is_rejected() -> None:
     assert "rename the local 'reached' in 'fetch' first" in p.fix
 
 
-@pytest.mark.parametrize(("new", "needle"), [
-    ("_step", "a function named '_step' exists already"),
-    ("class", "'class' is not a valid Python name"),
-    ("2go", "'2go' is not a valid Python name"),
-])
+@pytest.mark.parametrize(
+    ("new", "needle"),
+    [
+        ("_step", "a function named '_step' exists already"),
+        ("class", "'class' is not a valid Python name"),
+        ("2go", "'2go' is not a valid Python name"),
+    ],
+)
 def test_rename_needs_a_free_valid_name(new: str, needle: str) -> None:
     p = only(rejected(base(), RenameFunction("go_to", new)).problems, "edit")
     assert needle in p.message and p.function == "go_to"
@@ -270,7 +341,9 @@ def test_rename_handles_non_ascii_text_before_the_name() -> None:
 
 
 # ---------------------------------------------------------------- private/public
-def test_make_private_hides_from_the_actor_and_keeps_it_callable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_make_private_hides_from_the_actor_and_keeps_it_callable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     lead = 'def lead(env):\n    """Lead the way."""\n    return go_to(env, "red ball")'
     cb = built(AddFunction(IMPORT_FIND + "\n" + STEP), AddFunction(GO_TO), AddFunction(lead))
     assert set(cb.signatures()) == {"go_to", "lead"}
@@ -286,19 +359,34 @@ def test_make_private_hides_from_the_actor_and_keeps_it_callable(monkeypatch: py
 def test_make_public_shows_it_and_needs_a_docstring() -> None:
     p = only(rejected(base(), MakePublic("_step")).problems, "docstring")
     assert p.function == "step" and "public function 'step' has no docstring" in p.message
-    documented = STEP.replace("def _step(env, name):\n", 'def _step(env, name):\n    """One step toward name."""\n')
+    documented = STEP.replace(
+        "def _step(env, name):\n", 'def _step(env, name):\n    """One step toward name."""\n'
+    )
     cb = built(AddFunction(IMPORT_FIND + "\n" + documented))
     after = build(MakePublic("_step"), base=cb)
     shown = Codebook(after.source, after.meta)
-    assert shown.signatures() == {"step": "step(name)"} and "step(name)\n    One step toward name." in shown.render_api()
+    assert (
+        shown.signatures() == {"step": "step(name)"}
+        and "step(name)\n    One step toward name." in shown.render_api()
+    )
 
 
 def test_private_public_preconditions() -> None:
-    assert "'_step' is private already" in only(rejected(base(), MakePrivate("_step")).problems, "edit").message
-    assert "'go_to' is not a private name" in only(rejected(base(), MakePublic("go_to")).problems, "edit").message
+    assert (
+        "'_step' is private already"
+        in only(rejected(base(), MakePrivate("_step")).problems, "edit").message
+    )
+    assert (
+        "'go_to' is not a private name"
+        in only(rejected(base(), MakePublic("go_to")).problems, "edit").message
+    )
 
 
 def test_edits_apply_in_order() -> None:
-    candidate = build(RenameFunction("go_to", "walk"), EditFunction("walk", GO_TO.replace("def go_to", "def walk")),
-                      DeleteFunction("walk"), base=base())
+    candidate = build(
+        RenameFunction("go_to", "walk"),
+        EditFunction("walk", GO_TO.replace("def go_to", "def walk")),
+        DeleteFunction("walk"),
+        base=base(),
+    )
     assert [f.name for f in candidate.meta.functions] == ["_step"]

@@ -25,7 +25,10 @@ from .helpers import AUTHOR, RULES, build
 
 
 def function(i: int) -> str:
-    return f'def skill_{i}(env) -> str:\n    """Skill number {i}."""\n    return env.act("go forward")\n'
+    return (
+        f'def skill_{i}(env) -> str:\n    """Skill number {i}."""\n'
+        '    return env.act("go forward")\n'
+    )
 
 
 def test_by_default_no_method_caps_its_library_and_200_functions_validate():
@@ -38,17 +41,27 @@ def test_by_default_no_method_caps_its_library_and_200_functions_validate():
 
 
 def test_a_set_cap_rejects_the_edit_that_exceeds_it_and_names_the_cap():
-    rules = dataclasses.replace(RULES, limits=codebook_limits(ASIConfig(max_functions=3, max_codebook_chars=10_000)))
-    assert len(build(*(AddFunction(function(i)) for i in range(3)), rules=rules).meta.functions) == 3
+    rules = dataclasses.replace(
+        RULES, limits=codebook_limits(ASIConfig(max_functions=3, max_codebook_chars=10_000))
+    )
+    assert (
+        len(build(*(AddFunction(function(i)) for i in range(3)), rules=rules).meta.functions) == 3
+    )
     edits = [AddFunction(function(i)) for i in range(4)]
     rejected = apply_edits(_empty(), edits, AUTHOR, rules=rules)
     assert isinstance(rejected, EditRejected)
     assert rejected_caps(rejected.problems) == ["max_functions"]
     assert "more than the cap of 3 (method.max_functions)" in rejected.message
 
-    chars = dataclasses.replace(RULES, limits=codebook_limits(SpeedRunnerConfig(max_codebook_chars=300)))
-    rejected = apply_edits(_empty(), [AddFunction(function(i)) for i in range(4)], AUTHOR, rules=chars)
-    assert isinstance(rejected, EditRejected) and rejected_caps(rejected.problems) == ["max_codebook_chars"]
+    chars = dataclasses.replace(
+        RULES, limits=codebook_limits(SpeedRunnerConfig(max_codebook_chars=300))
+    )
+    rejected = apply_edits(
+        _empty(), [AddFunction(function(i)) for i in range(4)], AUTHOR, rules=chars
+    )
+    assert isinstance(rejected, EditRejected) and rejected_caps(rejected.problems) == [
+        "max_codebook_chars"
+    ]
     assert "(method.max_codebook_chars)" in rejected.message
 
 

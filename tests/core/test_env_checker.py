@@ -60,12 +60,21 @@ class FreeTextEnv(FakeEnv):
     accepts_free_text = True
 
     def step(self, action: str) -> StepResult:
-        return StepResult(Observation("No known action matches that input." if action not in self.actions
-                                      else f"seed {self._seed}"), 0.0, False, {})
+        return StepResult(
+            Observation(
+                "No known action matches that input."
+                if action not in self.actions
+                else f"seed {self._seed}"
+            ),
+            0.0,
+            False,
+            {},
+        )
 
 
 class TakesAnything(FakeEnv):
-    """Declares a closed vocabulary yet takes any text: the actor would be refused what skills send."""
+    """Declares a closed vocabulary yet takes any text:
+    the actor would be refused what skills send."""
 
     def step(self, action: str) -> StepResult:
         return StepResult(self.obs(), 0.0, False, {})
@@ -136,19 +145,22 @@ def test_fake_env_passes() -> None:
     check_text_env(FreeTextEnv(), "t", 3)
 
 
-@pytest.mark.parametrize(("env", "message"), [
-    (NotJSON(), "structured is not JSON-serializable"),
-    (BadProgress(), r"progress\(\) must be a number in \[0, 1\], got 1.5"),
-    (NoActions(), "actions must be a non-empty list of str"),
-    (Unseeded(), "is not reproducible"),
-    (BadStep(), "returned tuple, expected StepResult"),
-    (BadReward(), "reward must be a finite number"),
-    (NoClose(), "not a TextEnv: subclass speedrunner.core.env.TextEnv"),
-    (TakesAnything(), "was taken but accepts_free_text is False"),
-    (RefusesFreeText(), "raised InvalidActionError .* but accepts_free_text is True"),
-    (Undeclared(), "accepts_free_text must be a bool"),
-    (NeverDeclared(), "accepts_free_text must be a bool"),
-])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (NotJSON(), "structured is not JSON-serializable"),
+        (BadProgress(), r"progress\(\) must be a number in \[0, 1\], got 1.5"),
+        (NoActions(), "actions must be a non-empty list of str"),
+        (Unseeded(), "is not reproducible"),
+        (BadStep(), "returned tuple, expected StepResult"),
+        (BadReward(), "reward must be a finite number"),
+        (NoClose(), "not a TextEnv: subclass speedrunner.core.env.TextEnv"),
+        (TakesAnything(), "was taken but accepts_free_text is False"),
+        (RefusesFreeText(), "raised InvalidActionError .* but accepts_free_text is True"),
+        (Undeclared(), "accepts_free_text must be a bool"),
+        (NeverDeclared(), "accepts_free_text must be a bool"),
+    ],
+)
 def test_broken_envs_are_named(env: Any, message: str) -> None:
     with pytest.raises(EnvError, match=message):
         check_text_env(env, "t", 3)

@@ -45,18 +45,45 @@ GEN_2 = GEN_1 + textwrap.dedent('''\
 
 
 def tree(name: str, *calls: dict, actions: int = 0, **extra) -> dict:
-    return {"name": name, "args": [], "kwargs": {}, "calls": list(calls), "actions": ["go forward"] * actions,
-            "returned": None, "error": None, "prints": "", **extra}
+    return {
+        "name": name,
+        "args": [],
+        "kwargs": {},
+        "calls": list(calls),
+        "actions": ["go forward"] * actions,
+        "returned": None,
+        "error": None,
+        "prints": "",
+        **extra,
+    }
 
 
 def episode(index: int, version: int, trees: list[dict], *, success: bool = True) -> Trajectory:
-    t = Trajectory(split="train", index=index, task="goto", seed=index, knowledge_version=version,
-                   instruction="go to the ball", success=success, llm_calls=len(trees) or 1)
+    t = Trajectory(
+        split="train",
+        index=index,
+        task="goto",
+        seed=index,
+        knowledge_version=version,
+        instruction="go to the ball",
+        success=success,
+        llm_calls=len(trees) or 1,
+    )
     for i, call in enumerate(trees):
         n = sum(len(node["actions"]) for node in _nodes(call))
-        t.steps.append(ActorStep(index=i, call_id=f"c{i}", observation="o", raw_text="", reasoning=None,
-                                 thought="", parsed_action=f"{call['name']}('ball')", executed=["go forward"] * n,
-                                 skill_call=call))
+        t.steps.append(
+            ActorStep(
+                index=i,
+                call_id=f"c{i}",
+                observation="o",
+                raw_text="",
+                reasoning=None,
+                thought="",
+                parsed_action=f"{call['name']}('ball')",
+                executed=["go forward"] * n,
+                skill_call=call,
+            )
+        )
     return t
 
 
@@ -74,14 +101,31 @@ def run_dir(tmp_path):
     (tmp_path / "codebook").mkdir()
     (tmp_path / "codebook" / "gen_1.py").write_text(GEN_1)
     (tmp_path / "codebook" / "gen_2.py").write_text(GEN_2)
-    capped = tree("go_to", tree("_step", actions=1), tree("_step", actions=1), actions=0,
-                  error="stopped (max_actions)", stopped_by="max_actions")
+    capped = tree(
+        "go_to",
+        tree("_step", actions=1),
+        tree("_step", actions=1),
+        actions=0,
+        error="stopped (max_actions)",
+        stopped_by="max_actions",
+    )
     for t in [
         episode(0, 1, [tree("go_to", tree("_step", actions=1), stopped_by="returned")]),
         episode(1, 1, [capped], success=False),
-        episode(2, 2, [tree("fetch", tree("go_to", tree("_step", actions=2)), actions=1, stopped_by="returned")]),
+        episode(
+            2,
+            2,
+            [
+                tree(
+                    "fetch",
+                    tree("go_to", tree("_step", actions=2)),
+                    actions=1,
+                    stopped_by="returned",
+                )
+            ],
+        ),
         episode(3, 2, []),
-        episode(4, 2, [tree("fetch", stopped_by="returned")]),   # after ``upto``: never visible
+        episode(4, 2, [tree("fetch", stopped_by="returned")]),  # after ``upto``: never visible
     ]:
         save_trajectory(tmp_path, t)
     return tmp_path
@@ -96,9 +140,17 @@ def configured(run_dir):
 
 def test_call_graphs_static_and_recorded(configured):
     assert experience.static_call_graph(1) == {"go_to": {"_step"}, "_step": set()}
-    assert experience.static_call_graph(2) == {"go_to": {"_step"}, "_step": set(), "fetch": {"go_to"}}
+    assert experience.static_call_graph(2) == {
+        "go_to": {"_step"},
+        "_step": set(),
+        "fetch": {"go_to"},
+    }
     assert experience.dynamic_call_graph(generation=1) == {"go_to": {"_step"}, "_step": set()}
-    assert experience.dynamic_call_graph() == {"go_to": {"_step"}, "_step": set(), "fetch": {"go_to"}}
+    assert experience.dynamic_call_graph() == {
+        "go_to": {"_step"},
+        "_step": set(),
+        "fetch": {"go_to"},
+    }
     assert experience.call_graph_density(experience.static_call_graph(2)) == 2 / 6
 
 
@@ -111,28 +163,38 @@ def test_call_depths_static_and_recorded(configured):
 
 def test_skill_stats_count_cap_hits_and_actions_per_call(configured):
     stats = experience.skill_stats(generation=1)
-    assert stats["go_to"] == SkillStats(calls=2, successes=1, errors=0, cap_hits=1, interrupted=0, actions=3)
+    assert stats["go_to"] == SkillStats(
+        calls=2, successes=1, errors=0, cap_hits=1, interrupted=0, actions=3
+    )
     assert stats["go_to"].actions_per_call == 1.5
-    assert stats["_step"] == SkillStats(calls=3, successes=3, errors=0, cap_hits=0, interrupted=0, actions=3)
-    assert experience.skill_stats(generation=2)["fetch"].actions == 3   # episode 4 is past ``upto``
+    assert stats["_step"] == SkillStats(
+        calls=3, successes=3, errors=0, cap_hits=0, interrupted=0, actions=3
+    )
+    assert experience.skill_stats(generation=2)["fetch"].actions == 3  # episode 4 is past ``upto``
 
 
 def test_ast_and_complexity_of_any_generation(configured):
     module = experience.codebook_ast(2)
-    assert [n.name for n in module.body if isinstance(n, ast.FunctionDef)] == ["go_to", "_step", "fetch"]
+    assert [n.name for n in module.body if isinstance(n, ast.FunctionDef)] == [
+        "go_to",
+        "_step",
+        "fetch",
+    ]
     assert experience.complexity(1) == {"go_to": 3, "_step": 1}
-    assert experience.complexity(2)["fetch"] == 3   # if, and
+    assert experience.complexity(2)["fetch"] == 3  # if, and
 
 
 def test_every_helper_says_what_it_returns():
     """The inducer sees only each helper's signature and first docstring paragraph: each shows
     its return type, and the records it returns have their fields in that text."""
     text = render_analysis_helpers()
-    lines = {name: next(line for line in text.splitlines() if line.startswith(f"- `{name}("))
-             for name in analysis_helper_names()}
+    lines = {
+        name: next(line for line in text.splitlines() if line.startswith(f"- `{name}("))
+        for name in analysis_helper_names()
+    }
     for name, line in lines.items():
         assert re.search(r"\) -> [^`]+`", line), name
-    stats = text[text.index("- `skill_stats("):text.index("- `static_call_depth(")]
+    stats = text[text.index("- `skill_stats(") : text.index("- `static_call_depth(")]
     for field in [f.name for f in dataclasses.fields(SkillStats)] + ["actions_per_call"]:
         assert re.search(rf"\b{field}\b", stats), field
     listed = text.split("- `Trajectory` fields: ", 1)[1].split(";", 1)[0].split(", ")
@@ -143,15 +205,28 @@ def test_the_helpers_run_in_the_analysis_sandbox(run_dir):
     """The inducer's ``run_python`` path: the setup SpeedRunner runs, then the helpers."""
     mounts = [run_dir / "episodes" / "train", run_dir / "codebook"]
     with open_analysis_session(mounts=mounts) as session:
-        setup = SETUP.format(episodes=str(mounts[0]), codebook=str(mounts[1]), upto=3,
-                             helpers=", ".join(analysis_helper_names()))
+        setup = SETUP.format(
+            episodes=str(mounts[0]),
+            codebook=str(mounts[1]),
+            upto=3,
+            helpers=", ".join(analysis_helper_names()),
+        )
         assert session.run(setup, 30).error is None
-        code = ("import json\n"
-                "s = skill_stats(generation=1)['go_to']\n"
-                "print(json.dumps([sorted(static_call_graph(2)), static_call_depth(2), dynamic_call_depth(),\n"
-                "                  s.cap_hits, s.actions_per_call, complexity(1),\n"
-                "                  sorted(dynamic_call_graph(generation=2)['fetch'])]))\n")
+        code = (
+            "import json\ns = "
+            "skill_stats(generation=1)['go_to']\nprint(json.dumps([sorted(static_call_graph(2)), "
+            "static_call_depth(2), dynamic_call_depth(),\n                  s.cap_hits, "
+            "s.actions_per_call, complexity(1),\n                  "
+            "sorted(dynamic_call_graph(generation=2)['fetch'])]))\n"
+        )
         result = session.run(code, 30)
     assert result.error is None, result.error
-    assert json.loads(result.stdout) == [["_step", "fetch", "go_to"], 3, 3, 1, 1.5, {"go_to": 3, "_step": 1},
-                                         ["go_to"]]
+    assert json.loads(result.stdout) == [
+        ["_step", "fetch", "go_to"],
+        3,
+        3,
+        1,
+        1.5,
+        {"go_to": 3, "_step": 1},
+        ["go_to"],
+    ]

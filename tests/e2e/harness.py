@@ -36,9 +36,19 @@ def policy_reply(body: dict) -> Reply:
         return Reply(text=GUIDE, prompt_tokens=500, completion_tokens=40)
     action = choose_action(turns, "fake")
     turn = sum(role == "assistant" for role, _ in turns)
-    if action is None or turn % 4 == 1:   # every episode's second turn is an invalid answer
-        return Reply(text="Thought: I am not sure.\nAction: fly away", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
-    return Reply(text=f"Thought: try it.\nAction: {action}", prompt_tokens=100, cached_tokens=60, completion_tokens=12)
+    if action is None or turn % 4 == 1:  # every episode's second turn is an invalid answer
+        return Reply(
+            text="Thought: I am not sure.\nAction: fly away",
+            prompt_tokens=100,
+            cached_tokens=60,
+            completion_tokens=12,
+        )
+    return Reply(
+        text=f"Thought: try it.\nAction: {action}",
+        prompt_tokens=100,
+        cached_tokens=60,
+        completion_tokens=12,
+    )
 
 
 class KillingPolicy:
@@ -57,8 +67,10 @@ class KillingPolicy:
         with self._lock:
             self.seen += 1
             is_guide = "strategy guide" in body["messages"][0]["content"]
-            if not self.killed and self.pid is not None and (
-                self.seen == self.kill_at or (self.kill_on_guide and is_guide)
+            if (
+                not self.killed
+                and self.pid is not None
+                and (self.seen == self.kill_at or (self.kill_on_guide and is_guide))
             ):
                 self.killed = True
                 os.kill(self.pid, signal.SIGKILL)
@@ -69,16 +81,32 @@ class KillingPolicy:
 
 
 def train_cmd(benchmark: str, config: str, run_dir: Path, url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", f"speedrunner.benchmarks.{benchmark}.train", "--config_file",
-            str(REPO / "configs" / benchmark / config), "--quick_test", "--run_dir", str(run_dir),
-            "--set", "model.provider=vllm", "--set", f"model.base_url={url}",
-            "--set", "model.name=fake-model", "--set", PRICES, *extra]
+    return [
+        sys.executable,
+        "-m",
+        f"speedrunner.benchmarks.{benchmark}.train",
+        "--config_file",
+        str(REPO / "configs" / benchmark / config),
+        "--quick_test",
+        "--run_dir",
+        str(run_dir),
+        "--set",
+        "model.provider=vllm",
+        "--set",
+        f"model.base_url={url}",
+        "--set",
+        "model.name=fake-model",
+        "--set",
+        PRICES,
+        *extra,
+    ]
 
 
-def run(cmd: list[str], timeout: float = 400, *, env: dict[str, str] | None = None,
-        cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """``cmd`` to its end, output captured; a train entry point runs in a pre-imported
-    interpreter (``prewarmed``: the same entry point in a process of its own, without the start-up)."""
+def run(
+    cmd: list[str], timeout: float = 400, *, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> subprocess.CompletedProcess:
+    """``cmd`` to its end, output captured; a train entry point runs in a pre-imported interpreter
+    (``prewarmed``: the same entry point in a process of its own, without the start-up)."""
     return prewarmed.run(cmd, cwd=cwd, env=clean_env() if env is None else env, timeout=timeout)
 
 

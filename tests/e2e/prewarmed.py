@@ -35,10 +35,17 @@ import threading
 import time
 from pathlib import Path
 
-PRELOAD = ("speedrunner.benchmarks.babyai.train", "speedrunner.benchmarks.crafter.train",
-           "speedrunner.benchmarks.crafter.train_voyager", "speedrunner.benchmarks.scienceworld.train",
-           "speedrunner.core.llm.provider_openai", "openai", "speedrunner.benchmarks.crafter.env",
-           "speedrunner.benchmarks.scienceworld.env", "speedrunner.methods")
+PRELOAD = (
+    "speedrunner.benchmarks.babyai.train",
+    "speedrunner.benchmarks.crafter.train",
+    "speedrunner.benchmarks.crafter.train_voyager",
+    "speedrunner.benchmarks.scienceworld.train",
+    "speedrunner.core.llm.provider_openai",
+    "openai",
+    "speedrunner.benchmarks.crafter.env",
+    "speedrunner.benchmarks.scienceworld.env",
+    "speedrunner.methods",
+)
 """What every run would import (or that costs most of its start-up when it does)."""
 MODULES = frozenset(PRELOAD[:4])
 """The entry points run here; any other command is a plain subprocess."""
@@ -47,6 +54,7 @@ _MAX_REQUEST = 1 << 20
 
 
 # -- the server (a process of its own; single-threaded, so forking it is safe) ---------------
+
 
 def _warm() -> None:
     """The imports, then Crafter's noise once: numba loads its cached machine code at the first
@@ -67,7 +75,9 @@ def _warm() -> None:
 def serve(path: str, parent: int) -> None:
     import ctypes
 
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: it goes with the test process
+    ctypes.CDLL(None).prctl(
+        1, signal.SIGKILL, 0, 0, 0
+    )  # PR_SET_PDEATHSIG: it goes with the test process
     if os.getppid() != parent:
         os._exit(1)
     sys.path.remove(str(Path(__file__).parent))  # put there to import this module; no child sees it
@@ -95,7 +105,9 @@ def serve(path: str, parent: int) -> None:
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                _become(request, fds, [listener, conn, *children.values()], [wake_r, wake_w])  # never returns
+                _become(
+                    request, fds, [listener, conn, *children.values()], [wake_r, wake_w]
+                )  # never returns
             for fd in fds:
                 os.close(fd)
             conn.sendall(json.dumps({"pid": pid}).encode())
@@ -113,12 +125,15 @@ def serve(path: str, parent: int) -> None:
                 conn = children.pop(pid, None)
                 if conn is not None:
                     with contextlib.suppress(OSError):
-                        conn.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode())
+                        conn.sendall(
+                            json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode()
+                        )
                     conn.close()
 
 
 def _become(request: dict, fds: list[int], sockets: list[socket.socket], pipes: list[int]) -> None:
-    """In the forked child: become the requested process, run the entry point, exit as Python does."""
+    """In the forked child: become the requested process, run the entry point,
+    exit as Python does."""
     import runpy
 
     signal.set_wakeup_fd(-1)
@@ -143,6 +158,7 @@ def _become(request: dict, fds: list[int], sockets: list[socket.socket], pipes: 
 
 
 # -- the client (in the test process) ----------------------------------------------------------
+
 
 class Process:
     """The part of ``subprocess.Popen`` the tests use, for a child of the server."""
@@ -171,8 +187,10 @@ class Process:
         """Both outputs to their ends and the exit status, as ``Popen.communicate`` gives them."""
         out: list[str] = []
         err: list[str] = []
-        pumps = [threading.Thread(target=lambda: out.append(self.stdout.read()), daemon=True),
-                 threading.Thread(target=lambda: err.append(self.stderr.read()), daemon=True)]
+        pumps = [
+            threading.Thread(target=lambda: out.append(self.stdout.read()), daemon=True),
+            threading.Thread(target=lambda: err.append(self.stderr.read()), daemon=True),
+        ]
         for t in pumps:
             t.start()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -189,7 +207,9 @@ class Process:
         data = self._conn.recv(4096)
         self._conn.close()
         if not data:
-            raise RuntimeError(f"the pre-imported interpreter died before reporting how process {self.pid} ended")
+            raise RuntimeError(
+                f"the pre-imported interpreter died before reporting how process {self.pid} ended"
+            )
         self.returncode = json.loads(data)["returncode"]
 
     def send_signal(self, sig: int) -> None:
@@ -212,15 +232,28 @@ class Server:
 
     def __init__(self) -> None:
         # Its own environment holds no secret; each child gets the one its command asks for.
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"PYTHONUNBUFFERED": "1"}
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {
+            "PYTHONUNBUFFERED": "1"
+        }
         self._dir = tempfile.mkdtemp(prefix="speedrunner-prewarmed-")
         self.path = str(Path(self._dir) / "server.sock")
-        code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import prewarmed; prewarmed.serve(sys.argv[1], int(sys.argv[2]))"
-        self._proc = subprocess.Popen([sys.executable, "-c", code, self.path, str(os.getpid())], stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        code = (
+            f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            "import prewarmed; prewarmed.serve(sys.argv[1], int(sys.argv[2]))"
+        )
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", code, self.path, str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         line = self._proc.stdout.readline() if self._proc.stdout else ""
         if line.strip() != "ready":
-            raise RuntimeError(f"the pre-imported interpreter did not start (exit {self._proc.poll()})")
+            raise RuntimeError(
+                f"the pre-imported interpreter did not start (exit {self._proc.poll()})"
+            )
         atexit.register(self.stop)
 
     @classmethod
@@ -240,49 +273,86 @@ class Server:
             os.unlink(self.path)
             os.rmdir(self._dir)
 
-    def spawn(self, module: str, args: list[str], *, cwd: Path | str, env: dict[str, str],
-              new_session: bool = False) -> Process:
+    def spawn(
+        self,
+        module: str,
+        args: list[str],
+        *,
+        cwd: Path | str,
+        env: dict[str, str],
+        new_session: bool = False,
+    ) -> Process:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             conn.connect(self.path)
-            request = {"module": module, "args": args, "cwd": str(cwd), "env": env, "new_session": new_session}
+            request = {
+                "module": module,
+                "args": args,
+                "cwd": str(cwd),
+                "env": env,
+                "new_session": new_session,
+            }
             socket.send_fds(conn, [json.dumps(request).encode()], [devnull, out_w, err_w])
             pid = json.loads(conn.recv(4096))["pid"]
         finally:
             for fd in (out_w, err_w, devnull):
                 os.close(fd)
-        return Process(conn, pid, os.fdopen(out_r, "r", errors="replace"), os.fdopen(err_r, "r", errors="replace"))
+        return Process(
+            conn,
+            pid,
+            os.fdopen(out_r, "r", errors="replace"),
+            os.fdopen(err_r, "r", errors="replace"),
+        )
 
 
 def entry_module(cmd: list[str]) -> str | None:
     """The entry point of ``[python, -m, module, ...]`` when it is one this server runs."""
-    if ENABLED and len(cmd) >= 3 and cmd[0] == sys.executable and cmd[1] == "-m" and cmd[2] in MODULES:
+    if (
+        ENABLED
+        and len(cmd) >= 3
+        and cmd[0] == sys.executable
+        and cmd[1] == "-m"
+        and cmd[2] in MODULES
+    ):
         return cmd[2]
     return None
 
 
-def popen(cmd: list[str], *, cwd: Path | str, env: dict[str, str],
-          new_session: bool = False) -> Process | subprocess.Popen:
+def popen(
+    cmd: list[str], *, cwd: Path | str, env: dict[str, str], new_session: bool = False
+) -> Process | subprocess.Popen:
     """``subprocess.Popen(cmd, stdout=PIPE, stderr=PIPE, text=True, ...)``, from a server when
     ``cmd`` is an entry point it runs: a ``--resume`` from a second one, so that a resumed run
     and the run it is compared with (made on the first) never share a string-hash seed."""
     module = entry_module(cmd)
     if module is None:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
-                                start_new_session=new_session)
+        return subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env=env,
+            start_new_session=new_session,
+        )
     slot = 1 if "--resume" in cmd else 0
     proc = Server.get(slot).spawn(module, cmd[3:], cwd=cwd, env=env, new_session=new_session)
     proc.args = cmd
     return proc
 
 
-def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """``subprocess.run(cmd, capture_output=True, text=True, ...)``, from a server when it can (``popen``)."""
+def run(
+    cmd: list[str], *, cwd: Path | str, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True, ...)``, from a server when it can
+    (``popen``)."""
     if entry_module(cmd) is None:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+        )
     proc = popen(cmd, cwd=cwd, env=env)
     try:
         out, err = proc.communicate(timeout)

@@ -1,4 +1,5 @@
-"""One prompt-reading fake LLM for every shipped benchmark x method (tests/e2e/test_shipped_configs.py).
+"""One prompt-reading fake LLM for every shipped benchmark x method
+(tests/e2e/test_shipped_configs.py).
 
 It tells its roles apart by the system prompt, as a real model would see them:
 - the actor: BabyAI's expert moves (``asi_fakes``), Crafter's scripted policy (``harness``),
@@ -40,14 +41,18 @@ T3_LOOKS = 3
 """The player has no plan for task 3 (electricity): it looks around this many times, then
 commits to a wrong focus, as a model out of its depth guesses; ScienceWorld scores that -100
 and ends the episode (instead of 100 calls of "look around" up to the shipped cap)."""
-SKILLS = {"babyai": ("go_forward_n", FUNCTIONS), "crafter": ("do_twice", CRAFTER_SKILL),
-          "scienceworld": ("solve_task", CODEBOOK)}
+SKILLS = {
+    "babyai": ("go_forward_n", FUNCTIONS),
+    "crafter": ("do_twice", CRAFTER_SKILL),
+    "scienceworld": ("solve_task", CODEBOOK),
+}
 
 
 def babyai_levels(rollouts: int, eval_episodes: int) -> list[tuple[str, int]]:
     kinds = BabyAIConfig(task_set="seq").task_kinds
-    seeds = [episode_seed(0, "train", i) for i in range(rollouts)] + [episode_seed(0, "eval", i)
-                                                                     for i in range(eval_episodes)]
+    seeds = [episode_seed(0, "train", i) for i in range(rollouts)] + [
+        episode_seed(0, "eval", i) for i in range(eval_episodes)
+    ]
     return [(kind_for_seed(s, kinds), s) for s in seeds]
 
 
@@ -78,7 +83,10 @@ class ShippedFake:
             self._count("asi")
             if self.expert is not None:
                 return self.expert._induce(messages[-1]["content"])
-            text = f"<functions>\n```python\n{self.source}```\n</functions>\n<script>\n{self.skill}()\n</script>"
+            text = (
+                f"<functions>\n```python\n{self.source}```\n</functions>\n"
+                f"<script>\n{self.skill}()\n</script>"
+            )
             return Reply(text=text, prompt_tokens=800, completion_tokens=200)
         if GUIDE_WRITER in system:
             self._count("guide")
@@ -92,11 +100,20 @@ class ShippedFake:
             return self.expert._act(messages)
         first_turn = not any(m["role"] == "assistant" for m in messages)
         if first_turn and f"{self.skill}(" in messages[1]["content"]:
-            return Reply(text=f"Thought: the skill does it.\nAction: {self.skill}()", prompt_tokens=100,
-                         completion_tokens=12)
+            return Reply(
+                text=f"Thought: the skill does it.\nAction: {self.skill}()",
+                prompt_tokens=100,
+                completion_tokens=12,
+            )
         if self.bench == "scienceworld":
             action = next_action(messages)
             if parse_goal(messages[1]["content"]) is None and len(messages) > 2 * T3_LOOKS:
-                action = "focus on agent"  # no plan for it: a guess, which ScienceWorld ends at -100
-            return Reply(text=f"Thought: next step.\nAction: {action}", prompt_tokens=100, completion_tokens=12)
+                action = (
+                    "focus on agent"  # no plan for it: a guess, which ScienceWorld ends at -100
+                )
+            return Reply(
+                text=f"Thought: next step.\nAction: {action}",
+                prompt_tokens=100,
+                completion_tokens=12,
+            )
         return policy_reply(body)

@@ -22,7 +22,9 @@ SMALL = ("--set", "run.parallel_episodes=1")
 
 
 def _resume(run_dir: Path):
-    return run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)])
+    return run(
+        [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +38,11 @@ def killed(tmp_path_factory):
     policy = KillingPolicy(kill_at=20)
     server = start_server(policy)
     try:
-        proc = prewarmed.popen(train_cmd("babyai", "react-gpt-seq.yaml", tmp / "run", server.base_url, *SMALL),
-                               cwd=REPO, env=clean_env())
+        proc = prewarmed.popen(
+            train_cmd("babyai", "react-gpt-seq.yaml", tmp / "run", server.base_url, *SMALL),
+            cwd=REPO,
+            env=clean_env(),
+        )
         policy.pid = proc.pid
         proc.communicate(timeout=300)
         assert proc.returncode == -9 and policy.killed
@@ -64,12 +69,14 @@ def test_a_damaged_copy_resumes_like_the_undamaged_one(tmp_path: Path, killed, d
     assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-3000:]
     assert said in resumed.stderr  # one line says what was repaired
     assert len(server.chat_requests()) - before == asked  # nothing the log holds was paid again
-    assert json.loads((run_dir / "summary.json").read_text())["spent_usd"] == pytest.approx(summary["spent_usd"],
-                                                                                           abs=1e-9)
+    assert json.loads((run_dir / "summary.json").read_text())["spent_usd"] == pytest.approx(
+        summary["spent_usd"], abs=1e-9
+    )
 
 
 def test_the_summary_shows_what_may_have_been_billed_unseen_apart_from_the_spend(killed) -> None:
-    """The call on the wire at the kill: not in spent_usd, but in unknown_spend_usd at its worst case."""
+    """The call on the wire at the kill: not in spent_usd,
+    but in unknown_spend_usd at its worst case."""
     _, _, summary, _ = killed
     assert summary["unaccounted"]["calls_in_flight_at_kills"] == 1
     assert summary["unaccounted"]["max_usd"] > 0

@@ -38,7 +38,10 @@ from . import prewarmed
 from .harness import REPO, clean_env, policy_reply, rows, train_cmd
 from .speedrunner_fakes import INDUCER, tool
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # a ScienceWorld cell is minutes on a busy machine
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1500),
+]  # a ScienceWorld cell is minutes on a busy machine
 
 TRIES = os.environ.get("SPEEDRUNNER_INTERRUPT_TRIES")
 DEFAULT_TRIES = {"babyai": 2, "crafter": 1, "scienceworld": 1}
@@ -46,7 +49,7 @@ LATENCY_S = 0.05
 SCHEDULE = ("--set", "run.rollouts=2", "--set", "run.eval_every=2")
 """The quick test cut to one batch: evaluation at 0, a wake batch, a sleep, evaluation at 2 —
 every phase once (the quick test's second batch and sleep added time, not phases)."""
-MAX_STDERR_LINES = 12   # the interrupt message is 3 lines; room for an unrelated warning or two
+MAX_STDERR_LINES = 12  # the interrupt message is 3 lines; room for an unrelated warning or two
 
 
 def skill(name: str, doc: str, body: str) -> str:
@@ -60,14 +63,23 @@ def skill(name: str, doc: str, body: str) -> str:
 
 
 SKILLS = {
-    "babyai": skill("turn_around", "Turn to face the other way.",
-                    '    env.act("turn left")\n    return env.act("turn left")\n'),
-    "crafter": skill("do_twice", "Interact with what you face, twice.",
-                     '    env.act("Do")\n    return env.act("Do")\n'),
+    "babyai": skill(
+        "turn_around",
+        "Turn to face the other way.",
+        '    env.act("turn left")\n    return env.act("turn left")\n',
+    ),
+    "crafter": skill(
+        "do_twice",
+        "Interact with what you face, twice.",
+        '    env.act("Do")\n    return env.act("Do")\n',
+    ),
     "scienceworld": skill("survey", "Look around the room.", '    return env.act("look around")\n'),
 }
-CONFIGS = {"babyai": "speedrunner-gpt-seq.yaml", "crafter": "speedrunner-gpt-crafter.yaml",
-           "scienceworld": "speedrunner-gpt-t4.yaml"}
+CONFIGS = {
+    "babyai": "speedrunner-gpt-seq.yaml",
+    "crafter": "speedrunner-gpt-crafter.yaml",
+    "scienceworld": "speedrunner-gpt-t4.yaml",
+}
 ANALYSIS = 'print("episodes", [t.index for t in episodes()])\n'
 
 
@@ -79,13 +91,13 @@ class Fake:
     def __init__(self, bench: str) -> None:
         self.source = SKILLS[bench]
         self.name = self.source.split("(", 1)[0].removeprefix("def ")
-        self.phase = "start"          # set from the run's progress lines on stdout
+        self.phase = "start"  # set from the run's progress lines on stdout
         self.target: str | None = None
-        self.after = 0                # requests of the target phase before the signal
+        self.after = 0  # requests of the target phase before the signal
         self.delay_s = 0.0
         self.pgid: int | None = None
         self.fired = threading.Event()
-        self.sent_at: float | None = None   # when SIGINT went out (monotonic)
+        self.sent_at: float | None = None  # when SIGINT went out (monotonic)
         self._lock = threading.Lock()
         self._seen = 0
 
@@ -115,15 +127,26 @@ class Fake:
         messages = body["messages"]
         if INDUCER in messages[0]["content"]:
             self._maybe_fire("sleep")
-            turns = [tool("run_python", ANALYSIS), tool("add_function", self.source), "Tool: submit\nadded a skill"]
+            turns = [
+                tool("run_python", ANALYSIS),
+                tool("add_function", self.source),
+                "Tool: submit\nadded a skill",
+            ]
             if f"def {self.name}(" in messages[1]["content"]:
                 turns = ["Tool: submit\nkept it"]
             t = sum(m["role"] == "assistant" for m in messages)
-            return Reply(text=turns[min(t, len(turns) - 1)], prompt_tokens=900, completion_tokens=90)
+            return Reply(
+                text=turns[min(t, len(turns) - 1)], prompt_tokens=900, completion_tokens=90
+            )
         self._maybe_fire(self.phase)
-        if f"{self.name}()" in messages[1]["content"] and not any(m["role"] == "assistant" for m in messages):
-            return Reply(text=f"Thought: use the skill.\nAction: {self.name}()", prompt_tokens=100,
-                         completion_tokens=12)
+        if f"{self.name}()" in messages[1]["content"] and not any(
+            m["role"] == "assistant" for m in messages
+        ):
+            return Reply(
+                text=f"Thought: use the skill.\nAction: {self.name}()",
+                prompt_tokens=100,
+                completion_tokens=12,
+            )
         return policy_reply(body)
 
 
@@ -140,14 +163,17 @@ def follow(stream, fake: Fake, sink: list[str]) -> None:
 
 def launch(cmd: list[str], fake: Fake, timeout: float = 600) -> tuple[int, str, str, float]:
     """Run ``cmd`` in its own session (so the group can be signalled like a terminal's), from a
-    pre-imported interpreter (``prewarmed``; a ``--resume`` from another one than its reference's)."""
+    pre-imported interpreter (``prewarmed``; a ``--resume`` from another one than its
+    reference's)."""
     fake.phase = "start"
     proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env(), new_session=True)
     fake.pgid = proc.pid
     out: list[str] = []
     err: list[str] = []
-    pumps = [threading.Thread(target=follow, args=(proc.stdout, fake, out), daemon=True),
-             threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)]
+    pumps = [
+        threading.Thread(target=follow, args=(proc.stdout, fake, out), daemon=True),
+        threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True),
+    ]
     for t in pumps:
         t.start()
     try:
@@ -171,7 +197,9 @@ def references(tmp_path_factory):
         run_dir = tmp_path_factory.mktemp(f"reference-{bench}") / "run"
         fake = Fake(bench)
         with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
-            code, _, err, _ = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake)
+            code, _, err, _ = launch(
+                train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake
+            )
         assert code == 0, err[-3000:]
         return run_dir
 
@@ -179,14 +207,20 @@ def references(tmp_path_factory):
 
 
 @pytest.mark.parametrize("phase", ["train", "sleep", "eval"])
-@pytest.mark.parametrize("bench", [  # one xdist group per benchmark: its cells share its reference run
-    pytest.param(b, marks=pytest.mark.xdist_group(f"interrupt-stress-{b}")) for b in ("babyai", "crafter", "scienceworld")])
-def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run(tmp_path, references,
-                                                                                 bench, phase):
+@pytest.mark.parametrize(
+    "bench",
+    [  # one xdist group per benchmark: its cells share its reference run
+        pytest.param(b, marks=pytest.mark.xdist_group(f"interrupt-stress-{b}"))
+        for b in ("babyai", "crafter", "scienceworld")
+    ],
+)
+def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run(
+    tmp_path, references, bench, phase
+):
     ref_dir = references(bench)
     tries = int(TRIES) if TRIES else DEFAULT_TRIES[bench]
     interrupted = 0
-    for attempt in range(tries + 2):   # up to two extra tries if none landed inside the run
+    for attempt in range(tries + 2):  # up to two extra tries if none landed inside the run
         if attempt >= tries and interrupted:
             break
         rng = random.Random(f"{bench}/{phase}/{attempt}")
@@ -194,14 +228,25 @@ def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run
         fake = Fake(bench)
         with FakeLLMServer(callback=fake, latency_s=LATENCY_S, model_name="fake-model") as server:
             fake.arm(phase, rng)
-            code, out, err, exited = launch(train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake)
-            where = f"try {attempt} (after {fake.after} {phase} requests + {fake.delay_s * 1000:.0f} ms)"
+            code, out, err, exited = launch(
+                train_cmd(bench, CONFIGS[bench], run_dir, server.base_url, *SCHEDULE), fake
+            )
+            where = (
+                f"try {attempt} (after {fake.after} {phase} requests + "
+                f"{fake.delay_s * 1000:.0f} ms)"
+            )
             assert fake.fired.is_set(), f"{where}: the run never reached the phase:\n{err[-2000:]}"
-            if code == 0:   # the signal came as the run ended (the phase was its last): nothing to stop
-                print(f"--- {bench}/{phase} {where}: finished first; signal sent "
-                      f"{None if fake.sent_at is None else round(exited - fake.sent_at, 2)}s before exit\n{out[-1500:]}")
-                assert fake.sent_at is None or exited - fake.sent_at < 3.0, \
+            if (
+                code == 0
+            ):  # the signal came as the run ended (the phase was its last): nothing to stop
+                print(
+                    f"--- {bench}/{phase} {where}: finished first; signal sent "
+                    f"{None if fake.sent_at is None else round(exited - fake.sent_at, 2)}s before "
+                    f"exit\n{out[-1500:]}"
+                )
+                assert fake.sent_at is None or exited - fake.sent_at < 3.0, (
                     f"{where}: the run ignored SIGINT and ran on for {exited - fake.sent_at:.1f}s"
+                )
                 continue
             assert code == 130, f"{where}: exit {code}\n{err[-4000:]}"
             interrupted += 1
@@ -209,15 +254,29 @@ def test_ctrl_c_in_any_phase_ends_cleanly_and_resume_equals_an_uninterrupted_run
             assert "Traceback" not in err, f"{where}:\n{err[-4000:]}"
             assert err.count("interrupted (Ctrl-C)") == 1, f"{where}:\n{err[-4000:]}"
             assert f"--resume {run_dir}" in err
-            assert len(err.strip().splitlines()) <= MAX_STDERR_LINES, f"{where}: stderr too long:\n{err[-4000:]}"
+            assert len(err.strip().splitlines()) <= MAX_STDERR_LINES, (
+                f"{where}: stderr too long:\n{err[-4000:]}"
+            )
             summary = json.loads((run_dir / "summary.json").read_text())
-            assert summary["status"] == "interrupted" and summary["status_reason"] == "Ctrl-C", where
+            assert summary["status"] == "interrupted" and summary["status_reason"] == "Ctrl-C", (
+                where
+            )
 
-            fake.target = None   # disarmed: the same endpoint answers the resumed run
-            code, _, err, _ = launch([sys.executable, "-m", f"speedrunner.benchmarks.{bench}.train",
-                                   "--resume", str(run_dir)], fake)
+            fake.target = None  # disarmed: the same endpoint answers the resumed run
+            code, _, err, _ = launch(
+                [
+                    sys.executable,
+                    "-m",
+                    f"speedrunner.benchmarks.{bench}.train",
+                    "--resume",
+                    str(run_dir),
+                ],
+                fake,
+            )
         assert code == 0, f"{where}: resume failed\n{err[-3000:]}"
         for name in ("metrics.jsonl", "eval.jsonl"):
             assert rows(run_dir / name) == rows(ref_dir / name), f"{where}: {name} differs"
         assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
-    assert interrupted, f"no try interrupted the {phase} phase: every run finished before its signal"
+    assert interrupted, (
+        f"no try interrupted the {phase} phase: every run finished before its signal"
+    )

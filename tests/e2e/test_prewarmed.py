@@ -13,13 +13,15 @@ import pytest
 
 from . import prewarmed
 
-MODULE = '''
+MODULE = """
 import atexit, json, os, sys, threading, time
 
 def report():
-    print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__, "pid": os.getpid(),
-                      "pgid": os.getpgid(0), "env": os.environ.get("PREWARMED_TEST"),
-                      "secret": os.environ.get("OPENAI_API_KEY"), "stdin": sys.stdin.read()}), flush=True)
+    print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__,
+                      "pid": os.getpid(), "pgid": os.getpgid(0),
+                      "env": os.environ.get("PREWARMED_TEST"),
+                      "secret": os.environ.get("OPENAI_API_KEY"), "stdin": sys.stdin.read()}),
+          flush=True)
 
 mode = sys.argv[1]
 if mode == "report":
@@ -35,7 +37,7 @@ elif mode == "atexit":
 elif mode == "sleep":
     print("sleeping", flush=True)
     time.sleep(60)
-'''
+"""
 
 
 @pytest.fixture
@@ -46,7 +48,9 @@ def module(tmp_path):
 
 def spawn(cwd, *args, env=None, new_session=False):
     env = {"PATH": os.environ["PATH"], **(env or {})}
-    return prewarmed.Server.get().spawn("prewarmed_probe", list(args), cwd=cwd, env=env, new_session=new_session)
+    return prewarmed.Server.get().spawn(
+        "prewarmed_probe", list(args), cwd=cwd, env=env, new_session=new_session
+    )
 
 
 def finish(proc, timeout=60):
@@ -57,14 +61,16 @@ def finish(proc, timeout=60):
 def test_the_child_gets_its_own_arguments_environment_cwd_and_session(module):
     import json
 
-    code, out, err = finish(spawn(module, "report", "x y", env={"PREWARMED_TEST": "mine"}, new_session=True))
+    code, out, err = finish(
+        spawn(module, "report", "x y", env={"PREWARMED_TEST": "mine"}, new_session=True)
+    )
     assert code == 0, err
     seen = json.loads(out)
     assert seen["argv"] == ["report", "x y"] and seen["name"] == "__main__"
     assert seen["cwd"] == str(module) and seen["env"] == "mine"
-    assert seen["secret"] is None            # the server's own environment never reaches a child
+    assert seen["secret"] is None  # the server's own environment never reaches a child
     assert seen["pid"] != os.getpid() and seen["pgid"] == seen["pid"]
-    assert seen["stdin"] == ""               # stdin is /dev/null, as in CI
+    assert seen["stdin"] == ""  # stdin is /dev/null, as in CI
 
 
 def test_exit_codes_and_uncaught_exceptions_are_reported_as_python_reports_them(module):
@@ -77,7 +83,10 @@ def test_exit_codes_and_uncaught_exceptions_are_reported_as_python_reports_them(
 def test_the_child_exits_through_the_interpreters_exit_path(module):
     code, out, _ = finish(spawn(module, "atexit"))
     assert code == 0
-    assert out.splitlines() == ["thread finished", "atexit ran"]  # non-daemon threads joined, then atexit
+    assert out.splitlines() == [
+        "thread finished",
+        "atexit ran",
+    ]  # non-daemon threads joined, then atexit
 
 
 def test_a_signal_kills_the_child_and_its_session_can_be_signalled(module):
@@ -103,7 +112,9 @@ def test_a_wait_past_its_timeout_raises_like_subprocess(module):
 
 def test_only_the_train_entry_points_are_run_this_way():
     train = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--help"]
-    assert prewarmed.entry_module(train) == ("speedrunner.benchmarks.babyai.train" if prewarmed.ENABLED else None)
+    assert prewarmed.entry_module(train) == (
+        "speedrunner.benchmarks.babyai.train" if prewarmed.ENABLED else None
+    )
     assert prewarmed.entry_module([sys.executable, "-m", "speedrunner.cli", "report"]) is None
     assert prewarmed.entry_module(["python3", "-m", "speedrunner.benchmarks.babyai.train"]) is None
 
@@ -111,12 +122,16 @@ def test_only_the_train_entry_points_are_run_this_way():
 @pytest.mark.skipif(not prewarmed.ENABLED, reason="SPEEDRUNNER_TEST_PREWARMED=0")
 @pytest.mark.parametrize("bench", ["babyai", "crafter", "scienceworld"])
 def test_an_entry_point_from_the_server_prints_what_python_m_prints(bench, tmp_path):
-    """Byte for byte, and nothing more on stderr (no runpy warning about a module imported twice)."""
+    """Byte for byte, and nothing more on stderr
+    (no runpy warning about a module imported twice)."""
     import subprocess
 
     cmd = [sys.executable, "-m", f"speedrunner.benchmarks.{bench}.train", "--help"]
     env = {**os.environ, "COLUMNS": "100"}
     real = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     served = prewarmed.run(cmd, cwd=tmp_path, env=env, timeout=120)
-    assert (served.returncode, served.stdout, served.stderr) == (real.returncode, real.stdout, real.stderr) == \
-        (0, real.stdout, "")
+    assert (
+        (served.returncode, served.stdout, served.stderr)
+        == (real.returncode, real.stdout, real.stderr)
+        == (0, real.stdout, "")
+    )

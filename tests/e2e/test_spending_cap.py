@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from speedrunner.core.atomic import read_jsonl
-from speedrunner.core.llm.budget import BUDGET_EXIT_CODE
+from speedrunner.core.llm.spend_cap import CAP_EXIT_CODE
 from speedrunner.testing.babyai_expert import BabyAIExpert
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 from speedrunner.testing.realistic import RealisticFake
@@ -27,15 +27,27 @@ from .harness import REPO, clean_env, rows, run, train_cmd
 pytestmark = pytest.mark.slow
 
 CONFIG = ("babyai", "opo-gpt-seq.yaml")
-SMALL = ("--set", "model.sampling.max_tokens=64", "--set", "run.parallel_episodes=all",
-         "--set", "benchmark.max_llm_calls=30", "--set", "speedrun.metric=train_success_rolling",
-         "--set", "speedrun.window=2", "--set", "speedrun.target=0.5")
+SMALL = (
+    "--set",
+    "model.sampling.max_tokens=64",
+    "--set",
+    "run.parallel_episodes=all",
+    "--set",
+    "benchmark.max_llm_calls=30",
+    "--set",
+    "speedrun.metric=train_success_rolling",
+    "--set",
+    "speedrun.window=2",
+    "--set",
+    "speedrun.target=0.5",
+)
 PRICE_IN, PRICE_CACHED, PRICE_OUT = 1.0, 0.1, 2.0  # harness.PRICES, USD per 1M tokens
 COMPARED = {"run_spent_usd", "max_cost_usd"}  # figures of the money, not of the results
 
 
 class BillingPolicy:
-    """The realistic fake (an expert actor) with a prompt of 4 bytes a token, billing what it answers."""
+    """The realistic fake (an expert actor) with a prompt of 4 bytes a token,
+    billing what it answers."""
 
     def __init__(self) -> None:
         self.billed = 0.0
@@ -50,8 +62,11 @@ class BillingPolicy:
         cached = min(reply.cached_tokens or 0, prompt)
         reply.prompt_tokens, reply.cached_tokens, reply.delay_s = prompt, cached, 0.05
         with self._lock:
-            self.billed += ((prompt - cached) * PRICE_IN + cached * PRICE_CACHED
-                            + reply.completion_tokens * PRICE_OUT) / 1e6
+            self.billed += (
+                (prompt - cached) * PRICE_IN
+                + cached * PRICE_CACHED
+                + reply.completion_tokens * PRICE_OUT
+            ) / 1e6
             self.answered += 1
         return reply
 
@@ -61,7 +76,16 @@ def _train(run_dir: Path, url: str, *extra: str):
 
 
 def _resume(run_dir: Path, *extra: str):
-    return run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir), *extra])
+    return run(
+        [
+            sys.executable,
+            "-m",
+            "speedrunner.benchmarks.babyai.train",
+            "--resume",
+            str(run_dir),
+            *extra,
+        ]
+    )
 
 
 def _results(path: Path) -> list[dict]:
@@ -88,12 +112,18 @@ def reference(tmp_path_factory):
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-2000:]
-    spending = json.loads((run_dir / "summary.json").read_text())["spending"]  # shown without a cap too
-    assert spending["max_cost_usd"] is None and spending["spent_usd"] == pytest.approx(_spent(run_dir), abs=1e-6)
+    spending = json.loads((run_dir / "summary.json").read_text())[
+        "spending"
+    ]  # shown without a cap too
+    assert spending["max_cost_usd"] is None and spending["spent_usd"] == pytest.approx(
+        _spent(run_dir), abs=1e-6
+    )
     return run_dir, policy.billed
 
 
-def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncapped_result(tmp_path, reference):
+def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncapped_result(
+    tmp_path, reference
+):
     ref_dir, ref_billed = reference
     cap = round(ref_billed / 2, 6)  # half of what the whole run costs: it must stop on the way
     policy = BillingPolicy()
@@ -103,11 +133,13 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
         capped = _train(run_dir, server.base_url, "--set", f"run.max_cost_usd={cap}")
         billed_at_stop = policy.billed
         summary = json.loads((run_dir / "summary.json").read_text())
-        assert capped.returncode == BUDGET_EXIT_CODE, capped.stderr[-2000:]
+        assert capped.returncode == CAP_EXIT_CODE, capped.stderr[-2000:]
         assert summary["status"] == "budget_reached"
         assert summary["spending"]["max_cost_usd"] == cap and summary["spending"]["reached"] is True
         assert "budget reached" in capped.stderr and "--set run.max_cost_usd=" in capped.stderr
-        assert f"of cap ${cap:.4f}" in capped.stdout  # the progress line shows spend against the cap
+        assert (
+            f"of cap ${cap:.4f}" in capped.stdout
+        )  # the progress line shows spend against the cap
         assert f"--resume {run_dir}" in capped.stderr
         # Never crossed: what the provider billed (calls on the wire at the stop included) and
         # what the run logged both stay within the cap; and the stop came well before the end.
@@ -116,7 +148,7 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
         assert billed_at_stop < ref_billed
         # The same cap again: it stops again, at once, paying nothing more.
         again = _resume(run_dir)
-        assert again.returncode == BUDGET_EXIT_CODE
+        assert again.returncode == CAP_EXIT_CODE
         assert policy.billed <= cap
 
         resumed = _resume(run_dir, "--set", "run.max_cost_usd=1.0")
@@ -129,32 +161,63 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
     # uninterrupted run pays (calls the stop left on the wire at most once more).
     assert policy.billed == pytest.approx(ref_billed, rel=0.05)
     final = json.loads((run_dir / "summary.json").read_text())
-    assert json.loads((ref_dir / "speedrun.json").read_text())["train_cost_usd"] > 0  # reached, at a cost
+    assert (
+        json.loads((ref_dir / "speedrun.json").read_text())["train_cost_usd"] > 0
+    )  # reached, at a cost
     assert final["status"] == "finished" and final["spending"]["max_cost_usd"] == 1.0
     assert final["training"]["cost_usd"] == pytest.approx(
-        json.loads((ref_dir / "summary.json").read_text())["training"]["cost_usd"])
+        json.loads((ref_dir / "summary.json").read_text())["training"]["cost_usd"]
+    )
     metrics = read_jsonl(run_dir / "metrics.jsonl")
     assert metrics[-1]["max_cost_usd"] == 1.0 and metrics[-1]["run_spent_usd"] > 0
     # The leaderboard's record (cost to target included) is the uncapped run's; the cap is not
     # part of what decides results (same results fingerprint).
-    volatile = {"result_id", "run_id", "started_at", "written_at", "git_commit", "git_dirty", "elapsed_s",
-                "train_episode_and_sleep_time_s"}
+    volatile = {
+        "result_id",
+        "run_id",
+        "started_at",
+        "written_at",
+        "git_commit",
+        "git_dirty",
+        "elapsed_s",
+        "train_episode_and_sleep_time_s",
+    }
     record, ref_record = (json.loads((d / "speedrun.json").read_text()) for d in (run_dir, ref_dir))
-    assert {k: v for k, v in record.items() if k not in volatile} == \
-        {k: v for k, v in ref_record.items() if k not in volatile}
+    assert {k: v for k, v in record.items() if k not in volatile} == {
+        k: v for k, v in ref_record.items() if k not in volatile
+    }
     # The report says what was spent against the cap.
     from speedrunner.core.reporting import build_report
 
     report = build_report([run_dir], tmp_path / "report")
     spent = json.loads((run_dir / "summary.json").read_text())["spent_usd"]
-    assert f"spent ${spent:.4f} of cap $1.0000" in (report.out / "report.md").read_text()  # the run's one figure
+    assert (
+        f"spent ${spent:.4f} of cap $1.0000" in (report.out / "report.md").read_text()
+    )  # the run's one figure
 
 
 def test_a_cap_needs_prices(tmp_path):
-    proc = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file",
-                str(REPO / "configs" / "babyai" / "react-gpt-seq.yaml"), "--quick_test", "--run_dir",
-                str(tmp_path / "run"), "--set", "model.provider=vllm", "--set", "model.base_url=http://127.0.0.1:9/v1",
-                "--set", "model.name=unpriced-model", "--set", "run.max_cost_usd=1", "--skip_preflight"])
+    proc = run(
+        [
+            sys.executable,
+            "-m",
+            "speedrunner.benchmarks.babyai.train",
+            "--config_file",
+            str(REPO / "configs" / "babyai" / "react-gpt-seq.yaml"),
+            "--quick_test",
+            "--run_dir",
+            str(tmp_path / "run"),
+            "--set",
+            "model.provider=vllm",
+            "--set",
+            "model.base_url=http://127.0.0.1:9/v1",
+            "--set",
+            "model.name=unpriced-model",
+            "--set",
+            "run.max_cost_usd=1",
+            "--skip_preflight",
+        ]
+    )
     assert proc.returncode == 2
     assert "has no price" in proc.stderr and "model.prices=" in proc.stderr
     assert not (tmp_path / "run").exists()
@@ -189,27 +252,40 @@ grid:
 """)
     cmd = [sys.executable, "-m", "speedrunner.cli", "sweep", str(sweep_file), "--workers", "2"]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=clean_env())
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=clean_env()
+        )
         billed_at_stop = policy.billed
         sweep = load_sweep(sweep_file)
         spent = [_spent(r.run_dir) for r in sweep.runs]
         # Raised caps (the sweep's, and every run's own in `set`): the same runs go on and finish.
         text = sweep_file.read_text().replace(f"max_cost_usd: {cap}", "max_cost_usd: 5.0")
         sweep_file.write_text(text.replace("set:\n", "set:\n  run.max_cost_usd: 2.5\n"))
-        rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=clean_env())
+        rerun = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=clean_env()
+        )
     finally:
         server.stop()
-    assert proc.returncode == BUDGET_EXIT_CODE, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == CAP_EXIT_CODE, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "budget_reached" in proc.stdout and "spending cap" in proc.stderr
     assert billed_at_stop <= cap
-    assert sum(spent) <= cap + FLOAT_SLACK and all(s > 0 for s in spent)  # both ran, together within the cap
+    assert sum(spent) <= cap + FLOAT_SLACK and all(
+        s > 0 for s in spent
+    )  # both ran, together within the cap
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
     again = load_sweep(sweep_file)
-    assert [r.run_dir for r in again.runs] == [r.run_dir for r in sweep.runs]  # continued, not restarted
+    assert [r.run_dir for r in again.runs] == [
+        r.run_dir for r in sweep.runs
+    ]  # continued, not restarted
     for r in again.runs:
         summary = json.loads((r.run_dir / "summary.json").read_text())
         assert summary["status"] == "finished" and summary["training"]["episodes"] == 4
-        assert summary["spending"]["max_cost_usd"] == 2.5 and summary["spending"]["sweep_max_cost_usd"] == 5.0
+        assert (
+            summary["spending"]["max_cost_usd"] == 2.5
+            and summary["spending"]["sweep_max_cost_usd"] == 5.0
+        )
     ledger = json.loads(ledger_path(again).read_text())
     assert set(ledger["runs"]) == {r.run_id for r in sweep.runs}
-    assert sum(e["spent"] for e in ledger["runs"].values()) == pytest.approx(sum(_spent(r.run_dir) for r in again.runs))
+    assert sum(e["spent"] for e in ledger["runs"].values()) == pytest.approx(
+        sum(_spent(r.run_dir) for r in again.runs)
+    )

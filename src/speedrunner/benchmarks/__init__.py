@@ -1,1 +1,2 @@
-"""Benchmarks: each is declared by a spec in speedrunner.catalog (an entry point of pyproject.toml)."""
+"""Benchmarks: each is declared by a spec in speedrunner.catalog
+(an entry point of pyproject.toml)."""

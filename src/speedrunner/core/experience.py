@@ -40,9 +40,21 @@ from speedrunner.core.codebook.callgraph import SkillStats
 from speedrunner.core.episode_files import load_trajectory
 from speedrunner.core.trajectory import Trajectory
 
-__all__ = ["SkillStats", "call_graph_density", "codebook_ast", "codebook_source", "complexity", "configure",
-           "dynamic_call_depth", "dynamic_call_graph", "episodes", "generations", "skill_stats",
-           "static_call_depth", "static_call_graph"]
+__all__ = [
+    "SkillStats",
+    "call_graph_density",
+    "codebook_ast",
+    "codebook_source",
+    "complexity",
+    "configure",
+    "dynamic_call_depth",
+    "dynamic_call_graph",
+    "episodes",
+    "generations",
+    "skill_stats",
+    "static_call_depth",
+    "static_call_graph",
+]
 
 
 @dataclass(frozen=True)
@@ -64,13 +76,20 @@ def configure(episodes_dir: str | Path, codebook_dir: str | Path, upto: int) -> 
 
 def _here() -> _Where:
     if _where is None:
-        raise RuntimeError("speedrunner.core.experience is not configured: call configure(episodes_dir, "
-                           "codebook_dir, upto) first")
+        raise RuntimeError(
+            "speedrunner.core.experience is not configured: call configure(episodes_dir, "
+            "codebook_dir, upto) first"
+        )
     return _where
 
 
-def episodes(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
-             skill: str | None = None) -> list[Trajectory]:
+def episodes(
+    *,
+    batch: int | None = None,
+    generation: int | None = None,
+    success: bool | None = None,
+    skill: str | None = None,
+) -> list[Trajectory]:
     """Training episodes in index order, filtered by batch, codebook generation, outcome,
     and whether any skill call (nested calls included) used the function ``skill``."""
     where = _here()
@@ -115,13 +134,15 @@ def codebook_ast(generation: int) -> ast.Module:
     """The parsed module (``ast.parse``) of one stored codebook generation.
 
     Stored generations passed validation, so they parse; walk it with ``ast.walk`` or an
-    ``ast.NodeVisitor``, e.g. ``[n.name for n in codebook_ast(3).body if isinstance(n, ast.FunctionDef)]``.
+    ``ast.NodeVisitor``, e.g.
+    ``[n.name for n in codebook_ast(3).body if isinstance(n, ast.FunctionDef)]``.
     """
     return pyast.parse(codebook_source(generation), filename=f"gen_{generation}.py")
 
 
 def static_call_graph(generation: int) -> dict[str, set[str]]:
-    """Each top-level function of generation ``generation`` -> the other functions its body calls by name.
+    """Each top-level function of generation ``generation`` -> the other functions its body \
+calls by name.
 
     Every function is a key (an empty set when it calls none); a function calling itself adds
     no edge. Read from the source, never run: a call in a branch never taken still counts.
@@ -133,15 +154,21 @@ def _trees(filters: dict[str, object]) -> list[dict]:
     return [c["tree"] for t in episodes(**filters) for c in t.skill_calls()]  # type: ignore[arg-type]
 
 
-def dynamic_call_graph(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
-                       skill: str | None = None) -> dict[str, set[str]]:
+def dynamic_call_graph(
+    *,
+    batch: int | None = None,
+    generation: int | None = None,
+    success: bool | None = None,
+    skill: str | None = None,
+) -> dict[str, set[str]]:
     """Each function that ran in the selected episodes -> the functions its recorded calls called.
 
     Filters as in ``episodes``. Pass ``generation=`` for one library's graph: names mean
     different functions across generations (renames, edits).
     """
-    return callgraph.dynamic_call_graph(_trees({"batch": batch, "generation": generation, "success": success,
-                                                "skill": skill}))
+    return callgraph.dynamic_call_graph(
+        _trees({"batch": batch, "generation": generation, "success": success, "skill": skill})
+    )
 
 
 def call_graph_density(graph: dict[str, set[str]]) -> float:
@@ -161,19 +188,31 @@ def static_call_depth(generation: int) -> int:
     return callgraph.max_depth(static_call_graph(generation))
 
 
-def dynamic_call_depth(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
-                       skill: str | None = None) -> int:
-    """The deepest recorded nesting of skill calls in the selected episodes (filters as in ``episodes``).
+def dynamic_call_depth(
+    *,
+    batch: int | None = None,
+    generation: int | None = None,
+    success: bool | None = None,
+    skill: str | None = None,
+) -> int:
+    """The deepest recorded nesting of skill calls in the selected episodes (filters as in \
+``episodes``).
 
     1 when no call called another codebook function, 0 when no skill was called. Recursion
     counts every level that ran; the sandbox records at most 40 levels.
     """
-    return callgraph.tree_depth(_trees({"batch": batch, "generation": generation, "success": success,
-                                        "skill": skill}))
+    return callgraph.tree_depth(
+        _trees({"batch": batch, "generation": generation, "success": success, "skill": skill})
+    )
 
 
-def skill_stats(*, batch: int | None = None, generation: int | None = None, success: bool | None = None,
-                skill: str | None = None) -> dict[str, SkillStats]:
+def skill_stats(
+    *,
+    batch: int | None = None,
+    generation: int | None = None,
+    success: bool | None = None,
+    skill: str | None = None,
+) -> dict[str, SkillStats]:
     """Function name -> ``SkillStats`` (calls, successes, errors, cap_hits, interrupted, actions,
     actions_per_call) over every recorded call, nested ones included, of the selected episodes.
 
@@ -181,8 +220,9 @@ def skill_stats(*, batch: int | None = None, generation: int | None = None, succ
     time limit (``stopped_by`` ``max_actions`` or ``timeout``); ``interrupted`` calls were
     running when the episode ended. Pass ``generation=`` to count one library's functions.
     """
-    return callgraph.skill_stats(_trees({"batch": batch, "generation": generation, "success": success,
-                                         "skill": skill}))
+    return callgraph.skill_stats(
+        _trees({"batch": batch, "generation": generation, "success": success, "skill": skill})
+    )
 
 
 def complexity(generation: int) -> dict[str, int]:
@@ -192,5 +232,7 @@ def complexity(generation: int) -> dict[str, int]:
     ``assert``, comprehension ``for``/``if``, ``match`` cases, each extra ``and``/``or``
     operand); 1 is straight-line code.
     """
-    return {name: callgraph.cyclomatic_complexity(node)
-            for name, node in callgraph.functions(codebook_source(generation)).items()}
+    return {
+        name: callgraph.cyclomatic_complexity(node)
+        for name, node in callgraph.functions(codebook_source(generation)).items()
+    }

@@ -91,7 +91,9 @@ class Registry(Generic[T]):
 
     def register(self, name: str, spec: T, *, origin: str = "register()") -> None:
         if name in self._specs:
-            raise ValueError(f"{self.kind} {name!r} is declared twice: by {self._origin[name]} and by {origin}")
+            raise ValueError(
+                f"{self.kind} {name!r} is declared twice: by {self._origin[name]} and by {origin}"
+            )
         self._specs[name] = spec
         self._origin[name] = origin
 
@@ -112,20 +114,24 @@ class Registry(Generic[T]):
                 self._broken[ep.name] = f"{origin} cannot be loaded: {type(e).__name__}: {e}"
                 continue
             if not isinstance(spec, self.spec_type):
-                self._broken[ep.name] = (f"{origin} is a {type(spec).__name__}, not a "
-                                         f"{self.spec_type.__name__}")
+                self._broken[ep.name] = (
+                    f"{origin} is a {type(spec).__name__}, not a {self.spec_type.__name__}"
+                )
                 continue
             if spec.name != ep.name:
-                self._broken[ep.name] = (f"{origin} names itself {spec.name!r}; "
-                                         "the entry point's name and the spec's name must agree")
+                self._broken[ep.name] = (
+                    f"{origin} names itself {spec.name!r}; "
+                    "the entry point's name and the spec's name must agree"
+                )
                 continue
             if ep.name in self._specs and self._specs[ep.name] is spec:
                 continue  # the same distribution seen twice on sys.path
             if ep.name in self._specs or ep.name in self._broken:
                 first = self._origin.pop(ep.name, None) or self._broken[ep.name]
                 self._specs.pop(ep.name, None)
-                self._broken[ep.name] = (f"declared twice: by {first} and by {origin}; uninstall one "
-                                         "of those packages")
+                self._broken[ep.name] = (
+                    f"declared twice: by {first} and by {origin}; uninstall one of those packages"
+                )
                 continue
             self.register(ep.name, spec, origin=origin)
 
@@ -136,18 +142,27 @@ class Registry(Generic[T]):
         except KeyError:
             pass
         if name in self._broken:
-            raise ConfigError(f"{self.kind} {name!r}: {self._broken[name]} (fix or reinstall that package; "
-                              f"see {self.guide})")
+            raise ConfigError(
+                f"{self.kind} {name!r}: {self._broken[name]} (fix or reinstall that package; "
+                f"see {self.guide})"
+            )
         raise UnknownNameError(self.unknown_message(name)) from None
 
     def unknown_message(self, name: str) -> str:
         valid = self.names()
-        known = f"valid: {', '.join(valid)}" if valid else (
-            f"no {self.kind} is installed at all (the installed metadata may predate its entry points: "
-            "reinstall with pip install -e .)")
-        return (f"unknown {self.kind} {name!r}{suggest(name, valid)}; {known}. A package adds a "
-                f"{self.kind} by declaring its spec under the entry point group {self.group!r} in its "
-                f"pyproject.toml, then pip install -e it (see {self.guide})")
+        known = (
+            f"valid: {', '.join(valid)}"
+            if valid
+            else (
+                f"no {self.kind} is installed at all (the installed metadata may predate its entry "
+                "points: reinstall with pip install -e .)"
+            )
+        )
+        return (
+            f"unknown {self.kind} {name!r}{suggest(name, valid)}; {known}. A package adds a "
+            f"{self.kind} by declaring its spec under the entry point group {self.group!r} in its "
+            f"pyproject.toml, then pip install -e it (see {self.guide})"
+        )
 
     def names(self) -> list[str]:
         self.discover()

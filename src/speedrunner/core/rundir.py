@@ -48,8 +48,19 @@ with any change after which a run directory of the current version would no long
 or report as it did (tests/fixtures/run_format_<n> holds one of each version)."""
 
 _PACKAGES = (
-    "speedrunner", "openai", "google-genai", "pydantic", "pyyaml", "gymnasium", "minigrid",
-    "crafter", "scienceworld", "tenacity", "numpy", "matplotlib", "rich",
+    "speedrunner",
+    "openai",
+    "google-genai",
+    "pydantic",
+    "pyyaml",
+    "gymnasium",
+    "minigrid",
+    "crafter",
+    "scienceworld",
+    "tenacity",
+    "numpy",
+    "matplotlib",
+    "rich",
 )
 
 
@@ -69,8 +80,10 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise RunDirError(f"{run_dir} is in use by PID {holder}; wait for it to finish, or "
-                              f"stop it (kill -TERM {holder}) before resuming") from None
+            raise RunDirError(
+                f"{run_dir} is in use by PID {holder}; wait for it to finish, or "
+                f"stop it (kill -TERM {holder}) before resuming"
+            ) from None
         # The previous holder may have unlinked the file between our open and our lock:
         # then we locked an orphan and must lock the file that is there now.
         try:
@@ -113,8 +126,9 @@ def ensure_writable(run_dir: Path) -> None:
         probe.write_bytes(b"ok")
         probe.unlink()
     except OSError as e:
-        raise RunDirError(f"cannot write to the run directory {run_dir}: {e.strerror or e}. "
-                          + _fix_for(e)) from None
+        raise RunDirError(
+            f"cannot write to the run directory {run_dir}: {e.strerror or e}. " + _fix_for(e)
+        ) from None
 
 
 def _fix_for(e: OSError) -> str:
@@ -150,7 +164,8 @@ def model_label(provider: str, model_name: str) -> str:
 def experiment_name(config: RunConfig) -> str:
     """``<method>-<model>-<taskset>``, the model part from ``model_label`` (``scripted`` for
     scripted runs; the provider added when it is not the one the name implies)."""
-    return f"{config.method.name}-{model_label(config.model.provider, config.model.name)}-{config.benchmark.task_set}"
+    model = model_label(config.model.provider, config.model.name)
+    return f"{config.method.name}-{model}-{config.benchmark.task_set}"
 
 
 def experiment_dir(config: RunConfig, output_root: str | Path | None = None) -> Path:
@@ -201,7 +216,9 @@ def create_run_dir(loaded: LoadedConfig, *, run_dir: str | Path | None = None) -
         if run_dir is not None:
             path = Path(run_dir)
             if path.exists() and not path.is_dir():
-                raise ConfigError(f"--run_dir {path} is a file, not a directory; pick a new directory")
+                raise ConfigError(
+                    f"--run_dir {path} is a file, not a directory; pick a new directory"
+                )
             if path.exists() and any(path.iterdir()):
                 raise _not_empty(path)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,18 +238,23 @@ def create_run_dir(loaded: LoadedConfig, *, run_dir: str | Path | None = None) -
             raise
     except OSError as e:
         where = Path(e.filename) if e.filename else Path(run_dir or experiment_dir(loaded.config))
-        raise RunDirError(f"cannot create the run directory at {where}: {e.strerror or e}. "
-                          + _fix_for(e)) from None
+        raise RunDirError(
+            f"cannot create the run directory at {where}: {e.strerror or e}. " + _fix_for(e)
+        ) from None
     return path
 
 
 def _not_empty(path: Path) -> SpeedRunnerError:
     holder = lock_holder(path)
     if holder is not None:
-        return RunDirError(f"--run_dir {path} is in use by PID {holder} (a run is working in it); "
-                           "pick a new directory, or wait for that run to finish")
-    return ConfigError(f"--run_dir {path} is not empty; runs are never overwritten. "
-                       f"Continue it with --resume {path}, or pick a new directory")
+        return RunDirError(
+            f"--run_dir {path} is in use by PID {holder} (a run is working in it); "
+            "pick a new directory, or wait for that run to finish"
+        )
+    return ConfigError(
+        f"--run_dir {path} is not empty; runs are never overwritten. "
+        f"Continue it with --resume {path}, or pick a new directory"
+    )
 
 
 def write_provenance(path: Path, loaded: LoadedConfig, *, run_id: str | None = None) -> None:
@@ -279,22 +301,33 @@ def check_run_format(run_dir: Path, *, action: str = "resumed") -> dict[str, Any
     try:
         record = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        raise RunFormatError(f"{run_dir} is not a SpeedRunner run directory (no {PROVENANCE_FILE}); "
-                             "pass a directory a train entry point wrote") from None
+        raise RunFormatError(
+            f"{run_dir} is not a SpeedRunner run directory (no {PROVENANCE_FILE}); "
+            "pass a directory a train entry point wrote"
+        ) from None
     except (OSError, ValueError, RecursionError) as e:
-        raise RunFormatError(f"{path} cannot be read ({type(e).__name__}: {str(e)[:200]}); restore it "
-                             "from a backup, or start a new run") from None
+        raise RunFormatError(
+            f"{path} cannot be read ({type(e).__name__}: {str(e)[:200]}); restore it "
+            "from a backup, or start a new run"
+        ) from None
     if not isinstance(record, dict):
-        raise RunFormatError(f"{path} is not a provenance record; restore it from a backup, or start a new run")
+        raise RunFormatError(
+            f"{path} is not a provenance record; restore it from a backup, or start a new run"
+        )
     found = record.get("run_format")
     if found == RUN_FORMAT and type(found) is int:
         return record
+    version = (
+        "no run-directory format version (an unreleased draft)"
+        if found is None
+        else f"run format {found!r}"
+    )
     raise RunFormatError(
-        f"{run_dir} cannot be {action}: it was written by {_writer(record)} in "
-        f"{'no run-directory format version (an unreleased draft)' if found is None else f'run format {found!r}'}"
+        f"{run_dir} cannot be {action}: it was written by {_writer(record)} in {version}"
         f", and this SpeedRunner ({_own_version()}) reads run format {RUN_FORMAT} only. "
         "Start a new run with the same config (its config.yaml is in that directory); "
-        "see docs/run-directory.md#format-version")
+        "see docs/run-directory.md#format-version"
+    )
 
 
 def _writer(provenance: dict[str, Any]) -> str:
@@ -333,7 +366,10 @@ def git_state(where: Path) -> tuple[str | None, bool | None]:
             return None, None
         status = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=where, capture_output=True, text=True, timeout=10,
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         return commit.stdout.strip(), bool(status.stdout.strip())
     except (OSError, subprocess.SubprocessError):

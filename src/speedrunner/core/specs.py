@@ -39,14 +39,16 @@ class BenchmarkSpec:
     memory_gb_per_episode: float | None = None
     """Memory a sweep reserves per parallel episode when its file names none (e.g. a JVM each)."""
     prompt_bytes: int | None = None
-    """``estimate``'s bound on the actor's first prompt without knowledge (``None``: a generous default)."""
+    """``estimate``'s bound on the actor's first prompt without knowledge
+    (``None``: a generous default)."""
     observation_bytes: int | None = None
     """``estimate``'s bound on one observation (``None``: a generous default)."""
 
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A method, by ``"module:attr"`` strings. ``factory`` is ``None`` until the method is implemented.
+    """A method, by ``"module:attr"`` strings.
+    ``factory`` is ``None`` until the method is implemented.
 
     ``benchmarks`` restricts where the method runs (``None``: everywhere);
     ``entry_point`` names the only train module allowed to run it, when there is one.
@@ -61,7 +63,8 @@ class MethodSpec:
     meaning_keys: dict[str, str] = field(default_factory=dict)
     quick_test: dict[str, Any] = field(default_factory=dict)
     uses_skills: bool = False
-    """The actor may call LLM-written skills: the run builds the benchmark's skill API and sandbox."""
+    """The actor may call LLM-written skills:
+    the run builds the benchmark's skill API and sandbox."""
     multi_turn_sleep: bool = False
     """The sleep is a multi-turn inducer session (``method.max_inducer_turns`` caps it)."""
     knowledge_title: str | None = None

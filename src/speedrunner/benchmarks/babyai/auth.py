@@ -1,9 +1,10 @@
 """Who may use a BabyAI-Text server: whoever holds the secret it made at start (as Jupyter does).
 
-A server writes its token to ``<runtime dir>/babyai-server-<host>-<port>.token`` (mode 0600, in
-a directory only its user can enter), so the runs that user starts on this machine find it by
-port (the host keeps servers on the same port of two nodes apart when the home is shared); another machine (or another runtime directory) gives it in ``SPEEDRUNNER_BABYAI_TOKEN``.
-The token only ever travels in the ``Authorization`` header; nothing prints or logs it.
+A server writes its token to ``<runtime dir>/babyai-server-<host>-<port>.token`` (mode 0600, in a
+directory only its user can enter), so the runs that user starts on this machine find it by port
+(the host keeps servers on the same port of two nodes apart when the home is shared); another
+machine (or another runtime directory) gives it in ``SPEEDRUNNER_BABYAI_TOKEN``. The token only ever
+travels in the ``Authorization`` header; nothing prints or logs it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def token_path(port: int) -> Path:
 
 
 def new_token() -> str:
-    """``SPEEDRUNNER_BABYAI_TOKEN`` if set (the user shares one token on purpose), else a fresh one."""
+    """``SPEEDRUNNER_BABYAI_TOKEN`` if set (the user shares one token on purpose),
+    else a fresh one."""
     return os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
 
 
@@ -65,9 +67,11 @@ def _private_dir() -> Path:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise TokenFileError(f"{path} must be a directory of yours that only you can enter (mode 0700) "
-                             f"to hold the BabyAI server's token: chmod 700 {path}, or set "
-                             f"{RUNTIME_DIR_ENV} to one that is")
+        raise TokenFileError(
+            f"{path} must be a directory of yours that only you can enter (mode 0700) "
+            f"to hold the BabyAI server's token: chmod 700 {path}, or set "
+            f"{RUNTIME_DIR_ENV} to one that is"
+        )
     return path
 
 
@@ -83,7 +87,9 @@ class TokenFile:
         directory = _private_dir()
         _prune_stale(directory)
         tmp = directory / f".{self.path.name}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         try:
             os.write(fd, (token + "\n").encode())
             os.fsync(fd)
@@ -107,7 +113,8 @@ class TokenFile:
 
 
 def _prune_stale(directory: Path) -> None:
-    """Remove this host's token files whose server is gone (killed before it could remove its own)."""
+    """Remove this host's token files whose server is gone
+    (killed before it could remove its own)."""
     for path in directory.glob(f"babyai-server-{glob.escape(socket.gethostname())}-*.token"):
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -146,5 +153,7 @@ def find_token(url: str) -> str | None:
 def where(url: str) -> str:
     """How a client gets the token of the server at ``url``: for messages."""
     port = urlsplit(url).port or 80
-    return (f"runs find the token of a server you started on this machine in {token_path(port)}; "
-            f"otherwise set {TOKEN_ENV} to the token in the server's token file")
+    return (
+        f"runs find the token of a server you started on this machine in {token_path(port)}; "
+        f"otherwise set {TOKEN_ENV} to the token in the server's token file"
+    )

@@ -45,7 +45,8 @@ from speedrunner.errors import ServerUnavailableError
 LOCAL_HOSTS = auth.LOCAL_HOSTS
 
 Answer = Literal["ours", "nothing", "refused"]
-"""At a URL: our server (it takes our token), nothing listening, or a BabyAI server that refuses us."""
+"""At a URL: our server (it takes our token), nothing listening,
+or a BabyAI server that refuses us."""
 
 
 def answer_at(url: str, token: str | None, timeout_s: float = 1.0) -> Answer:
@@ -73,7 +74,8 @@ def answer_at(url: str, token: str | None, timeout_s: float = 1.0) -> Answer:
     if not ok:
         raise ServerUnavailableError(
             f"something other than a BabyAI-Text server answers at {url}; free the port or "
-            "point benchmark.server_url elsewhere")
+            "point benchmark.server_url elsewhere"
+        )
     return "refused" if response.status == 401 else "ours"
 
 
@@ -97,7 +99,8 @@ class ServerProcess:
         self.host, self.port = host, port
         self.url = f"http://{host}:{port}"
         self.token = auth.new_token()
-        """Handed to the server in its environment (never on its command line, which every user sees)."""
+        """Handed to the server in its environment (never on its command line,
+        which every user sees)."""
         self._proc: subprocess.Popen[bytes] | None = None
         # Lives as long as the server: its stderr, shown if startup fails.
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
@@ -105,12 +108,30 @@ class ServerProcess:
     def start(self, timeout_s: float) -> None:
         """Launch and wait until ``/health`` answers; raise with the server's stderr if it dies."""
         src = str(Path(__file__).resolve().parents[3])  # works from a checkout without install
-        env = {**os.environ, auth.TOKEN_ENV: self.token, "PYTHONPATH": os.pathsep.join(
-            p for p in (src, os.environ.get("PYTHONPATH")) if p)}
-        cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.server", "--host", self.host,
-               "--port", str(self.port), "--parent-pid", str(os.getpid())]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=self._log, env=env, start_new_session=True)
+        env = {
+            **os.environ,
+            auth.TOKEN_ENV: self.token,
+            "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p),
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "speedrunner.benchmarks.babyai.server",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env=env,
+            start_new_session=True,
+        )
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -119,14 +140,16 @@ class ServerProcess:
                 err = self._log.read().decode(errors="replace").strip()[-2000:]
                 raise ServerUnavailableError(
                     f"the BabyAI-Text server started for {self.url} exited with code "
-                    f"{self._proc.returncode}:\n{err}")
+                    f"{self._proc.returncode}:\n{err}"
+                )
             if probe(self.url, timeout_s=1.0, token=self.token):
                 return
             time.sleep(0.05)
         self.stop()
         raise ServerUnavailableError(
             f"the BabyAI-Text server started for {self.url} did not answer within {timeout_s:g} s; "
-            "raise benchmark.server_start_timeout_s or start it yourself: " + START_HINT)
+            "raise benchmark.server_start_timeout_s or start it yourself: " + START_HINT
+        )
 
     def restart(self, timeout_s: float) -> None:
         """Start again on the same port (after the old process died)."""
@@ -155,7 +178,8 @@ class ServerProcess:
 
 
 OWNER_FILE = "babyai_owner.json"
-"""In the run directory: the server-side owners of this run's episodes, the current one last (0600)."""
+"""In the run directory: the server-side owners of this run's episodes, the current one last
+(0600)."""
 
 
 def _read_owners(run_dir: Path | None) -> list[str]:
@@ -168,7 +192,8 @@ def _read_owners(run_dir: Path | None) -> list[str]:
         owners = data.get("owners") or [data["owner"]]  # "owner" alone: written by an older version
         return [str(o) for o in owners]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return []  # none yet, or unreadable: a fresh owner (leftovers then wait for the idle expiry)
+        # None yet, or unreadable: a fresh owner (leftovers then wait for the idle expiry).
+        return []
 
 
 def _save_owners(run_dir: Path | None, owners: list[str]) -> None:
@@ -209,7 +234,9 @@ class BabyAIBenchmark(Benchmark):
 
     def _spec(self, split: Split, run_seed: int, index: int) -> EpisodeSpec:
         seed = episode_seed(run_seed, split, index)
-        return EpisodeSpec(split=split, index=index, task=kind_for_seed(seed, self.kinds), seed=seed)
+        return EpisodeSpec(
+            split=split, index=index, task=kind_for_seed(seed, self.kinds), seed=seed
+        )
 
     def train_episode(self, run_seed: int, index: int) -> EpisodeSpec:
         return self._spec("train", run_seed, index)
@@ -226,21 +253,28 @@ class BabyAIBenchmark(Benchmark):
             self._token = auth.find_token(url)
             found = answer_at(url, self._token)
             parts = urlsplit(url)
-            if found == "refused" and (parts.hostname not in LOCAL_HOSTS or not self.config.autostart_server):
+            if found == "refused" and (
+                parts.hostname not in LOCAL_HOSTS or not self.config.autostart_server
+            ):
                 raise refused(url)
             if found == "refused":
-                print(f"note: the BabyAI server at {url} serves another user (or wants a token this run does "
-                      "not have); this run starts its own on a free port", file=sys.stderr)
+                print(
+                    f"note: the BabyAI server at {url} serves another user (or wants a token this "
+                    "run does not have); this run starts its own on a free port",
+                    file=sys.stderr,
+                )
             if found != "ours":
                 if parts.hostname not in LOCAL_HOSTS:
                     raise ServerUnavailableError(
                         f"no BabyAI-Text server answers at {url}; on that machine run "
                         f"`python BALROG/deploy_env.py deploy.host=0.0.0.0 deploy.port="
-                        f"{parts.port or 80}`, or use a local URL such as http://127.0.0.1:8080")
+                        f"{parts.port or 80}`, or use a local URL such as http://127.0.0.1:8080"
+                    )
                 if not self.config.autostart_server:
                     raise ServerUnavailableError(
                         f"no BabyAI-Text server answers at {url}; {START_HINT}, or set "
-                        "benchmark.autostart_server: true")
+                        "benchmark.autostart_server: true"
+                    )
                 # A private server on a free port: concurrent runs never share (and so never
                 # stop) each other's autostarted server. A server you start yourself at the
                 # configured URL is used instead whenever it answers.
@@ -251,8 +285,12 @@ class BabyAIBenchmark(Benchmark):
 
     def make_env(self) -> BabyAITextEnv:
         self.ensure_server()
-        return BabyAITextEnv(self._url, request_timeout_s=self.config.request_timeout_s, owner=self._owner,
-                             token=self._token)
+        return BabyAITextEnv(
+            self._url,
+            request_timeout_s=self.config.request_timeout_s,
+            owner=self._owner,
+            token=self._token,
+        )
 
     def start_run(self, run_tag: str, run_dir: Path | None = None) -> None:
         """Tag this run's episodes, and delete what a killed earlier process of it left.
@@ -270,11 +308,16 @@ class BabyAIBenchmark(Benchmark):
                 try:
                     deleted = 0
                     for owner in owners:
-                        status, payload = conn.request("DELETE", f"/episodes?owner={quote(owner, safe='')}")
+                        status, payload = conn.request(
+                            "DELETE", f"/episodes?owner={quote(owner, safe='')}"
+                        )
                         deleted += len(payload.get("deleted") or []) if status == 200 else 0
                     if deleted:
-                        print(f"BabyAI server {self._url}: deleted {deleted} episode(s) an earlier process "
-                              "of this run left behind", file=sys.stderr)
+                        print(
+                            f"BabyAI server {self._url}: deleted {deleted} episode(s) an earlier "
+                            "process of this run left behind",
+                            file=sys.stderr,
+                        )
                 finally:
                     conn.close()
 
@@ -301,15 +344,19 @@ class BabyAIBenchmark(Benchmark):
                 raise ServerUnavailableError(
                     f"the BabyAI-Text server at {self._url}, which this run did not start, stopped "
                     f"answering ({error}); it is yours, so the run does not restart it: start it "
-                    "again, then continue with --resume") from error
+                    "again, then continue with --resume"
+                ) from error
             if server.running:
                 return True  # another episode already restarted it
             if self.restarts >= self.config.max_server_restarts:
                 return False
             self.restarts += 1
-            print(f"warning: the BabyAI server this run started ({server.url}) died; restarting it "
-                  f"({self.restarts}/{self.config.max_server_restarts}) and replaying the affected "
-                  "episodes from their seeds (their LLM answers come from the cache)", file=sys.stderr)
+            print(
+                f"warning: the BabyAI server this run started ({server.url}) died; restarting it "
+                f"({self.restarts}/{self.config.max_server_restarts}) and replaying the affected "
+                "episodes from their seeds (their LLM answers come from the cache)",
+                file=sys.stderr,
+            )
             server.restart(self.config.server_start_timeout_s)
             return True
 

@@ -39,13 +39,15 @@ BUSY_CODES = frozenset({"too_many_connections", "too_many_episodes"})
 
 
 class ServerAuthError(EnvError):
-    """The server refused our token (401): it is another user's, or was started with another token."""
+    """The server refused our token (401): it is another user's,
+    or was started with another token."""
 
 
 def refused(base_url: str) -> ServerAuthError:
     return ServerAuthError(
-        f"the BabyAI server at {base_url} refused this run (401 unauthorized): it serves only the user who "
-        f"started it, with its token; {auth.where(base_url)}")
+        f"the BabyAI server at {base_url} refused this run (401 unauthorized): it serves only the "
+        f"user who started it, with its token; {auth.where(base_url)}"
+    )
 
 
 class ServerConnection:
@@ -72,12 +74,19 @@ class ServerConnection:
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                headers: dict[str, str] | None = None, *, busy_wait_s: float = BUSY_WAIT_S) -> tuple[int, dict[str, Any]]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        *,
+        busy_wait_s: float = BUSY_WAIT_S,
+    ) -> tuple[int, dict[str, Any]]:
         """(status, JSON body). A connection closed before its answer is retried on a new one (the
         server closes a stale keep-alive connection, or an idle one to make room, without serving
-        what arrives on it), and so is a 503 ``too_many_connections`` (answered before the request is
-        read), for up to ``busy_wait_s``, with a note on stderr: the server is busy, not broken.
+        what arrives on it), and so is a 503 ``too_many_connections`` (answered before the request
+        is read), for up to ``busy_wait_s``, with a note on stderr: the server is busy, not broken.
         A 401 (the server is not ours to use) raises ``ServerAuthError`` at once."""
         started, pause, noted = time.monotonic(), 0.1, False
         while True:
@@ -89,17 +98,29 @@ class ServerConnection:
             if time.monotonic() + pause > started + busy_wait_s:
                 return status, payload
             if not noted:
-                print(f"BabyAI server at {self.base_url} is busy (every connection slot is taken by other "
-                      f"clients); retrying for up to {busy_wait_s:g} s", file=sys.stderr)
+                print(
+                    f"BabyAI server at {self.base_url} is busy (every connection slot is taken by "
+                    f"other clients); retrying for up to {busy_wait_s:g} s",
+                    file=sys.stderr,
+                )
                 noted = True
             time.sleep(pause)
             pause = min(pause * 2, 2.0)
 
-    def _request_once(self, method: str, path: str, body: dict[str, Any] | None,
-                      headers: dict[str, str] | None, deadline: float) -> tuple[int, dict[str, Any]]:
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        headers: dict[str, str] | None,
+        deadline: float,
+    ) -> tuple[int, dict[str, Any]]:
         data = json.dumps(body).encode() if body is not None else None
-        headers = {**({"Content-Type": "application/json"} if data is not None else {}), **self._auth,
-                   **(headers or {})}
+        headers = {
+            **({"Content-Type": "application/json"} if data is not None else {}),
+            **self._auth,
+            **(headers or {}),
+        }
         attempt = 0
         while True:
             attempt += 1
@@ -120,25 +141,29 @@ class ServerConnection:
                 self.close()
                 if not reused and (attempt >= 8 or time.monotonic() > deadline):
                     raise ServerUnavailableError(
-                        f"BabyAI server at {self.base_url} closed the connection without answering {method} "
-                        f"{path}, {attempt} times ({e}): it is busy (other clients hold its connections) or "
-                        "stopping; is it still running? (a server autostarted by another run stops when "
-                        f"that run ends; for concurrent runs {START_HINT})") from e
+                        f"BabyAI server at {self.base_url} closed the connection without answering "
+                        f"{method} {path}, {attempt} times ({e}): it is busy (other clients hold "
+                        "its connections) or stopping; is it still running? (a server autostarted "
+                        "by another run stops when that run ends; for concurrent runs "
+                        f"{START_HINT})"
+                    ) from e
                 if not reused:
-                    time.sleep(min(0.05 * 2 ** attempt, 1.0))
+                    time.sleep(min(0.05 * 2**attempt, 1.0))
             except (OSError, http.client.HTTPException, AttributeError) as e:
                 if isinstance(e, AttributeError) and self._conn is not None:
                     raise  # a real bug, not a connection closed under the request
                 self.close()
                 raise ServerUnavailableError(
                     f"BabyAI server at {self.base_url} did not answer {method} {path} ({e}); "
-                    f"{START_HINT}") from e
+                    f"{START_HINT}"
+                ) from e
         try:
             payload = json.loads(raw)
         except json.JSONDecodeError as e:
             raise ServerUnavailableError(
                 f"{self.base_url} answered {method} {path} with non-JSON (status "
-                f"{response.status}); is it a BabyAI-Text server? {START_HINT}") from e
+                f"{response.status}); is it a BabyAI-Text server? {START_HINT}"
+            ) from e
         return response.status, payload
 
     def close(self) -> None:
@@ -166,7 +191,8 @@ def _raise_for(status: int, payload: dict[str, Any], what: str) -> None:
 
 
 class ServerBusyError(EnvError):
-    """The server answered but is full (503 ``too_many_*``): other clients, not a fault of ours or its."""
+    """The server answered but is full (503 ``too_many_*``): other clients,
+    not a fault of ours or its."""
 
 
 class OwnerTag:
@@ -174,8 +200,9 @@ class OwnerTag:
     what a killed process of the run left. When the server has no room left for it (429
     ``owner_quota``: its episodes fill the owner's quota), the run goes on under a fresh one."""
 
-    def __init__(self, run_tag: str, name: str | None = None,
-                 on_change: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, run_tag: str, name: str | None = None, on_change: Callable[[str], None] | None = None
+    ) -> None:
         self.run_tag = run_tag
         self.name = name or self.fresh()
         self.on_change = on_change
@@ -186,12 +213,16 @@ class OwnerTag:
         return f"{self.run_tag}-{secrets.token_hex(6)}"
 
     def replace(self, refused: str, base_url: str, why: str) -> str:
-        """A fresh name instead of ``refused`` (once, however many envs were refused it), said in one line."""
+        """A fresh name instead of ``refused`` (once, however many envs were refused it),
+        said in one line."""
         with self._lock:
             if self.name == refused:
                 self.name = self.fresh()
-                print(f"BabyAI server at {base_url} has no room for owner {refused!r} ({why}); this run's "
-                      f"episodes go on under a fresh owner {self.name!r}", file=sys.stderr)
+                print(
+                    f"BabyAI server at {base_url} has no room for owner {refused!r} ({why}); this "
+                    f"run's episodes go on under a fresh owner {self.name!r}",
+                    file=sys.stderr,
+                )
                 if self.on_change is not None:
                     self.on_change(self.name)
             return self.name
@@ -202,8 +233,14 @@ class BabyAITextEnv(TextEnv):
 
     accepts_free_text = False  # step() refuses anything not in actions (InvalidActionError)
 
-    def __init__(self, server_url: str, *, request_timeout_s: float = 30.0, owner: OwnerTag | None = None,
-                 token: str | None = None) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        *,
+        request_timeout_s: float = 30.0,
+        owner: OwnerTag | None = None,
+        token: str | None = None,
+    ) -> None:
         self._http = ServerConnection(server_url, request_timeout_s, token)
         self._owner = owner  # tags server-side episodes with the run, so a resume can clean up
         self._episode_id: str | None = None
@@ -264,7 +301,9 @@ class BabyAITextEnv(TextEnv):
         body = {"task": task, "seed": int(seed)}
         status, payload = 0, {}
         if self._episode_id is not None:
-            status, payload = self._http.request("POST", f"/episodes/{self._episode_id}/reset", body)
+            status, payload = self._http.request(
+                "POST", f"/episodes/{self._episode_id}/reset", body
+            )
             if payload.get("code") in ("unknown_episode", "episode_expired"):
                 self._episode_id = None  # expired or server restarted: start afresh
         if self._episode_id is None:
@@ -288,7 +327,8 @@ class BabyAITextEnv(TextEnv):
         if self._done:
             raise EnvError("the episode is over; call reset(task, seed) to play again")
         status, payload = self._http.request(
-            "POST", f"/episodes/{self._episode_id}/step", {"action": action})
+            "POST", f"/episodes/{self._episode_id}/step", {"action": action}
+        )
         _raise_for(status, payload, f"step({action!r})")
         self._observation = Observation(payload["observation"], payload["structured"])
         self._success, self._done = bool(payload["success"]), bool(payload["done"])
@@ -301,7 +341,8 @@ class BabyAITextEnv(TextEnv):
     def close(self) -> None:
         """Delete the server-side episode (best effort) and drop the connection. Idempotent."""
         if self._episode_id is not None:
-            # Server gone: episode gone too. Refused (restarted with another token): it expires there.
+            # Server gone: episode gone too. Refused (restarted with another token): it expires
+            # there.
             with contextlib.suppress(ServerUnavailableError, ServerAuthError):
                 self._http.request("DELETE", f"/episodes/{self._episode_id}")
             self._episode_id = None

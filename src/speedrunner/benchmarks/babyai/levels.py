@@ -70,8 +70,9 @@ def valid_tasks() -> list[str]:
 
 
 def resolve_task(task: str, seed: int) -> str:
-    """Map a task id (bare, prefixed or ``mixed``) to a concrete kind, or raise with the valid list."""
-    kind = task[len(LEVEL_PREFIX):] if task.startswith(LEVEL_PREFIX) else task
+    """Map a task id (bare, prefixed or ``mixed``) to a concrete kind,
+    or raise with the valid list."""
+    kind = task[len(LEVEL_PREFIX) :] if task.startswith(LEVEL_PREFIX) else task
     if kind == MIXED:
         return kind_for_seed(seed, TASK_KINDS)
     if kind not in TASK_KINDS:
@@ -94,9 +95,16 @@ class MixedTrainLocalLevel(LevelGen):
             raise UnknownNameError(unknown("BabyAI task kind", kind, TASK_KINDS))
         self.kind = kind
         super().__init__(
-            room_size=8, num_rows=1, num_cols=2 if kind == "open" else 1, num_dists=0,
-            locations=False, unblocking=False, implicit_unlock=False,
-            action_kinds=[kind], instr_kinds=["action", "seq1"], **kwargs,
+            room_size=8,
+            num_rows=1,
+            num_cols=2 if kind == "open" else 1,
+            num_dists=0,
+            locations=False,
+            unblocking=False,
+            implicit_unlock=False,
+            action_kinds=[kind],
+            instr_kinds=["action", "seq1"],
+            **kwargs,
         )
 
     def _gen_grid(self, width: int, height: int) -> None:
@@ -125,7 +133,9 @@ class MixedTrainLocalLevel(LevelGen):
             else:
                 self.place_agent()
                 extra = 1 if self.kind in ("goto", "pickup") else 2
-                objs = self.add_distractors(num_distractors=self.num_dists + extra, all_unique=False)
+                objs = self.add_distractors(
+                    num_distractors=self.num_dists + extra, all_unique=False
+                )
                 reachable = self.check_objs_reachable(raise_exc=False)
                 self.instrs = getattr(self, f"_instr_{self.kind}")(objs)
             accepted = not self._mentions_held_out()

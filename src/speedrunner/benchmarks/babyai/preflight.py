@@ -27,7 +27,9 @@ def check_server(config: BabyAIConfig, timeout_s: float = 3.0) -> None:
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout_s)
     try:
-        conn.request("GET", parts.path.rstrip("/") + "/health", headers=auth.header(auth.find_token(url)))
+        conn.request(
+            "GET", parts.path.rstrip("/") + "/health", headers=auth.header(auth.find_token(url))
+        )
         response = conn.getresponse()
         status, body = response.status, response.read(4096)
     except (OSError, http.client.HTTPException) as e:
@@ -36,7 +38,8 @@ def check_server(config: BabyAIConfig, timeout_s: float = 3.0) -> None:
         raise PreflightError(
             f"benchmark.server_url {url}: no BabyAI-Text server answers ({e}); "
             f"{START_HINT}, or use a local URL with benchmark.autostart_server: true "
-            "(--skip_preflight skips this check)") from None
+            "(--skip_preflight skips this check)"
+        ) from None
     finally:
         conn.close()
     try:
@@ -44,21 +47,29 @@ def check_server(config: BabyAIConfig, timeout_s: float = 3.0) -> None:
         service, code = answer.get("service"), answer.get("code")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         service = code = None
-    if status == 503 and code == "too_many_connections":  # ours, busy: the run's requests wait for a slot
-        print(f"warning: the BabyAI-Text server at {url} is busy (503 too_many_connections: other clients "
-              "hold its connections); the run starts and its requests retry until a slot frees",
-              file=sys.stderr)
+    if (
+        status == 503 and code == "too_many_connections"
+    ):  # ours, busy: the run's requests wait for a slot
+        print(
+            f"warning: the BabyAI-Text server at {url} is busy (503 too_many_connections: other "
+            "clients hold its connections); the run starts and its requests retry until a slot "
+            "frees",
+            file=sys.stderr,
+        )
         return
     if status == 401 and service == SERVICE:  # a BabyAI server that is not ours to use
         if parts.hostname in LOCAL_HOSTS and config.autostart_server:
             return  # the run starts its own on a free port (and says so)
         raise PreflightError(
-            f"benchmark.server_url {url}: the BabyAI-Text server there refuses this run (401): it serves only "
-            f"the user who started it, with its token; {auth.where(url)} (--skip_preflight skips this check)")
+            f"benchmark.server_url {url}: the BabyAI-Text server there refuses this run (401): it "
+            f"serves only the user who started it, with its token; {auth.where(url)} "
+            "(--skip_preflight skips this check)"
+        )
     if status != 200 or service != SERVICE:
         seen = body.decode("utf-8", "replace").strip().replace("\n", " ")[:120]
         raise PreflightError(
             f"benchmark.server_url {url}: something other than the BabyAI-Text server answers "
             f"there (GET /health gave HTTP {status}: {seen!r}). Stop it or free the port, or point "
             f"benchmark.server_url at a BabyAI-Text server ({START_HINT}) "
-            "(--skip_preflight skips this check)")
+            "(--skip_preflight skips this check)"
+        )

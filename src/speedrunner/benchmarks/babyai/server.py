@@ -171,13 +171,21 @@ class Episode:
 
     def step(self, action: str) -> dict[str, Any]:
         if action not in text.ACTION_INDEX:
-            raise ApiError(400, "invalid_action", unknown("action", str(action), text.ACTIONS),
-                           valid_actions=list(text.ACTIONS))
+            raise ApiError(
+                400,
+                "invalid_action",
+                unknown("action", str(action), text.ACTIONS),
+                valid_actions=list(text.ACTIONS),
+            )
         if self.level is None:
             raise ApiError(409, "episode_done", f"episode {self.id} has no level; reset it")
         if self.done:
-            raise ApiError(409, "episode_done", f"episode {self.id} is finished "
-                           f"(success={self.success}); POST /episodes/{self.id}/reset to play again")
+            raise ApiError(
+                409,
+                "episode_done",
+                f"episode {self.id} is finished "
+                f"(success={self.success}); POST /episodes/{self.id}/reset to play again",
+            )
         obs, reward, terminated, truncated, _ = self.level.step(text.ACTION_INDEX[action])
         self.success = bool(terminated and reward > 0)
         self.done = bool(terminated or truncated)
@@ -195,7 +203,8 @@ class Episode:
 
 
 class EpisodeStore:
-    """Episodes by id, with idle expiry, a size bound and a quota per owner. One short global lock."""
+    """Episodes by id, with idle expiry,
+    a size bound and a quota per owner. One short global lock."""
 
     _REMEMBER_EXPIRED = 10000
 
@@ -228,12 +237,19 @@ class EpisodeStore:
             self._sweep(time.monotonic(), force=True)
             if sum(e.owner == owner for e in self._episodes.values()) >= self.max_per_owner:
                 who = f"owner {owner!r}" if owner is not None else "clients without an owner"
-                raise ApiError(429, "owner_quota", f"{who} already have {self.max_per_owner} episodes alive; "
-                               "DELETE finished ones (or raise deploy.max_episodes_per_owner)")
+                raise ApiError(
+                    429,
+                    "owner_quota",
+                    f"{who} already have {self.max_per_owner} episodes alive; "
+                    "DELETE finished ones (or raise deploy.max_episodes_per_owner)",
+                )
             if len(self._episodes) >= self.max_episodes:
-                raise ApiError(503, "too_many_episodes",
-                               f"{self.max_episodes} episodes are alive; DELETE finished ones or "
-                               "start the server with a larger deploy.max_episodes")
+                raise ApiError(
+                    503,
+                    "too_many_episodes",
+                    f"{self.max_episodes} episodes are alive; DELETE finished ones or "
+                    "start the server with a larger deploy.max_episodes",
+                )
             self._episodes[episode.id] = episode
         return episode
 
@@ -247,10 +263,17 @@ class EpisodeStore:
                 episode = None
             if episode is None:
                 if episode_id in self._expired:
-                    raise ApiError(410, "episode_expired", f"episode {episode_id} expired after "
-                                   f"{self.ttl_s:g} s idle; POST /episodes to start a new one")
-                raise ApiError(404, "unknown_episode", f"no episode {episode_id!r}; "
-                               "POST /episodes {task, seed} to create one")
+                    raise ApiError(
+                        410,
+                        "episode_expired",
+                        f"episode {episode_id} expired after "
+                        f"{self.ttl_s:g} s idle; POST /episodes to start a new one",
+                    )
+                raise ApiError(
+                    404,
+                    "unknown_episode",
+                    f"no episode {episode_id!r}; POST /episodes {{task, seed}} to create one",
+                )
             episode.last_used = now
             return episode
 
@@ -280,8 +303,12 @@ _ROUTES: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
 def _task_and_seed(body: dict[str, Any]) -> tuple[str, int]:
     task, seed = body.get("task"), body.get("seed")
     if not isinstance(task, str):
-        raise ApiError(400, "bad_request", 'body needs "task" (a string), e.g. '
-                       '{"task": "pick_up_seq_go_to", "seed": 0}', valid_tasks=levels.valid_tasks())
+        raise ApiError(
+            400,
+            "bad_request",
+            'body needs "task" (a string), e.g. {"task": "pick_up_seq_go_to", "seed": 0}',
+            valid_tasks=levels.valid_tasks(),
+        )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise ApiError(400, "bad_request", f'"seed" must be an integer in [0, 2**32), got {seed!r}')
     return task, seed
@@ -310,8 +337,9 @@ class DeadlineReader(io.RawIOBase):
     must arrive within ``request_s``: every read gets only what is left of that.
     """
 
-    def __init__(self, sock: socket.socket, idle_s: float, request_s: float,
-                 on_idle: Any = lambda: None) -> None:
+    def __init__(
+        self, sock: socket.socket, idle_s: float, request_s: float, on_idle: Any = lambda: None
+    ) -> None:
         self.sock, self.idle_s, self.request_s = sock, idle_s, request_s
         self.deadline: float | None = None
         self.on_idle = on_idle
@@ -342,12 +370,18 @@ class DeadlineReader(io.RawIOBase):
         return n
 
 
-_ERROR_CODES = {400: "bad_request", 414: "uri_too_long", 431: "headers_too_large", 501: "method_not_allowed",
-                505: "http_version_not_supported"}
+_ERROR_CODES = {
+    400: "bad_request",
+    414: "uri_too_long",
+    431: "headers_too_large",
+    501: "method_not_allowed",
+    505: "http_version_not_supported",
+}
 
 
 class Evicted(Exception):
-    """The connection was given to a newcomer before its request was read in full: drop it unanswered."""
+    """The connection was given to a newcomer before its request was read in full:
+    drop it unanswered."""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -362,8 +396,12 @@ class Handler(BaseHTTPRequestHandler):
         self.timeout = settings.read_timeout_s  # StreamRequestHandler applies it (to writes, here)
         super().setup()
         self.rfile.close()
-        self.reader = DeadlineReader(self.connection, settings.first_byte_timeout_s, settings.request_timeout_s,
-                                     lambda: self.server.idle(self.connection))
+        self.reader = DeadlineReader(
+            self.connection,
+            settings.first_byte_timeout_s,
+            settings.request_timeout_s,
+            lambda: self.server.idle(self.connection),
+        )
         self.rfile = io.BufferedReader(self.reader, 65536)
         self.served = 0
         self.opened = time.monotonic()
@@ -386,8 +424,13 @@ class Handler(BaseHTTPRequestHandler):
             if first in (b"\x16", b"\x80"):  # a TLS (or SSLv2) ClientHello
                 self.request_version, self.command, self.requestline = "HTTP/1.1", None, "(TLS)"
                 self.close_connection = True
-                self._reply(400, {"error": "this is a plain HTTP server: use http://, not https://",
-                                  "code": "not_http"})
+                self._reply(
+                    400,
+                    {
+                        "error": "this is a plain HTTP server: use http://, not https://",
+                        "code": "not_http",
+                    },
+                )
                 return
             self.raw_requestline = self.rfile.readline(65537)
             if len(self.raw_requestline) > 65536:
@@ -398,12 +441,20 @@ class Handler(BaseHTTPRequestHandler):
             if not self.raw_requestline:
                 self.close_connection = True
                 return
-            if len(self.raw_requestline.split()) == 2:  # "GET /path": HTTP/0.9, which has no headers
+            if (
+                len(self.raw_requestline.split()) == 2
+            ):  # "GET /path": HTTP/0.9, which has no headers
                 self.requestline = self.raw_requestline.decode("latin-1").rstrip("\r\n")
                 self.request_version, self.command = "HTTP/1.1", None
                 self.close_connection = True
-                self._reply(400, {"error": "HTTP/0.9 requests are not served: send HTTP/1.1 (e.g. "
-                                  "'GET /health HTTP/1.1' and a Host header)", "code": "http_0_9"})
+                self._reply(
+                    400,
+                    {
+                        "error": "HTTP/0.9 requests are not served: send HTTP/1.1 (e.g. "
+                        "'GET /health HTTP/1.1' and a Host header)",
+                        "code": "http_0_9",
+                    },
+                )
                 return
             if not self.parse_request():
                 if not self.replied:
@@ -422,18 +473,31 @@ class Handler(BaseHTTPRequestHandler):
             if not self.replied and self.reader.deadline is not None:
                 with contextlib.suppress(OSError):
                     self.request_version = "HTTP/1.1"
-                    self._reply(408, {"error": f"request not complete within "
-                                      f"{self.server.settings.request_timeout_s:g} s of its first byte",
-                                      "code": "request_timeout"})
+                    self._reply(
+                        408,
+                        {
+                            "error": f"request not complete within "
+                            f"{self.server.settings.request_timeout_s:g} s of its first byte",
+                            "code": "request_timeout",
+                        },
+                    )
 
     def _refuse(self) -> None:
         """401 before anything else is read or done, and the connection closed."""
         self.close_connection = True
-        self._reply(401, {"error": "this BabyAI-Text server serves only the user who started it: send "
-                          "'Authorization: Bearer <token>' with the token from its token file "
-                          f"(babyai-server-<port>.token in that user's runtime directory) or {auth.TOKEN_ENV}",
-                          "code": "unauthorized", "service": SERVICE}, {"WWW-Authenticate": "Bearer"},
-                    body=self.command != "HEAD")
+        self._reply(
+            401,
+            {
+                "error": "this BabyAI-Text server serves only the user who started it: send "
+                "'Authorization: Bearer <token>' with the token from its token file "
+                "(babyai-server-<port>.token in that user's runtime directory) or "
+                f"{auth.TOKEN_ENV}",
+                "code": "unauthorized",
+                "service": SERVICE,
+            },
+            {"WWW-Authenticate": "Bearer"},
+            body=self.command != "HEAD",
+        )
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors the stdlib finds (request line, headers) as JSON, like every other answer."""
@@ -441,8 +505,14 @@ class Handler(BaseHTTPRequestHandler):
         if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
             self.request_version = "HTTP/1.1"  # a status line and headers, whatever was sent
         text = message or self.responses.get(code, ("error",))[0]
-        self._reply(code, {"error": f"{text}: send an HTTP/1.1 request with a JSON body (see GET /health)",
-                           "code": _ERROR_CODES.get(code, "bad_request")}, body=self.command != "HEAD")
+        self._reply(
+            code,
+            {
+                "error": f"{text}: send an HTTP/1.1 request with a JSON body (see GET /health)",
+                "code": _ERROR_CODES.get(code, "bad_request"),
+            },
+            body=self.command != "HEAD",
+        )
 
     def __getattr__(self, name: str) -> Any:
         # http.server looks up do_<METHOD>; every method, known or not, gets a JSON answer
@@ -451,7 +521,6 @@ class Handler(BaseHTTPRequestHandler):
             return lambda: self._dispatch(name[3:])
         raise AttributeError(name)
 
-
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.settings.verbose:
             super().log_message(format, *args)
@@ -459,9 +528,13 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         headers: dict[str, str] = {}
         settings = self.server.settings
-        if (self.served >= settings.max_requests_per_connection
-                or time.monotonic() - self.opened >= settings.max_connection_age_s):
-            self.close_connection = True  # no connection keeps its slot for ever; the client reconnects
+        if (
+            self.served >= settings.max_requests_per_connection
+            or time.monotonic() - self.opened >= settings.max_connection_age_s
+        ):
+            self.close_connection = (
+                True  # no connection keeps its slot for ever; the client reconnects
+            )
         try:
             status, payload = 200, self._route(method)
         except Evicted:
@@ -472,8 +545,10 @@ class Handler(BaseHTTPRequestHandler):
             if status == 405:
                 headers["Allow"] = ", ".join(e.body["allowed"])
         except Exception as e:  # our bug: answer 500 and keep serving
-            status, payload = 500, {"error": f"internal error: {type(e).__name__}: {e}",
-                                    "code": "internal"}
+            status, payload = (
+                500,
+                {"error": f"internal error: {type(e).__name__}: {e}", "code": "internal"},
+            )
         self._reply(status, payload, headers, body=method != "HEAD")
 
     def _route(self, method: str) -> dict[str, Any]:
@@ -484,12 +559,20 @@ class Handler(BaseHTTPRequestHandler):
                 continue
             if method not in methods:
                 self._discard_body()
-                raise ApiError(405, "method_not_allowed", f"{method} {path} is not supported; "
-                               f"use {' or '.join(methods)}", allowed=list(methods))
+                raise ApiError(
+                    405,
+                    "method_not_allowed",
+                    f"{method} {path} is not supported; use {' or '.join(methods)}",
+                    allowed=list(methods),
+                )
             return getattr(self, f"_{name}")(*match.groups())
         self._discard_body()
-        raise ApiError(404, "unknown_route", f"no route {method} {path}; see GET /health and the "
-                       "server module docstring for the API")
+        raise ApiError(
+            404,
+            "unknown_route",
+            f"no route {method} {path}; see GET /health and the "
+            "server module docstring for the API",
+        )
 
     def _start_work(self) -> None:
         """The request is read in full: from here it is executed, so its connection is no longer
@@ -501,11 +584,14 @@ class Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length is None:
             self.close_connection = True
-            raise ApiError(411, "length_required", "send a Content-Length header with the JSON body")
+            raise ApiError(
+                411, "length_required", "send a Content-Length header with the JSON body"
+            )
         if not length.strip().isdigit():  # negative, signed or not a number: never read "until EOF"
             self.close_connection = True
-            raise ApiError(400, "bad_request", f"bad Content-Length {length!r}: send the body's size "
-                           "in bytes")
+            raise ApiError(
+                400, "bad_request", f"bad Content-Length {length!r}: send the body's size in bytes"
+            )
         size = int(length)
         limit = self.server.settings.max_body_bytes
         if size > limit:
@@ -515,8 +601,12 @@ class Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(size)
         except TimeoutError:  # the client stalled mid-body: answer and drop the connection
             self.close_connection = True
-            raise ApiError(408, "request_timeout", f"body not received within "
-                           f"{self.server.settings.request_timeout_s:g} s of the request's first byte") from None
+            raise ApiError(
+                408,
+                "request_timeout",
+                f"body not received within "
+                f"{self.server.settings.request_timeout_s:g} s of the request's first byte",
+            ) from None
         self._start_work()
         if len(raw) < size:  # the client closed (or half-closed) before sending it all
             self.close_connection = True
@@ -525,8 +615,11 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
             # ValueError covers JSONDecodeError and integers too long to convert
-            raise ApiError(400, "malformed_json", f"request body is not valid JSON: "
-                           f"{type(e).__name__}: {str(e)[:200]}") from None
+            raise ApiError(
+                400,
+                "malformed_json",
+                f"request body is not valid JSON: {type(e).__name__}: {str(e)[:200]}",
+            ) from None
         if not isinstance(body, dict):
             raise ApiError(400, "malformed_json", "request body must be a JSON object")
         return body
@@ -544,8 +637,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _health(self) -> dict[str, Any]:
         self._discard_body()
-        return {"status": "ok", "service": SERVICE, "tasks": levels.valid_tasks(),
-                "actions": list(text.ACTIONS), "episodes": len(self.server.store)}
+        return {
+            "status": "ok",
+            "service": SERVICE,
+            "tasks": levels.valid_tasks(),
+            "actions": list(text.ACTIONS),
+            "episodes": len(self.server.store),
+        }
 
     def _episodes(self) -> dict[str, Any]:
         if self.command == "DELETE":
@@ -569,8 +667,12 @@ class Handler(BaseHTTPRequestHandler):
         body = self._read_json()
         action = body.get("action")
         if not isinstance(action, str):
-            raise ApiError(400, "invalid_action", 'body needs "action" (a string)',
-                           valid_actions=list(text.ACTIONS))
+            raise ApiError(
+                400,
+                "invalid_action",
+                'body needs "action" (a string)',
+                valid_actions=list(text.ACTIONS),
+            )
         episode = self.server.store.get(episode_id)
         with episode.lock:
             return episode.step(action)
@@ -586,8 +688,14 @@ class Handler(BaseHTTPRequestHandler):
         self.server.store.delete(episode_id)
         return {"deleted": episode_id}
 
-    def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
-               *, body: bool = True) -> None:
+    def _reply(
+        self,
+        status: int,
+        payload: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        *,
+        body: bool = True,
+    ) -> None:
         data = json.dumps(payload, separators=(",", ":")).encode()
         self.replied = True
         self.connection.settimeout(self.server.settings.read_timeout_s)
@@ -609,13 +717,17 @@ class BabyAIServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default 5 drops SYNs when many episodes connect at once
 
-    def __init__(self, settings: ServerSettings, *, token: str | None = None, token_file: bool = True) -> None:
+    def __init__(
+        self, settings: ServerSettings, *, token: str | None = None, token_file: bool = True
+    ) -> None:
         self.settings = settings
         self.token = token or auth.new_token()
         """Every request must carry it (``Authorization: Bearer``); never printed or logged."""
         if ":" in settings.host:
             self.address_family = socket.AF_INET6
-        self.store = EpisodeStore(settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner)
+        self.store = EpisodeStore(
+            settings.episode_ttl_s, settings.max_episodes, settings.max_episodes_per_owner
+        )
         self._connections = threading.BoundedSemaphore(settings.max_connections)
         self._state_lock = threading.Lock()
         self._idle: dict[socket.socket, float] = {}
@@ -652,7 +764,8 @@ class BabyAIServer(ThreadingHTTPServer):
             self._idle[sock] = time.monotonic()
 
     def busy(self, sock: socket.socket) -> bool:
-        """A request began on ``sock`` (still evictable until read in full); False if it was evicted."""
+        """A request began on ``sock`` (still evictable until read in full);
+        False if it was evicted."""
         with self._state_lock:
             self._idle.pop(sock, None)
             self._arriving[sock] = time.monotonic()
@@ -690,14 +803,24 @@ class BabyAIServer(ThreadingHTTPServer):
         idle or still receiving its request is closed to make room; only if every one is executing
         a request, a 503 at once, without a thread."""
         if not self._connections.acquire(blocking=False) and not (
-                self._evict() and self._connections.acquire(timeout=2.0)):
-            body = json.dumps({"error": f"the server is busy: {self.settings.max_connections} connections are "
-                               "executing requests; retry later or raise deploy.max_connections",
-                               "code": "too_many_connections", "service": SERVICE}).encode()
+            self._evict() and self._connections.acquire(timeout=2.0)
+        ):
+            body = json.dumps(
+                {
+                    "error": f"the server is busy: {self.settings.max_connections} connections are "
+                    "executing requests; retry later or raise deploy.max_connections",
+                    "code": "too_many_connections",
+                    "service": SERVICE,
+                }
+            ).encode()
             with contextlib.suppress(OSError):
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
-                                + b"\r\n\r\n" + body)
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
+                )
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
@@ -715,12 +838,18 @@ class BabyAIServer(ThreadingHTTPServer):
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def start_in_thread(settings: ServerSettings | None = None, *, token_file: bool = True) -> BabyAIServer:
+def start_in_thread(
+    settings: ServerSettings | None = None, *, token_file: bool = True
+) -> BabyAIServer:
     """Serve in a daemon thread of this process (tests, benchmarks); stop with ``.shutdown()``
     and ``.server_close()`` (which removes its token file)."""
     server = BabyAIServer(settings or ServerSettings(port=0), token_file=token_file)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                     name="babyai-server", daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},
+        name="babyai-server",
+        daemon=True,
+    ).start()
     return server
 
 
@@ -744,9 +873,13 @@ def serve(settings: ServerSettings, *, parent_pid: int | None = None) -> None:
         threading.Thread(target=_watch_parent, args=(server, parent_pid), daemon=True).start()
     # SIGTERM (a run stopping its server, kill) ends like Ctrl-C: the token file is removed.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    print(f"BabyAI-Text server listening on {server.url}; it serves only you: its token is in "
-          f"{server.token_file.path if server.token_file else '(no file)'} (mode 0600), where the runs you "
-          f"start find it (elsewhere, set {auth.TOKEN_ENV} to it)", file=sys.stderr, flush=True)
+    print(
+        f"BabyAI-Text server listening on {server.url}; it serves only you: its token is in "
+        f"{server.token_file.path if server.token_file else '(no file)'} (mode 0600), where the "
+        f"runs you start find it (elsewhere, set {auth.TOKEN_ENV} to it)",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -759,23 +892,51 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m speedrunner.benchmarks.babyai.server --port 8080``."""
     defaults = ServerSettings()
     parser = ArgumentParser(description="BabyAI-Text episode server (JSON over HTTP).")
-    parser.add_argument("--host", default=defaults.host, help="interface to bind (default loopback)")
+    parser.add_argument(
+        "--host", default=defaults.host, help="interface to bind (default loopback)"
+    )
     parser.add_argument("--port", type=int, default=defaults.port, help="TCP port")
-    parser.add_argument("--episode-ttl-s", type=float, default=defaults.episode_ttl_s,
-                        help="idle seconds before an episode expires")
-    parser.add_argument("--max-episodes", type=int, default=defaults.max_episodes,
-                        help="most episodes alive at once")
-    parser.add_argument("--max-episodes-per-owner", type=int, default=defaults.max_episodes_per_owner,
-                        help="most episodes one owner may have alive")
-    parser.add_argument("--request-timeout-s", type=float, default=defaults.request_timeout_s,
-                        help="seconds a whole request may take from its first byte")
-    parser.add_argument("--parent-pid", type=int, default=None,
-                        help="exit when this process (the one that started us) exits")
+    parser.add_argument(
+        "--episode-ttl-s",
+        type=float,
+        default=defaults.episode_ttl_s,
+        help="idle seconds before an episode expires",
+    )
+    parser.add_argument(
+        "--max-episodes",
+        type=int,
+        default=defaults.max_episodes,
+        help="most episodes alive at once",
+    )
+    parser.add_argument(
+        "--max-episodes-per-owner",
+        type=int,
+        default=defaults.max_episodes_per_owner,
+        help="most episodes one owner may have alive",
+    )
+    parser.add_argument(
+        "--request-timeout-s",
+        type=float,
+        default=defaults.request_timeout_s,
+        help="seconds a whole request may take from its first byte",
+    )
+    parser.add_argument(
+        "--parent-pid",
+        type=int,
+        default=None,
+        help="exit when this process (the one that started us) exits",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
-    settings = ServerSettings(host=args.host, port=args.port, episode_ttl_s=args.episode_ttl_s,
-                              max_episodes=args.max_episodes, max_episodes_per_owner=args.max_episodes_per_owner,
-                              request_timeout_s=args.request_timeout_s, verbose=args.verbose)
+    settings = ServerSettings(
+        host=args.host,
+        port=args.port,
+        episode_ttl_s=args.episode_ttl_s,
+        max_episodes=args.max_episodes,
+        max_episodes_per_owner=args.max_episodes_per_owner,
+        request_timeout_s=args.request_timeout_s,
+        verbose=args.verbose,
+    )
     serve(settings, parent_pid=args.parent_pid)
 
 

@@ -20,7 +20,14 @@ from speedrunner.benchmarks.babyai.text import ACTIONS
 from speedrunner.core.skill import SkillEnv
 
 __all__ = [
-    "ACTIONS", "SeenObject", "SkillEnv", "carrying", "find", "in_front", "visible_objects", "wall_distance",
+    "ACTIONS",
+    "SeenObject",
+    "SkillEnv",
+    "carrying",
+    "find",
+    "in_front",
+    "visible_objects",
+    "wall_distance",
 ]
 
 PRIMITIVE_ACTIONS: tuple[str, ...] = tuple(ACTIONS)
@@ -30,9 +37,11 @@ PRIMITIVE_ACTIONS: tuple[str, ...] = tuple(ACTIONS)
 # checked against ``text.py`` and minigrid by tests/codebook/test_api_view.py.
 STATE_LAYOUT = """\
 {"carrying": {"type", "color"} or None,
- "walls": {"forward" | "left" | "right": steps},  (only directions whose first non-empty cell is a wall)
+ "walls": {"forward" | "left" | "right": steps},  (only directions whose first non-empty \
+cell is a wall)
  "objects": [{"type", "color", "dx", "dy", "state" (doors only: open/closed/locked)}]}
-Only what the agent's 7x7 view shows (walls and closed doors block it); the text lists the same facts."""
+Only what the agent's 7x7 view shows (walls and closed doors block it); the text lists the \
+same facts."""
 COORDINATES = """\
 Egocentric, in steps from the agent: dx > 0 is to its right, dx < 0 to its left; dy > 0 is
 ahead (dy = 0: level with the agent). The view covers dx -3..3, dy 0..6, nothing behind.
@@ -64,8 +73,10 @@ class SeenObject:
 
 def visible_objects(structured: dict[str, Any]) -> list[SeenObject]:
     """Every object in view, nearest first."""
-    objs = [SeenObject(o["type"], o["color"], int(o["dx"]), int(o["dy"]), o.get("state"))
-            for o in structured.get("objects", [])]
+    objs = [
+        SeenObject(o["type"], o["color"], int(o["dx"]), int(o["dy"]), o.get("state"))
+        for o in structured.get("objects", [])
+    ]
     return sorted(objs, key=lambda o: (o.distance, o.dx, o.dy))
 
 

@@ -73,8 +73,10 @@ def _wall_distances(image: np.ndarray, ax: int, ay: int) -> dict[str, int]:
 
 
 def _visible_objects(image: np.ndarray, ax: int, ay: int) -> list[dict[str, Any]]:
-    """Objects (not walls/empty/unseen) in view, left to right and far to near, as BALROG lists them."""
+    """Objects (not walls/empty/unseen) in view, left to right and far to near,
+    as BALROG lists them."""
     from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
+
     objects = []
     mask = image[:, :, 0] > _WALL  # object codes follow unseen, empty, wall
     mask[ax, ay] = False  # the agent's own cell shows what it carries

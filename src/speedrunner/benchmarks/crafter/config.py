@@ -17,7 +17,8 @@ class CrafterConfig(BenchmarkConfig):
     max_env_actions: int | None = Field(2000, ge=1)
     """Per-episode budget of environment actions (the paper: 2,000)."""
     max_llm_calls: int | None = Field(4000, ge=1)
-    """Safety cap on LLM calls: invalid answers take no env action, so without it a model that never answers validly would be paid until the wall clock ends the episode."""
+    """Safety cap on LLM calls: invalid answers take no env action, so without it a model that never
+    answers validly would be paid until the wall clock ends the episode."""
     area: list[int] = Field(default_factory=lambda: [64, 64], min_length=2, max_length=2)
     """World size in cells."""
     length: int = Field(10000, ge=1)

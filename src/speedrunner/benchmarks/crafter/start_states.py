@@ -31,17 +31,22 @@ seeds between two evaluations (the paper's schedule has 50)."""
 
 
 class StartStates:
-    """``env(area, length, seed, first_action)``: a Crafter env as if just reset and stepped once."""
+    """``env(area, length, seed, first_action)``:
+    a Crafter env as if just reset and stepped once."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
         self._lock = threading.Lock()
         self._blanks: dict[tuple[tuple[int, int], int], DeterministicCrafterEnv] = {}
-        self._starts: OrderedDict[tuple[Any, ...], tuple[DeterministicCrafterEnv, bool]] = OrderedDict()
+        self._starts: OrderedDict[tuple[Any, ...], tuple[DeterministicCrafterEnv, bool]] = (
+            OrderedDict()
+        )
 
-    def env(self, area: tuple[int, int], length: int, seed: int,
-            first_action: int) -> tuple[DeterministicCrafterEnv, bool]:
-        """A fresh env of ``seed`` after ``reset()`` and ``step(first_action)``, and that step's ``done``."""
+    def env(
+        self, area: tuple[int, int], length: int, seed: int, first_action: int
+    ) -> tuple[DeterministicCrafterEnv, bool]:
+        """A fresh env of ``seed`` after ``reset()`` and ``step(first_action)``,
+        and that step's ``done``."""
         key = (tuple(area), int(length), int(seed), int(first_action))
         with self._lock:
             start = self._starts.get(key)
@@ -68,7 +73,9 @@ class StartStates:
         with self._lock:
             blank = self._blanks.get((area, length))
             if blank is None:
-                blank = DeterministicCrafterEnv(area=area, length=length, seed=0, render_image=False)
+                blank = DeterministicCrafterEnv(
+                    area=area, length=length, seed=0, render_image=False
+                )
                 self._blanks[(area, length)] = blank
         return blank
 

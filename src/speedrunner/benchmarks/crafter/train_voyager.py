@@ -1,4 +1,5 @@
-"""Voyager on Crafter: ``python -m speedrunner.benchmarks.crafter.train_voyager --config_file PATH``.
+"""Voyager on Crafter:
+``python -m speedrunner.benchmarks.crafter.train_voyager --config_file PATH``.
 
 Runs only method ``voyager`` (curriculum + critic + skill retrieval); the other methods
 use ``python -m speedrunner.benchmarks.crafter.train``. Flags: see ``speedrunner.train_cli``.

@@ -41,7 +41,8 @@ class ScienceWorldConfig(BenchmarkConfig):
     max_llm_calls: int | None = Field(100, ge=1)
     """Per-episode budget of LLM calls (the paper: 100)."""
     env_step_limit: int = Field(10000, ge=1)
-    """ScienceWorld's own step limit per episode (the LLM-call budget usually ends episodes first)."""
+    """ScienceWorld's own step limit per episode
+    (the LLM-call budget usually ends episodes first)."""
     simplification: str = "easy"
     """ScienceWorld simplification string (e.g. "easy", or "" for none)."""
     jvm_options: str = "-Xmx512m -XX:+UseSerialGC"
@@ -73,7 +74,11 @@ class ScienceWorldConfig(BenchmarkConfig):
     def launch_jvm_options(self) -> str:
         """``jvm_options`` plus the flag ``jvm_compiler`` asks for (``auto`` not yet settled by
         ``for_run``, e.g. an env built outside a run, is full)."""
-        return f"{self.jvm_options} {QUICK_COMPILER_FLAG}" if self.jvm_compiler == "quick" else self.jvm_options
+        return (
+            f"{self.jvm_options} {QUICK_COMPILER_FLAG}"
+            if self.jvm_compiler == "quick"
+            else self.jvm_options
+        )
 
     @property
     def task_ids(self) -> tuple[str, ...]:

@@ -148,7 +148,9 @@ def _simulator_class() -> type:
 
         def get_valid_action_object_combinations(self) -> list[str]:
             try:
-                listed = json.loads(self.server.getValidActionObjectCombinationsJSON())["validActions"]
+                listed = json.loads(self.server.getValidActionObjectCombinationsJSON())[
+                    "validActions"
+                ]
                 return sorted(str(entry["action"]) for entry in listed)
             except (ValueError, KeyError, TypeError):
                 return super().get_valid_action_object_combinations()
@@ -167,13 +169,17 @@ def launch_simulator(env_step_limit: int, jvm_options: str) -> Any:
         try:
             return _simulator_class()("", envStepLimit=env_step_limit)
         except (OSError, Py4JError) as e:
-            raise EnvError(f"could not start the ScienceWorld JVM ({e}); check that Java 11+ "
-                           f"is on PATH (`java -version`) and that "
-                           f"jvm_options={jvm_options!r} are valid JVM flags") from e
+            raise EnvError(
+                f"could not start the ScienceWorld JVM ({e}); check that Java 11+ "
+                f"is on PATH (`java -version`) and that "
+                f"jvm_options={jvm_options!r} are valid JVM flags"
+            ) from e
         except ValueError as e:  # py4j read something other than the port from the JVM's stdout
-            raise EnvError(f"the ScienceWorld JVM wrote to stdout before its port ({e}); with "
-                           f"jvm_options={jvm_options!r}, send JVM logs to stderr or a file "
-                           f"(e.g. -Xlog:gc:stderr or -Xlog:gc:file=gc.log, not -Xlog:gc)") from e
+            raise EnvError(
+                f"the ScienceWorld JVM wrote to stdout before its port ({e}); with "
+                f"jvm_options={jvm_options!r}, send JVM logs to stderr or a file "
+                f"(e.g. -Xlog:gc:stderr or -Xlog:gc:file=gc.log, not -Xlog:gc)"
+            ) from e
         finally:
             if previous is None:
                 os.environ.pop("JAVA_TOOL_OPTIONS", None)
@@ -198,8 +204,13 @@ class ScienceWorldTextEnv(TextEnv):
 
     accepts_free_text = True  # any text reaches the simulator; actions is a hint
 
-    def __init__(self, *, simplification: str = "easy", env_step_limit: int = 10000,
-                 jvm_options: str = "-Xmx512m -XX:+UseSerialGC") -> None:
+    def __init__(
+        self,
+        *,
+        simplification: str = "easy",
+        env_step_limit: int = 10000,
+        jvm_options: str = "-Xmx512m -XX:+UseSerialGC",
+    ) -> None:
         self.simplification = simplification
         self.env_step_limit = env_step_limit
         self.jvm_options = jvm_options
@@ -235,8 +246,10 @@ class ScienceWorldTextEnv(TextEnv):
 
     @property
     def action_descriptions(self) -> dict[str, str]:
-        return {"OBJ": "an object or place named as the observation names it, e.g. "
-                       "'open door to kitchen', 'pick up thermometer', 'focus on red wire'"}
+        return {
+            "OBJ": "an object or place named as the observation names it, e.g. "
+            "'open door to kitchen', 'pick up thermometer', 'focus on red wire'"
+        }
 
     @property
     def task(self) -> TaskRef | None:
@@ -262,25 +275,37 @@ class ScienceWorldTextEnv(TextEnv):
             _OPEN.add(self)
         text, info = self._call(self._load_and_reset, ref)
         self._ref, self._info, self._score, self._done = ref, info, int(info["score"]), False
-        self._templates = [t for t in self._call(self._sim.get_possible_actions) if t != "reset task"]
+        self._templates = [
+            t for t in self._call(self._sim.get_possible_actions) if t != "reset task"
+        ]
         return self._observation(text)
 
     def step(self, action: str) -> StepResult:
         if self._ref is None:
-            raise EnvError("ScienceWorldTextEnv.step() before reset(): call reset(task, seed) first")
+            raise EnvError(
+                "ScienceWorldTextEnv.step() before reset(): call reset(task, seed) first"
+            )
         if self._done:
-            raise EnvError("the ScienceWorld episode is over; call reset(task, seed) to start another")
+            raise EnvError(
+                "the ScienceWorld episode is over; call reset(task, seed) to start another"
+            )
         if not isinstance(action, str):
-            raise InvalidActionError(f"a ScienceWorld action is text, got {type(action).__name__}; "
-                                     f"e.g. one of: {', '.join(self.actions[:5])}")
+            raise InvalidActionError(
+                f"a ScienceWorld action is text, got {type(action).__name__}; "
+                f"e.g. one of: {', '.join(self.actions[:5])}"
+            )
         text, reward, done, info = self._call(self._sim.step, action)
         self._info, self._score, self._done = info, int(info["score"]), bool(done)
         return StepResult(
             observation=self._observation(text),
             reward=float(reward),
             done=self._done,
-            info={"score": self._score, "moves": int(info["moves"]), "success": self.success,
-                  "task": str(self._ref)},
+            info={
+                "score": self._score,
+                "moves": int(info["moves"]),
+                "success": self.success,
+                "task": str(self._ref),
+            },
         )
 
     def close(self) -> None:
@@ -302,21 +327,27 @@ class ScienceWorldTextEnv(TextEnv):
         return text, info
 
     def _call(self, fn: Any, *args: Any) -> Any:
-        """Run a simulator call; a dead JVM becomes an ``EnvError`` and the next reset restarts it."""
+        """Run a simulator call; a dead JVM becomes an ``EnvError`` and the next reset restarts
+        it."""
         from py4j.protocol import Py4JError
 
         try:
             return fn(*args)
         except Py4JError as e:
             self.close()
-            raise EnvError(f"the ScienceWorld JVM failed ({type(e).__name__}: {e}); the env "
-                           f"was closed, and the next reset(task, seed) starts a new JVM") from e
+            raise EnvError(
+                f"the ScienceWorld JVM failed ({type(e).__name__}: {e}); the env "
+                f"was closed, and the next reset(task, seed) starts a new JVM"
+            ) from e
 
     def _observation(self, text: str) -> Observation:
         info = self._info
-        return Observation(text=text, structured={
-            "look": info["look"],
-            "inventory": info["inv"],
-            "task": self.instruction,
-            "valid_actions": list(info["valid"]),
-        })
+        return Observation(
+            text=text,
+            structured={
+                "look": info["look"],
+                "inventory": info["inv"],
+                "task": self.instruction,
+                "valid_actions": list(info["valid"]),
+            },
+        )

@@ -1,4 +1,5 @@
-"""Train on scienceworld: ``python -m speedrunner.benchmarks.scienceworld.train --config_file PATH``.
+"""Train on scienceworld:
+``python -m speedrunner.benchmarks.scienceworld.train --config_file PATH``.
 
 Flags: see ``speedrunner.train_cli`` (or ``--help``).
 """

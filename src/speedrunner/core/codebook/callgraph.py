@@ -25,9 +25,23 @@ from typing import Any
 
 from speedrunner.core import pyast
 
-__all__ = ["CAP_STOPS", "MAX_NODES", "Graph", "SkillStats", "TreeNode", "call_outcome", "cyclomatic_complexity",
-           "density", "dynamic_call_graph", "functions", "max_depth", "skill_stats", "static_call_graph",
-           "tree_depth", "walk_tree"]
+__all__ = [
+    "CAP_STOPS",
+    "MAX_NODES",
+    "Graph",
+    "SkillStats",
+    "TreeNode",
+    "call_outcome",
+    "cyclomatic_complexity",
+    "density",
+    "dynamic_call_graph",
+    "functions",
+    "max_depth",
+    "skill_stats",
+    "static_call_graph",
+    "tree_depth",
+    "walk_tree",
+]
 
 Graph = dict[str, set[str]]
 
@@ -38,7 +52,8 @@ most 1000 nodes per top-level call, so real data never reaches it."""
 
 @dataclass(frozen=True)
 class TreeNode:
-    """One node met while walking a call tree: the node, its depth (the root is 1) and its parent."""
+    """One node met while walking a call tree:
+    the node, its depth (the root is 1) and its parent."""
 
     node: Mapping[str, Any]
     depth: int
@@ -63,13 +78,18 @@ def static_call_graph(source: str) -> Graph:
     defs = functions(source)
     graph: Graph = {}
     for name, node in defs.items():
-        called = {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+        called = {
+            c.func.id
+            for c in ast.walk(node)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        }
         graph[name] = {h for h in called if h in defs and h != name}
     return graph
 
 
 def walk_tree(trees: Iterable[Any], max_nodes: int = MAX_NODES) -> Iterator[TreeNode]:
-    """Every node of the given call trees, tree by tree, depth first, at most ``max_nodes`` per tree.
+    """Every node of the given call trees, tree by tree, depth first,
+    at most ``max_nodes`` per tree.
 
     Iterative, so any nesting depth is safe; entries that are not dicts (in ``trees`` or in a
     node's ``calls``) are skipped, as is a ``calls`` that is not a list.
@@ -85,7 +105,9 @@ def walk_tree(trees: Iterable[Any], max_nodes: int = MAX_NODES) -> Iterator[Tree
             yield TreeNode(node, depth, parent)
             calls = node.get("calls")
             if isinstance(calls, list):
-                stack.extend((c, depth + 1, node) for c in reversed(calls) if isinstance(c, Mapping))
+                stack.extend(
+                    (c, depth + 1, node) for c in reversed(calls) if isinstance(c, Mapping)
+                )
 
 
 def _name(node: Mapping[str, Any] | None) -> str | None:
@@ -120,7 +142,8 @@ def tree_depth(trees: Iterable[Any], max_nodes: int = MAX_NODES) -> int:
 
 
 def density(graph: Mapping[str, Iterable[str]]) -> float:
-    """|E| / (|V| (|V| - 1)): the share of possible caller -> callee pairs that exist (0 below two functions)."""
+    """|E| / (|V| (|V| - 1)): the share of possible caller -> callee pairs that exist
+    (0 below two functions)."""
     v = len(graph)
     return 0.0 if v < 2 else sum(len(set(e)) for e in graph.values()) / (v * (v - 1))
 
@@ -188,8 +211,19 @@ def _components(graph: dict[str, list[str]]) -> list[list[str]]:
     return out
 
 
-_BRANCHES = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.With, ast.AsyncWith,
-             ast.Assert, ast.comprehension, ast.match_case)
+_BRANCHES = (
+    ast.If,
+    ast.IfExp,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.ExceptHandler,
+    ast.With,
+    ast.AsyncWith,
+    ast.Assert,
+    ast.comprehension,
+    ast.match_case,
+)
 
 
 def cyclomatic_complexity(node: ast.AST) -> int:
@@ -272,10 +306,16 @@ def skill_stats(trees: Iterable[Any], max_nodes: int = MAX_NODES) -> dict[str, S
         name = _name(item.node)
         if name is None:
             continue
-        c = counts.setdefault(name, {"calls": 0, "success": 0, "error": 0, "cap_hit": 0, "interrupted": 0,
-                                     "actions": 0})
+        c = counts.setdefault(
+            name,
+            {"calls": 0, "success": 0, "error": 0, "cap_hit": 0, "interrupted": 0, "actions": 0},
+        )
         c["calls"] += 1
         c[call_outcome(item.node)] += 1
         c["actions"] += below[id(item.node)]
-    return {name: SkillStats(c["calls"], c["success"], c["error"], c["cap_hit"], c["interrupted"], c["actions"])
-            for name, c in sorted(counts.items())}
+    return {
+        name: SkillStats(
+            c["calls"], c["success"], c["error"], c["cap_hit"], c["interrupted"], c["actions"]
+        )
+        for name, c in sorted(counts.items())
+    }

@@ -35,8 +35,10 @@ class Candidate:
         """Store this generation (atomically, never over another) and return it as loaded."""
         problems = validate_source(self.source, self.rules, smoke=False)
         if problems:
-            raise InvalidCodebookError(f"codebook generation {self.generation} fails validation and is not "
-                                       "written:\n" + "\n".join(f"  - {p}" for p in problems))
+            raise InvalidCodebookError(
+                f"codebook generation {self.generation} fails validation and is not "
+                "written:\n" + "\n".join(f"  - {p}" for p in problems)
+            )
         store.write_generation(run_dir, self.source, self.meta)
         return Codebook.load(run_dir, self.generation)
 
@@ -53,6 +55,9 @@ class EditRejected:
 
     @property
     def message(self) -> str:
-        head = (f"The codebook edits were rejected ({len(self.problems)} problem"
-                f"{'s' if len(self.problems) != 1 else ''}); generation {self.parent.generation} stays current.")
+        head = (
+            f"The codebook edits were rejected ({len(self.problems)} "
+            f"problem{'s' if len(self.problems) != 1 else ''}); generation "
+            f"{self.parent.generation} stays current."
+        )
         return head + "\n" + "\n".join(f"- {p}" for p in self.problems)

@@ -10,9 +10,9 @@ or parameter of that name, an attribute ``obj.go_to``, a keyword ``go_to=`` and 
 string ``"go_to"`` do not. Only the names' own characters change, so formatting and
 comments survive.
 
-One ``AddFunction`` may define several functions (a caller with its helpers): they are
-checked and added as one edit. A function's source may bring imports and constants along (above its ``def``); they join
-the module header unless the header already has that exact line. Header lines are never
+One ``AddFunction`` may define several functions (a caller with its helpers): they are checked and
+added as one edit. A function's source may bring imports and constants along (above its ``def``);
+they join the module header unless the header already has that exact line. Header lines are never
 removed: the cost of an unused import is nil.
 """
 
@@ -82,8 +82,9 @@ class MakePublic:
 Edit = AddFunction | EditFunction | DeleteFunction | RenameFunction | MakePrivate | MakePublic
 
 
-def apply_edits(codebook: Codebook, edits: Sequence[Edit], author: Author, *, rules: Rules
-                ) -> Candidate | EditRejected:
+def apply_edits(
+    codebook: Codebook, edits: Sequence[Edit], author: Author, *, rules: Rules
+) -> Candidate | EditRejected:
     """The next generation after ``edits``, validated against ``rules``, or why not.
 
     Metadata carries over: an untouched, renamed or re-referenced function keeps its author,
@@ -119,10 +120,26 @@ class _Work:
         self.funcs = {f.name: _Entry(f.text, metas.get(f.name)) for f in parts.functions}
         self.problems: list[Problem] = []
 
-    def fail(self, i: int, edit: Edit, message: str, *, function: str | None = None, fix: str | None = None,
-             rule: Rule = "edit", function_line: int | None = None) -> None:
-        self.problems.append(Problem(rule, f"edit {i} ({_describe(edit)}): {message}",
-                                     function=function, function_line=function_line, fix=fix))
+    def fail(
+        self,
+        i: int,
+        edit: Edit,
+        message: str,
+        *,
+        function: str | None = None,
+        fix: str | None = None,
+        rule: Rule = "edit",
+        function_line: int | None = None,
+    ) -> None:
+        self.problems.append(
+            Problem(
+                rule,
+                f"edit {i} ({_describe(edit)}): {message}",
+                function=function,
+                function_line=function_line,
+                fix=fix,
+            )
+        )
 
     def exists(self, i: int, edit: Edit, name: str) -> bool:
         if name in self.funcs:
@@ -139,11 +156,21 @@ class _Work:
             functions, header = added
             names = [name for name, _ in functions]
             for name in dict.fromkeys(n for n in names if names.count(n) > 1):
-                self.fail(i, edit, f"the source defines {name!r} {names.count(name)} times", function=name,
-                          fix="keep one definition of each function")
+                self.fail(
+                    i,
+                    edit,
+                    f"the source defines {name!r} {names.count(name)} times",
+                    function=name,
+                    fix="keep one definition of each function",
+                )
             for name in dict.fromkeys(n for n in names if n in self.funcs):
-                self.fail(i, edit, f"a function named {name!r} exists already", function=name,
-                          fix=f"use EditFunction({name!r}, ...) to replace it, or choose another name")
+                self.fail(
+                    i,
+                    edit,
+                    f"a function named {name!r} exists already",
+                    function=name,
+                    fix=f"use EditFunction({name!r}, ...) to replace it, or choose another name",
+                )
             if len(set(names)) != len(names) or any(n in self.funcs for n in names):
                 return
             self.merge(header)
@@ -157,8 +184,14 @@ class _Work:
                 return
             [(name, text)], header = parsed
             if name != edit.name:
-                self.fail(i, edit, f"the new source defines {name!r}, not {edit.name!r}", function=edit.name,
-                          fix=f"keep the name {edit.name!r}; rename with RenameFunction({edit.name!r}, {name!r})")
+                self.fail(
+                    i,
+                    edit,
+                    f"the new source defines {name!r}, not {edit.name!r}",
+                    function=edit.name,
+                    fix=f"keep the name {edit.name!r}; rename with RenameFunction({edit.name!r}, "
+                    f"{name!r})",
+                )
                 return
             self.merge(header)
             entry = self.funcs[name]
@@ -179,15 +212,20 @@ class _Work:
             if not self.exists(i, edit, edit.name):
                 return
             if not edit.name.startswith("_") or edit.name.startswith("__"):
-                self.fail(i, edit, f"{edit.name!r} is not a private name (one leading underscore)",
-                          function=edit.name)
+                self.fail(
+                    i,
+                    edit,
+                    f"{edit.name!r} is not a private name (one leading underscore)",
+                    function=edit.name,
+                )
                 return
             self.rename(i, edit, edit.name, edit.name[1:])
         else:
             raise TypeError(f"not a codebook edit: {edit!r}")
 
-    def snippet(self, i: int, edit: Edit, source: str, *, several: bool = False
-                ) -> tuple[list[tuple[str, str]], list[str]] | None:
+    def snippet(
+        self, i: int, edit: Edit, source: str, *, several: bool = False
+    ) -> tuple[list[tuple[str, str]], list[str]] | None:
         """([(function name, its text)], header lines) of an edit's source, or ``None`` after a
         problem. ``several``: the source may define more than one function (AddFunction)."""
         # One newline convention in the module: "\r\n" from a model would end up mixed with ours.
@@ -197,15 +235,28 @@ class _Work:
         except SyntaxError as e:
             name, line = _locate(text, e.lineno or 1)
             where = f"line {line}" if name else f"line {e.lineno} of the source"
-            self.fail(i, edit, f"the source does not parse: {e.msg} ({where})", function=name, rule="syntax",
-                      function_line=line, fix="correct the syntax at that line")
+            self.fail(
+                i,
+                edit,
+                f"the source does not parse: {e.msg} ({where})",
+                function=name,
+                rule="syntax",
+                function_line=line,
+                fix="correct the syntax at that line",
+            )
             return None
         defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
         if not defs or (len(defs) > 1 and not several):
-            want = "at least one top-level function" if several else "exactly one top-level function"
-            self.fail(i, edit, f"the source must define {want}; it defines {len(defs)}"
-                               + (f" ({', '.join(d.name for d in defs)})" if defs else ""),
-                      fix="AddFunction may define several functions; EditFunction replaces one")
+            want = (
+                "at least one top-level function" if several else "exactly one top-level function"
+            )
+            self.fail(
+                i,
+                edit,
+                f"the source must define {want}; it defines {len(defs)}"
+                + (f" ({', '.join(d.name for d in defs)})" if defs else ""),
+                fix="AddFunction may define several functions; EditFunction replaces one",
+            )
             return None
         parts = split_module(text)
         header = ([parts.docstring] if parts.docstring else []) + list(parts.header)
@@ -221,8 +272,13 @@ class _Work:
             self.fail(i, edit, f"{new!r} is not a valid Python name", function=old)
             return
         if new in self.funcs:
-            self.fail(i, edit, f"a function named {new!r} exists already", function=old,
-                      fix="delete or rename that function first, or choose another name")
+            self.fail(
+                i,
+                edit,
+                f"a function named {new!r} exists already",
+                function=old,
+                fix="delete or rename that function first, or choose another name",
+            )
             return
         texts: dict[str, str] = {}
         blocked = False
@@ -231,10 +287,16 @@ class _Work:
             blocked = blocked or bool(captured)
             if captured:
                 lines = ", ".join(map(str, captured))
-                self.fail(i, edit, f"{name!r} refers to {old!r} at line{'s' if len(captured) > 1 else ''} {lines} "
-                                   f"where {new!r} is a local name, so the renamed reference would mean that local "
-                                   "instead", function=name, function_line=captured[0],
-                          fix=f"rename the local {new!r} in {name!r} first, or choose another name")
+                self.fail(
+                    i,
+                    edit,
+                    f"{name!r} refers to {old!r} at line{'s' if len(captured) > 1 else ''} {lines} "
+                    f"where {new!r} is a local name, so the renamed reference would mean that "
+                    "local instead",
+                    function=name,
+                    function_line=captured[0],
+                    fix=f"rename the local {new!r} in {name!r} first, or choose another name",
+                )
             texts[name] = text
         if blocked:
             return
@@ -258,7 +320,7 @@ def rename_in_function(text: str, old: str, new: str) -> tuple[str, list[int]]:
         start = _char(line, func.col_offset)
         match = re.compile(r"(?:async\s+)?def\s+").match(line, start)
         assert match is not None and line.startswith(old, match.end())
-        byte = len(line[:match.end()].encode("utf-8"))
+        byte = len(line[: match.end()].encode("utf-8"))
         spans.append((func.lineno, byte, byte + len(old.encode("utf-8"))))
     captured: list[int] = []
     for ref in global_refs(func):
@@ -270,7 +332,7 @@ def rename_in_function(text: str, old: str, new: str) -> tuple[str, list[int]]:
             spans.append((ref.node.lineno, ref.node.col_offset, ref.node.end_col_offset or 0))
     for lineno, start, end in sorted(spans, reverse=True):
         line = lines[lineno - 1]
-        lines[lineno - 1] = line[:_char(line, start)] + new + line[_char(line, end):]
+        lines[lineno - 1] = line[: _char(line, start)] + new + line[_char(line, end) :]
     return "".join(lines), captured
 
 
@@ -304,20 +366,34 @@ def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return "\n".join(line.rstrip() for line in doc.splitlines()).strip() or None if doc else None
 
 
-def _metadata(parent: Codebook, source: str, work: _Work, author: Author, rules: Rules) -> GenerationMeta:
+def _metadata(
+    parent: Codebook, source: str, work: _Work, author: Author, rules: Rules
+) -> GenerationMeta:
     g = parent.generation + 1
     functions = []
     for fs, entry in zip(split_module(source).functions, work.funcs.values(), strict=True):
         node, public = fs.node, not fs.name.startswith("_")
         old = entry.meta
         kept = old is not None and not entry.revised
-        functions.append(FunctionMeta(
-            name=fs.name, public=public, signature=render_signature(node, fs.name),
-            call_signature=render_signature(node, fs.name, hide_first=rules.env_param) if public else None,
-            docstring=_docstring(node), author=old.author if kept and old else author,
-            first_generation=old.first_generation if old else g,
-            revised_generation=old.revised_generation if kept and old else g,
-            stats=old.stats if kept and old else CallStats(),
-        ))
-    return GenerationMeta(generation=g, parent=parent.generation, author=author, source_sha256=sha256(source),
-                          functions=tuple(functions))
+        functions.append(
+            FunctionMeta(
+                name=fs.name,
+                public=public,
+                signature=render_signature(node, fs.name),
+                call_signature=render_signature(node, fs.name, hide_first=rules.env_param)
+                if public
+                else None,
+                docstring=_docstring(node),
+                author=old.author if kept and old else author,
+                first_generation=old.first_generation if old else g,
+                revised_generation=old.revised_generation if kept and old else g,
+                stats=old.stats if kept and old else CallStats(),
+            )
+        )
+    return GenerationMeta(
+        generation=g,
+        parent=parent.generation,
+        author=author,
+        source_sha256=sha256(source),
+        functions=tuple(functions),
+    )

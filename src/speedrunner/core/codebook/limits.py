@@ -20,12 +20,32 @@ MAX_DOCSTRING_CHARS = 800
 """A public docstring is in every actor prompt."""
 
 ALLOWED_IMPORTS: frozenset[str] = frozenset(
-    {"re", "math", "itertools", "collections", "collections.abc", "functools", "dataclasses", "typing"}
+    {
+        "re",
+        "math",
+        "itertools",
+        "collections",
+        "collections.abc",
+        "functools",
+        "dataclasses",
+        "typing",
+    }
 )
 """Standard modules skill code may import (besides the benchmark's skill API module)."""
 
 FORBIDDEN_NAMES: frozenset[str] = frozenset(
-    {"__import__", "eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "input"}
+    {
+        "__import__",
+        "eval",
+        "exec",
+        "compile",
+        "open",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "input",
+    }
 )
 """Builtins that load code, reach the file system or expose namespaces. The sandbox process
 is the real boundary; rejecting these early gives the author a clear message instead."""
@@ -42,7 +62,14 @@ so the actor's signature leaves it out (the actor writes ``go_to("red ball")``).
 
 BUILTIN_NAMES: frozenset[str] = frozenset(
     {n for n in dir(builtins) if not n.startswith("_")}
-    | {"exit", "quit", "help", "copyright", "credits", "license"}  # added by ``site``, not always present
+    | {
+        "exit",
+        "quit",
+        "help",
+        "copyright",
+        "credits",
+        "license",
+    }  # added by ``site``, not always present
 )
 """Names a codebook function must not shadow, fixed here so validation does not depend on
 how the interpreter was started."""
@@ -59,4 +86,5 @@ class CodebookSizeLimits:
     max_functions: int | None = None
     """Functions in the module (public and private); ``method.max_functions``."""
     max_total_chars: int | None = None
-    """Characters of the whole module, docstring and imports included; ``method.max_codebook_chars``."""
+    """Characters of the whole module, docstring and imports included;
+    ``method.max_codebook_chars``."""

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from speedrunner.core.codebook.limits import ALLOWED_IMPORTS, ENV_PARAM, CodebookSizeLimits
 
 SmokeTest = Callable[[str], "str | None"]
-"""Imports a candidate module in the sandbox: ``source -> error message``, or ``None`` if it loads."""
+"""Imports a candidate module in the sandbox: ``source -> error message``,
+or ``None`` if it loads."""
 
 _PLACEHOLDER = re.compile(r"^[A-Z]{2,}$")  # ScienceWorld templates: "open OBJ", "go to LOC"
 
@@ -48,13 +49,21 @@ class Rules:
     env_param: str | None = ENV_PARAM
 
     @classmethod
-    def for_api(cls, api_module: str, primitive_actions: Iterable[str], smoke_test: SmokeTest | None,
-                **options: object) -> Rules:
-        """Rules for a benchmark whose skill API module is importable here (reads its ``__all__``)."""
+    def for_api(
+        cls,
+        api_module: str,
+        primitive_actions: Iterable[str],
+        smoke_test: SmokeTest | None,
+        **options: object,
+    ) -> Rules:
+        """Rules for a benchmark whose skill API module is importable here
+        (reads its ``__all__``)."""
         module = importlib.import_module(api_module)
         names = getattr(module, "__all__", None)
         if names is None:
-            raise ValueError(f"skill API module {api_module} has no __all__; list its public names there")
+            raise ValueError(
+                f"skill API module {api_module} has no __all__; list its public names there"
+            )
         return cls(api_module, frozenset(names), tuple(primitive_actions), smoke_test, **options)  # type: ignore[arg-type]
 
     def reserved_actions(self) -> dict[str, str]:

@@ -88,8 +88,16 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
 
 
 # Keys that belong to one particular model; an inducer on another provider does not inherit them.
-MODEL_SPECIFIC_KEYS = ("name", "base_url", "api_key_env", "prices", "context_tokens", "script", "enable_thinking",
-                       "thinking_level")
+MODEL_SPECIFIC_KEYS = (
+    "name",
+    "base_url",
+    "api_key_env",
+    "prices",
+    "context_tokens",
+    "script",
+    "enable_thinking",
+    "thinking_level",
+)
 
 
 def inducer_over_model(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,7 +198,10 @@ class ConfigLoader:
         for section in ("method", "benchmark", "run", "model", "inducer", "speedrun", "logging"):
             value = data.get(section)
             if value is not None and not isinstance(value, Mapping):
-                problems.append(f"{origins.where((section,))}'{section}' must be a mapping, got {type(value).__name__}")
+                problems.append(
+                    f"{origins.where((section,))}'{section}' must be a mapping, got "
+                    f"{type(value).__name__}"
+                )
         if problems:
             raise ConfigError(problems, source=origins.label)
 
@@ -210,9 +221,13 @@ class ConfigLoader:
             raise ConfigError(problems, source=origins.label)
         try:
             config = RunConfig(**sections)
-        except ValidationError as e:  # a rule across sections (e.g. speedrun.window vs run.rollouts)
-            raise ImpossibleCombinationError([err["msg"].removeprefix("Value error, ") for err in e.errors()],
-                                             source=origins.label) from None
+        except (
+            ValidationError
+        ) as e:  # a rule across sections (e.g. speedrun.window vs run.rollouts)
+            raise ImpossibleCombinationError(
+                [err["msg"].removeprefix("Value error, ") for err in e.errors()],
+                source=origins.label,
+            ) from None
         self._check_combinations(config, origins, expect_benchmark, entry_point)
         return config
 
@@ -226,11 +241,17 @@ class ConfigLoader:
     ) -> Any:
         raw = data.get(section)
         if raw is None:
-            problems.append(f"{origins.where((section,))}missing section '{section}' (with at least '{section}.name'); valid names: {', '.join(registry.names())}")
+            problems.append(
+                f"{origins.where((section,))}missing section '{section}' (with at least "
+                f"'{section}.name'); valid names: {', '.join(registry.names())}"
+            )
             return None
         name = raw.get("name")
         if not isinstance(name, str):
-            problems.append(f"{origins.where((section,))}'{section}.name' is required; valid: {', '.join(registry.names())}")
+            problems.append(
+                f"{origins.where((section,))}'{section}.name' is required; valid: "
+                f"{', '.join(registry.names())}"
+            )
             return None
         try:
             spec = registry.get(name)
@@ -241,7 +262,8 @@ class ConfigLoader:
             for key in raw:
                 if key in spec.meaning_keys:
                     problems.append(
-                        f"{origins.where((section, key))}method.{key}: no such switch — {spec.meaning_keys[key]}"
+                        f"{origins.where((section, key))}method.{key}: no such switch — "
+                        f"{spec.meaning_keys[key]}"
                     )
             if problems:
                 return None
@@ -269,15 +291,16 @@ class ConfigLoader:
             )
         if expect_benchmark is not None and bench != expect_benchmark:
             raise ImpossibleCombinationError(
-                f"{origins.where(('benchmark', 'name'))}this config is for benchmark '{bench}', but "
-                f"this entry point runs '{expect_benchmark}'; use speedrunner train --config_file ...",
+                f"{origins.where(('benchmark', 'name'))}this config is for benchmark '{bench}', "
+                f"but this entry point runs '{expect_benchmark}'; use speedrunner train "
+                "--config_file ...",
                 source=origins.label,
             )
         if entry_point is not None:
             if spec.entry_point is not None and spec.entry_point != entry_point:
                 raise ImpossibleCombinationError(
-                    f"{origins.where(('method', 'name'))}method.name '{method}' has its own entry point: "
-                    f"python -m {spec.entry_point}",
+                    f"{origins.where(('method', 'name'))}method.name '{method}' has its own entry "
+                    f"point: python -m {spec.entry_point}",
                     source=origins.label,
                 )
             owner = next(
@@ -364,17 +387,23 @@ def _format_errors(
         if err["type"] == "extra_forbidden":
             valid = _fields_at(model, loc[:-1])
             hint = suggest(loc[-1], valid)
-            lines.append(f"{where}unknown key '{dotted}'{hint}; valid keys here: {', '.join(valid)}")
+            lines.append(
+                f"{where}unknown key '{dotted}'{hint}; valid keys here: {', '.join(valid)}"
+            )
             continue
         message = err["msg"]
         if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
+            message = message[len("Value error, ") :]
         if err["type"] == "missing":
             message = "required key is missing"
         for other in errs[1:]:
             message += " or " + other["msg"].removeprefix("Input should be ")
         line = f"{where}{dotted}: {message}"
-        if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], Mapping):
+        if (
+            err["type"] not in ("missing",)
+            and "input" in err
+            and not isinstance(err["input"], Mapping)
+        ):
             line += f" (got {scrub(repr(err['input']))})"
         line += next((h for e in errs if (h := _coercion_hint(origins.scalar(path), e))), "")
         description = _description_at(model, loc)
@@ -416,10 +445,10 @@ def _coercion_hint(scalar: ScalarSource | None, err: Mapping[str, Any]) -> str:
     if isinstance(value, bool) and scalar.raw.lower() in YAML_BOOL_WORDS:
         said = f"; YAML reads the unquoted word {scalar.raw!r} as the boolean {str(value).lower()}"
         if "str" in err["type"] or "literal" in err["type"]:
-            return said + f" — if you meant the text, quote it: \"{scalar.raw}\""
+            return said + f' — if you meant the text, quote it: "{scalar.raw}"'
         return said
     if isinstance(value, int | float) and not isinstance(value, bool) and "str" in err["type"]:
-        return f"; YAML read {scalar.raw!r} as a number — quote it: \"{scalar.raw}\""
+        return f'; YAML read {scalar.raw!r} as a number — quote it: "{scalar.raw}"'
     return ""
 
 
@@ -463,9 +492,11 @@ def _scripts_next_to(config_file: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _description_at(model: type[BaseModel], loc: Sequence[str]) -> str | None:
+    """The field's docstring as one line: the error message indents it under its key."""
     if not loc:
         return None
     parent = _model_at(model, loc[:-1])
     if parent is None or not issubclass(parent, Section) or loc[-1] not in parent.model_fields:
         return None
-    return parent.model_fields[loc[-1]].description
+    description = parent.model_fields[loc[-1]].description
+    return " ".join(description.split()) if description else None

@@ -52,11 +52,13 @@ class RunSection(Section):
     eval_episodes: int = Field(30, ge=0)
     """Size of the fixed held-out evaluation set (0 disables evaluation)."""
     eval_seed: int = 0
-    """Seed of the held-out set. Independent of ``seed``, so every method, checkpoint and run seed is evaluated on the same episodes."""
+    """Seed of the held-out set. Independent of ``seed``, so every method,
+    checkpoint and run seed is evaluated on the same episodes."""
     parallel_episodes: int | Literal["all"] = "all"
     """Episodes of one batch (or one evaluation) that run concurrently: a number, or ``all``
     (every episode of the batch or evaluation at once; calls still obey ``model.max_concurrency``).
     Lower it when envs are heavy (ScienceWorld: one JVM per parallel episode)."""
+
     @field_validator("parallel_episodes")
     @classmethod
     def _at_least_one(cls, value: int | str) -> int | str:
@@ -142,8 +144,16 @@ class Prices(Section):
 class ModelConfig(Section):
     """One model endpoint (the actor's, or the sleep-phase inducer's)."""
 
-    OPERATIONAL = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts", "max_concurrency",
-                             "context_tokens"})
+    OPERATIONAL = frozenset(
+        {
+            "base_url",
+            "api_key_env",
+            "timeout_s",
+            "max_attempts",
+            "max_concurrency",
+            "context_tokens",
+        }
+    )
 
     provider: Literal["openai", "vllm", "gemini", "scripted"] = "openai"
     """Which API: openai, vllm (any OpenAI-compatible server), gemini, or scripted (offline)."""
@@ -152,13 +162,16 @@ class ModelConfig(Section):
     "scripted" (e.g. "scripted-uniform"); any other name becomes "scripted", so no file of a
     scripted run carries a real model's name."""
     base_url: str | list[str] | None = None
-    """Endpoint URL; for vllm one URL or a list of data-parallel replicas. Unset: OPENAI_BASE_URL (openai) or GOOGLE_GEMINI_BASE_URL (gemini), else the public API."""
+    """Endpoint URL; for vllm one URL or a list of data-parallel replicas. Unset: OPENAI_BASE_URL
+    (openai) or GOOGLE_GEMINI_BASE_URL (gemini), else the public API."""
     api_key_env: str | None = None
-    """Environment variable holding the API key (default: OPENAI_API_KEY; gemini: GOOGLE_API_KEY, else GEMINI_API_KEY)."""
+    """Environment variable holding the API key (default: OPENAI_API_KEY; gemini: GOOGLE_API_KEY,
+    else GEMINI_API_KEY)."""
     sampling: Sampling = Field(default_factory=Sampling)
     """Sampling parameters."""
     prices: Prices | None = None
-    """USD per 1M tokens; null looks the model up in the built-in price table (unknown -> cost unknown)."""
+    """USD per 1M tokens; null looks the model up in the built-in price table
+    (unknown -> cost unknown)."""
     context_tokens: int | None = Field(None, ge=1)
     """The model's context window in tokens, for ``speedrunner estimate``: no call's input can
     exceed it, which bounds the worst case of long episodes. Null looks the model up in the
@@ -173,8 +186,8 @@ class ModelConfig(Section):
     max_attempts: int = Field(6, ge=1)
     """Attempts per call for retryable failures (429, 5xx, timeouts, connection errors)."""
     max_concurrency: int = Field(32, ge=1)
-    """Concurrent in-flight calls per endpoint (enough for a whole evaluation at once; lower it for a
-    strict rate limit — 429 answers are retried with backoff either way)."""
+    """Concurrent in-flight calls per endpoint (enough for a whole evaluation at once; lower it for
+    a strict rate limit — 429 answers are retried with backoff either way)."""
     replay: bool = True
     """Replay responses already paid for (resume); false always calls the provider."""
     script: str | None = None
@@ -201,9 +214,14 @@ class ModelConfig(Section):
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelConfig:
         if self.provider == "vllm" and not self.base_url:
-            raise ValueError("provider 'vllm' needs base_url, e.g. http://127.0.0.1:5012/v1 (see scripts/run_server.sh)")
+            raise ValueError(
+                "provider 'vllm' needs base_url, e.g. http://127.0.0.1:5012/v1 (see "
+                "scripts/run_server.sh)"
+            )
         if isinstance(self.base_url, list) and self.provider != "vllm":
-            raise ValueError(f"a list of base_urls is only for provider 'vllm', not {self.provider!r}")
+            raise ValueError(
+                f"a list of base_urls is only for provider 'vllm', not {self.provider!r}"
+            )
         if self.script is not None and self.provider != "scripted":
             raise ValueError(f"'script' is only for provider 'scripted', not {self.provider!r}")
         if self.provider == "scripted" and not self.name.startswith("scripted"):
@@ -287,17 +305,24 @@ class SpeedrunSection(Section):
     OPERATIONAL = frozenset({"results_dir"})
 
     metric: Literal["success", "progress", "train_success_rolling"] = "success"
-    """What is compared with the target: the evaluation's mean success or progress (checked at each evaluation), or train_success_rolling, the success rate of the last ``window`` training episodes (checked after every batch)."""
+    """What is compared with the target: the evaluation's mean success or progress (checked at each
+    evaluation), or train_success_rolling, the success rate of the last ``window`` training episodes
+    (checked after every batch)."""
     target: float = Field(0.9, ge=0, le=1)
     """Threshold on the metric: reached when the metric is at least this."""
     window: int = Field(20, ge=1)
-    """Training episodes in the rolling window of train_success_rolling (ignored by the other metrics)."""
+    """Training episodes in the rolling window of train_success_rolling
+    (ignored by the other metrics)."""
     results_dir: str | None = None
-    """Folder that collects a copy of every run's speedrun.json as <result_id>.json (what ``speedrunner leaderboard append`` reads); null means speedrun/ in the run's own output root (beside the run directory for a run placed with --run_dir), never the shell's working directory."""
+    """Folder that collects a copy of every run's speedrun.json as <result_id>.json (what
+    ``speedrunner leaderboard append`` reads); null means speedrun/ in the run's own output root
+    (beside the run directory for a run placed with --run_dir), never the shell's working
+    directory."""
 
     @property
     def episode_metric(self) -> Literal["success", "progress"]:
-        """The per-episode field the metric is built from (progress displays and final evaluations)."""
+        """The per-episode field the metric is built from
+        (progress displays and final evaluations)."""
         return "progress" if self.metric == "progress" else "success"
 
 
@@ -312,11 +337,14 @@ class WandbSection(Section):
     entity: str | None = None
     """W&B entity (user or team); null: your default entity."""
     group: str | None = None
-    """W&B group; null: the experiment (``<benchmark>/<method>-<model>-<task set>``), so a sweep's seeds group together."""
+    """W&B group; null: the experiment (``<benchmark>/<method>-<model>-<task set>``),
+    so a sweep's seeds group together."""
     tags: list[str] = Field(default_factory=list)
     """W&B tags added to the run (the method, benchmark and 'scripted' are always added)."""
     mode: Literal["online", "offline"] = "online"
-    """online uploads as the run goes (needs ``wandb login`` or WANDB_API_KEY); offline writes W&B's files under the run directory for ``wandb sync`` later. WANDB_MODE=offline in the environment also forces offline."""
+    """online uploads as the run goes (needs ``wandb login`` or WANDB_API_KEY); offline writes W&B's
+    files under the run directory for ``wandb sync`` later. WANDB_MODE=offline in the environment
+    also forces offline."""
 
 
 class LoggingSection(Section):
@@ -340,20 +368,26 @@ class RunConfig(Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     """The actor model."""
     inducer: ModelConfig | None = None
-    """The sleep-phase model: null uses the actor's; keys given here deep-merge over the actor's model section (a different provider inherits only sampling and retry settings)."""
+    """The sleep-phase model: null uses the actor's; keys given here deep-merge over the actor's
+    model section (a different provider inherits only sampling and retry settings)."""
     benchmark: SerializeAsAny[BenchmarkConfig]
     """Benchmark name, task set, budgets, environment parameters."""
     speedrun: SpeedrunSection = Field(default_factory=SpeedrunSection)
     """Speedrun target."""
     logging: LoggingSection | None = None
-    """Experiment tracking (Weights & Biases); null: none. Never decides results, so it may be added or changed on --resume."""
+    """Experiment tracking (Weights & Biases); null: none. Never decides results,
+    so it may be added or changed on --resume."""
 
     @model_validator(mode="after")
     def _window_fits(self) -> RunConfig:
-        if self.speedrun.metric == "train_success_rolling" and self.speedrun.window > self.run.rollouts:
+        if (
+            self.speedrun.metric == "train_success_rolling"
+            and self.speedrun.window > self.run.rollouts
+        ):
             raise ValueError(
-                f"speedrun.window ({self.speedrun.window}) exceeds run.rollouts ({self.run.rollouts}): "
-                "the rolling training success could never be measured; lower speedrun.window"
+                f"speedrun.window ({self.speedrun.window}) exceeds run.rollouts "
+                f"({self.run.rollouts}): the rolling training success could never be measured; "
+                "lower speedrun.window"
             )
         return self
 
@@ -364,7 +398,8 @@ class RunConfig(Section):
 
 
 def operational_paths(config: Section, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Dotted paths (as tuples) of every operational field in ``config``, nested sections included."""
+    """Dotted paths (as tuples) of every operational field in ``config``,
+    nested sections included."""
     paths = {(*prefix, name) for name in config.OPERATIONAL}
     for name in type(config).model_fields:
         value = getattr(config, name)

@@ -60,7 +60,9 @@ def parse_yaml_text(text: str, *, path: Path, raw: bytes | None = None) -> YamlS
     except yaml.YAMLError as e:
         raise ConfigError(f"malformed YAML: {_yaml_error_text(e)}", source=str(path)) from e
     if node is None:
-        raise ConfigError("the file is empty; a config needs at least 'method' and 'benchmark'", source=str(path))
+        raise ConfigError(
+            "the file is empty; a config needs at least 'method' and 'benchmark'", source=str(path)
+        )
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(
             f"line {node.start_mark.line + 1}: the top level must be a mapping of sections "
@@ -87,7 +89,10 @@ def _walk(node: yaml.Node, path: KeyPath, source: YamlSource, problems: list[str
             line = key_node.start_mark.line + 1
             if key in seen:
                 dotted = ".".join((*path, key))
-                problems.append(f"line {line}: key '{dotted}' appears twice (first on line {seen[key]}); YAML would silently keep the last")
+                problems.append(
+                    f"line {line}: key '{dotted}' appears twice (first on line {seen[key]}); YAML "
+                    "would silently keep the last"
+                )
                 continue
             seen[key] = line
             source.lines[(*path, key)] = line
