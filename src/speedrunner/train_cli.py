@@ -58,25 +58,47 @@ def _example_config(benchmark: str | None) -> str:
     from speedrunner.shipped_configs import list_configs
 
     names = [n for n in list_configs() if benchmark is None or n.startswith(f"{benchmark}/")]
-    return f"configs/{names[0]}.yaml; `speedrunner configs list` lists them" if names else "my-run.yaml"
+    return (
+        f"configs/{names[0]}.yaml; `speedrunner configs list` lists them"
+        if names
+        else "my-run.yaml"
+    )
 
 
 def build_parser(prog: str, benchmark: str | None = None) -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog=prog, description=f"{__doc__}\n{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(
+        prog=prog,
+        description=f"{__doc__}\n{EXIT_CODES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_train_arguments(parser, benchmark)
     return parser
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, benchmark: str | None = None) -> None:
-    """The train flags, on ``parser`` (``speedrunner train`` shows them under ``speedrunner --help`` too)."""
+    """The train flags, on ``parser`` (``speedrunner train`` shows them under
+    ``speedrunner --help`` too)."""
     parser.add_argument("--config_file", help=f"run config YAML, e.g. {_example_config(benchmark)}")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="dotted override, e.g. --set run.seed=3 (repeatable)")
-    parser.add_argument("--quick_test", action="store_true", help="apply the quick-test preset (a tiny run)")
-    parser.add_argument("--run_dir", help="run directory to create (default: under run.output_root)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="dotted override, e.g. --set run.seed=3 (repeatable)",
+    )
+    parser.add_argument(
+        "--quick_test", action="store_true", help="apply the quick-test preset (a tiny run)"
+    )
+    parser.add_argument(
+        "--run_dir", help="run directory to create (default: under run.output_root)"
+    )
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
-    parser.add_argument("--skip_preflight", action="store_true",
-                        help="skip the check that model endpoints and the env server answer")
+    parser.add_argument(
+        "--skip_preflight",
+        action="store_true",
+        help="skip the check that model endpoints and the env server answer",
+    )
 
 
 @dataclass
@@ -86,20 +108,23 @@ class _Session:
     entry_point: str | None
     """The train module the command is (``None``: the generic command, which runs any config)."""
     command: str
-    """How the messages tell the user to continue: ``speedrunner train`` or ``python -m <module>``."""
+    """How the messages tell the user to continue: ``speedrunner train`` or
+    ``python -m <module>``."""
     run_dir: Path | None = None
     spend_cap: SpendCap | None = None
     config: RunConfig | None = None
     runner: Runner | None = None
     """Set once the run's loop exists: it writes summary.json at every stop."""
     summary: RunSummary | None = None
-    """The summary.json built at the stop: the run-summary line and the messages show its figures."""
+    """The summary.json built at the stop: the run-summary line and the messages show its
+    figures."""
     summary_written: bool = False
 
 
 def main(benchmark: str | None, entry_point: str | None, argv: Sequence[str] | None = None) -> int:
     """Run a config: ``benchmark``/``entry_point`` ``None`` is the generic ``speedrunner train``,
-    which takes the benchmark from the config (and the method's own entry module, if it declares one)."""
+    which takes the benchmark from the config (and the method's own entry module, if it
+    declares one)."""
     command = GENERIC_COMMAND if entry_point is None else f"python -m {entry_point}"
     args = build_parser(command, benchmark).parse_args(argv)
     session = _Session(entry_point, command)
@@ -112,7 +137,9 @@ def main(benchmark: str | None, entry_point: str | None, argv: Sequence[str] | N
     return code
 
 
-def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, session: _Session) -> int:
+def _main_reporting_errors(
+    benchmark: str | None, args: argparse.Namespace, session: _Session
+) -> int:
     from speedrunner.core.llm.spend_cap import SpendCapReached
 
     try:
@@ -128,26 +155,41 @@ def _main_reporting_errors(benchmark: str | None, args: argparse.Namespace, sess
     except SpendCapReached as e:
         assert session.run_dir is not None  # no call is made before the run directory exists
         _mark_status(session, "budget_reached", str(e), cap_reached=e)
-        more = ("raise its max_cost_usd in the sweep file, then rerun the sweep" if e.scope == "sweep"
-                else f"raise the cap:\n  {session.command} --resume {session.run_dir} "
-                     f"--set run.max_cost_usd={_suggest_cap(e)}")
+        more = (
+            "raise its max_cost_usd in the sweep file, then rerun the sweep"
+            if e.scope == "sweep"
+            else f"raise the cap:\n  {session.command} --resume {session.run_dir} "
+            f"--set run.max_cost_usd={_suggest_cap(e)}"
+        )
         _print_summary(session, "budget_reached")
         reason = session.summary.status_reason if session.summary is not None else None
-        where = (f" ({session.run_dir / 'summary.json'} has it as spent_usd)" if session.summary_written
-                 else "")
-        print(f"\nstopped: {reason or e}{where}. The run stopped before that call; nothing "
-              f"stored is lost. To continue exactly where it stopped, {more}", file=sys.stderr)
+        where = (
+            f" ({session.run_dir / 'summary.json'} has it as spent_usd)"
+            if session.summary_written
+            else ""
+        )
+        print(
+            f"\nstopped: {reason or e}{where}. The run stopped before that call; nothing "
+            f"stored is lost. To continue exactly where it stopped, {more}",
+            file=sys.stderr,
+        )
         return e.exit_code
     except RunInterrupted as e:
         how = {130: "Ctrl-C", 141: "stdout closed"}.get(e.exit_code, e.signal_name)
         if session.run_dir is None:
-            print(f"\ninterrupted ({how}) before the run started; nothing was written", file=sys.stderr)
+            print(
+                f"\ninterrupted ({how}) before the run started; nothing was written",
+                file=sys.stderr,
+            )
         else:
             _mark_status(session, "interrupted", f"{how}")
             _print_summary(session, "interrupted")
-            print(f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
-                  f"nothing stored is lost. Continue with:\n  {session.command} "
-                  f"--resume {session.run_dir}", file=sys.stderr)
+            print(
+                f"\ninterrupted ({how}): running episodes stopped before their next paid call; "
+                f"nothing stored is lost. Continue with:\n  {session.command} "
+                f"--resume {session.run_dir}",
+                file=sys.stderr,
+            )
         return e.exit_code
     except SpeedRunnerError as e:  # raised before anything ran (config, keys, endpoints, run dir)
         print(f"error: {e}", file=sys.stderr)
@@ -165,8 +207,10 @@ def _main(benchmark: str | None, args: argparse.Namespace, session: _Session) ->
     loader = config_loader()
     if args.resume:
         if args.config_file or args.quick_test or args.run_dir:
-            raise ConfigError("--resume continues a run as configured; it takes no "
-                              "--config_file, --quick_test or --run_dir (only --set for operational keys)")
+            raise ConfigError(
+                "--resume continues a run as configured; it takes no "
+                "--config_file, --quick_test or --run_dir (only --set for operational keys)"
+            )
         run_dir, config, run_id = _load_for_resume(Path(args.resume), loader, benchmark)
         if args.overrides:
             config = _resume_overrides(run_dir, config, args.overrides, loader)
@@ -180,10 +224,17 @@ def _main(benchmark: str | None, args: argparse.Namespace, session: _Session) ->
             _record_resume(run_dir, config, args.overrides)
             return _run(config, run_dir, run_id, session)
     if not args.config_file:
-        raise ConfigError("--config_file is required (or --resume RUN_DIR); "
-                          "see `speedrunner configs list` for starter configs")
-    loaded = loader.load(args.config_file, overrides=args.overrides, quick_test=args.quick_test,
-                         expect_benchmark=benchmark, entry_point=session.entry_point)
+        raise ConfigError(
+            "--config_file is required (or --resume RUN_DIR); "
+            "see `speedrunner configs list` for starter configs"
+        )
+    loaded = loader.load(
+        args.config_file,
+        overrides=args.overrides,
+        quick_test=args.quick_test,
+        expect_benchmark=benchmark,
+        entry_point=session.entry_point,
+    )
     config = loaded.config
     check_runnable(config)
     if not args.skip_preflight:
@@ -206,12 +257,16 @@ def _note_sandbox(run_dir: Path, tier: str) -> None:
 
     provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
     provenance.setdefault("sandbox", []).append(
-        {"at": datetime.now(UTC).isoformat(timespec="seconds"), "tier": tier})
+        {"at": datetime.now(UTC).isoformat(timespec="seconds"), "tier": tier}
+    )
     atomic_write_json(run_dir / PROVENANCE_FILE, provenance)
     if tier == "rlimits":
-        print("warning: skill code runs with resource limits only (no bubblewrap, no network namespace): "
-              "it can reach the network and read what this user can read. apt-get install bubblewrap",
-              file=sys.stderr)
+        print(
+            "warning: skill code runs with resource limits only (no bubblewrap, no network "
+            "namespace): it can reach the network and read what this user can read. "
+            "apt-get install bubblewrap",
+            file=sys.stderr,
+        )
 
 
 def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str]:
@@ -228,15 +283,19 @@ def check_runnable(config: RunConfig, *, keys_required: bool = True) -> list[str
 
     if METHODS.get(config.method.name).factory is None:
         implemented = [name for name in METHODS.names() if METHODS.get(name).factory is not None]
-        raise ConfigError(f"method {config.method.name!r} is not implemented in this version yet "
-                          f"(implemented: {', '.join(implemented)}); nothing was run and no run "
-                          "directory was made")
+        raise ConfigError(
+            f"method {config.method.name!r} is not implemented in this version yet "
+            f"(implemented: {', '.join(implemented)}); nothing was run and no run "
+            "directory was made"
+        )
     from speedrunner.core.tracking import check_tracking
 
     if METHODS.get(config.method.name).uses_skills:
         from speedrunner.core.runtime.skill_support import check_skill_api_in_sandbox
 
-        check_skill_api_in_sandbox(config.benchmark.name, config.run.sandbox)  # imports it here, then there
+        check_skill_api_in_sandbox(
+            config.benchmark.name, config.run.sandbox
+        )  # imports it here, then there
 
     # A missing wandb package stops both commands; a missing W&B login is like a missing key.
     checks = [lambda: check_tracking(config), lambda: make_provider(config.model)]
@@ -273,8 +332,9 @@ def preflight(config: RunConfig) -> None:
         load_entry_point(spec.preflight)(config.benchmark)
 
 
-def _resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str],
-                      loader: ConfigLoader) -> RunConfig:
+def _resume_overrides(
+    run_dir: Path, config: RunConfig, overrides: list[str], loader: ConfigLoader
+) -> RunConfig:
     """The stored config with operational keys changed (e.g. a vLLM server that moved)."""
     from speedrunner.core.config.loader import deep_merge, nested, parse_override
     from speedrunner.core.config.schema import operational_paths
@@ -288,7 +348,8 @@ def _resume_overrides(run_dir: Path, config: RunConfig, overrides: list[str],
         if key not in allowed:
             raise ConfigError(
                 f"--set {'.'.join(key)} cannot change on --resume: it decides the run's results. "
-                f"Keys that may change: {', '.join(sorted('.'.join(k) for k in allowed))}")
+                f"Keys that may change: {', '.join(sorted('.'.join(k) for k in allowed))}"
+            )
         resolved = deep_merge(resolved, nested(key, value))
     return loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
 
@@ -298,11 +359,16 @@ def _require_unredacted_urls(config: RunConfig, run_dir: Path) -> None:
     from speedrunner.core.redact import REDACTED
 
     for role, model in (("model", config.model), ("inducer", config.inducer)):
-        urls = [] if model is None or model.base_url is None else (
-            [model.base_url] if isinstance(model.base_url, str) else list(model.base_url))
+        urls = (
+            []
+            if model is None or model.base_url is None
+            else ([model.base_url] if isinstance(model.base_url, str) else list(model.base_url))
+        )
         if any(REDACTED in u for u in urls):
-            raise ConfigError(f"{role}.base_url held credentials, which are never stored in the run "
-                              f"directory; give it again: --resume {run_dir} --set {role}.base_url=URL")
+            raise ConfigError(
+                f"{role}.base_url held credentials, which are never stored in the run "
+                f"directory; give it again: --resume {run_dir} --set {role}.base_url=URL"
+            )
 
 
 def _record_resume(run_dir: Path, config: RunConfig, overrides: list[str]) -> None:
@@ -315,11 +381,14 @@ def _record_resume(run_dir: Path, config: RunConfig, overrides: list[str]) -> No
         atomic_write_json(run_dir / RESOLVED_FILE, scrub_json(config.model_dump(mode="json")))
     provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
     provenance.setdefault("resumes", []).append(
-        {"overrides": [scrub(o) for o in overrides], "command": [scrub(a) for a in sys.argv]})
+        {"overrides": [scrub(o) for o in overrides], "command": [scrub(a) for a in sys.argv]}
+    )
     atomic_write_json(run_dir / PROVENANCE_FILE, provenance)
 
 
-def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None) -> tuple[Path, RunConfig, str]:
+def _load_for_resume(
+    run_dir: Path, loader: ConfigLoader, benchmark: str | None
+) -> tuple[Path, RunConfig, str]:
     from speedrunner.core.config.yaml_source import read_yaml_source
     from speedrunner.core.rundir import (
         CONFIG_FILE,
@@ -329,13 +398,19 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None)
     )
 
     if not run_dir.exists():
-        raise CheckpointError(f"--resume {run_dir}: the directory does not exist (--resume takes the "
-                              "directory of an earlier run; check the path)")
+        raise CheckpointError(
+            f"--resume {run_dir}: the directory does not exist (--resume takes the "
+            "directory of an earlier run; check the path)"
+        )
     if not run_dir.is_dir():
         raise CheckpointError(f"--resume {run_dir}: not a directory (resume takes a run directory)")
-    missing = [f for f in (CONFIG_FILE, RESOLVED_FILE, PROVENANCE_FILE) if not (run_dir / f).is_file()]
+    missing = [
+        f for f in (CONFIG_FILE, RESOLVED_FILE, PROVENANCE_FILE) if not (run_dir / f).is_file()
+    ]
     if missing:
-        raise CheckpointError(f"{run_dir} is not a SpeedRunner run directory (missing {', '.join(missing)})")
+        raise CheckpointError(
+            f"{run_dir} is not a SpeedRunner run directory (missing {', '.join(missing)})"
+        )
     try:
         resolved = json.loads((run_dir / RESOLVED_FILE).read_text("utf-8"))
         provenance = json.loads((run_dir / PROVENANCE_FILE).read_text("utf-8"))
@@ -343,14 +418,18 @@ def _load_for_resume(run_dir: Path, loader: ConfigLoader, benchmark: str | None)
         if not isinstance(resolved, dict) or not isinstance(run_id, str):
             raise TypeError("not a JSON object with a run_id")
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
-        raise CheckpointError(f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt "
-                              f"({type(e).__name__}: {str(e)[:300]}); it cannot be resumed: restore the file "
-                              "from a backup, or start a new run") from None
+        raise CheckpointError(
+            f"{run_dir}: {RESOLVED_FILE} or {PROVENANCE_FILE} is corrupt "
+            f"({type(e).__name__}: {str(e)[:300]}); it cannot be resumed: restore the file "
+            "from a backup, or start a new run"
+        ) from None
     check_run_format(run_dir)
     config = loader.from_resolved(resolved, source=read_yaml_source(run_dir / CONFIG_FILE))
     if benchmark is not None and config.benchmark.name != benchmark:
-        raise CheckpointError(f"{run_dir} is a {config.benchmark.name} run; resume it with "
-                              f"{GENERIC_COMMAND} --resume {run_dir}")
+        raise CheckpointError(
+            f"{run_dir} is a {config.benchmark.name} run; resume it with "
+            f"{GENERIC_COMMAND} --resume {run_dir}"
+        )
     return run_dir, config, run_id
 
 
@@ -368,18 +447,34 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     session.config = config
     print(f"run directory: {run_dir}", flush=True)
     if scripted:
-        print("NOTE: this run uses the SCRIPTED model. No LLM is called; its numbers say nothing "
-              "about any LLM.", flush=True)
+        print(
+            "NOTE: this run uses the SCRIPTED model. No LLM is called; its numbers say nothing "
+            "about any LLM.",
+            flush=True,
+        )
     resume = f"continue it with:\n  {session.command} --resume {run_dir}"
     try:
         cache, calls = run_dir / "llm_cache.sqlite", run_dir / "llm_calls.jsonl"
         reconciled = reconcile(cache, calls, run_id)  # what an earlier kill left half-recorded
         if reconciled.message():
             print(f"warning: {reconciled.message()}", file=sys.stderr)
-        cap = session.spend_cap = spend_cap(config, run_id, cache, calls)  # one cap for actor and inducer
-        actor = build_model(config.model, namespace=run_id, cache_path=cache, calls_log_path=calls, spend_cap=cap)
-        inducer = actor if config.inducer is None else build_model(
-            config.inducer, namespace=run_id, cache_path=cache, calls_log_path=calls, spend_cap=cap)
+        cap = session.spend_cap = spend_cap(
+            config, run_id, cache, calls
+        )  # one cap for actor and inducer
+        actor = build_model(
+            config.model, namespace=run_id, cache_path=cache, calls_log_path=calls, spend_cap=cap
+        )
+        inducer = (
+            actor
+            if config.inducer is None
+            else build_model(
+                config.inducer,
+                namespace=run_id,
+                cache_path=cache,
+                calls_log_path=calls,
+                spend_cap=cap,
+            )
+        )
         method_spec = METHODS.get(config.method.name)
         benchmark = build_benchmark(config)
         try:
@@ -390,17 +485,32 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
 
                 skills = build_skill_support(config, envs.env)
                 _note_sandbox(run_dir, skills.sandbox_tier)
-            method = load_entry_point(method_spec.factory)(config.method, MethodContext(
-                run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills))
+            method = load_entry_point(method_spec.factory)(
+                config.method,
+                MethodContext(
+                    run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills
+                ),
+            )
             runner = session.runner = Runner(
-                config, run_dir, benchmark=benchmark, method=method, actor=actor, run_id=run_id,
-                scripted=scripted, skill_support=skills, spend_cap=cap, env_pool=envs)
+                config,
+                run_dir,
+                benchmark=benchmark,
+                method=method,
+                actor=actor,
+                run_id=run_id,
+                scripted=scripted,
+                skill_support=skills,
+                spend_cap=cap,
+                env_pool=envs,
+            )
             tracker = open_tracker(config, run_dir, run_id=run_id, scripted=scripted)
             runner.after_save = tracker.after_checkpoint
             exit_code = 1
             try:
                 result = runner.run()
-                tracker.after_checkpoint(result.checkpoint)  # rows a resumed, finished run still owes
+                tracker.after_checkpoint(
+                    result.checkpoint
+                )  # rows a resumed, finished run still owes
                 exit_code = 0
             except RunInterrupted as e:
                 exit_code = e.exit_code
@@ -420,14 +530,20 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
         reason = f"cannot write {where}: {getattr(e, 'strerror', None) or e}"
         _mark_status(session, "failed", reason)
         _print_summary(session, "failed")
-        print(f"error: {reason}. Everything written before it is kept. Free some space (or make "
-              f"the directory writable), then {resume}", file=sys.stderr)
+        print(
+            f"error: {reason}. Everything written before it is kept. Free some space (or make "
+            f"the directory writable), then {resume}",
+            file=sys.stderr,
+        )
         return 1
     except SpeedRunnerError as e:  # a model or an env failed mid-run: nothing stored is lost
         _mark_status(session, "failed", str(e))
         _print_summary(session, "failed")
-        print(f"error: {e}\nThe run stopped; nothing stored is lost. Once the cause is fixed, "
-              f"{resume}", file=sys.stderr)
+        print(
+            f"error: {e}\nThe run stopped; nothing stored is lost. Once the cause is fixed, "
+            f"{resume}",
+            file=sys.stderr,
+        )
         return 1
     except Exception as e:
         _mark_status(session, "failed", f"{type(e).__name__}: {e}")
@@ -440,8 +556,10 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     else:
         means = {"success": final.success_mean, "progress": final.progress_mean}
         evaluated = "final eval " + ", ".join(f"{m} {means[m]:.3f}" for m in shown)
-    print(f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
-          f"summary in {run_dir / 'summary.json'}")
+    print(
+        f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
+        f"summary in {run_dir / 'summary.json'}"
+    )
     from speedrunner.core.runtime.speedrun import describe
 
     print(describe(run_dir, config) + tag)
@@ -456,12 +574,16 @@ def build_benchmark(config: RunConfig) -> Benchmark:
     from speedrunner.core.specs import BENCHMARKS
 
     factory = load_entry_point(BENCHMARKS.get(config.benchmark.name).factory)
-    return factory(config.benchmark.for_run(config.run), rollouts=config.run.rollouts,
-                   eval_episodes=config.run.eval_episodes)
+    return factory(
+        config.benchmark.for_run(config.run),
+        rollouts=config.run.rollouts,
+        eval_episodes=config.run.eval_episodes,
+    )
 
 
 def _print_summary(session: _Session, status: str) -> None:
-    """The run's last line on stdout, however it ended (best effort: the disk may be why it ended)."""
+    """The run's last line on stdout, however it ended (best effort: the disk may be why it
+    ended)."""
     from speedrunner.core.runtime.run_summary import summary_line
 
     if session.run_dir is None or session.config is None:
@@ -473,7 +595,9 @@ def _print_summary(session: _Session, status: str) -> None:
     print(line, flush=True)
 
 
-_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+_STORAGE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
 
 
 def _is_storage_error(e: BaseException) -> bool:
@@ -484,8 +608,13 @@ def _is_storage_error(e: BaseException) -> bool:
     return isinstance(e, OSError) and e.errno in _STORAGE_ERRNOS
 
 
-def _mark_status(session: _Session, status: RunStatus, reason: str | None = None, *,
-                 cap_reached: SpendCapReached | None = None) -> None:
+def _mark_status(
+    session: _Session,
+    status: RunStatus,
+    reason: str | None = None,
+    *,
+    cap_reached: SpendCapReached | None = None,
+) -> None:
     """Record how the run ended in summary.json, best effort (the disk may be why it ended).
 
     Once the loop exists it rebuilds the whole summary (totals of the last checkpoint, the

@@ -38,12 +38,35 @@ METHODS = ["speedrunner", "speedrunner_no_cl"]
 
 
 def cmd(method: str, run_dir: Path, url: str, protocol: str = "text") -> list[str]:
-    return [sys.executable, "-m", "speedrunner.benchmarks.babyai.train",
-            "--config_file", str(REPO / "configs" / "babyai" / f"{method}-gpt-seq.yaml"), "--run_dir", str(run_dir),
-            "--set", "model.provider=vllm", "--set", f"model.base_url={url}", "--set", "model.name=fake-model",
-            "--set", f"run.rollouts={ROLLOUTS}", "--set", "run.sleep_every=2", "--set", "run.eval_every=2",
-            "--set", "run.eval_episodes=0", "--set", "run.parallel_episodes=2",
-            "--set", "benchmark.max_llm_calls=60", "--set", f"model.tool_protocol={protocol}"]
+    return [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.babyai.train",
+        "--config_file",
+        str(REPO / "configs" / "babyai" / f"{method}-gpt-seq.yaml"),
+        "--run_dir",
+        str(run_dir),
+        "--set",
+        "model.provider=vllm",
+        "--set",
+        f"model.base_url={url}",
+        "--set",
+        "model.name=fake-model",
+        "--set",
+        f"run.rollouts={ROLLOUTS}",
+        "--set",
+        "run.sleep_every=2",
+        "--set",
+        "run.eval_every=2",
+        "--set",
+        "run.eval_episodes=0",
+        "--set",
+        "run.parallel_episodes=2",
+        "--set",
+        "benchmark.max_llm_calls=60",
+        "--set",
+        f"model.tool_protocol={protocol}",
+    ]
 
 
 def play(method: str, run_dir: Path, fake, protocol: str = "text") -> Path:
@@ -83,10 +106,14 @@ def turn(run_dir: Path, batch: int, t: int) -> dict:
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_the_inducer_edits_the_codebook_and_the_new_skill_saves_llm_calls_next_batch(tmp_path, method):
+def test_the_inducer_edits_the_codebook_and_the_new_skill_saves_llm_calls_next_batch(
+    tmp_path, method
+):
     code = method == "speedrunner"
     with_skill = play(method, tmp_path / "learn" / "run", SpeedRunnerFakeLLM(LEVELS, code=code))
-    without = play(method, tmp_path / "plain" / "run", SpeedRunnerFakeLLM(LEVELS, code=code, learn=False))
+    without = play(
+        method, tmp_path / "plain" / "run", SpeedRunnerFakeLLM(LEVELS, code=code, learn=False)
+    )
 
     first = json.loads((sleep_dir(with_skill, 0) / "sleep.json").read_text())
     assert first["ended_by"] == "submit" and first["method"] == method
@@ -94,37 +121,71 @@ def test_the_inducer_edits_the_codebook_and_the_new_skill_saves_llm_calls_next_b
     if code:
         # The analysis ran in the sandbox over the stored experience of batch 0 only.
         ran = turn(with_skill, 0, 0)
-        assert ran["tool"] == "run_python" and first["run_python_calls"] == 1 and first["analysis_tier"]
-        assert ran["result"] == f"episodes [0, 1] successes 2\nforward runs {forward_runs(with_skill, (0, 1))}"
+        assert (
+            ran["tool"] == "run_python"
+            and first["run_python_calls"] == 1
+            and first["analysis_tier"]
+        )
+        assert (
+            ran["result"]
+            == f"episodes [0, 1] successes 2\nforward runs {forward_runs(with_skill, (0, 1))}"
+        )
         second = turn(with_skill, 1, 0)["result"]
-        calls = [s["skill_call"] for i in (2, 3) for s in episode(with_skill, i)["steps"] if s["skill_call"]]
-        assert second.startswith(f"go_forward_n calls {len(calls)} errors 0 actions "
-                                 f"{sum(len(c['actions']) for c in calls)}")
-        # test_skill replayed episode 2 from its start in a fresh env and ran the rewritten skill there.
+        calls = [
+            s["skill_call"]
+            for i in (2, 3)
+            for s in episode(with_skill, i)["steps"]
+            if s["skill_call"]
+        ]
+        assert second.startswith(
+            f"go_forward_n calls {len(calls)} errors 0 actions "
+            f"{sum(len(c['actions']) for c in calls)}"
+        )
+        # test_skill replayed episode 2 from its start in a fresh env and ran the rewritten skill
+        # there.
         tested = turn(with_skill, 1, 3)
         assert tested["tool"] == "test_skill" and tested["args"] == ["2", "0"]
-        assert "success: False; skills that ran: go_forward_n, step_forward; env actions in all: 2" in tested["result"]
+        assert (
+            "success: False; skills that ran: go_forward_n, step_forward; env actions in all: 2"
+            in tested["result"]
+        )
         assert "observation at the end:\na wall" in tested["result"]
     else:
         assert first["run_python_calls"] == 0 and first["analysis_tier"] is None
         assert turn(with_skill, 0, 0)["tool"] == "view_episode"
         assert "run_python" not in turn(with_skill, 0, 0)["prompt"]
-    # The inducer was shown the skill API with a real state: batch 0's stored first observation with
-    # the most lines, and its env.state recovered by the run's env (the BabyAI server), same task and seed.
+    # The inducer was shown the skill API with a real state: batch 0's stored first observation
+    # with the most lines, and its env.state recovered by the run's env (the BabyAI server), same
+    # task and seed.
     start = turn(with_skill, 0, 0)["prompt"]
-    shown = max((episode(with_skill, i)["steps"][0]["observation"] for i in (0, 1)), key=lambda o: len(o.splitlines()))
-    assert f"`env.text`:\n```\n{shown}\n```" in start and '`env.state`:\n```json\n{"carrying": ' in start
+    shown = max(
+        (episode(with_skill, i)["steps"][0]["observation"] for i in (0, 1)),
+        key=lambda o: len(o.splitlines()),
+    )
+    assert (
+        f"`env.text`:\n```\n{shown}\n```" in start
+        and '`env.state`:\n```json\n{"carrying": ' in start
+    )
     assert "`find(structured: dict[str, Any], name: str) -> SeenObject | None`" in start
 
     gen1 = (with_skill / "codebook" / "gen_1.py").read_text()
     assert f"def {SKILL}(env, n: int) -> str:" in gen1 and "def turn_around" in gen1
     later = json.loads((sleep_dir(with_skill, 1) / "sleep.json").read_text())
-    assert later["edits"] == ["add_function step_forward", f"edit_function {SKILL}", "make_private step_forward",
-                              "delete_function turn_around"]
+    assert later["edits"] == [
+        "add_function step_forward",
+        f"edit_function {SKILL}",
+        "make_private step_forward",
+        "delete_function turn_around",
+    ]
     gen2 = (with_skill / "codebook" / "gen_2.py").read_text()
-    assert "def _step_forward(env)" in gen2 and "text = _step_forward(env)" in gen2 and "turn_around" not in gen2
+    assert (
+        "def _step_forward(env)" in gen2
+        and "text = _step_forward(env)" in gen2
+        and "turn_around" not in gen2
+    )
     assert later["public"] == [SKILL]
-    # The second sleep was shown batch 1's skill statistics (the edit then starts them again at zero).
+    # The second sleep was shown batch 1's skill statistics (the edit then starts them again at
+    # zero).
     n = sum(1 for i in (2, 3) for s in episode(with_skill, i)["steps"] if s["skill_call"])
     assert f"- {SKILL} (public): {n} / {n} / 0" in turn(with_skill, 1, 0)["prompt"]
 
@@ -157,15 +218,28 @@ class Killer:
             induce = INDUCER in messages[0]["content"]
             second = induce and f"def {SKILL}(" in messages[1]["content"]
             turns = sum(m["role"] == "assistant" for m in messages)
-            if not self.killed and self.pid is not None and self.when == "turn" and second and turns == 2:
+            if (
+                not self.killed
+                and self.pid is not None
+                and self.when == "turn"
+                and second
+                and turns == 2
+            ):
                 self.killed = True
                 os.kill(self.pid, signal.SIGKILL)
                 return Reply.error(500)
             reply = self.fake(body)
             (self.after if self.killed else self.answered).append(body_key(body))
             ran_code = "Tool: run_python" in (reply.text or "") or any(
-                c["name"] == "run_python" for c in reply.tool_calls or ())
-            if (not self.killed and self.pid is not None and self.when == "run_python" and second and ran_code):
+                c["name"] == "run_python" for c in reply.tool_calls or ()
+            )
+            if (
+                not self.killed
+                and self.pid is not None
+                and self.when == "run_python"
+                and second
+                and ran_code
+            ):
                 self.killed = True
                 threading.Timer(0.7, os.kill, (self.pid, signal.SIGKILL)).start()
             return reply
@@ -177,30 +251,45 @@ def references(tmp_path_factory):
 
     @functools.cache
     def reference(protocol: str) -> Path:
-        return play("speedrunner", tmp_path_factory.mktemp(f"reference-{protocol}") / "run",
-                    SpeedRunnerFakeLLM(LEVELS, slow=True), protocol)
+        return play(
+            "speedrunner",
+            tmp_path_factory.mktemp(f"reference-{protocol}") / "run",
+            SpeedRunnerFakeLLM(LEVELS, slow=True),
+            protocol,
+        )
 
     return reference
 
 
-@pytest.mark.parametrize("when, protocol", [("turn", "text"), ("run_python", "text"),
-                                             ("turn", "native"), ("run_python", "native")])
+@pytest.mark.parametrize(
+    "when, protocol",
+    [("turn", "text"), ("run_python", "text"), ("turn", "native"), ("run_python", "native")],
+)
 def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_uninterrupted_run(
-        tmp_path, references, when, protocol):
+    tmp_path, references, when, protocol
+):
     reference = references(protocol)
     killer = Killer(SpeedRunnerFakeLLM(LEVELS, slow=True), when)
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
     try:
-        proc = prewarmed.popen(cmd("speedrunner", run_dir, server.base_url, protocol), cwd=REPO, env=clean_env())
+        proc = prewarmed.popen(
+            cmd("speedrunner", run_dir, server.base_url, protocol), cwd=REPO, env=clean_env()
+        )
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL
-        assert not (run_dir / "codebook" / "gen_2.py").exists()  # the kill landed inside the second sleep
+        assert not (
+            run_dir / "codebook" / "gen_2.py"
+        ).exists()  # the kill landed inside the second sleep
         done = sorted(p.name for p in sleep_dir(run_dir, 1).glob("turn_*.json"))
-        # ... in turn 0's run_python call (its record is written when the code returns), or at turn 2.
+        # ... in turn 0's run_python call (its record is written when the code returns), or at
+        # turn 2.
         assert done == ([] if when == "run_python" else ["turn_0000.json", "turn_0001.json"])
-        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)], timeout=600)
+        resumed = run(
+            [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)],
+            timeout=600,
+        )
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -209,7 +298,9 @@ def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_u
         mine, theirs = episode(run_dir, index), episode(reference, index)
         assert [s["executed"] for s in mine["steps"]] == [s["executed"] for s in theirs["steps"]]
     for g in (1, 2):
-        assert (run_dir / "codebook" / f"gen_{g}.py").read_bytes() == (reference / "codebook" / f"gen_{g}.py").read_bytes()
+        assert (run_dir / "codebook" / f"gen_{g}.py").read_bytes() == (
+            reference / "codebook" / f"gen_{g}.py"
+        ).read_bytes()
     for batch in (0, 1):
         names = sorted(p.name for p in sleep_dir(reference, batch).iterdir())
         assert sorted(p.name for p in sleep_dir(run_dir, batch).iterdir()) == names
@@ -219,10 +310,13 @@ def test_sigkill_in_an_inducer_turn_or_a_run_python_call_then_resume_equals_an_u
     # No answered call was asked again, and every call id was paid for once.
     assert not set(killer.after) & set(killer.answered)
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
-    paid = collections.Counter(c["call_id"] for c in calls if not c["cache_hit"] and c["error"] is None)
+    paid = collections.Counter(
+        c["call_id"] for c in calls if not c["cache_hit"] and c["error"] is None
+    )
     assert all(n == 1 for n in paid.values())
     assert any(c["call_id"].startswith("sleep/0001/inducer/") and c["cache_hit"] for c in calls)
-    # Answered inducer calls (a call the kill left in flight is logged too, as may-have-been-billed).
+    # Answered inducer calls (a call the kill left in flight is logged too, as
+    # may-have-been-billed).
     inducer = [c for c in calls if c["purpose"] == "inducer" and c["error"] is None]
     if protocol == "native":  # the calls were native, and replayed as native calls
         assert all(c["tools_offered"] and c["tool_calls"] for c in inducer)

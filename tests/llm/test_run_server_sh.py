@@ -160,22 +160,36 @@ def test_replicas_start_one_server_per_gpu_group_and_print_the_url_list(tmp_path
     bindir = tmp_path / "bin"
     bindir.mkdir()
     exe = bindir / "vllm"
-    exe.write_text('#!/bin/sh\nport=""; prev=""\nfor a in "$@"; do [ "$prev" = --port ] && port="$a"; prev="$a"; done\n'
-                   f'echo $$ > {tmp_path}/pid-$port\necho "$CUDA_VISIBLE_DEVICES $*" > {tmp_path}/replica-$port.txt\n'
-                   'exec sleep 30\n')
+    exe.write_text(
+        '#!/bin/sh\nport=""; prev=""\n'
+        'for a in "$@"; do [ "$prev" = --port ] && port="$a"; prev="$a"; done\n'
+        f"echo $$ > {tmp_path}/pid-$port\n"
+        f'echo "$CUDA_VISIBLE_DEVICES $*" > {tmp_path}/replica-$port.txt\n'
+        "exec sleep 30\n"
+    )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    proc = subprocess.Popen(["bash", str(SCRIPT), "--replicas", "3", "--tensor-parallel-size", "2", "--port", "6000"],
-                            env={**{k: v for k, v in os.environ.items() if not k.startswith("SR_")},
-                                 "PATH": f"{bindir}:/usr/bin:/bin"}, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        ["bash", str(SCRIPT), "--replicas", "3", "--tensor-parallel-size", "2", "--port", "6000"],
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("SR_")},
+            "PATH": f"{bindir}:/usr/bin:/bin",
+        },
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     import time
 
     deadline = time.monotonic() + 20
     while len(list(tmp_path.glob("replica-*.txt"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.terminate()  # the script's trap stops its replicas (exec: the pid it kills is the server itself)
+    # the script's trap stops its replicas (exec: the pid it kills is the server itself)
+    proc.terminate()
     out, _ = proc.communicate(timeout=30)
     assert [line.strip() for line in out.splitlines()[1:4]] == [
-        "- http://127.0.0.1:6000/v1", "- http://127.0.0.1:6001/v1", "- http://127.0.0.1:6002/v1"]
+        "- http://127.0.0.1:6000/v1",
+        "- http://127.0.0.1:6001/v1",
+        "- http://127.0.0.1:6002/v1",
+    ]
     seen = {p.name: p.read_text().split() for p in tmp_path.glob("replica-*.txt")}
     assert seen["replica-6000.txt"][0] == "0,1" and seen["replica-6002.txt"][0] == "4,5"
     assert all(v[1:3] == ["serve", "Qwen/Qwen3.5-35B-A3B"] for v in seen.values())

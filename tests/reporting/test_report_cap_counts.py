@@ -35,8 +35,17 @@ class TimingOutRunner:
     tier = "test-double"
 
     def call(self, call, *, step, observation, max_actions, timeout_s) -> SkillOutcome:
-        tree = {"name": call.name, "args": [], "kwargs": {}, "calls": [], "actions": [], "returned": None,
-                "error": f"stopped: the call ran past its {timeout_s:g} s limit", "prints": "", "stopped_by": "timeout"}
+        tree = {
+            "name": call.name,
+            "args": [],
+            "kwargs": {},
+            "calls": [],
+            "actions": [],
+            "returned": None,
+            "error": f"stopped: the call ran past its {timeout_s:g} s limit",
+            "prints": "",
+            "stopped_by": "timeout",
+        }
         return SkillOutcome(tree, error=tree["error"], stopped_by="timeout")
 
     def close(self) -> None:
@@ -44,9 +53,12 @@ class TimingOutRunner:
 
 
 def six_functions(messages, purpose, call_id) -> str:
-    """``hang`` and five functions with new names: one more than ``max_functions_per_episode`` (5)."""
+    """``hang`` and five functions with new names: one more than ``max_functions_per_episode``
+    (5)."""
     shown = len(re.findall(r"^def ", messages[-1].content, re.M))
-    return answer(HANG + "\n\n" + "\n\n".join(function(f"skill_{shown + k}") for k in range(5)), "hang()")
+    return answer(
+        HANG + "\n\n" + "\n\n".join(function(f"skill_{shown + k}") for k in range(5)), "hang()"
+    )
 
 
 def hang_first(messages, purpose, call_id) -> str:
@@ -65,12 +77,25 @@ def test_library_and_timeout_hits_reach_metrics_summary_and_the_caps_table(tmp_p
     """Per library cap, one run: two batches of two episodes, then three evaluation episodes.
     Sleep 0: the first answer adds ``hang`` and 4 functions (the 6th is beyond the per-answer
     cap), the second is rejected by the library cap; sleep 1 rejects both. Batch 1's episodes
-    and the final evaluation's call ``hang`` once each, and each call is killed at the time limit."""
-    runs = {cap: asi_run(tmp_path / cap, six_functions, rollouts=4, sleep_every=2, actor=hang_first,
-                         skills=TimingOutRunner, max_functions_per_episode=5, **{cap: setting})
-            for cap, setting in LIBRARY_CAPS.items()}
-    caps_rows = {row["run_id"]: row for row in table(build_report(list(runs.values()), tmp_path / "report").out,
-                                                     "caps")}
+    and the final evaluation's call ``hang`` once each, and each call is killed at the time
+    limit."""
+    runs = {
+        cap: asi_run(
+            tmp_path / cap,
+            six_functions,
+            rollouts=4,
+            sleep_every=2,
+            actor=hang_first,
+            skills=TimingOutRunner,
+            max_functions_per_episode=5,
+            **{cap: setting},
+        )
+        for cap, setting in LIBRARY_CAPS.items()
+    }
+    caps_rows = {
+        row["run_id"]: row
+        for row in table(build_report(list(runs.values()), tmp_path / "report").out, "caps")
+    }
     for cap, run in runs.items():
         rows = read_jsonl(run / "metrics.jsonl")
         assert [r["cap_hits"]["skill_timeout"] for r in rows] == [0, 0, 1, 1]
@@ -78,15 +103,26 @@ def test_library_and_timeout_hits_reach_metrics_summary_and_the_caps_table(tmp_p
         assert [r["sleep_cap_hits"]["max_functions_per_episode"] for r in rows] == [2, 2, 2, 2]
         assert [r["library_public_functions"] for r in rows] == [0, 0, 5, 5]
 
-        expected = {"max_skill_actions": 0, "skill_timeout": 2, "max_iterations_per_world": 0, "max_functions": 0,
-                    "max_codebook_chars": 0, "max_functions_per_episode": 4, "max_inducer_turns": 0, cap: 3}
+        expected = {
+            "max_skill_actions": 0,
+            "skill_timeout": 2,
+            "max_iterations_per_world": 0,
+            "max_functions": 0,
+            "max_codebook_chars": 0,
+            "max_functions_per_episode": 4,
+            "max_inducer_turns": 0,
+            cap: 3,
+        }
         summary = json.loads((run / "summary.json").read_text())
         assert summary["cap_hits"] == expected
         assert summary["eval_cap_hits"] == {"max_skill_actions": 0, "skill_timeout": 3}
 
         row = caps_rows[cap]  # the run's directory name is its id
         assert {k: row[f"train_{k}"] for k in expected} == {
-            **{k: str(v) for k, v in expected.items()}, "max_iterations_per_world": "n/a", "max_inducer_turns": "n/a"}
+            **{k: str(v) for k, v in expected.items()},
+            "max_iterations_per_world": "n/a",
+            "max_inducer_turns": "n/a",
+        }
         assert (row["eval_skill_timeout"], row["eval_max_skill_actions"]) == ("3", "0")
         assert f"{cap}={LIBRARY_CAPS[cap]}" in row["caps_in_force"]
         assert "max_functions_per_episode=5" in row["caps_in_force"]

@@ -175,7 +175,10 @@ def test_the_headline_shows_each_experiment_with_bootstrap_intervals_over_seeds(
     )
     assert react["$ / episode"] == "$0.0100" and asi["$ / episode"] == "unknown"
     assert react["total $"] == "$1.80" and sr["total $"] == "$1.00"
-    assert opo["total $"] == "– (unknown in some runs)" and no_cl["total $"] == "– (unknown in every run)"
+    assert (
+        opo["total $"] == "– (unknown in some runs)"
+        and no_cl["total $"] == "– (unknown in every run)"
+    )
 
 
 def test_the_headline_csv_has_the_numbers_and_the_report_is_reproducible(runs, report, tmp_path):
@@ -227,10 +230,16 @@ def test_runs_csv_has_each_runs_total_dollars(report):
 def test_spend_that_may_have_been_billed_unseen_is_shown_beside_the_total_never_in_it(tmp_path):
     root = tmp_path / "runs"
     for seed, unknown in ((0, 0.0), (1, 0.02)):
-        write_run(root / f"s{seed}", Spec("react-gpt-seq.yaml", seed, SHORT, spent=0.5, unknown_spend=unknown))
+        write_run(
+            root / f"s{seed}",
+            Spec("react-gpt-seq.yaml", seed, SHORT, spent=0.5, unknown_spend=unknown),
+        )
     out = tmp_path / "report"
     assert main(["report", str(root), "--out", str(out)]) == 0
-    assert headline_cells(out)["react"]["total $"] == "$1.00 (+ up to $0.0200 unanswered, may have been billed)"
+    assert (
+        headline_cells(out)["react"]["total $"]
+        == "$1.00 (+ up to $0.0200 unanswered, may have been billed)"
+    )
     runs = {r["seed"]: r for r in table(out, "runs")}
     assert float(runs["1"]["unknown_spend_usd"]) == pytest.approx(0.02)
     assert float(runs["1"]["total_cost_usd"]) == pytest.approx(0.5)
@@ -246,7 +255,9 @@ def test_a_baseline_can_be_chosen_and_an_absent_one_is_a_clear_error(runs, tmp_p
         "−50.0 pp ["
     )
     assert cells["react"]["P(better than opo)"] == "0 [0, 0]"
-    assert " · opo · " in md_headline(out)[0][0]  # the baseline leads, the methods compared with it below
+    assert (
+        " · opo · " in md_headline(out)[0][0]
+    )  # the baseline leads, the methods compared with it below
     capsys.readouterr()
     assert main(["report", str(runs), "--out", str(tmp_path / "x"), "--baseline", "voyager"]) == 2
     err = capsys.readouterr().err
@@ -304,7 +315,8 @@ def test_runs_that_differ_in_more_than_the_seed_are_separate_rows_labelled_by_th
     assert len({r["experiment"] for r in runs if r["method"] == "opo"}) == 3
     assert {r["variant"] for r in runs if r["run_id"].startswith("r20")} == {"rollouts 20"}
     assert "babyai/seq opo (gpt-5.4-mini) — quick test" in (out / "report.html").read_text()
-    # Only the experiment with react's settings is compared with it (never a quick test with a full run).
+    # Only the experiment with react's settings is compared with it (never a quick test with a
+    # full run).
     cells = {row[0]: row for row in md_headline(out)}
     assert cells["babyai/seq · opo · gpt-5.4-mini — rollouts 40"][4] == "+40.0 pp – (1 seed)"
     assert (
@@ -353,8 +365,15 @@ def test_numbers_are_shown_to_three_significant_digits(value, text):
     )
 
 
-@pytest.mark.parametrize("config", ["babyai/opo-scripted-seq.yaml", "babyai/speedrunner-gpt-seq.yaml",
-                                    "crafter/voyager-gpt-crafter.yaml", "scienceworld/react-gpt-t3.yaml"])
+@pytest.mark.parametrize(
+    "config",
+    [
+        "babyai/opo-scripted-seq.yaml",
+        "babyai/speedrunner-gpt-seq.yaml",
+        "crafter/voyager-gpt-crafter.yaml",
+        "scienceworld/react-gpt-t3.yaml",
+    ],
+)
 def test_the_settings_compared_are_those_of_the_runs_own_results_fingerprint(config):
     """Rebuilt from config.resolved.json, the report's view hashes to the run's own
     results_config_sha256 (the seed in): the report separates runs by what the run itself
@@ -370,8 +389,9 @@ def test_the_settings_compared_are_those_of_the_runs_own_results_fingerprint(con
 
     loaded = config_loader().load(REPO / "configs" / config, overrides=["run.seed=4"])
     view = results_view_of(json.loads(json.dumps(loaded.resolved_json())))
-    assert hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest() == \
-        config_fingerprint(loaded.config)
+    assert hashlib.sha256(
+        json.dumps(view, sort_keys=True).encode()
+    ).hexdigest() == config_fingerprint(loaded.config)
 
 
 def test_the_command_ignores_operational_settings_of_the_benchmark(tmp_path):
@@ -383,11 +403,17 @@ def test_the_command_ignores_operational_settings_of_the_benchmark(tmp_path):
 
     root = tmp_path / "runs"
     write_run(root / "a", Spec("opo-gpt-seq.yaml", 0, SHORT))
-    write_run(root / "b", Spec("opo-gpt-seq.yaml", 1, [*SHORT, "benchmark.server_url=http://127.0.0.1:9"]))
+    write_run(
+        root / "b", Spec("opo-gpt-seq.yaml", 1, [*SHORT, "benchmark.server_url=http://127.0.0.1:9"])
+    )
     write_run(root / "c", Spec("opo-gpt-seq.yaml", 0, ["run.rollouts=30"]))
     out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "report", str(root), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "speedrunner.cli", "report", str(root), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = {r["variant"]: r["runs"] for r in table(out, "summary")}
     assert rows == {"rollouts 20": "2", "rollouts 30": "1"}, rows

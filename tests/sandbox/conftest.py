@@ -37,7 +37,11 @@ class CounterEnv:
         return self.done_at is not None and self.value >= self.done_at
 
     def observation(self) -> dict[str, Any]:
-        return {"text": f"The counter shows {self.value}.", "structured": {"value": self.value}, "done": self.done}
+        return {
+            "text": f"The counter shows {self.value}.",
+            "structured": {"value": self.value},
+            "done": self.done,
+        }
 
     def step(self, action: str) -> dict[str, Any]:
         if action not in ("inc", "noop"):
@@ -47,18 +51,32 @@ class CounterEnv:
         return self.observation()
 
 
-def call(runner: SandboxSkillRunner, name: str, *args: Any, env: CounterEnv | None = None, max_actions: int = 50,
-         timeout_s: float = 5.0, **kwargs: Any) -> SkillOutcome:
+def call(
+    runner: SandboxSkillRunner,
+    name: str,
+    *args: Any,
+    env: CounterEnv | None = None,
+    max_actions: int = 50,
+    timeout_s: float = 5.0,
+    **kwargs: Any,
+) -> SkillOutcome:
     env = env or CounterEnv()
-    return runner.call(SkillCall(name, list(args), kwargs), step=env.step, observation=env.observation(),
-                       max_actions=max_actions, timeout_s=timeout_s)
+    return runner.call(
+        SkillCall(name, list(args), kwargs),
+        step=env.step,
+        observation=env.observation(),
+        max_actions=max_actions,
+        timeout_s=timeout_s,
+    )
 
 
 def still_works(runner: SandboxSkillRunner) -> None:
     """The containment contract: after whatever happened, the same runner runs a normal call."""
     env = CounterEnv()
     outcome = call(runner, "forward", 2, env=env)
-    assert (outcome.stopped_by, outcome.returned, outcome.error) == ("returned", 2, None), outcome.tree
+    assert (outcome.stopped_by, outcome.returned, outcome.error) == ("returned", 2, None), (
+        outcome.tree
+    )
     assert env.steps == ["inc", "inc"]
 
 
@@ -128,7 +146,7 @@ def uses_the_allowed_modules(env):
 
     words = re.findall(r"[a-z]+", "a bb a")
     return [math.floor(2.5), list(itertools.islice(itertools.count(), 3)), Counter(words)["a"],
-            len(deque([1, 2])), P(3).x, sq(4), isinstance(env, SkillEnv), find({"objects": []}, "ball")]
+        len(deque([1, 2])), P(3).x, sq(4), isinstance(env, SkillEnv), find({"objects": []}, "ball")]
 
 
 def dotted_import(env):

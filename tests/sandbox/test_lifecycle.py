@@ -1,5 +1,6 @@
 """One sandbox lifecycle for the analysis session and the skill runner, and one stop-then-kill
-for both ways of finding a sandbox's processes; checked with stand-in processes, no child started."""
+for both ways of finding a sandbox's processes; checked with stand-in processes, no child
+started."""
 
 from __future__ import annotations
 
@@ -53,7 +54,9 @@ def test_a_dead_process_is_replaced_and_close_kills_the_live_one() -> None:
     owner.close()  # idempotent
 
 
-def test_stop_then_kill_stops_until_nothing_new_then_kills_all(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stop_then_kill_stops_until_nothing_new_then_kills_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sent: list[tuple[int, int]] = []
     monkeypatch.setattr(process.os, "kill", lambda pid, sig: sent.append((pid, sig)))
     scans = iter([{1, 2}, {1, 2, 3}, {1, 2, 3}])  # 3 is forked while the scan runs
@@ -70,4 +73,6 @@ def test_kill_tree_and_kill_uid_both_stop_then_kill(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(process, "_processes_of_uid", lambda uid: {7, 8})
     process.kill_uid(4242)
     process.kill_tree(5, members=lambda: {6})
-    assert sorted(sent) == sorted([(p, s) for p in (7, 8, 5, 6) for s in (signal.SIGSTOP, signal.SIGKILL)])
+    assert sorted(sent) == sorted(
+        [(p, s) for p in (7, 8, 5, 6) for s in (signal.SIGSTOP, signal.SIGKILL)]
+    )

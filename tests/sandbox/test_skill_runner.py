@@ -38,11 +38,20 @@ def test_nested_calls_form_the_tree_with_their_own_actions_and_prints(runner) ->
     outcome = call(runner, "climb", 5, label="up")
     assert outcome.returned == {"label": "up", "value": 3}  # 5 // 2, then 3 // 2
     tree = outcome.tree
-    assert tree["kwargs"] == {"label": "up"} and tree["prints"] == "up start\n" and tree["actions"] == []
+    assert (
+        tree["kwargs"] == {"label": "up"}
+        and tree["prints"] == "up start\n"
+        and tree["actions"] == []
+    )
     halves = tree["calls"]
-    assert [(h["name"], h["args"]) for h in halves] == [("_half", [5]), ("_half", [3])]  # private ones too
+    assert [(h["name"], h["args"]) for h in halves] == [
+        ("_half", [5]),
+        ("_half", [3]),
+    ]  # private ones too
     assert [(f["name"], f["args"], f["returned"]) for h in halves for f in h["calls"]] == [
-        ("forward", [2], 2), ("forward", [1], 3)]
+        ("forward", [2], 2),
+        ("forward", [1], 3),
+    ]
     assert [len(f["actions"]) for h in halves for f in h["calls"]] == [2, 1]
 
 
@@ -59,7 +68,9 @@ def test_the_action_cap_stops_a_skill_that_catches_every_exception(runner) -> No
     assert outcome.stopped_by == "max_actions" and outcome.error is None
     assert env.steps == ["inc"] * 7 and len(outcome.tree["actions"]) == 7
     env = CounterEnv()
-    outcome = call(runner, "swallows_the_stop", env=env, max_actions=3)  # even `except BaseException`
+    outcome = call(
+        runner, "swallows_the_stop", env=env, max_actions=3
+    )  # even `except BaseException`
     assert outcome.stopped_by == "max_actions" and env.steps == ["inc"] * 3
     still_works(runner)
 
@@ -76,7 +87,9 @@ def test_an_act_after_the_episode_ended_stops_the_call(runner) -> None:
 def test_a_refused_action_is_an_env_error_inside_the_skill(runner) -> None:
     outcome = call(runner, "refused")
     assert outcome.returned == "refused: EnvError" and outcome.stopped_by == "returned"
-    assert outcome.tree["actions"] == [{"action": "jump", "error": "'jump' is not an action (actions: inc, noop)"}]
+    assert outcome.tree["actions"] == [
+        {"action": "jump", "error": "'jump' is not an action (actions: inc, noop)"}
+    ]
     outcome = call(runner, "refused_uncaught")
     assert outcome.stopped_by == "error" and "EnvError: 'jump' is not an action" in outcome.error
 
@@ -96,10 +109,14 @@ def test_a_sandbox_is_launched_at_open_and_waited_for_at_its_first_call(tier) ->
     """Open returns before the child is up (it boots while the episode's model answers); one
     that does not come up fails the first call with the child's own words, and is not silently
     replaced by a second start."""
-    runner = open_skill_runner(Skills(1, CODEBOOK_LINE, {}, "no_such_skill_api"), tier=tier, limits=LIMITS)
+    runner = open_skill_runner(
+        Skills(1, CODEBOOK_LINE, {}, "no_such_skill_api"), tier=tier, limits=LIMITS
+    )
     try:
         assert runner.pid is not None and runner.processes_started == 1
-        with pytest.raises(SandboxStartError, match=r"(?s)did not start .*No module named .no_such_skill_api"):
+        with pytest.raises(
+            SandboxStartError, match=r"(?s)did not start .*No module named .no_such_skill_api"
+        ):
             call(runner, "forward", 1)
         assert runner.processes_started == 1 and runner.pid is None
     finally:
@@ -137,7 +154,10 @@ def test_a_codebook_that_does_not_load_fails_each_call_clearly(tier) -> None:
 
 
 def test_an_episode_runs_its_skill_calls_in_the_sandbox(tier) -> None:
-    source = "def count_to(env, n):\n    while env.state['value'] < n:\n        env.act('inc')\n    return env.state['value']\n"
+    source = (
+        "def count_to(env, n):\n    while env.state['value'] < n:\n        env.act('inc')\n"
+        "    return env.state['value']\n"
+    )
     skills = Skills(1, source, {"count_to": "count_to(n: int) -> int"}, API)
     opened = []
 
@@ -146,8 +166,12 @@ def test_an_episode_runs_its_skill_calls_in_the_sandbox(tier) -> None:
         return opened[-1]
 
     model = PolicyModel(lambda m, p, c: "Thought: skill.\nAction: count_to(3)")
-    ctx = EpisodeContext(model, Knowledge(1, "Skills", "count_to(n)", skills=skills), Budget(5, None, 60.0),
-                         open_skills=open_skills)
+    ctx = EpisodeContext(
+        model,
+        Knowledge(1, "Skills", "count_to(n)", skills=skills),
+        Budget(5, None, 60.0),
+        open_skills=open_skills,
+    )
     traj = run_episode(EpisodeCounterEnv(), EpisodeSpec("train", 0, "count", 2), ctx)
     assert traj.success and traj.llm_calls == 1 and traj.env_actions == 3
     assert traj.sandbox_tier == tier and traj.steps[0].executed == ["inc"] * 3

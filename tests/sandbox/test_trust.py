@@ -35,7 +35,9 @@ VIOLATIONS = {
     "huge_scratch": "env.scratch is more than",
     "dense_scratch": f"env.scratch holds more than {MAX_SCRATCH_VALUES} JSON values",
     "values_over_the_budget": "JSON values (its commas, [ and {), more than the",
-    "invented_name": "names a nested call 'solve_the_level', which is not a function of the loaded codebook",
+    "invented_name": (
+        "names a nested call 'solve_the_level', which is not a function of the loaded codebook"
+    ),
     "stopped_by_flood": "a call's stopped_by 'sssss",
     "huge_count": "calls_dropped is not a count",
     "junk_over_the_cap": "a message longer than",
@@ -61,7 +63,9 @@ def test_a_forged_or_broken_reply_ends_the_call_as_a_counted_violation(hostile) 
         assert first.error is None and first.returned == "first" and hostile.violations == 0
     outcome = call(hostile, "forward", 3, env=env, timeout_s=20)
     assert outcome.stopped_by == "error" and "broke the protocol" in outcome.error
-    assert VIOLATIONS[hostile.scenario] in outcome.tree["sandbox_violation"], outcome.tree["sandbox_violation"]
+    assert VIOLATIONS[hostile.scenario] in outcome.tree["sandbox_violation"], outcome.tree[
+        "sandbox_violation"
+    ]
     assert "the sandbox restarted" in outcome.error
     # The record is what the parent served: the actions it took, with the observations it saw.
     assert [a["action"] for a in outcome.tree["actions"]] == env.steps
@@ -100,7 +104,9 @@ def test_a_result_forged_ahead_by_a_leftover_thread_is_never_believed(tier) -> N
 
 
 def test_a_flood_of_deep_trees_never_breaks_the_stored_trajectory(tier, tmp_path) -> None:
-    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "deep_tree", hostile_starts=3)
+    runner = HostileRunner(
+        Skills(1, CODEBOOK, {}, API), tier, LIMITS, "deep_tree", hostile_starts=3
+    )
     try:
         trees = [call(runner, "forward", 1, timeout_s=20).tree for _ in range(3)]
     finally:
@@ -108,9 +114,22 @@ def test_a_flood_of_deep_trees_never_breaks_the_stored_trajectory(tier, tmp_path
     assert runner.violations == 3
     from speedrunner.core.trajectory import ActorStep
 
-    traj = Trajectory(split="train", index=0, task="t", seed=1, knowledge_version=1, instruction="i")
-    traj.steps = [ActorStep(index=i, call_id="c", observation="", raw_text="", reasoning=None, thought="",
-                            parsed_action="forward(1)", skill_call=tree) for i, tree in enumerate(trees)]
+    traj = Trajectory(
+        split="train", index=0, task="t", seed=1, knowledge_version=1, instruction="i"
+    )
+    traj.steps = [
+        ActorStep(
+            index=i,
+            call_id="c",
+            observation="",
+            raw_text="",
+            reasoning=None,
+            thought="",
+            parsed_action="forward(1)",
+            skill_call=tree,
+        )
+        for i, tree in enumerate(trees)
+    ]
     path = save_trajectory(tmp_path, traj)
     assert load_trajectory(path).steps[2].skill_call["sandbox_violation"]
 
@@ -120,33 +139,42 @@ def test_an_honest_call_is_reconciled_with_what_the_parent_served(runner) -> Non
     env = CounterEnv()
     outcome = call(runner, "climb", 5, env=env, label="up")
     actions = [a for h in outcome.tree["calls"] for f in h["calls"] for a in f["actions"]]
-    assert [a["text"] for a in actions] == ["The counter shows 1.", "The counter shows 2.", "The counter shows 3."]
+    assert [a["text"] for a in actions] == [
+        "The counter shows 1.",
+        "The counter shows 2.",
+        "The counter shows 3.",
+    ]
     assert runner.violations == 0 and "sandbox_violation" not in outcome.tree
 
 
 # ------------------------------------------------------------------ analysis
-FORGE_WITH_THE_RIGHT_ID = '''
+FORGE_WITH_THE_RIGHT_ID = """
 import inspect, json, os, sys
-rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack() if "request" in f.frame.f_locals)
-os.write(int(sys.argv[3]), (json.dumps({"id": rid, "stdout": "", "error": "forged"}) + "\\n").encode())
+rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack()
+           if "request" in f.frame.f_locals)
+os.write(int(sys.argv[3]),
+         (json.dumps({"id": rid, "stdout": "", "error": "forged"}) + "\\n").encode())
 print("real output")
-'''
-FORGE_WITHOUT_ID = '''
+"""
+FORGE_WITHOUT_ID = """
 import json, os, sys
-os.write(int(sys.argv[3]), (json.dumps({"stdout": "", "error": "the experience helper is broken"}) + "\\n").encode())
-'''
+os.write(int(sys.argv[3]),
+         (json.dumps({"stdout": "", "error": "the experience helper is broken"}) + "\\n").encode())
+"""
 
 
-LEAVE_A_FORGER = '''
+LEAVE_A_FORGER = """
 import inspect, json, os, sys, threading, time
-rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack() if "request" in f.frame.f_locals)
+rid = next(f.frame.f_locals["request"]["id"] for f in inspect.stack()
+           if "request" in f.frame.f_locals)
 def forge():
     time.sleep(0.3)  # after this run's real reply
     guess = rid + 1 if isinstance(rid, int) else "0" * 32
-    os.write(int(sys.argv[3]), (json.dumps({"id": guess, "stdout": "", "error": "forged"}) + "\\n").encode())
+    os.write(int(sys.argv[3]),
+             (json.dumps({"id": guess, "stdout": "", "error": "forged"}) + "\\n").encode())
 threading.Thread(target=forge, daemon=True).start()
 print("started")
-'''
+"""
 
 
 def test_a_reply_a_thread_writes_ahead_for_the_next_run_is_a_violation(tier) -> None:
@@ -168,7 +196,9 @@ def test_a_reply_a_thread_writes_ahead_for_the_next_run_is_a_violation(tier) -> 
 
 
 @pytest.mark.parametrize("code", [FORGE_WITH_THE_RIGHT_ID, FORGE_WITHOUT_ID])
-def test_analysis_code_that_writes_its_own_reply_is_a_violation_and_later_runs_are_clean(tier, code) -> None:
+def test_analysis_code_that_writes_its_own_reply_is_a_violation_and_later_runs_are_clean(
+    tier, code
+) -> None:
     """Caught at once when the forged reply is out of step or the real one is already queued;
     else by the next run's id check, before that run's code is believed. Either way exactly one
     violation, and no later run ever reads the forged reply."""
@@ -188,8 +218,11 @@ def test_analysis_code_that_writes_its_own_reply_is_a_violation_and_later_runs_a
 
 
 def test_the_child_caps_traced_values_and_the_parent_accepts_them(runner) -> None:
-    """A validator-clean skill that traces huge arguments: the tree stays small (it made 19 MB trees)."""
-    source = CODEBOOK + '''
+    """A validator-clean skill that traces huge arguments: the tree stays small (it made 19 MB
+    trees)."""
+    source = (
+        CODEBOOK
+        + """
 
 def big(env, n):
     return _echo(env, ["y" * 100_000] * n)
@@ -197,7 +230,8 @@ def big(env, n):
 
 def _echo(env, items):
     return len(items)
-'''
+"""
+    )
     from .conftest import open_runner
 
     r = open_runner(runner.tier, source)
@@ -211,7 +245,12 @@ def _echo(env, items):
 
 
 def test_hostile_scenarios_are_all_checked() -> None:
-    assert set(VIOLATIONS) | {"max_valid_tree", "delayed_forgery", "every_key", *ACCEPTED_AT_THE_CAPS} == set(SCENARIOS)
+    assert set(VIOLATIONS) | {
+        "max_valid_tree",
+        "delayed_forgery",
+        "every_key",
+        *ACCEPTED_AT_THE_CAPS,
+    } == set(SCENARIOS)
     assert inspect.getsource(HostileRunner._start_process)
 
 
@@ -223,7 +262,9 @@ def test_the_largest_accepted_trees_stop_being_kept_past_the_episodes_budget(tie
     runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "max_valid_tree")
     try:
         trees = [call(runner, "forward", 1, timeout_s=20).tree]
-        more = MAX_EPISODE_TREE_CHARS // runner.tree_chars + 1  # enough to pass the episode's budget
+        more = (
+            MAX_EPISODE_TREE_CHARS // runner.tree_chars + 1
+        )  # enough to pass the episode's budget
         trees += [call(runner, "forward", 1, timeout_s=20).tree for _ in range(more)]
     finally:
         runner.close()
@@ -242,7 +283,9 @@ def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
     from speedrunner.core.sandbox.skills import MAX_EPISODE_TREE_CHARS
     from speedrunner.core.sandbox.tracing import value_cost
 
-    runner = HostileRunner(Skills(1, CODEBOOK, {}, API), tier, LIMITS, "every_key", hostile_starts=20)
+    runner = HostileRunner(
+        Skills(1, CODEBOOK, {}, API), tier, LIMITS, "every_key", hostile_starts=20
+    )
     try:
         first = call(runner, "forward", 1, timeout_s=20)
         counted = runner.tree_chars
@@ -255,7 +298,9 @@ def test_every_key_the_parent_keeps_is_counted_where_it_is_kept(tier) -> None:
     child_part = {k: v for k, v in first.tree.items() if k != "actions"}
     assert counted >= value_cost(child_part) - 2000, (counted, value_cost(child_part))
     assert "annotations_dropped" in trees[-1] and trees[-1]["calls"] == []
-    assert len(trees[-1]["error"]) < 310  # past the budget, a call keeps the served actions and a short error
+    assert (
+        len(trees[-1]["error"]) < 310
+    )  # past the budget, a call keeps the served actions and a short error
     assert sum(value_cost(t) for t in trees) < MAX_EPISODE_TREE_CHARS + 1_000_000
 
 
@@ -274,7 +319,9 @@ def test_a_flood_of_uncounted_keys_keeps_nothing_of_it(tier, scenario) -> None:
 
 
 @pytest.mark.parametrize("scenario", ACCEPTED_AT_THE_CAPS)
-def test_replies_of_many_small_values_just_under_the_caps_are_accepted_and_kept_whole(tier, scenario) -> None:
+def test_replies_of_many_small_values_just_under_the_caps_are_accepted_and_kept_whole(
+    tier, scenario
+) -> None:
     """The cheaper checks refuse nothing an honest child may send: every value is kept as sent."""
     from speedrunner.core.skill import MAX_RETURN_VALUES
 

@@ -15,8 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COUNT_KEYS", "EFFECT_KEYS", "FormatCounter", "acted_share", "actor_turn_counts", "not_acting_warning",
-           "step_effect"]
+__all__ = [
+    "COUNT_KEYS",
+    "EFFECT_KEYS",
+    "FormatCounter",
+    "acted_share",
+    "actor_turn_counts",
+    "not_acting_warning",
+    "step_effect",
+]
 
 EFFECT_KEYS = ("acted", "refused", "skill_calls")
 """The actor's turns by what they did to the env (``ActorStep.effect``): a primitive action
@@ -44,7 +51,16 @@ def step_effect(step: dict[str, Any]) -> str:
 
 def actor_turn_counts(steps: list[dict[str, Any]]) -> dict[str, int]:
     """One episode's actor turns by format and by effect (``COUNT_KEYS`` but ``dropped_calls``)."""
-    row = {"turns": 0, "ok": 0, "repaired": 0, "lost": 0, "truncated": 0, "acted": 0, "refused": 0, "skill_calls": 0}
+    row = {
+        "turns": 0,
+        "ok": 0,
+        "repaired": 0,
+        "lost": 0,
+        "truncated": 0,
+        "acted": 0,
+        "refused": 0,
+        "skill_calls": 0,
+    }
     for step in steps:
         if not isinstance(step, dict) or "/actor/" not in str(step.get("call_id", "")):
             continue  # Voyager's action agent: counted from its iteration records
@@ -69,10 +85,13 @@ def not_acting_warning(counts: dict[str, int] | None) -> str | None:
     if share is None or share >= NOT_ACTING:
         return None
     c = counts or {}
-    return (f"only {c.get('acted', 0) + c.get('skill_calls', 0)} of {c.get('turns', 0)} actor turns made the env act "
-            f"({c.get('refused', 0)} refused: {c.get('lost', 0)} answers unreadable, the rest not valid actions); "
-            "the results say little about the method: read a few answers in episodes/ (raw_text, error) and fix "
-            "the prompt, the parser or the model before spending more")
+    return (
+        f"only {c.get('acted', 0) + c.get('skill_calls', 0)} of {c.get('turns', 0)} actor turns "
+        f"made the env act ({c.get('refused', 0)} refused: {c.get('lost', 0)} answers unreadable, "
+        "the rest not valid actions); the results say little about the method: read a few "
+        "answers in episodes/ (raw_text, error) and fix the prompt, the parser or the model "
+        "before spending more"
+    )
 
 
 class FormatCounter:
@@ -87,8 +106,13 @@ class FormatCounter:
 
     def counts(self) -> Counts:
         files = [(p, "actor") for p in sorted((self.run_dir / "episodes").rglob("*.json"))]
-        files += [(p, "records") for p in (*sorted((self.run_dir / "sleep").rglob("*.json")),
-                                           *sorted((self.run_dir / "voyager" / "iterations").rglob("*.json")))]
+        files += [
+            (p, "records")
+            for p in (
+                *sorted((self.run_dir / "sleep").rglob("*.json")),
+                *sorted((self.run_dir / "voyager" / "iterations").rglob("*.json")),
+            )
+        ]
         seen: dict[Path, tuple[tuple[int, int], Counts]] = {}
         for path, kind in files:
             try:
@@ -97,7 +121,11 @@ class FormatCounter:
                 continue
             stamp = (st.st_size, st.st_mtime_ns)
             known = self._seen.get(path)
-            seen[path] = known if known is not None and known[0] == stamp else (stamp, _file_counts(path, kind))
+            seen[path] = (
+                known
+                if known is not None and known[0] == stamp
+                else (stamp, _file_counts(path, kind))
+            )
         self._seen = seen  # files that went away (a quarantined episode) no longer count
         totals: Counts = {}
         for _, counts in seen.values():
@@ -106,7 +134,9 @@ class FormatCounter:
                 for key in COUNT_KEYS:
                     total[key] += row.get(key, 0)
         for role, row in totals.items():
-            if role != "actor":  # sleep records count no "ok" and no effect: derive the one, drop the other
+            if (
+                role != "actor"
+            ):  # sleep records count no "ok" and no effect: derive the one, drop the other
                 row["ok"] = max(0, row["turns"] - row["repaired"] - row["lost"])
                 for key in EFFECT_KEYS:
                     row.pop(key, None)
@@ -121,9 +151,15 @@ def _file_counts(path: Path, kind: str) -> Counts:
     record = data.get("format")
     if not isinstance(record, dict):
         return {}
-    return {str(role): {key: value for key in COUNT_KEYS
-                        if isinstance(value := counts.get(key, 0), int) and not isinstance(value, bool)}
-            for role, counts in record.items() if isinstance(counts, dict)}
+    return {
+        str(role): {
+            key: value
+            for key in COUNT_KEYS
+            if isinstance(value := counts.get(key, 0), int) and not isinstance(value, bool)
+        }
+        for role, counts in record.items()
+        if isinstance(counts, dict)
+    }
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -34,7 +34,8 @@ class Knowledge:
     title: str = ""
     text: str = ""
     skills: Skills | None = None
-    """The skills the actor may call at this version (codebook methods); ``text`` shows their API."""
+    """The skills the actor may call at this version (codebook methods); ``text`` shows their
+    API."""
 
     def prompt_section(self) -> tuple[str, str] | None:
         return (self.title, self.text) if self.text else None
@@ -47,7 +48,8 @@ class SleepResult:
     knowledge: Knowledge
     completions: list[Completion] = field(default_factory=list)
     cap_hits: dict[str, int] = field(default_factory=dict)
-    """Edits the library caps rejected this sleep phase: ``max_functions`` / ``max_codebook_chars`` -> count."""
+    """Edits the library caps rejected this sleep phase: ``max_functions`` /
+    ``max_codebook_chars`` -> count."""
 
 
 class AnalysisOutput(Protocol):
@@ -114,7 +116,8 @@ class SkillSupport:
     pool: no new JVM or server connection per sleep. ``None``: not offered."""
     sandbox_requested: str | None = None
     """What ``run.sandbox`` asked for (``auto`` or a tier): analysis code over the run directory
-    runs under ``rlimits`` only if it was named (``None``: whoever built this named ``sandbox_tier``)."""
+    runs under ``rlimits`` only if it was named (``None``: whoever built this named
+    ``sandbox_tier``)."""
 
     open_analysis: OpenAnalysis | None = None
     """Starts a sandboxed session for analysis code over the run's files (SpeedRunner's
@@ -147,9 +150,9 @@ class TrainingContext:
 
     A method may set ``Method.own_training`` and override ``train_batch(specs, ctx)`` (Voyager:
     one world per rollout, its iterations continuing in it); the runner then calls it for each batch
-    instead of playing the actor, and writes the metrics rows, sleep, checkpoint and evaluation as for any method.
-    It must save each trajectory (``save_trajectory``) and be deterministic given the stored
-    knowledge and the model's answers: a batch killed midway is re-run from its start.
+    instead of playing the actor, and writes the metrics rows, sleep, checkpoint and evaluation as
+    for any method. It must save each trajectory (``save_trajectory``) and be deterministic given
+    the stored knowledge and the model's answers: a batch killed midway is re-run from its start.
     """
 
     env: Callable[[], AbstractContextManager[TextEnv]]
@@ -193,8 +196,10 @@ class Method(ABC):
     def train_batch(self, specs: list[EpisodeSpec], ctx: TrainingContext) -> list[Trajectory]:
         """Play one training batch in the method's own way (``TrainingContext``); called instead
         of the actor's episodes when ``own_training`` is set."""
-        raise TypeError(f"{type(self).__name__} sets own_training = True but does not define train_batch: "
-                        "define it, or leave own_training False so the actor plays the batch")
+        raise TypeError(
+            f"{type(self).__name__} sets own_training = True but does not define train_batch: "
+            "define it, or leave own_training False so the actor plays the batch"
+        )
 
 
 class MethodFactory(Protocol):

@@ -84,9 +84,14 @@ class Reply:
     @classmethod
     def context_overflow(cls) -> Reply:
         """What vLLM and OpenAI answer when the prompt does not fit the context window."""
-        return cls(status=400, text=None, error_message=(
-            "This model's maximum context length is 32768 tokens. However, you requested "
-            "40000 tokens. Please reduce the length of the messages."))
+        return cls(
+            status=400,
+            text=None,
+            error_message=(
+                "This model's maximum context length is 32768 tokens. However, you requested "
+                "40000 tokens. Please reduce the length of the messages."
+            ),
+        )
 
     @classmethod
     def malformed_json(cls) -> Reply:
@@ -219,7 +224,9 @@ class FakeLLMServer:
             if self._probe is not None:
                 return self._probe(body)
             limit = body.get("max_tokens") or body.get("max_completion_tokens") or 8
-            return Reply(text="one, two, three", finish_reason="length", completion_tokens=min(int(limit), 8))
+            return Reply(
+                text="one, two, three", finish_reason="length", completion_tokens=min(int(limit), 8)
+            )
         if self._callback is not None:
             return self._callback(body)
         with self._lock:
@@ -230,14 +237,18 @@ class FakeLLMServer:
         stops = body.get("stop") or (body.get("generationConfig") or {}).get("stopSequences") or []
         if not self.honour_stop or not reply.text or not isinstance(stops, list):
             return reply
-        found = [i for i in (reply.text.find(s) for s in stops if isinstance(s, str) and s) if i >= 0]
+        found = [
+            i for i in (reply.text.find(s) for s in stops if isinstance(s, str) and s) if i >= 0
+        ]
         if not found:
             return reply
-        return dataclasses.replace(reply, text=reply.text[:min(found)], finish_reason="stop")
+        return dataclasses.replace(reply, text=reply.text[: min(found)], finish_reason="stop")
 
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
-            (self.probes if isinstance(req.body, dict) and is_probe(req.body) else self.requests).append(req)
+            (
+                self.probes if isinstance(req.body, dict) and is_probe(req.body) else self.requests
+            ).append(req)
 
     def _enter(self) -> None:
         with self._lock:
@@ -268,9 +279,16 @@ def _chat_body(reply: Reply, model: str) -> dict[str, Any]:
     finish = reply.finish_reason
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": c.get("id") or f"call_{i}", "type": "function",
-             "function": {"name": c["name"], "arguments": _arguments_text(c.get("arguments", {}))}}
-            for i, c in enumerate(reply.tool_calls)]
+            {
+                "id": c.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": c["name"],
+                    "arguments": _arguments_text(c.get("arguments", {})),
+                },
+            }
+            for i, c in enumerate(reply.tool_calls)
+        ]
         finish = "tool_calls" if finish == "stop" else finish
     usage: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
@@ -315,7 +333,8 @@ EMBEDDING_DIMS = 64
 
 def fake_embedding(text: str) -> list[float]:
     """A deterministic bag-of-words vector: each lower-case word adds 1 to a dimension chosen
-    by its hash, so texts sharing words have a high cosine similarity (what retrieval tests need)."""
+    by its hash, so texts sharing words have a high cosine similarity (what retrieval tests
+    need)."""
     vector = [0.0] * EMBEDDING_DIMS
     for word in re.findall(r"[a-z0-9]+", text.lower().replace("_", " ")):
         vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % EMBEDDING_DIMS] += 1.0
@@ -327,10 +346,15 @@ def _embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
     texts = body.get("input", [])
     texts = [texts] if isinstance(texts, str) else list(texts)
     tokens = sum(len(str(t).split()) for t in texts)
-    return {"object": "list", "model": body.get("model", "fake-embedding"),
-            "data": [{"object": "embedding", "index": i, "embedding": fake_embedding(str(t))}
-                     for i, t in enumerate(texts)],
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+    return {
+        "object": "list",
+        "model": body.get("model", "fake-embedding"),
+        "data": [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(str(t))}
+            for i, t in enumerate(texts)
+        ],
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 def _gemini_body(reply: Reply) -> dict[str, Any]:
@@ -340,8 +364,15 @@ def _gemini_body(reply: Reply) -> dict[str, Any]:
     if reply.text is not None:
         parts.append({"text": reply.text})
     for c in reply.tool_calls or ():
-        parts.append({"functionCall": {"name": c["name"], "args": _arguments_object(c.get("arguments", {}))},
-                      "thoughtSignature": "ZmFrZS1zaWduYXR1cmU="})
+        parts.append(
+            {
+                "functionCall": {
+                    "name": c["name"],
+                    "args": _arguments_object(c.get("arguments", {})),
+                },
+                "thoughtSignature": "ZmFrZS1zaWduYXR1cmU=",
+            }
+        )
     usage: dict[str, Any] = {
         "promptTokenCount": reply.prompt_tokens,
         "candidatesTokenCount": reply.completion_tokens,
@@ -425,7 +456,11 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 body = {"_unparseable": raw.decode("utf-8", "replace")}
             path = self.path.split("?", 1)[0]
             if path.endswith("/embeddings"):
-                server._record(RecordedRequest("POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}))
+                server._record(
+                    RecordedRequest(
+                        "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}
+                    )
+                )
                 self._send(200, json.dumps(_embeddings_body(body)).encode())
                 return
             gemini = ":generateContent" in path
@@ -439,7 +474,11 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 return
             server._record(
                 RecordedRequest(
-                    "POST", self.path, body, {k.lower(): v for k, v in self.headers.items()}, raw=raw
+                    "POST",
+                    self.path,
+                    body,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    raw=raw,
                 )
             )
             # In flight from arrival until the answer is about to be written: a client can only

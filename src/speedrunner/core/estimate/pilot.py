@@ -38,11 +38,23 @@ FAKE_PREFIX = "fake-"
 """Models of the fake LLM server (``speedrunner fake-llm``) are named so."""
 
 REFUSED = {"benchmark.name": "benchmark", "benchmark.task_set": "task set", "method.name": "method"}
-MODEL_REFUSED = {"name": "model", "enable_thinking": "thinking switch", "thinking_level": "thinking level"}
+MODEL_REFUSED = {
+    "name": "model",
+    "enable_thinking": "thinking switch",
+    "thinking_level": "thinking level",
+}
 """What a model writes depends on these: a real model's pilot with another value is refused."""
-SCALED = {"run.rollouts", "run.sleep_every", "run.eval_every", "run.eval_episodes",
-          "benchmark.max_llm_calls", "benchmark.max_env_actions", "method.max_inducer_turns",
-          "model.sampling.max_tokens", "inducer.sampling.max_tokens"}
+SCALED = {
+    "run.rollouts",
+    "run.sleep_every",
+    "run.eval_every",
+    "run.eval_episodes",
+    "benchmark.max_llm_calls",
+    "benchmark.max_env_actions",
+    "method.max_inducer_turns",
+    "model.sampling.max_tokens",
+    "inducer.sampling.max_tokens",
+}
 IGNORED_LEAVES = {"seed", "eval_seed", "provider", "script", "input", "cached_input", "output"}
 """Seeds (a pilot is another sample), the provider (the name says the model) and prices (every
 pilot is priced at this config's)."""
@@ -80,7 +92,8 @@ class PilotRun:
     evals: list[EvalRow]
 
     def model(self, role: str) -> dict[str, Any]:
-        """The resolved model section of ``role`` (``model`` or ``inducer``, the actor's if unset)."""
+        """The resolved model section of ``role`` (``model`` or ``inducer``, the actor's if
+        unset)."""
         section = self.resolved.get(role) if role == "inducer" else None
         return section or self.resolved.get("model") or {}
 
@@ -111,25 +124,37 @@ def read_pilot(path: Path) -> PilotRun:
     calls_file, resolved_file = path / "llm_calls.jsonl", path / "config.resolved.json"
     if not calls_file.is_file() or not resolved_file.is_file():
         missing = "llm_calls.jsonl" if not calls_file.is_file() else "config.resolved.json"
-        raise ReportInputError(f"--from {path}: no {missing}; --from takes run directories of earlier runs")
+        raise ReportInputError(
+            f"--from {path}: no {missing}; --from takes run directories of earlier runs"
+        )
     check_run_format(path, action="used as a pilot (--from)")
     try:
         resolved = json.loads(resolved_file.read_text("utf-8"))
         checkpoint = _json_or_empty(path / "checkpoint.json")
         summary = stored_summary(path)
         calls = [r for r in iter_jsonl(calls_file) if r.get("error") is None]
-        metrics = validate_rows(MetricsRow, list(iter_jsonl(path / "metrics.jsonl")), path / "metrics.jsonl")
+        metrics = validate_rows(
+            MetricsRow, list(iter_jsonl(path / "metrics.jsonl")), path / "metrics.jsonl"
+        )
         evals = validate_rows(EvalRow, list(iter_jsonl(path / "eval.jsonl")), path / "eval.jsonl")
     except RecordError as e:
         raise ReportInputError(f"--from {path}: {e}; point --from at another run") from None
     except (OSError, ValueError) as e:
-        raise ReportInputError(f"--from {path}: a file of the run cannot be read ({e}); point --from at "
-                               "another run") from None
+        raise ReportInputError(
+            f"--from {path}: a file of the run cannot be read ({e}); point --from at another run"
+        ) from None
     if not isinstance(resolved, dict):
         raise ReportInputError(f"--from {path}: config.resolved.json is not a config")
     fingerprint = checkpoint.get("results_config_sha256")
-    return PilotRun(path=path, resolved=resolved, scripted=summary is not None and summary.scripted, calls=calls,
-                    fingerprint=fingerprint if isinstance(fingerprint, str) else None, metrics=metrics, evals=evals)
+    return PilotRun(
+        path=path,
+        resolved=resolved,
+        scripted=summary is not None and summary.scripted,
+        calls=calls,
+        fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        metrics=metrics,
+        evals=evals,
+    )
 
 
 def _json_or_empty(path: Path) -> dict[str, Any]:
@@ -139,17 +164,22 @@ def _json_or_empty(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def typical_case(out: Estimate, config: RunConfig, calls: Sequence[Calls], pilots: Sequence[Path]) -> None:
+def typical_case(
+    out: Estimate, config: RunConfig, calls: Sequence[Calls], pilots: Sequence[Path]
+) -> None:
     """Fill each role's typical calls and dollars from ``pilots``, and say how they were used."""
     runs = [read_pilot(Path(p)) for p in pilots]
     compared = [_compare(run, config) for run in runs]
     refused = [f"{use.path}: {'; '.join(why)}" for why, use in compared if why]
     if refused:
         raise PilotMismatchError(
-            "--from cannot give this config's typical case: the pilot differs in what no scaling can "
-            "fix:\n  " + "\n  ".join(refused) + "\nPoint --from at a pilot of the same benchmark, task "
+            "--from cannot give this config's typical case: the pilot differs in what no "
+            "scaling can fix:\n  "
+            + "\n  ".join(refused)
+            + "\nPoint --from at a pilot of the same benchmark, task "
             "set, method and model (a fake or scripted model may stand in for the model), or leave "
-            "--from out for the worst case alone")
+            "--from out for the worst case alone"
+        )
     uses = [use for _, use in compared]
     tallies: dict[str, _Tally] = {}
     for run, use in zip(runs, uses, strict=True):
@@ -158,14 +188,20 @@ def typical_case(out: Estimate, config: RunConfig, calls: Sequence[Calls], pilot
             one = _tally(run, c, config)
             use.scaled += _budget_notes(one, run, c, config)
             total = tallies.setdefault(c.role, _Tally())
-            total.units, total.calls, total.usd = total.units + one.units, total.calls + one.calls, total.usd + one.usd
+            total.units, total.calls, total.usd = (
+                total.units + one.units,
+                total.calls + one.calls,
+                total.usd + one.usd,
+            )
     train = tallies.get("actor")
     for role, c in zip(out.roles, calls, strict=True):
         t = tallies.get(role.role, _Tally())
         if not t.units and role.role == "actor (eval)" and train is not None and train.units:
             t = train
-            uses[-1].scaled.append("evaluation episodes: the pilots played none, so they are counted "
-                                   "as the pilots' training episodes")
+            uses[-1].scaled.append(
+                "evaluation episodes: the pilots played none, so they are counted "
+                "as the pilots' training episodes"
+            )
         if not t.units:
             continue
         role.typical_calls = t.calls / t.units * c.units
@@ -173,8 +209,10 @@ def typical_case(out: Estimate, config: RunConfig, calls: Sequence[Calls], pilot
         role.typical_usd = t.usd / t.units * c.units if known else None
     out.typical_from = [str(r.path) for r in runs]
     out.pilots = uses
-    out.assumptions.append("typical: calls per episode / sleep phase and tokens per call as in "
-                           f"{len(runs)} earlier run(s), scaled to this config and priced at its prices")
+    out.assumptions.append(
+        "typical: calls per episode / sleep phase and tokens per call as in "
+        f"{len(runs)} earlier run(s), scaled to this config and priced at its prices"
+    )
 
 
 # ------------------------------------------------------------------ comparison
@@ -182,23 +220,31 @@ def _compare(run: PilotRun, config: RunConfig) -> tuple[list[str], PilotUse]:
     """The differences that refuse the pilot (none: it can be used), and the use made of it."""
     label = run.label
     models = list(dict.fromkeys(str(run.model(r).get("name")) for r in ("model", "inducer")))
-    here, there = _flat(_comparable(results_view(config), config)), _flat(_comparable(run.resolved, config))
+    here, there = (
+        _flat(_comparable(results_view(config), config)),
+        _flat(_comparable(run.resolved, config)),
+    )
     differs = sorted(k for k in here.keys() & there.keys() if here[k] != there[k])
     refused = [f"{REFUSED[k]} (pilot {there[k]}, here {here[k]})" for k in differs if k in REFUSED]
     for k in differs:
         section, _, leaf = k.partition(".")
         if section in ("model", "inducer") and leaf in MODEL_REFUSED and label is None:
             role = "actor" if section == "model" else "sleep-phase"
-            refused.append(f"{role} {MODEL_REFUSED[leaf]} (pilot {there[k]}, here {here[k]}): another "
-                           "model writes other tokens")
+            refused.append(
+                f"{role} {MODEL_REFUSED[leaf]} (pilot {there[k]}, here {here[k]}): another "
+                "model writes other tokens"
+            )
     if refused:
         return refused, PilotUse(str(run.path), models, label, False)
     from speedrunner.core.runtime.loop import config_fingerprint
 
     use = PilotUse(str(run.path), models, label, run.fingerprint == config_fingerprint(config))
     model_keys = {f"{s}.{leaf}" for s in ("model", "inducer") for leaf in MODEL_REFUSED}
-    use.not_scaled = [f"{k} (pilot {there[k]}, here {here[k]})" for k in differs
-                      if k not in SCALED and k not in model_keys and k.rsplit(".", 1)[-1] not in IGNORED_LEAVES]
+    use.not_scaled = [
+        f"{k} (pilot {there[k]}, here {here[k]})"
+        for k in differs
+        if k not in SCALED and k not in model_keys and k.rsplit(".", 1)[-1] not in IGNORED_LEAVES
+    ]
     return [], use
 
 
@@ -232,9 +278,11 @@ def _schedule_note(run: PilotRun, config: RunConfig) -> list[str]:
     pilot_sleeps = len({m.batch for m in run.metrics})
     if (len(run.metrics), pilot_sleeps, pilot_evals) == (r.rollouts, sleeps, evals):
         return []
-    return [f"schedule: per episode and per sleep phase as in {run.path} ({len(run.metrics)} training "
-            f"episodes, {pilot_sleeps} sleep phases, {pilot_evals} evaluation episodes), times this "
-            f"config's {r.rollouts:,}, {sleeps:,} and {evals:,}"]
+    return [
+        f"schedule: per episode and per sleep phase as in {run.path} ({len(run.metrics)} training "
+        f"episodes, {pilot_sleeps} sleep phases, {pilot_evals} evaluation episodes), times this "
+        f"config's {r.rollouts:,}, {sleeps:,} and {evals:,}"
+    ]
 
 
 # ------------------------------------------------------------------ scaling
@@ -264,7 +312,9 @@ def _units(run: PilotRun, c: Calls) -> dict[str, Ended]:
     if c.unit in ("training episode", "training world"):
         return {f"train/{m.index:04d}": m for m in run.metrics}
     if c.unit == "eval episode":
-        return {f"eval/at{e.rollout:04d}/{p.index:04d}": p for e in run.evals for p in e.per_episode}
+        return {
+            f"eval/at{e.rollout:04d}/{p.index:04d}": p for e in run.evals for p in e.per_episode
+        }
     return {f"sleep/{b:04d}": None for b in {m.batch for m in run.metrics}}
 
 
@@ -290,7 +340,11 @@ def _tally(run: PilotRun, c: Calls, config: RunConfig) -> _Tally:
         sizes = _rescale(sizes, target, c)
         for s in sizes:
             out = min(s.output, c.model.sampling.max_tokens)
-            if s.truncated and pilot_max_tokens is not None and c.model.sampling.max_tokens > pilot_max_tokens:
+            if (
+                s.truncated
+                and pilot_max_tokens is not None
+                and c.model.sampling.max_tokens > pilot_max_tokens
+            ):
                 out, t.outputs_raised = c.model.sampling.max_tokens, t.outputs_raised + 1
             t.usd += _cost(prices, s, out)
         t.calls += len(sizes)
@@ -305,9 +359,12 @@ def _pilot_max_tokens(run: PilotRun, c: Calls) -> int | None:
 
 def _size(row: dict[str, Any]) -> CallSize:
     u = row.get("usage") or {}
-    return CallSize(float(u.get("input_uncached", 0)), float(u.get("input_cached", 0)),
-                    float(u.get("output", 0)),
-                    row.get("truncated") is True or row.get("finish_reason") == "length")
+    return CallSize(
+        float(u.get("input_uncached", 0)),
+        float(u.get("input_cached", 0)),
+        float(u.get("output", 0)),
+        row.get("truncated") is True or row.get("finish_reason") == "length",
+    )
 
 
 def _target(n: int, ended: Ended, run: PilotRun, c: Calls, config: RunConfig) -> int:
@@ -368,26 +425,42 @@ def _rescale(sizes: list[CallSize], target: int, c: Calls) -> list[CallSize]:
 def _cost(prices: Prices | None, s: CallSize, output: float) -> float:
     if prices is None:
         return 0.0
-    return (prices.input * s.uncached + prices.cached_input * s.cached + prices.output * output) / 1e6
+    return (
+        prices.input * s.uncached + prices.cached_input * s.cached + prices.output * output
+    ) / 1e6
 
 
 def _budget_notes(t: _Tally, run: PilotRun, c: Calls, config: RunConfig) -> list[str]:
     if not t.units:
         return []
-    what, budget = ("episodes", _budget_words(run, config, ("benchmark", "max_llm_calls"),
-                                              ("benchmark", "max_env_actions"))) \
-        if c.role.startswith("actor") else (f"{c.unit}s", _budget_words(run, config, ("method", "max_inducer_turns")))
+    what, budget = (
+        (
+            "episodes",
+            _budget_words(
+                run, config, ("benchmark", "max_llm_calls"), ("benchmark", "max_env_actions")
+            ),
+        )
+        if c.role.startswith("actor")
+        else (f"{c.unit}s", _budget_words(run, config, ("method", "max_inducer_turns")))
+    )
     notes = []
     if t.scaled_up:
-        notes.append(f"{c.role}: {t.scaled_up} of {t.units} pilot {what} stopped at the pilot's budget ({budget}) "
-                     "and are carried on to this config's, each further call's input growing as in that unit")
+        notes.append(
+            f"{c.role}: {t.scaled_up} of {t.units} pilot {what} stopped at the pilot's budget "
+            f"({budget}) and are carried on to this config's, each further call's input growing "
+            "as in that unit"
+        )
     if t.cut:
-        notes.append(f"{c.role}: {t.cut} of {t.units} pilot {what} made more calls than this config allows "
-                     f"({budget}) and are cut to it")
+        notes.append(
+            f"{c.role}: {t.cut} of {t.units} pilot {what} made more calls than this config allows "
+            f"({budget}) and are cut to it"
+        )
     if t.outputs_raised:
         pilot = _pilot_max_tokens(run, c)
-        notes.append(f"{c.role}: {t.outputs_raised} answers cut at the pilot's max_tokens ({pilot}) are counted "
-                     f"at this config's {c.model.sampling.max_tokens}")
+        notes.append(
+            f"{c.role}: {t.outputs_raised} answers cut at the pilot's max_tokens ({pilot}) are "
+            f"counted at this config's {c.model.sampling.max_tokens}"
+        )
     return notes
 
 

@@ -38,7 +38,8 @@ _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
 class GeminiProvider(Provider):
-    """Gemini API (AI Studio keys: GOOGLE_API_KEY, else GEMINI_API_KEY, as google-genai reads them)."""
+    """Gemini API (AI Studio keys: GOOGLE_API_KEY, else GEMINI_API_KEY, as google-genai reads
+    them)."""
 
     name = "gemini"
     supports_tools = True
@@ -105,9 +106,20 @@ class GeminiProvider(Provider):
             seed=s.get("seed"),
             stop_sequences=list(s["stop"]) if s.get("stop") else None,
             thinking_config=thinking,
-            tools=[gt.Tool(function_declarations=[
-                gt.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)
-                for t in request.tools])] if request.tools else None,
+            tools=[
+                gt.Tool(
+                    function_declarations=[
+                        gt.FunctionDeclaration(
+                            name=t.name,
+                            description=t.description,
+                            parameters_json_schema=t.parameters,
+                        )
+                        for t in request.tools
+                    ]
+                )
+            ]
+            if request.tools
+            else None,
             automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True),
             http_options=gt.HttpOptions(extra_body={"contents": contents}) if contents else None,
         )
@@ -120,7 +132,9 @@ class GeminiProvider(Provider):
         # system instruction, generation config, URL, auth) and the documented
         # ``HttpOptions.extra_body`` puts the whole history, as plain JSON built once per
         # message, in its place; the bytes on the wire are what the SDK itself would send.
-        contents = _merge_function_responses([c for c in request.messages.mapped(_content) if c is not None])
+        contents = _merge_function_responses(
+            [c for c in request.messages.mapped(_content) if c is not None]
+        )
         try:
             resp = client.models.generate_content(
                 model=self.model,
@@ -161,8 +175,12 @@ def _content(m: Message) -> dict[str, Any] | None:
     if m.role == "system":
         return None
     if m.role == "tool":
-        return {"parts": [{"functionResponse": {"name": m.tool_name or "", "response": {"result": m.content}}}],
-                "role": "user"}
+        return {
+            "parts": [
+                {"functionResponse": {"name": m.tool_name or "", "response": {"result": m.content}}}
+            ],
+            "role": "user",
+        }
     parts: list[dict[str, Any]] = [{"text": m.content}] if m.content or not m.tool_calls else []
     for t in m.tool_calls:
         part: dict[str, Any] = {"functionCall": {"args": _args(t.arguments), "name": t.name}}
@@ -200,8 +218,12 @@ def _is_response(c: dict[str, Any]) -> bool:
 def _tool_use(part: Any, index: int) -> ToolUse:
     fc = part.function_call
     signature = part.thought_signature
-    return ToolUse(id=fc.id or f"call_{index}", name=fc.name or "", arguments=json.dumps(fc.args or {}, ensure_ascii=False),
-                   signature=base64.b64encode(signature).decode() if signature else "")
+    return ToolUse(
+        id=fc.id or f"call_{index}",
+        name=fc.name or "",
+        arguments=json.dumps(fc.args or {}, ensure_ascii=False),
+        signature=base64.b64encode(signature).decode() if signature else "",
+    )
 
 
 def _usage(meta: Any) -> Usage:

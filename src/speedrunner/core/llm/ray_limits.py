@@ -65,8 +65,13 @@ node (what a sweep must survive) never takes the cluster's limit with it."""
 def start_limiter(ray: Any, name: str) -> Any:
     """Start (or find) the sweep's limiter actor on the connected cluster's head node."""
     actor = ray.remote(num_cpus=0, max_concurrency=1)(_Limiter)
-    return actor.options(name=name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-                         resources={HEAD_NODE: 0.001}).remote()
+    return actor.options(
+        name=name,
+        namespace=NAMESPACE,
+        lifetime="detached",
+        get_if_exists=True,
+        resources={HEAD_NODE: 0.001},
+    ).remote()
 
 
 def limiter_env(address: str, name: str) -> dict[str, str]:
@@ -84,8 +89,12 @@ def _limiter() -> Any:
             import ray
 
             if not ray.is_initialized():
-                ray.init(address=os.environ[LIMITER_ADDRESS_ENV], namespace=NAMESPACE,
-                         log_to_driver=False, include_dashboard=False)
+                ray.init(
+                    address=os.environ[LIMITER_ADDRESS_ENV],
+                    namespace=NAMESPACE,
+                    log_to_driver=False,
+                    include_dashboard=False,
+                )
             _actor = ray.get_actor(os.environ[LIMITER_ACTOR_ENV], namespace=NAMESPACE)
         return _actor
 
@@ -118,15 +127,19 @@ class RayLimit:
             # on under this process's own limit rather than failing its calls.
             with self._fallback_lock:
                 if self._fallback is None:
-                    print(f"warning: the cluster-wide LLM limit is unreachable ({type(e).__name__}); this "
-                          f"run now holds {self.key} to {self.limit} call(s) in flight by itself",
-                          file=sys.stderr)
+                    print(
+                        "warning: the cluster-wide LLM limit is unreachable "
+                        f"({type(e).__name__}); this run now holds {self.key} to {self.limit} "
+                        "call(s) in flight by itself",
+                        file=sys.stderr,
+                    )
                     self._fallback = threading.BoundedSemaphore(self.limit)
             self._fallback.acquire()
             return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         import ray
 
         lease = getattr(self._local, "lease", None)

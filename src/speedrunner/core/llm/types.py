@@ -23,7 +23,8 @@ class ToolUse:
     name: str
     arguments: str
     signature: str = ""
-    """Gemini's ``thoughtSignature`` of the call (base64), sent back with it as Gemini 3 requires."""
+    """Gemini's ``thoughtSignature`` of the call (base64), sent back with it as Gemini 3
+    requires."""
 
 
 @dataclass(frozen=True)

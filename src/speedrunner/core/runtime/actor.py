@@ -42,9 +42,12 @@ _ACTION_LINE = label_regex(r"(?:next[ \t]+|final[ \t]+)?action")
 _THOUGHT_LINE = label_regex(r"thought|reasoning|think")
 _WRAPPERS = "`'\"*<>[]() "
 _NEXT_TURN = re.compile(
-    r"^[ \t]*(?:>[ \t]*)?(?:#{1,6}[ \t]*)?[*_]*(?:observation|obs|user|human|assistant|system)[*_]*[ \t]*:"
-    r"|^[ \t]*(?:>[ \t]*)?(?:#{1,6}[ \t]*)?(?:[-*+][ \t]+)?[*_]*(?:thought|reasoning|think)[*_]*(?:[ \t]*[:=]|[ \t]+[-\u2013])",
-    re.IGNORECASE | re.MULTILINE)
+    r"^[ \t]*(?:>[ \t]*)?(?:#{1,6}[ \t]*)?"
+    r"[*_]*(?:observation|obs|user|human|assistant|system)[*_]*[ \t]*:"
+    r"|^[ \t]*(?:>[ \t]*)?(?:#{1,6}[ \t]*)?(?:[-*+][ \t]+)?"
+    r"[*_]*(?:thought|reasoning|think)[*_]*(?:[ \t]*[:=]|[ \t]+[-\u2013])",
+    re.IGNORECASE | re.MULTILINE,
+)
 """A line that starts the *next* turn: an observation or a speaker the model invented, or a
 new ``Thought:`` after its Action line."""
 _CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|user|assistant)\|>")
@@ -82,7 +85,8 @@ def _normalise(text: str) -> str:
 
 
 def _clean_value(value: str) -> str:
-    """An Action line's value without markdown around it: ``**`go_to('x')`**.`` -> ``go_to('x')``."""
+    """An Action line's value without markdown around it: ``**`go_to('x')`**.`` ->
+    ``go_to('x')``."""
     text = value.strip()
     while True:
         before = text
@@ -111,7 +115,7 @@ def own_turn(body: str) -> tuple[str, bool]:
     body, cut = cut_at_stop(body)
     token = _CHAT_TOKEN.search(body)
     if token is not None:
-        body, cut = body[:token.start()], True
+        body, cut = body[: token.start()], True
     lines = label_lines(body, _ACTION_LINE, "Action")
     if lines:
         start = lines[0].end
@@ -120,7 +124,7 @@ def own_turn(body: str) -> tuple[str, bool]:
             start = body.find(value, start) + len(value) if value else start
         boundary = _NEXT_TURN.search(body, start)
         if boundary is not None:
-            body, cut = body[:boundary.start()], True
+            body, cut = body[: boundary.start()], True
     return body, cut
 
 
@@ -152,29 +156,41 @@ def _fenced_action_lines(body: str) -> _Said | None:
     return _Said(lines) if lines else None
 
 
-def action_reader(actions: list[str],
-                  skills: dict[str, str] | None) -> AnswerReader[_Said | ParsedAnswer]:
+def action_reader(
+    actions: list[str], skills: dict[str, str] | None
+) -> AnswerReader[_Said | ParsedAnswer]:
     """Action lines as asked, else inside a code fence, else JSON, else a bare action (one
     of ``actions``, or a call when there are ``skills``)."""
 
     def bare(body: str) -> _Said | None:
         stripped = _clean_value(body)
-        if stripped and (_normalise(stripped) in {_normalise(a) for a in actions}
-                         or (skills and looks_like_call(stripped))):
+        if stripped and (
+            _normalise(stripped) in {_normalise(a) for a in actions}
+            or (skills and looks_like_call(stripped))
+        ):
             return _Said([Line("action", stripped, 0, 0, True)], "")
         return None
 
-    return AnswerReader((THINK, INVENTED), (
-        AnswerForm("", _action_lines),
-        AnswerForm("answer inside a code fence", _fenced_action_lines),
-        AnswerForm("JSON answer", _json_action),
-        AnswerForm("", bare),
-    ))
+    return AnswerReader(
+        (THINK, INVENTED),
+        (
+            AnswerForm("", _action_lines),
+            AnswerForm("answer inside a code fence", _fenced_action_lines),
+            AnswerForm("JSON answer", _json_action),
+            AnswerForm("", bare),
+        ),
+    )
 
 
-def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
-                 skills: dict[str, str] | None = None, finish_reason: str | None = None,
-                 descriptions: dict[str, str] | None = None) -> ParsedAnswer:
+def parse_answer(
+    text: str,
+    actions: list[str],
+    *,
+    free_text: bool = False,
+    skills: dict[str, str] | None = None,
+    finish_reason: str | None = None,
+    descriptions: dict[str, str] | None = None,
+) -> ParsedAnswer:
     """Turn the model's text into one valid action (or an error to show the model).
 
     ``skills`` maps the public skill names the actor may call to their signatures; an action
@@ -195,11 +211,15 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
         problem = 'no "Action: ..." line found'
         if not _clean_value(body):
             cut = " (it was cut off at max_tokens)" if truncated(finish_reason) else ""
-            what = ("held only thinking (<think>...</think>), no action" if THINK.name in repairs
-                    else "was empty")
+            what = (
+                "held only thinking (<think>...</think>), no action"
+                if THINK.name in repairs
+                else "was empty"
+            )
             problem = f"the answer {what}{cut}"
-        return ParsedAnswer(_thought(body, []), None, problem, format="lost",
-                            repairs=tuple(repairs))
+        return ParsedAnswer(
+            _thought(body, []), None, problem, format="lost", repairs=tuple(repairs)
+        )
     thought = _thought(body, said.lines) if said.thought is None else said.thought
     values = []
     for line in said.lines:
@@ -214,9 +234,15 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
     distinct = list(dict.fromkeys(_clean_value(v) for v in values))
     if len(distinct) > 1:
         read = "; ".join(repr(v) for v in distinct)
-        return ParsedAnswer(thought, None, f"the answer has {len(distinct)} different Action lines ({read}); "
-                                           "only one action runs per turn: answer with exactly one Action line",
-                            values[-1], format="lost", repairs=tuple(repairs))
+        return ParsedAnswer(
+            thought,
+            None,
+            f"the answer has {len(distinct)} different Action lines ({read}); "
+            "only one action runs per turn: answer with exactly one Action line",
+            values[-1],
+            format="lost",
+            repairs=tuple(repairs),
+        )
     if len(values) > 1:
         repairs.append("the same Action line repeated")
     action_text = _clean_value(values[0])
@@ -229,14 +255,22 @@ def parse_answer(text: str, actions: list[str], *, free_text: bool = False,
         fmt, fixed = format_outcome(None, repairs), tuple(repairs)
         if isinstance(call, str):
             if cut_here:
-                return ParsedAnswer(thought, None, f"the answer was cut off inside its action ({action_text!r}); "
-                                                   "a cut action is never run", action_text, format="lost",
-                                    repairs=fixed)
+                return ParsedAnswer(
+                    thought,
+                    None,
+                    f"the answer was cut off inside its action ({action_text!r}); "
+                    "a cut action is never run",
+                    action_text,
+                    format="lost",
+                    repairs=fixed,
+                )
             return ParsedAnswer(thought, None, call, action_text, format=fmt, repairs=fixed)
-        return ParsedAnswer(thought, call.text, None, action_text, skill_call=call, format=fmt,
-                            repairs=fixed)
-    parsed = _match_action(thought, action_text, actions, free_text, truncated(finish_reason), cut_here,
-                           descriptions)
+        return ParsedAnswer(
+            thought, call.text, None, action_text, skill_call=call, format=fmt, repairs=fixed
+        )
+    parsed = _match_action(
+        thought, action_text, actions, free_text, truncated(finish_reason), cut_here, descriptions
+    )
     if parsed.error == _EMPTY_LINE or (parsed.error or "").startswith(_CUT):
         return dataclasses.replace(parsed, format="lost", repairs=tuple(repairs))
     if parsed.action is not None and parsed.action != action_text:
@@ -279,11 +313,18 @@ def _json_action(body: str) -> _Said | ParsedAnswer | None:
             if isinstance(args, list) and "(" not in action:
                 action = f"{action.strip()}({', '.join(repr(a) for a in args)})"
             thought = keys.get("thought", keys.get("reasoning", ""))
-            found.append((thought if isinstance(thought, str) else "", Line("action", action, 0, 0, False)))
+            found.append(
+                (thought if isinstance(thought, str) else "", Line("action", action, 0, 0, False))
+            )
     if len(found) > 1 and len({f[1].value for f in found}) > 1:
         read = "; ".join(repr(f[1].value) for f in found)
-        return ParsedAnswer("", None, f"the answer has {len(found)} JSON actions ({read}); only one action runs "
-                                      "per turn: answer with exactly one Action line", format="lost")
+        return ParsedAnswer(
+            "",
+            None,
+            f"the answer has {len(found)} JSON actions ({read}); only one action runs "
+            "per turn: answer with exactly one Action line",
+            format="lost",
+        )
     if not found:
         return None
     return _Said([found[0][1]], found[0][0] or _thought(body, []))
@@ -298,11 +339,12 @@ def _words(text: str) -> list[str]:
 
 
 def _within(part: list[str], whole: list[str]) -> bool:
-    return any(whole[i:i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+    return any(whole[i : i + len(part)] == part for i in range(len(whole) - len(part) + 1))
 
 
-def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None, *,
-              trailing: bool = False) -> str | None:
+def _by_words(
+    raw: str, actions: list[str], descriptions: dict[str, str] | None, *, trailing: bool = False
+) -> str | None:
     """The one listed action ``raw`` names once case and punctuation are set aside: the
     action itself (``Turn_Left!``), its own description alone, or the action followed by
     (part of) its description (``Turn left (rotate 90 degrees in place)``, ``Move East: walk
@@ -315,7 +357,7 @@ def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None,
     for action in actions:
         name = _words(action)
         meaning = _words((descriptions or {}).get(action, ""))
-        rest = said[len(name):] if said[:len(name)] == name else None
+        rest = said[len(name) :] if said[: len(name)] == name else None
         if said == name or (meaning and (said == meaning or (rest and _within(rest, meaning)))):
             hits.add(action)
     if len(hits) == 1:
@@ -324,16 +366,23 @@ def _by_words(raw: str, actions: list[str], descriptions: dict[str, str] | None,
         return None
     # The action followed by words of the model's own (its target: "pick up the purple box"),
     # as long as they name no other action ("turn left then go forward" is two actions).
-    led = [a for a in actions if _words(a) and said[:len(_words(a))] == _words(a)]
+    led = [a for a in actions if _words(a) and said[: len(_words(a))] == _words(a)]
     if not led:
         return None
     action = max(led, key=lambda a: len(_words(a)))
-    rest = said[len(_words(action)):]
+    rest = said[len(_words(action)) :]
     return None if any(_within(_words(a), rest) for a in actions if _words(a)) else action
 
 
-def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, cut: bool = False,
-                  cut_here: bool = False, descriptions: dict[str, str] | None = None) -> ParsedAnswer:
+def _match_action(
+    thought: str,
+    raw: str,
+    actions: list[str],
+    free_text: bool,
+    cut: bool = False,
+    cut_here: bool = False,
+    descriptions: dict[str, str] | None = None,
+) -> ParsedAnswer:
     """``raw`` as one of ``actions``. ``cut``: the answer hit ``max_tokens``, so a prefix is never
     completed; ``cut_here``: it was cut right after this action, which may be the start of a
     longer one (or, on a free-text benchmark, of any command)."""
@@ -344,8 +393,13 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, c
     if wanted in by_norm:
         longer = [a for n, a in by_norm.items() if n != wanted and n.startswith(wanted)]
         if cut_here and longer:
-            return ParsedAnswer(thought, None, f"{_CUT} right after {raw.strip()!r}, which may be the start of "
-                                               f"{', '.join(longer[:3])}: a cut action is never run", raw)
+            return ParsedAnswer(
+                thought,
+                None,
+                f"{_CUT} right after {raw.strip()!r}, which may be the start of "
+                f"{', '.join(longer[:3])}: a cut action is never run",
+                raw,
+            )
         return ParsedAnswer(thought, by_norm[wanted], None, raw)
     # Words after a whole action are read as its target only when the answer was not cut
     # there (they might start a longer action) and only when commands are not free text.
@@ -354,17 +408,30 @@ def _match_action(thought: str, raw: str, actions: list[str], free_text: bool, c
         return ParsedAnswer(thought, named, None, raw)
     if free_text:  # any command may be tried; never complete a partial one into another
         if cut_here:
-            return ParsedAnswer(thought, None, f"{_CUT} inside its action ({raw.strip()!r}); a cut action is never "
-                                               "run", raw)
-        return ParsedAnswer(thought, " ".join(raw.strip().rstrip(".").strip("`'\"").split()), None, raw)
+            return ParsedAnswer(
+                thought,
+                None,
+                f"{_CUT} inside its action ({raw.strip()!r}); a cut action is never run",
+                raw,
+            )
+        return ParsedAnswer(
+            thought, " ".join(raw.strip().rstrip(".").strip("`'\"").split()), None, raw
+        )
     prefixed = [a for n, a in by_norm.items() if n.startswith(wanted)]
     if cut and prefixed:
-        return ParsedAnswer(thought, None, f"{_CUT} inside its action ({raw.strip()!r}, the start of "
-                                           f"{', '.join(prefixed[:3])}); a cut action is never completed", raw)
+        return ParsedAnswer(
+            thought,
+            None,
+            f"{_CUT} inside its action ({raw.strip()!r}, the start of "
+            f"{', '.join(prefixed[:3])}); a cut action is never completed",
+            raw,
+        )
     if len(prefixed) == 1:
         return ParsedAnswer(thought, prefixed[0], None, raw)
     if len(prefixed) > 1:
-        return ParsedAnswer(thought, None, f"{raw.strip()!r} is ambiguous: it could be {', '.join(prefixed)}", raw)
+        return ParsedAnswer(
+            thought, None, f"{raw.strip()!r} is ambiguous: it could be {', '.join(prefixed)}", raw
+        )
     return ParsedAnswer(thought, None, f"{raw.strip()!r} is not a valid action", raw)
 
 
@@ -375,18 +442,30 @@ def render_actions(actions: list[str], descriptions: dict[str, str] | None = Non
     comma list because scripted and fake models read their choices from it."""
     listed = ", ".join(actions[:MAX_LISTED_ACTIONS])
     if len(actions) > MAX_LISTED_ACTIONS:
-        listed += f"\n(and {len(actions) - MAX_LISTED_ACTIONS} more valid commands; any command may be tried)"
+        listed += (
+            f"\n(and {len(actions) - MAX_LISTED_ACTIONS} more valid commands; "
+            "any command may be tried)"
+        )
     if descriptions:
         listed += "\n" + "\n".join(f"- {name}: {meaning}" for name, meaning in descriptions.items())
     return listed
 
 
-def first_user_message(instruction: str, actions: str, knowledge: tuple[str, str] | None,
-                       observation: str) -> str:
+def first_user_message(
+    instruction: str, actions: str, knowledge: tuple[str, str] | None, observation: str
+) -> str:
     """The episode's first message; ``actions`` is already rendered (``render_actions``)."""
-    rendered = "" if knowledge is None else PROMPTS.render("knowledge", title=knowledge[0], text=knowledge[1])
+    rendered = (
+        ""
+        if knowledge is None
+        else PROMPTS.render("knowledge", title=knowledge[0], text=knowledge[1])
+    )
     return PROMPTS.render(
-        "first_user", knowledge=rendered, actions=actions, instruction=instruction, observation=observation,
+        "first_user",
+        knowledge=rendered,
+        actions=actions,
+        instruction=instruction,
+        observation=observation,
     )
 
 
@@ -403,16 +482,26 @@ def assistant_message(step: ActorStep) -> Message:
         return Message("assistant", body or "(empty answer)")
     if not step.thought:
         return Message("assistant", PROMPTS.render("assistant_action", action=step.parsed_action))
-    return Message("assistant", PROMPTS.render("assistant", thought=step.thought, action=step.parsed_action))
+    return Message(
+        "assistant", PROMPTS.render("assistant", thought=step.thought, action=step.parsed_action)
+    )
 
 
-def user_message(step: ActorStep, observation: str, actions: list[str],
-                 skills: dict[str, str] | None = None) -> Message:
+def user_message(
+    step: ActorStep, observation: str, actions: list[str], skills: dict[str, str] | None = None
+) -> Message:
     """What the env said after ``step``, with one line of feedback first when the step was
     refused: why, and the valid actions (and the skills' signatures when there are skills)."""
-    feedback = "" if step.error is None else PROMPTS.render(
-        "invalid_action", problem=step.error.rstrip("."), actions=_valid_choices(actions, skills)
-    ) + "\n"
+    feedback = (
+        ""
+        if step.error is None
+        else PROMPTS.render(
+            "invalid_action",
+            problem=step.error.rstrip("."),
+            actions=_valid_choices(actions, skills),
+        )
+        + "\n"
+    )
     return Message("user", PROMPTS.render("next_user", feedback=feedback, observation=observation))
 
 
@@ -433,11 +522,17 @@ class ActorHistory:
 
     def __init__(self, first_user: str, skills: dict[str, str] | None = None) -> None:
         self.skills = skills
-        self.conversation = Conversation([Message("system", PROMPTS.render("system")), Message("user", first_user)])
-        self._rendered = 0          # steps whose assistant and user messages are both in
-        self._assistant_in = False  # the next step's assistant message is in, its observation not yet
+        self.conversation = Conversation(
+            [Message("system", PROMPTS.render("system")), Message("user", first_user)]
+        )
+        self._rendered = 0  # steps whose assistant and user messages are both in
+        self._assistant_in = (
+            False  # the next step's assistant message is in, its observation not yet
+        )
 
-    def sync(self, steps: list[ActorStep], next_observation: str | None, actions: list[str]) -> Conversation:
+    def sync(
+        self, steps: list[ActorStep], next_observation: str | None, actions: list[str]
+    ) -> Conversation:
         """Append what ``steps`` (all taken so far) added since the last sync; ``next_observation``
         is what followed the last step (None: not known yet)."""
         while self._rendered < len(steps):
@@ -454,8 +549,13 @@ class ActorHistory:
         return self.conversation
 
 
-def to_messages(first_user: str, steps: list[ActorStep], next_observation: str | None,
-                actions: list[str], skills: dict[str, str] | None = None) -> list[Message]:
+def to_messages(
+    first_user: str,
+    steps: list[ActorStep],
+    next_observation: str | None,
+    actions: list[str],
+    skills: dict[str, str] | None = None,
+) -> list[Message]:
     """The whole conversation so far, rendered from scratch; only ever appended to, so its
     prefix stays stable. The episode keeps an :class:`ActorHistory` instead."""
     return list(ActorHistory(first_user, skills).sync(steps, next_observation, actions))

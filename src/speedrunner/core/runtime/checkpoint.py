@@ -71,7 +71,8 @@ class Checkpoint(BaseModel):
     totals: Totals = Totals()
     speedrun_reached_at: int | None = None
     speedrun_reached: SpeedrunPoint | None = None
-    """Owned by ``SpeedrunTracker``; ``speedrun_reached_at`` is its rollout (summary.json shows it)."""
+    """Owned by ``SpeedrunTracker``; ``speedrun_reached_at`` is its rollout (summary.json shows
+    it)."""
     started_at: str | None = None
     """When the first process started the run (ISO 8601, UTC)."""
     elapsed_s: float = 0.0
@@ -90,14 +91,27 @@ def load_checkpoint(run_dir: Path, *, run_id: str, results_config_sha256: str) -
         return None
     try:
         if path.stat().st_size > MAX_CHECKPOINT_BYTES:
-            raise ValueError(f"{path.stat().st_size} bytes, more than a checkpoint ever has ({MAX_CHECKPOINT_BYTES})")
+            raise ValueError(
+                f"{path.stat().st_size} bytes, more than a checkpoint ever has "
+                f"({MAX_CHECKPOINT_BYTES})"
+            )
         data = json.loads(path.read_text("utf-8"))
         if isinstance(data, dict) and data.get("format") != FORMAT:
-            raise CheckpointError(f"{path} has format {data.get('format')!r}; this SpeedRunner reads "
-                                  f"{FORMAT!r} only. Start a new run with the same config")
+            raise CheckpointError(
+                f"{path} has format {data.get('format')!r}; this SpeedRunner reads "
+                f"{FORMAT!r} only. Start a new run with the same config"
+            )
         checkpoint = Checkpoint.model_validate(data)
-    except (ValueError, ValidationError, AttributeError, TypeError, RecursionError, MemoryError) as e:
-        # ValueError: JSONDecodeError, UnicodeDecodeError; RecursionError: JSON nested thousands deep
+    except (
+        ValueError,
+        ValidationError,
+        AttributeError,
+        TypeError,
+        RecursionError,
+        MemoryError,
+    ) as e:
+        # ValueError: JSONDecodeError, UnicodeDecodeError; RecursionError: JSON nested thousands
+        # deep
         reason = (str(e).splitlines() or [""])[0][:300] or "nested too deep to read"
         raise CheckpointError(
             f"{path} is corrupt ({type(e).__name__}: {reason}); it cannot be resumed. "
@@ -106,8 +120,9 @@ def load_checkpoint(run_dir: Path, *, run_id: str, results_config_sha256: str) -
     if checkpoint.run_id != run_id or checkpoint.results_config_sha256 != results_config_sha256:
         raise CheckpointError(
             f"{path} belongs to another run (run {checkpoint.run_id}, results config "
-            f"{checkpoint.results_config_sha256[:12]}; this directory holds run {run_id}, results config "
-            f"{results_config_sha256[:12]}): it was copied or edited. Resume the run directory it came from"
+            f"{checkpoint.results_config_sha256[:12]}; this directory holds run {run_id}, results "
+            f"config {results_config_sha256[:12]}): it was copied or edited. Resume the run "
+            "directory it came from"
         )
     return checkpoint
 
@@ -117,6 +132,8 @@ def trim_jsonl(path: Path, rows: int) -> None:
     repair_jsonl(path)
     existing = read_jsonl(path)
     if len(existing) < rows:
-        raise CheckpointError(f"{path} has {len(existing)} rows but the checkpoint counts {rows}: rows were lost")
+        raise CheckpointError(
+            f"{path} has {len(existing)} rows but the checkpoint counts {rows}: rows were lost"
+        )
     if len(existing) > rows:
         atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in existing[:rows]))

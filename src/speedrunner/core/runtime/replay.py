@@ -28,13 +28,26 @@ def called_names(tree: dict[str, Any]) -> set[str]:
     return names
 
 
-def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, skills: Skills,
-                  open_skills: Callable[[Skills], SkillRunner], max_skill_actions: int | None,
-                  timeout_s: float | None, max_env_actions: int | None) -> ReplayResult:
+def replay_script(
+    env: TextEnv,
+    task: str,
+    seed: int,
+    lines: Iterable[str],
+    *,
+    skills: Skills,
+    open_skills: Callable[[Skills], SkillRunner],
+    max_skill_actions: int | None,
+    timeout_s: float | None,
+    max_env_actions: int | None,
+) -> ReplayResult:
     """Reset ``env`` to (task, seed) and play ``lines``, one actor action each, until the
     episode ends, the lines run out, or a line cannot be played."""
     observation = env.reset(task, seed)
-    state: dict[str, Any] = {"text": observation.text, "structured": observation.structured, "done": False}
+    state: dict[str, Any] = {
+        "text": observation.text,
+        "structured": observation.structured,
+        "done": False,
+    }
     result = ReplayResult(success=False)
     runner: SkillRunner | None = None
     free_text = env.accepts_free_text  # the actor's rule: what env.step accepts may be typed
@@ -49,7 +62,9 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
         except InvalidActionError as e:
             return {"error": str(e)}
         result.env_actions += 1
-        state.update(text=step.observation.text, structured=step.observation.structured, done=step.done)
+        state.update(
+            text=step.observation.text, structured=step.observation.structured, done=step.done
+        )
         return dict(state)
 
     try:
@@ -58,7 +73,9 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
                 continue
             if state["done"]:
                 break
-            parsed = parse_answer(f"Action: {line}", list(env.actions), free_text=free_text, skills=skills.signatures)
+            parsed = parse_answer(
+                f"Action: {line}", list(env.actions), free_text=free_text, skills=skills.signatures
+            )
             if parsed.action is None:
                 result.error = f"line {number}: {parsed.error}"
                 break
@@ -70,14 +87,25 @@ def replay_script(env: TextEnv, task: str, seed: int, lines: Iterable[str], *, s
                 continue
             if runner is None:
                 runner = open_skills(skills)
-            caps = resolve_call_caps(max_skill_actions, timeout_s,
-                                     episode_actions_left(env, max_env_actions, result.env_actions))
-            outcome = runner.call(parsed.skill_call, step=act, observation=dict(state), max_actions=caps.max_actions,
-                                  timeout_s=caps.timeout_s)
+            caps = resolve_call_caps(
+                max_skill_actions,
+                timeout_s,
+                episode_actions_left(env, max_env_actions, result.env_actions),
+            )
+            outcome = runner.call(
+                parsed.skill_call,
+                step=act,
+                observation=dict(state),
+                max_actions=caps.max_actions,
+                timeout_s=caps.timeout_s,
+            )
             result.called |= called_names(outcome.tree)
             result.returned = outcome.tree.get("returned")
             if outcome.error is not None:
-                result.error = f"line {number}: {parsed.skill_call.text} raised {outcome.error.strip().splitlines()[-1]}"
+                result.error = (
+                    f"line {number}: {parsed.skill_call.text} raised "
+                    f"{outcome.error.strip().splitlines()[-1]}"
+                )
                 break
     finally:
         if runner is not None:

@@ -57,14 +57,17 @@ def _unknown_cost_reason(models: list[str], config: RunConfig) -> str:
     parts = []
     for model in models:
         section, _ = _section_of(model, config)
-        parts.append(f"no price for model {model!r} in speedrunner/data/prices.yaml; set {section}.prices "
-                     f"(USD per 1M tokens), e.g. --set '{section}.prices={{input: 0.25, cached_input: 0.025, "
-                     "output: 2.0}'")
+        parts.append(
+            f"no price for model {model!r} in speedrunner/data/prices.yaml; set {section}.prices "
+            f"(USD per 1M tokens), e.g. --set '{section}.prices="
+            "{input: 0.25, cached_input: 0.025, output: 2.0}'"
+        )
     return "; ".join(parts)
 
 
-def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished",
-                 summary: RunSummary | None = None) -> str:
+def summary_line(
+    run_dir: Path, config: RunConfig, *, status: str = "finished", summary: RunSummary | None = None
+) -> str:
     """``run_dir``'s totals in one line; ``status`` says how this process ended it. ``summary``
     is the summary.json just built (default: the file; the log's spend when there is none yet),
     whose ``spent_usd`` the line shows."""
@@ -73,23 +76,35 @@ def summary_line(run_dir: Path, config: RunConfig, *, status: str = "finished",
     totals = checkpoint.get("totals") or {}
     episodes = int(totals.get("episodes") or 0)
     successes = int(totals.get("successes") or 0)
-    success = f"training success {successes / episodes:.3f}" if episodes else "no training episode yet"
+    success = (
+        f"training success {successes / episodes:.3f}" if episodes else "no training episode yet"
+    )
     if summary is not None and summary.final_eval is not None:
         success += f", final eval success {summary.final_eval.success_mean:.3f}"
 
     calls = CallLogTotals(run_dir / CALLS_FILE).read()
-    spent = calls.spent_usd if summary is None else summary.spent_usd  # killed before its first summary: the log
+    spent = (
+        calls.spent_usd if summary is None else summary.spent_usd
+    )  # killed before its first summary: the log
     if calls.calls and calls.scripted == calls.calls:
         cost = "spent $0 (the scripted model, not an LLM)"
     elif spent is None:
-        cost = "spent unknown" + (f" ({_unknown_cost_reason(list(calls.unpriced), config)})" if calls.unpriced else "")
+        cost = "spent unknown" + (
+            f" ({_unknown_cost_reason(list(calls.unpriced), config)})" if calls.unpriced else ""
+        )
     else:
         replays = calls.replays
-        cost = f"spent {usd(spent)}" + (f" ({replays} replayed from the cache, not paid again)" if replays else "")
+        cost = f"spent {usd(spent)}" + (
+            f" ({replays} replayed from the cache, not paid again)" if replays else ""
+        )
 
-    elapsed = float(checkpoint.get("elapsed_s") or (summary.elapsed_s if summary is not None else 0.0))
+    elapsed = float(
+        checkpoint.get("elapsed_s") or (summary.elapsed_s if summary is not None else 0.0)
+    )
     ended = "" if status == "finished" else f" [{status}]"
     tokens_in, tokens_out = calls.tokens_in, calls.tokens_out
-    return (f"run summary{ended}: {episodes} training episodes, {success} | {calls.calls} LLM calls, "
-            f"{_count(tokens_in + tokens_out)} tokens ({_count(tokens_in)} in, {_count(tokens_out)} out) | "
-            f"{cost} | wall time {elapsed:.0f} s")
+    return (
+        f"run summary{ended}: {episodes} training episodes, {success} | {calls.calls} LLM calls, "
+        f"{_count(tokens_in + tokens_out)} tokens ({_count(tokens_in)} in, "
+        f"{_count(tokens_out)} out) | {cost} | wall time {elapsed:.0f} s"
+    )

@@ -36,9 +36,19 @@ from speedrunner.core.sandbox.tracing import LOAD_FAILED
 from speedrunner.core.trajectory import ReplayResult
 from speedrunner.errors import ConfigError, SandboxUnavailableError
 
-__all__ = ["EnvLease", "ImportCheck", "SkillApi", "SkillSandboxes", "build_skill_support",
-           "check_skill_api_in_sandbox", "first_observation", "fresh_envs", "load_skill_api",
-           "sandbox_tier", "skill_api_module"]
+__all__ = [
+    "EnvLease",
+    "ImportCheck",
+    "SkillApi",
+    "SkillSandboxes",
+    "build_skill_support",
+    "check_skill_api_in_sandbox",
+    "first_observation",
+    "fresh_envs",
+    "load_skill_api",
+    "sandbox_tier",
+    "skill_api_module",
+]
 
 SMOKE_TIMEOUT_S = 20.0
 
@@ -54,14 +64,17 @@ def fresh_envs(make_env: Callable[[], TextEnv]) -> EnvLease:
 
 
 def skill_api_module(benchmark: str) -> str:
-    """The skill API module the benchmark's spec declares; a ``ConfigError`` when it declares none."""
+    """The skill API module the benchmark's spec declares; a ``ConfigError`` when it declares
+    none."""
     from speedrunner.core.specs import BENCHMARKS
 
     spec = BENCHMARKS.get(benchmark)
     if spec.skill_api is None:
-        raise ConfigError(f"benchmark {benchmark!r} declares no skill API (BenchmarkSpec.skill_api), so a "
-                          "method with skills cannot run on it; pick a method without skills (e.g. the "
-                          "baseline), or declare one (docs/add-benchmark.md)")
+        raise ConfigError(
+            f"benchmark {benchmark!r} declares no skill API (BenchmarkSpec.skill_api), so a "
+            "method with skills cannot run on it; pick a method without skills (e.g. the "
+            "baseline), or declare one (docs/add-benchmark.md)"
+        )
     return spec.skill_api
 
 
@@ -75,22 +88,29 @@ class SkillApi:
 
 
 def load_skill_api(benchmark: str) -> SkillApi:
-    """Import the benchmark's declared skill API; a ``ConfigError`` that says why when it cannot be used."""
+    """Import the benchmark's declared skill API; a ``ConfigError`` that says why when it cannot
+    be used."""
     module = skill_api_module(benchmark)
     try:
         api = importlib.import_module(module)
     except Exception as e:  # any failure of someone else's module is the user's to fix, not a crash
-        raise ConfigError(f"benchmark {benchmark!r}: its skill API {module} cannot be imported "
-                          f"({type(e).__name__}: {e}); fix that module or BenchmarkSpec.skill_api") from None
+        raise ConfigError(
+            f"benchmark {benchmark!r}: its skill API {module} cannot be imported "
+            f"({type(e).__name__}: {e}); fix that module or BenchmarkSpec.skill_api"
+        ) from None
     primitives = vars(api).get("PRIMITIVE_ACTIONS")
     names = vars(api).get("__all__")
     if not isinstance(primitives, (tuple, list)) or not all(isinstance(a, str) for a in primitives):
-        raise ConfigError(f"benchmark {benchmark!r}: its skill API {module} must declare PRIMITIVE_ACTIONS, "
-                          "a tuple of the env's action words (() when actions are free text); "
-                          "see docs/add-benchmark.md")
+        raise ConfigError(
+            f"benchmark {benchmark!r}: its skill API {module} must declare PRIMITIVE_ACTIONS, "
+            "a tuple of the env's action words (() when actions are free text); "
+            "see docs/add-benchmark.md"
+        )
     if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"benchmark {benchmark!r}: its skill API {module} must declare __all__, the "
-                          "names skills may use; see docs/add-benchmark.md")
+        raise ConfigError(
+            f"benchmark {benchmark!r}: its skill API {module} must declare __all__, the "
+            "names skills may use; see docs/add-benchmark.md"
+        )
     return SkillApi(module, tuple(names), tuple(primitives))
 
 
@@ -101,8 +121,10 @@ def sandbox_tier(requested: str) -> str:
     try:
         return resolve_tier(requested)
     except SandboxUnavailableError as e:
-        raise ConfigError(f"run.sandbox: {e}; use run.sandbox=auto (this machine offers: "
-                          f"{', '.join(available_tiers()) or 'none'})") from e
+        raise ConfigError(
+            f"run.sandbox: {e}; use run.sandbox=auto (this machine offers: "
+            f"{', '.join(available_tiers()) or 'none'})"
+        ) from e
 
 
 def check_skill_api_in_sandbox(benchmark: str, requested_tier: str) -> None:
@@ -123,7 +145,8 @@ def check_skill_api_in_sandbox(benchmark: str, requested_tier: str) -> None:
             f"else of this environment; fix: have everything {api.module} imports installed (pip "
             "install, or pip install -e for a package under development) rather than found "
             "through PYTHONPATH or a path hook, and readable by every user (docs/add-benchmark.md, "
-            "'Your skill API in the sandbox')") from None
+            "'Your skill API in the sandbox')"
+        ) from None
 
 
 def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
@@ -140,9 +163,17 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
 
     def replay(task: str, seed: int, skills: Skills, lines: list[str]) -> ReplayResult:
         with envs() as env:
-            return replay_script(env, task, seed, lines, skills=skills, open_skills=open_skills,
-                                 max_skill_actions=caps.max_skill_actions, timeout_s=caps.skill_timeout_s,
-                                 max_env_actions=config.benchmark.max_env_actions)
+            return replay_script(
+                env,
+                task,
+                seed,
+                lines,
+                skills=skills,
+                open_skills=open_skills,
+                max_skill_actions=caps.max_skill_actions,
+                timeout_s=caps.skill_timeout_s,
+                max_env_actions=config.benchmark.max_env_actions,
+            )
 
     check, sandboxes = ImportCheck(api_module, tier), SkillSandboxes(tier, api_module)
 
@@ -150,12 +181,20 @@ def build_skill_support(config: RunConfig, envs: EnvLease) -> SkillSupport:
         check.close()
         sandboxes.close()
 
-    return SkillSupport(api_module=api_module, api_names=api.names, primitives=api.primitives,
-                        open_skills=sandboxes.open, smoke_test=check, replay=replay, sandbox_tier=tier,
-                        observe=partial(first_observation, envs), sandbox_requested=config.run.sandbox,
-                        open_analysis=partial(open_analysis_session, tier=tier,
-                                              requested=config.run.sandbox),
-                        prepare=sandboxes.prepare, on_close=close)
+    return SkillSupport(
+        api_module=api_module,
+        api_names=api.names,
+        primitives=api.primitives,
+        open_skills=sandboxes.open,
+        smoke_test=check,
+        replay=replay,
+        sandbox_tier=tier,
+        observe=partial(first_observation, envs),
+        sandbox_requested=config.run.sandbox,
+        open_analysis=partial(open_analysis_session, tier=tier, requested=config.run.sandbox),
+        prepare=sandboxes.prepare,
+        on_close=close,
+    )
 
 
 def first_observation(envs: EnvLease, task: str, seed: int) -> Observation:
@@ -198,15 +237,25 @@ class ImportCheck:
 
     def _load(self, process: SandboxProcess, source: str) -> str | None:
         try:
-            error = load_codebook_in(process, source, self.api_module, time.monotonic() + SMOKE_TIMEOUT_S)
+            error = load_codebook_in(
+                process, source, self.api_module, time.monotonic() + SMOKE_TIMEOUT_S
+            )
         except ChannelTimeout:
-            return f"importing the module did not finish within {SMOKE_TIMEOUT_S:.0f} s (top-level code must be cheap)"
+            return (
+                f"importing the module did not finish within {SMOKE_TIMEOUT_S:.0f} s "
+                "(top-level code must be cheap)"
+            )
         except SandboxDied as e:
             return f"importing the module failed: {e}"
         if error is None:
             return None
         lines = error.removeprefix(f"{LOAD_FAILED}:").strip("\n").splitlines()
-        return "\n".join(["importing the module failed:", *(x for x in lines if x != "Traceback (most recent call last):")])
+        return "\n".join(
+            [
+                "importing the module failed:",
+                *(x for x in lines if x != "Traceback (most recent call last):"),
+            ]
+        )
 
     def _take(self) -> SandboxProcess:
         with self._lock:
@@ -280,8 +329,9 @@ class SkillSandboxes:
                 return
             self._to_launch = max(self._to_launch, n - len(self._ready) - self._booting)
             if self._launcher is None:
-                self._launcher = threading.Thread(target=self._launch_loop, name="speedrunner-sandbox-launcher",
-                                                  daemon=True)
+                self._launcher = threading.Thread(
+                    target=self._launch_loop, name="speedrunner-sandbox-launcher", daemon=True
+                )
                 self._launcher.start()
             self._changed.notify()
 

@@ -37,12 +37,58 @@ from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, Sandbo
 from speedrunner.core.sandbox.schema import analysis_message_bytes, check_run_reply
 from speedrunner.core.sandbox.tiers import check_analysis_tier, isolation_note, resolve_tier
 
-PRELOAD = ("argparse", "ast", "base64", "bisect", "collections", "collections.abc", "contextlib", "copy", "csv",
-           "dataclasses", "datetime", "decimal", "difflib", "encodings.idna", "enum", "fnmatch", "fractions", "functools", "glob",
-           "gzip", "hashlib", "heapq", "inspect", "io", "itertools", "json", "logging", "math", "operator", "os",
-           "pathlib", "pprint", "random", "re", "shutil", "signal", "socket", "statistics", "string", "struct",
-           "subprocess", "sys", "tempfile", "textwrap", "threading", "time", "traceback", "typing", "uuid",
-           "zipfile")
+PRELOAD = (
+    "argparse",
+    "ast",
+    "base64",
+    "bisect",
+    "collections",
+    "collections.abc",
+    "contextlib",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "encodings.idna",
+    "enum",
+    "fnmatch",
+    "fractions",
+    "functools",
+    "glob",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "inspect",
+    "io",
+    "itertools",
+    "json",
+    "logging",
+    "math",
+    "operator",
+    "os",
+    "pathlib",
+    "pprint",
+    "random",
+    "re",
+    "shutil",
+    "signal",
+    "socket",
+    "statistics",
+    "string",
+    "struct",
+    "subprocess",
+    "sys",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "time",
+    "traceback",
+    "typing",
+    "uuid",
+    "zipfile",
+)
 """Imported before the child drops privileges: under ``rlimits``/``unshare`` with an interpreter
 that uid 65534 cannot read (e.g. under /root), these are the modules a session can use."""
 
@@ -59,10 +105,16 @@ class AnalysisResult:
     """Set when the sandbox broke the protocol (e.g. the code wrote a reply of its own)."""
 
 
-def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = (),
-                          limits: ProcessLimits | None = None, requested: str | None = None,
-                          preload: Sequence[str] = ()) -> AnalysisSession:
-    """Start a session; ``mounts`` (existing paths) are readable in it, read-only, at the same paths.
+def open_analysis_session(
+    *,
+    tier: str = "auto",
+    mounts: Sequence[Path | str] = (),
+    limits: ProcessLimits | None = None,
+    requested: str | None = None,
+    preload: Sequence[str] = (),
+) -> AnalysisSession:
+    """Start a session; ``mounts`` (existing paths) are readable in it, read-only, at the same
+    paths.
 
     With ``mounts`` (a run directory's data) the ``rlimits`` tier is refused unless it was
     chosen by name: ``requested`` is what the user asked for (``run.sandbox``), when ``tier``
@@ -73,15 +125,23 @@ def open_analysis_session(*, tier: str = "auto", mounts: Sequence[Path | str] = 
     resolved = resolve_tier(tier)
     if paths:
         check_analysis_tier(tier if requested is None else requested, resolved)
-    return AnalysisSession(resolved, paths, limits or ProcessLimits(), tuple(preload),
-                           requested=requested)
+    return AnalysisSession(
+        resolved, paths, limits or ProcessLimits(), tuple(preload), requested=requested
+    )
 
 
 class AnalysisSession(SandboxOwner):
     """``run(code, timeout_s)`` as many times as needed, then ``close()``."""
 
-    def __init__(self, tier: str, mounts: list[Path], limits: ProcessLimits,
-                 preload: tuple[str, ...] = (), *, requested: str | None = None) -> None:
+    def __init__(
+        self,
+        tier: str,
+        mounts: list[Path],
+        limits: ProcessLimits,
+        preload: tuple[str, ...] = (),
+        *,
+        requested: str | None = None,
+    ) -> None:
         super().__init__("the analysis session")
         self.tier = tier
         self.requested = requested
@@ -99,9 +159,14 @@ class AnalysisSession(SandboxOwner):
         return isolation_note(self.tier, self.requested)
 
     def _start_process(self) -> SandboxProcess:
-        return SandboxProcess(self.tier, self.limits, mode="analysis", preload=self.preload,
-                              read_only=self.mounts,
-                              max_message_bytes=analysis_message_bytes(self.limits.max_print_chars))
+        return SandboxProcess(
+            self.tier,
+            self.limits,
+            mode="analysis",
+            preload=self.preload,
+            read_only=self.mounts,
+            max_message_bytes=analysis_message_bytes(self.limits.max_print_chars),
+        )
 
     def _ensure_process(self) -> SandboxProcess:
         return self._live_process()[0]
@@ -114,25 +179,42 @@ class AnalysisSession(SandboxOwner):
         request_id = SandboxProcess.new_request_id()
         try:
             process.start_request({"op": "run", "id": request_id, "code": code}, deadline)
-            stdout, error = check_run_reply(process.receive(deadline), request_id, self.limits.max_print_chars)
+            stdout, error = check_run_reply(
+                process.receive(deadline), request_id, self.limits.max_print_chars
+            )
             if process.channel is not None and process.channel.pending():
-                raise SandboxViolation("it broke the protocol (more arrived after the reply: the code wrote to "
-                                       "the sandbox's protocol pipe itself)")
+                raise SandboxViolation(
+                    "it broke the protocol (more arrived after the reply: the code wrote to "
+                    "the sandbox's protocol pipe itself)"
+                )
         except ChannelTimeout:
             self._discard_process()
-            return AnalysisResult("", f"timed out after {timeout_s:g} s: the session's process was killed; "
-                                      "the next run starts a fresh one (variables are lost)",
-                                  True, time.monotonic() - started)
+            return AnalysisResult(
+                "",
+                f"timed out after {timeout_s:g} s: the session's process was killed; "
+                "the next run starts a fresh one (variables are lost)",
+                True,
+                time.monotonic() - started,
+            )
         except SandboxViolation as e:
             self._discard_process()
             self.violations += 1
-            return AnalysisResult("", f"the sandbox {str(e).removeprefix('it ')}; this run's output was discarded "
-                                      "and the session restarted (variables are lost)", False,
-                                  time.monotonic() - started, violation=str(e))
+            return AnalysisResult(
+                "",
+                f"the sandbox {str(e).removeprefix('it ')}; this run's output was discarded "
+                "and the session restarted (variables are lost)",
+                False,
+                time.monotonic() - started,
+                violation=str(e),
+            )
         except SandboxDied as e:
             self._discard_process()
-            return AnalysisResult("", f"{e}\n(the next run starts a fresh process; variables are lost)", False,
-                                  time.monotonic() - started)
+            return AnalysisResult(
+                "",
+                f"{e}\n(the next run starts a fresh process; variables are lost)",
+                False,
+                time.monotonic() - started,
+            )
         except BaseException:
             self._discard_process()
             raise

@@ -44,10 +44,19 @@ from speedrunner.core.sandbox.commands import (
 from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.tempdirs import process_temp_dir
 
-BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
-             "from speedrunner.core.sandbox.child import main; main(sys.argv[2:])")
-CHILD_BASE_MODULES = ("json", "linecache", "traceback", "speedrunner.core.skill", "speedrunner.errors",
-                      "speedrunner.core.sandbox.restrict", "speedrunner.core.sandbox.tracing")
+BOOTSTRAP = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from speedrunner.core.sandbox.child import main; main(sys.argv[2:])"
+)
+CHILD_BASE_MODULES = (
+    "json",
+    "linecache",
+    "traceback",
+    "speedrunner.core.skill",
+    "speedrunner.errors",
+    "speedrunner.core.sandbox.restrict",
+    "speedrunner.core.sandbox.tracing",
+)
 _SIGNAL_HINTS = {
     signal.SIGXCPU: "it used up its CPU-time limit",
     signal.SIGKILL: "killed: the CPU-time hard limit, or the machine ran out of memory",
@@ -60,7 +69,8 @@ SCRATCH_PREFIX = "speedrunner-sandbox-"
 _ROOT_PREFIX = "speedrunner-root-"
 
 _WRAPPER_TASKS = 4
-"""Tasks of the wrappers (bwrap and its init, unshare, setpriv) counted by the cgroup's ``pids.max``."""
+"""Tasks of the wrappers (bwrap and its init, unshare, setpriv) counted by the cgroup's
+``pids.max``."""
 
 
 class SandboxStartError(RuntimeError):
@@ -77,8 +87,14 @@ class SandboxViolation(SandboxDied):
 
 def child_env(scratch: Path) -> dict[str, str]:
     """The child's whole environment: nothing inherited but the locale."""
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch),
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
     for key in ("LANG", "LC_ALL"):
         if os.environ.get(key):
             env[key] = os.environ[key]
@@ -115,9 +131,18 @@ def tasks_of_uid(uid: int) -> int:
 class SandboxProcess:
     """A started child, ready for requests; ``kill()`` ends it and everything it started."""
 
-    def __init__(self, tier: str, limits: ProcessLimits, *, mode: str, preload: Sequence[str] = (),
-                 read_only: Sequence[Path] = (), startup_timeout_s: float = 60.0,
-                 max_message_bytes: int | None = None, wait: bool = True) -> None:
+    def __init__(
+        self,
+        tier: str,
+        limits: ProcessLimits,
+        *,
+        mode: str,
+        preload: Sequence[str] = (),
+        read_only: Sequence[Path] = (),
+        startup_timeout_s: float = 60.0,
+        max_message_bytes: int | None = None,
+        wait: bool = True,
+    ) -> None:
         """Start the child; with ``wait=False`` return once it is launched and leave the wait for
         its hello to ``wait_ready()``, so it boots (tens of milliseconds of CPU, far longer when
         many start at once) while the caller does something else.
@@ -142,11 +167,14 @@ class SandboxProcess:
         self._ready_by: float | None = None
         """While the child boots: the deadline of its hello (``wait_ready``)."""
         self.cgroup: cgroups.Cgroup | None = None
-        """The sandbox's memory+pids cgroup (``None`` where the machine offers none: rlimits only)."""
+        """The sandbox's memory+pids cgroup (``None`` where the machine offers none: rlimits
+        only)."""
         drop = drop_to_uid(tier)
         self._own_uid = drop if drop is not None and drop != NOBODY else None
         try:
-            self.cgroup = cgroups.create(limits.tree_memory_mb * 1024 * 1024, limits.processes + _WRAPPER_TASKS)
+            self.cgroup = cgroups.create(
+                limits.tree_memory_mb * 1024 * 1024, limits.processes + _WRAPPER_TASKS
+            )
             if drop is not None:
                 os.chown(self.scratch, drop, drop)
             self._launch(mode, [*CHILD_BASE_MODULES, *preload], read_only, drop, startup_timeout_s)
@@ -158,22 +186,49 @@ class SandboxProcess:
             self.kill()
             raise
 
-    def _launch(self, mode: str, preload: list[str], read_only: Sequence[Path], drop: int | None,
-                timeout_s: float) -> None:
+    def _launch(
+        self,
+        mode: str,
+        preload: list[str],
+        read_only: Sequence[Path],
+        drop: int | None,
+        timeout_s: float,
+    ) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        argv = [sys.executable, "-I", "-B", "-S", "-c", BOOTSTRAP, str(package_root()), str(to_child_r),
-                str(from_child_w)]
+        argv = [
+            sys.executable,
+            "-I",
+            "-B",
+            "-S",
+            "-c",
+            BOOTSTRAP,
+            str(package_root()),
+            str(to_child_r),
+            str(from_child_w),
+        ]
         filter_fd = seccomp.program_fd() if self.tier == "bwrap" and seccomp.supported() else None
         roots = import_roots(preload)  # a plug-in's package, wherever the parent imports it from
         try:
             command = cgroups.join_prefix(self.cgroup) + wrap(
-                self.tier, argv, scratch=self.scratch, read_only=[*read_only, *(r.visible for r in roots)],
-                scratch_bytes=self.limits.scratch_mb * 1024 * 1024, seccomp_fd=filter_fd, root=self._root)
+                self.tier,
+                argv,
+                scratch=self.scratch,
+                read_only=[*read_only, *(r.visible for r in roots)],
+                scratch_bytes=self.limits.scratch_mb * 1024 * 1024,
+                seccomp_fd=filter_fd,
+                root=self._root,
+            )
             self._popen = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=self._log,
                 pass_fds=(to_child_r, from_child_w, *([] if filter_fd is None else [filter_fd])),
-                cwd=self.scratch, env=child_env(self.scratch), start_new_session=True)
+                cwd=self.scratch,
+                env=child_env(self.scratch),
+                start_new_session=True,
+            )
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
@@ -185,10 +240,19 @@ class SandboxProcess:
         # RLIMIT_NPROC counts every task of the uid machine-wide (other sandboxes of this run,
         # of other runs of a sweep): the limit is what this sandbox may add to what exists now.
         limits["processes"] += tasks_of_uid(os.getuid() if drop is None else drop)
-        config = {"mode": mode, "tier": self.tier, "limits": limits, "preload": preload, "drop_to": drop,
-                  "site_packages": site_packages(), "import_paths": [str(r.entry) for r in roots]}
+        config = {
+            "mode": mode,
+            "tier": self.tier,
+            "limits": limits,
+            "preload": preload,
+            "drop_to": drop,
+            "site_packages": site_packages(),
+            "import_paths": [str(r.entry) for r in roots],
+        }
         try:
-            self.channel.send(config, deadline)  # a few hundred bytes: the empty pipe takes them at once
+            self.channel.send(
+                config, deadline
+            )  # a few hundred bytes: the empty pipe takes them at once
         except (ChannelClosed, ChannelTimeout) as e:
             raise self._start_error(e) from None
         self._ready_by = deadline
@@ -209,7 +273,9 @@ class SandboxProcess:
         self._host_pid = _host_pid(self._popen.pid, self.child_pid, tree)
 
     def _start_error(self, e: Exception) -> SandboxStartError:
-        return SandboxStartError(f"the {self.tier} sandbox did not start ({type(e).__name__}): {self.describe_exit()}")
+        return SandboxStartError(
+            f"the {self.tier} sandbox did not start ({type(e).__name__}): {self.describe_exit()}"
+        )
 
     @contextlib.contextmanager
     def same_cpu(self) -> Iterator[None]:
@@ -276,12 +342,15 @@ class SandboxProcess:
         self.wait_ready()  # its hello is the one message that may be waiting
         assert self.channel is not None
         if self.channel.pending():
-            raise SandboxViolation("it broke the protocol (a message was waiting on the protocol pipe before the "
-                                   "request was sent: code in the sandbox wrote to the protocol pipe itself)")
+            raise SandboxViolation(
+                "it broke the protocol (a message was waiting on the protocol pipe before the "
+                "request was sent: code in the sandbox wrote to the protocol pipe itself)"
+            )
         self.request(message, deadline)
 
     def receive(self, deadline: float) -> dict[str, Any]:
-        """The next message; raises ``SandboxDied`` (exit or protocol violation) or ``ChannelTimeout``."""
+        """The next message; raises ``SandboxDied`` (exit or protocol violation) or
+        ``ChannelTimeout``."""
         self.wait_ready()
         assert self.channel is not None
         try:
@@ -312,8 +381,11 @@ class SandboxProcess:
         else:
             what = f"the sandbox process exited with status {code}"
         if self.cgroup is not None and self.cgroup.oom_kills():
-            what += (f"; the kernel killed {self.cgroup.oom_kills()} of its processes for going over the "
-                     f"sandbox's memory limit ({self.limits.tree_memory_mb} MB for all its processes)")
+            what += (
+                f"; the kernel killed {self.cgroup.oom_kills()} of its processes for going over "
+                f"the sandbox's memory limit ({self.limits.tree_memory_mb} MB for all its "
+                "processes)"
+            )
         tail = self.stderr_tail()
         return what + (f"; its last output:\n{tail}" if tail else "")
 
@@ -329,12 +401,16 @@ class SandboxProcess:
         """SIGKILL the child and everything it started; close the pipes; remove scratch."""
         if self._popen is not None:
             if self._popen.returncode is None:
-                kill_tree(self._popen.pid, members=None if self.cgroup is None else self.cgroup.pids)
+                kill_tree(
+                    self._popen.pid, members=None if self.cgroup is None else self.cgroup.pids
+                )
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._popen.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._popen.wait(timeout=5)
-        if self.cgroup is not None:  # what left the process tree (a double-forked daemon) is still here
+        if (
+            self.cgroup is not None
+        ):  # what left the process tree (a double-forked daemon) is still here
             self.cgroup.remove()
         if self._own_uid is not None:  # the same, found by the uid only this sandbox runs as
             kill_uid(self._own_uid)
@@ -352,10 +428,15 @@ class SandboxProcess:
 def _host_pid(wrapper_pid: int, child_pid: int, tree: set[int] | None = None) -> int | None:
     """The host pid of the child python, given the pid it reports inside its namespace
     (``tree``: the sandbox's processes if known, else the wrapper's descendants)."""
-    for pid in [wrapper_pid, *sorted((_descendants(wrapper_pid) if tree is None else tree) - {wrapper_pid})]:
+    for pid in [
+        wrapper_pid,
+        *sorted((_descendants(wrapper_pid) if tree is None else tree) - {wrapper_pid}),
+    ]:
         try:
             with open(f"/proc/{pid}/status") as f:
-                nspids = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [str(pid)])
+                nspids = next(
+                    (line.split()[1:] for line in f if line.startswith("NSpid:")), [str(pid)]
+                )
         except OSError:
             continue
         if nspids[-1] == str(child_pid) and (pid == child_pid or len(nspids) > 1):

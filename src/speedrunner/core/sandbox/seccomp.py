@@ -82,7 +82,8 @@ def install() -> None:
 
 
 def program_fd() -> int:
-    """A readable descriptor holding ``program()`` (for ``bwrap --seccomp FD``); the caller closes it."""
+    """A readable descriptor holding ``program()`` (for ``bwrap --seccomp FD``); the caller
+    closes it."""
     fd = os.memfd_create("speedrunner-seccomp", 0)
     os.write(fd, program())
     os.lseek(fd, 0, os.SEEK_SET)

@@ -22,8 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from speedrunner.core.atomic import atomic_write_json
 from speedrunner.errors import CheckpointError
 
-__all__ = ["SkillEntry", "VoyagerState", "load_state", "refuse_world_per_iteration_runs", "retired_name",
-           "save_state", "state_path"]
+__all__ = [
+    "SkillEntry",
+    "VoyagerState",
+    "load_state",
+    "refuse_world_per_iteration_runs",
+    "retired_name",
+    "save_state",
+    "state_path",
+]
 
 STATE_DIR = "voyager"
 
@@ -114,7 +121,9 @@ def load_state(run_dir: Path, generation: int) -> VoyagerState:
     if not path.exists():
         if generation == 0:
             return VoyagerState()
-        raise CheckpointError(f"Voyager's state for codebook generation {generation} is missing: {path}")
+        raise CheckpointError(
+            f"Voyager's state for codebook generation {generation} is missing: {path}"
+        )
     try:
         return VoyagerState.model_validate(json.loads(path.read_text("utf-8")))
     except (ValueError, UnicodeDecodeError) as e:
@@ -132,7 +141,8 @@ def refuse_world_per_iteration_runs(run_dir: Path) -> None:
     old = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
     if old:
         raise CheckpointError(
-            f"{run_dir} is a Voyager run from before tasks continued in one world (each iteration then "
-            f"played a fresh world: {folder / old[0]}); this version plays one world per rollout and "
-            "cannot continue it. Start a new run, or resume this one with a SpeedRunner checkout from "
-            "before the change.")
+            f"{run_dir} is a Voyager run from before tasks continued in one world (each "
+            f"iteration then played a fresh world: {folder / old[0]}); this version plays one "
+            "world per rollout and cannot continue it. Start a new run, or resume this one with a "
+            "SpeedRunner checkout from before the change."
+        )

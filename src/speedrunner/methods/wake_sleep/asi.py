@@ -4,9 +4,10 @@ After each batch, every successful episode (in index order) gets one induction c
 inducer sees the episode and the current codebook, proposes new functions and rewrites the
 episode as a script that uses them (at most ``method.max_functions_per_episode`` new
 functions are read from one answer; an answer with more counts a cap hit and the rest is
-ignored). ASI only ever *adds*: a name that exists is never replaced or deleted. With ``method.replay_verify`` the script is played in the sandbox on
-the same task and seed (no LLM), and the episode's new functions are kept only if that
-replay succeeds and calls at least one of them; the paper's main runs keep them unverified.
+ignored). ASI only ever *adds*: a name that exists is never replaced or deleted. With
+``method.replay_verify`` the script is played in the sandbox on the same task and seed (no
+LLM), and the episode's new functions are kept only if that replay succeeds and calls at
+least one of them; the paper's main runs keep them unverified.
 
 Generation ``g`` of the codebook is ``codebook/gen_<g>.py`` (+ ``.json``); every sleep
 phase writes the next generation, changed or not, so knowledge version = batches slept.
@@ -51,13 +52,18 @@ class ASIMethod(CodebookMethod[ASIConfig]):
         completions: list[Completion] = []
         notes: list[dict[str, Any]] = []
         successes = sorted((t for t in batch if t.success), key=lambda t: t.index)
-        # The API view: the same for every induction of the batch (and as speedrunner's inducer sees it).
+        # The API view: the same for every induction of the batch (and as speedrunner's inducer
+        # sees it).
         view = inducer_api_view(self.support, self.rules, self.config, batch) if successes else ""
         reading = FormatTally("inducer")
         for trajectory in successes:
             completion = self.model.complete(
-                [Message("system", PROMPTS.render("system")), Message("user", self._prompt(view, current, trajectory))],
-                purpose="inducer", call_id=f"sleep/{batch_index:04d}/asi/{trajectory.index:04d}",
+                [
+                    Message("system", PROMPTS.render("system")),
+                    Message("user", self._prompt(view, current, trajectory)),
+                ],
+                purpose="inducer",
+                call_id=f"sleep/{batch_index:04d}/asi/{trajectory.index:04d}",
             )
             completions.append(completion)
             author = Author(method=self.name, batch_index=batch_index, scripted=completion.scripted)
@@ -68,15 +74,27 @@ class ASIMethod(CodebookMethod[ASIConfig]):
             notes.append(note)
             if added is not None:
                 accepted, current = accepted + added.edits, added.codebook
-        author = Author(method=self.name, batch_index=batch_index, scripted=any(c.scripted for c in completions))
+        author = Author(
+            method=self.name, batch_index=batch_index, scripted=any(c.scripted for c in completions)
+        )
         final = apply_edits(base, accepted, author, rules=self.rules)
         if isinstance(final, EditRejected):  # every addition was validated with all earlier ones
-            raise RuntimeError(f"ASI's accepted additions no longer validate together:\n{final.message}")
+            raise RuntimeError(
+                f"ASI's accepted additions no longer validate together:\n{final.message}"
+            )
         self.codebook = final.commit(self.run_dir)
         cap_hits = count_caps(cap for n in notes for cap in n.get("cap_hits", []))
-        atomic_write_json(self.run_dir / "sleep" / f"asi_{batch_index:04d}.json", {
-            "batch": batch_index, "generation": self.codebook.generation, "inductions": notes,
-            "cap_hits": cap_hits, "scripted": author.scripted, **reading.record()})
+        atomic_write_json(
+            self.run_dir / "sleep" / f"asi_{batch_index:04d}.json",
+            {
+                "batch": batch_index,
+                "generation": self.codebook.generation,
+                "inductions": notes,
+                "cap_hits": cap_hits,
+                "scripted": author.scripted,
+                **reading.record(),
+            },
+        )
         return SleepResult(self.knowledge(), completions, cap_hits)
 
     def _prompt(self, view: str, current: Codebook, trajectory: Trajectory) -> str:
@@ -89,12 +107,26 @@ class ASIMethod(CodebookMethod[ASIConfig]):
             max_functions=self.config.max_functions_per_episode,
         )
 
-    def _induce(self, base: Codebook, accepted: list[AddFunction], current: Codebook, trajectory: Trajectory,
-                induction: Induction, author: Author) -> tuple[dict[str, Any], _Added | None]:
+    def _induce(
+        self,
+        base: Codebook,
+        accepted: list[AddFunction],
+        current: Codebook,
+        trajectory: Trajectory,
+        induction: Induction,
+        author: Author,
+    ) -> tuple[dict[str, Any], _Added | None]:
         """What one induction adds: new names only, validated with everything accepted so
         far, and (``replay_verify``) proven by a replay that succeeds and calls them."""
-        note: dict[str, Any] = {"episode": trajectory.index, "proposed": [f.name for f in induction.functions],
-                                "added": [], "skipped": [], "rejected": None, "cap_hits": [], "replay": None}
+        note: dict[str, Any] = {
+            "episode": trajectory.index,
+            "proposed": [f.name for f in induction.functions],
+            "added": [],
+            "skipped": [],
+            "rejected": None,
+            "cap_hits": [],
+            "replay": None,
+        }
         if induction.problem:
             note["rejected"] = induction.problem
             return note, None
@@ -120,12 +152,22 @@ class ASIMethod(CodebookMethod[ASIConfig]):
             return note, None
         codebook = Codebook(candidate.source, candidate.meta)  # in memory; stored once, at the end
         if self.config.replay_verify:
-            replay = self.support.replay(trajectory.task, trajectory.seed,
-                                         codebook.to_skills(self.support.api_module), induction.script)
-            note["replay"] = {"success": replay.success, "called": sorted(replay.called),
-                              "env_actions": replay.env_actions, "error": replay.error}
+            replay = self.support.replay(
+                trajectory.task,
+                trajectory.seed,
+                codebook.to_skills(self.support.api_module),
+                induction.script,
+            )
+            note["replay"] = {
+                "success": replay.success,
+                "called": sorted(replay.called),
+                "env_actions": replay.env_actions,
+                "error": replay.error,
+            }
             if not replay.success or not replay.called & set(names):
-                why = "did not succeed" if not replay.success else "called none of the new functions"
+                why = (
+                    "did not succeed" if not replay.success else "called none of the new functions"
+                )
                 note["rejected"] = f"the replay on the same task and seed {why}"
                 return note, None
         note["added"] = names

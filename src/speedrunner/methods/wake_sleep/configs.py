@@ -26,7 +26,8 @@ class OPOConfig(MethodConfig):
     max_trajectory_chars: int = Field(12000, ge=500)
     """Per-trajectory character cap when the batch is shown to the guide writer."""
     max_batch_chars: int = Field(48000, ge=2000)
-    """Cap on all trajectories together (about 12k tokens), so the guide prompt fits small contexts."""
+    """Cap on all trajectories together (about 12k tokens), so the guide prompt fits small
+    contexts."""
 
 
 class CodebookMethodConfig(MethodConfig):
@@ -54,7 +55,12 @@ class CodebookMethodConfig(MethodConfig):
     """Turns the sleep-phase inducer may take per sleep phase."""
 
     def skill_caps(self) -> SkillCaps:
-        return SkillCaps(self.max_skill_actions, self.skill_timeout_s, self.max_functions, self.max_codebook_chars)
+        return SkillCaps(
+            self.max_skill_actions,
+            self.skill_timeout_s,
+            self.max_functions,
+            self.max_codebook_chars,
+        )
 
 
 class InducerConfig(CodebookMethodConfig):
@@ -67,11 +73,17 @@ class InducerConfig(CodebookMethodConfig):
     """Character cap of one episode shown by the ``view_episode`` tool."""
 
     def own_work_caps(self) -> list[str]:
-        caps = [f"at most {self.max_inducer_turns} turns (then the last valid draft is submitted)",
-                f"each tool result is cut at {self.max_tool_output_chars} characters (a note says so)",
-                f"`view_episode` shows at most {self.max_trajectory_chars} characters of an episode"]
+        caps = [
+            f"at most {self.max_inducer_turns} turns (then the last valid draft is submitted)",
+            f"each tool result is cut at {self.max_tool_output_chars} characters (a note says so)",
+            f"`view_episode` shows at most {self.max_trajectory_chars} characters of an episode",
+        ]
         timeout = self.analysis_code_timeout_s()
-        return caps if timeout is None else [*caps, f"`run_python` code is stopped after {timeout:g} s"]
+        return (
+            caps
+            if timeout is None
+            else [*caps, f"`run_python` code is stopped after {timeout:g} s"]
+        )
 
 
 class SpeedRunnerConfig(InducerConfig):
@@ -101,16 +113,28 @@ class ASIConfig(CodebookMethodConfig):
     """Character cap of the trajectory shown to the induction call."""
 
     def own_work_caps(self) -> list[str]:
-        return [f"at most {self.max_functions_per_episode} new functions are read from one answer (later ones "
-                "are ignored)", f"the episode is shown in at most {self.max_trajectory_chars} characters"]
+        return [
+            f"at most {self.max_functions_per_episode} new functions are read from one answer "
+            "(later ones are ignored)",
+            f"the episode is shown in at most {self.max_trajectory_chars} characters",
+        ]
 
 
 # Keys a user might reach for to change what a method name means; each points at the right name.
 MEANING_CHANGING_KEYS = {
-    "code_execution": "whether the inducer executes code is decided by the method name: use 'speedrunner' (with) or 'speedrunner_no_cl' (without)",
-    "code_interpreter": "whether the inducer executes code is decided by the method name: use 'speedrunner' (with) or 'speedrunner_no_cl' (without)",
+    "code_execution": (
+        "whether the inducer executes code is decided by the method name: use 'speedrunner' "
+        "(with) or 'speedrunner_no_cl' (without)"
+    ),
+    "code_interpreter": (
+        "whether the inducer executes code is decided by the method name: use 'speedrunner' "
+        "(with) or 'speedrunner_no_cl' (without)"
+    ),
     "no_cl": "use method name 'speedrunner_no_cl' instead of a flag",
-    "append_only": "append-only induction is what 'asi' means; 'speedrunner' edits freely. Pick the method by name",
+    "append_only": (
+        "append-only induction is what 'asi' means; 'speedrunner' edits freely. Pick the method "
+        "by name"
+    ),
     "use_codebook": "pick 'react' or 'opo' for methods without a codebook; the method name decides",
     "use_guide": "pick 'opo' for a strategy guide; the method name decides",
 }

@@ -1,4 +1,5 @@
-"""What each wake/sleep method adds to ``speedrunner estimate``'s worst case (``MethodSpec.cost_bounds``)."""
+"""What each wake/sleep method adds to ``speedrunner estimate``'s worst case
+(``MethodSpec.cost_bounds``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def opo(config: RunConfig, batches: int) -> MethodBounds:
     assert isinstance(method, OPOConfig)
     knowledge = method.guide_max_chars * UTF8_MAX
     shown = method.max_batch_chars * UTF8_MAX + knowledge + PROMPT_TEMPLATE_BYTES
-    return MethodBounds(knowledge, [Calls("guide", config.inducer_model, 1, 1, batches, "sleep phase", shown, 0)])
+    return MethodBounds(
+        knowledge, [Calls("guide", config.inducer_model, 1, 1, batches, "sleep phase", shown, 0)]
+    )
 
 
 def inducer(config: RunConfig, batches: int) -> MethodBounds:
@@ -34,8 +37,16 @@ def inducer(config: RunConfig, batches: int) -> MethodBounds:
     model = config.inducer_model
     tool = method.max_tool_output_chars * UTF8_MAX
     shown = method.max_trajectory_chars * UTF8_MAX
-    calls = Calls("inducer", model, 1, method.max_inducer_turns, batches, "sleep phase",
-                  knowledge + PROMPT_TEMPLATE_BYTES + shown, model.sampling.max_tokens + max(tool, shown))
+    calls = Calls(
+        "inducer",
+        model,
+        1,
+        method.max_inducer_turns,
+        batches,
+        "sleep phase",
+        knowledge + PROMPT_TEMPLATE_BYTES + shown,
+        model.sampling.max_tokens + max(tool, shown),
+    )
     return MethodBounds(knowledge, [calls], episodes_end_early=True, notes=notes)
 
 
@@ -46,5 +57,7 @@ def asi(config: RunConfig, batches: int) -> MethodBounds:
     notes: list[str] = []
     knowledge = knowledge_bound(config, notes)
     shown = method.max_trajectory_chars * UTF8_MAX + knowledge + PROMPT_TEMPLATE_BYTES
-    calls = Calls("inducer", config.inducer_model, 0, config.run.sleep_every, batches, "sleep phase", shown, 0)
+    calls = Calls(
+        "inducer", config.inducer_model, 0, config.run.sleep_every, batches, "sleep phase", shown, 0
+    )
     return MethodBounds(knowledge, [calls], episodes_end_early=True, notes=notes)
