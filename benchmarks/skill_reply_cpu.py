@@ -1,6 +1,7 @@
 """The parent's CPU per skill call: an honest call against replies crafted just under every cap.
 
-    python benchmarks/skill_reply_cpu.py [--calls 40] [--tier auto] [--profile SCENARIO] [--json PATH]
+    python benchmarks/skill_reply_cpu.py [--calls 40] [--tier auto] [--profile SCENARIO]
+        [--json PATH]
 
 A sandbox that left the restricted layer (``tests/sandbox/hostile.py``: unrestricted code
 speaking the skill protocol) answers every call with the most expensive reply the parent still
@@ -90,7 +91,8 @@ def measure(
 
 
 def rows(calls: int, tier: str = "auto") -> list[Any]:
-    """One row per hostile scenario for ``run_all.py``: its parent CPU per call over the honest one's."""
+    """One row per hostile scenario for ``run_all.py``: its parent CPU per call over the honest
+    one's."""
     from perf_common import Row
 
     tier = resolve_tier(tier)
@@ -105,7 +107,8 @@ def rows(calls: int, tier: str = "auto") -> list[Any]:
                 "x",
                 TARGET,
                 "<=",
-                f"{r['median_ms']:.2f} ms vs {honest['median_ms']:.2f} ms, {r['violations']} refused, tier {tier}",
+                f"{r['median_ms']:.2f} ms vs {honest['median_ms']:.2f} ms, "
+                f"{r['violations']} refused, tier {tier}",
             )
         )
     return out
@@ -136,18 +139,33 @@ def main() -> None:
         worst = max(worst, ratio)
         rows.append({"scenario": scenario, **r, "ratio": ratio})
         print(
-            f"{scenario:16} {r['median_ms']:6.2f} ms {r['max_ms']:6.2f} ms {ratio:6.1f}x {r['violations']:4d}/{r['calls']}"
+            f"{scenario:16} {r['median_ms']:6.2f} ms {r['max_ms']:6.2f} ms {ratio:6.1f}x "
+            f"{r['violations']:4d}/{r['calls']}"
         )
     met = worst <= TARGET
     print(f"worst ratio {worst:.1f}x; target <= {TARGET:g}x: {'met' if met else 'NOT met'}")
     if args.json:
-        atomic_write_json(args.json, {
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "command": f"python benchmarks/skill_reply_cpu.py --calls {args.calls} --tier {args.tier}",
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
-            "load_average_before": load_before, "load_average_after": os.getloadavg(),
-            "tier": tier, "target_ratio": TARGET, "worst_ratio": worst, "met": met, "rows": rows,
-        })
+        atomic_write_json(
+            args.json,
+            {
+                "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "command": (
+                    f"python benchmarks/skill_reply_cpu.py --calls {args.calls} --tier {args.tier}"
+                ),
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "system": platform.platform(),
+                },
+                "load_average_before": load_before,
+                "load_average_after": os.getloadavg(),
+                "tier": tier,
+                "target_ratio": TARGET,
+                "worst_ratio": worst,
+                "met": met,
+                "rows": rows,
+            },
+        )
 
 
 if __name__ == "__main__":

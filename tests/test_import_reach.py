@@ -71,8 +71,11 @@ def reach(name: str, src: Path = SRC) -> Reach:
         if mod not in seen:
             seen.add(mod)
             todo.extend(imports_of(mod, src) - seen)
-    lines = sum(len(p.read_text(encoding="utf-8").splitlines())
-                for p in (module_path(m, src) for m in seen) if p is not None)
+    lines = sum(
+        len(p.read_text(encoding="utf-8").splitlines())
+        for p in (module_path(m, src) for m in seen)
+        if p is not None
+    )
     return Reach(tuple(sorted(seen)), lines)
 
 
@@ -82,13 +85,18 @@ def test_a_method_reaches_few_modules(module: str, limit: int) -> None:
     found = reach(module)
     assert len(found.modules) <= limit, (
         f"{module} reaches {len(found.modules)} modules ({found.lines} lines), more than {limit}:\n"
-        + "\n".join(found.modules))
+        + "\n".join(found.modules)
+    )
 
 
 def test_react_reaches_no_runtime() -> None:
-    """The data a method reads (trajectories) sit below the loop: react reaches no runtime module."""
-    assert not [m for m in reach("speedrunner.methods.wake_sleep.react").modules
-                if m.startswith("speedrunner.core.runtime")]
+    """The data a method reads (trajectories) sit below the loop: react reaches no runtime
+    module."""
+    assert not [
+        m
+        for m in reach("speedrunner.methods.wake_sleep.react").modules
+        if m.startswith("speedrunner.core.runtime")
+    ]
 
 
 def test_the_method_base_reaches_types_not_the_skill_handle_or_benchmarks() -> None:
@@ -104,8 +112,17 @@ def test_speedrunner_reaches_the_analysis_sandbox_only_through_its_skill_support
     """The method runs analysis code through ``SkillSupport.open_analysis``: it reaches no sandbox
     process, tier or analysis-session module, nor the runtime's full caps module."""
     found = reach("speedrunner.methods.wake_sleep.speedrunner").modules
-    internals = {"analysis", "process", "tiers", "cgroups", "seccomp", "commands", "lifecycle",
-                 "limits", "schema"}
+    internals = {
+        "analysis",
+        "process",
+        "tiers",
+        "cgroups",
+        "seccomp",
+        "commands",
+        "lifecycle",
+        "limits",
+        "schema",
+    }
     assert not [m for m in found if m.rsplit(".", 1)[-1] in internals and ".sandbox." in m]
     runtime = [m for m in found if m.startswith("speedrunner.core.runtime.")]
     assert runtime == ["speedrunner.core.runtime.sleep_caps"]
@@ -115,8 +132,10 @@ def test_reach_follows_deferred_and_type_checking_imports(tmp_path: Path) -> Non
     pkg = tmp_path / "speedrunner"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                              "    from speedrunner.b import B\n\ndef f():\n    import speedrunner.c\n")
+    (pkg / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from speedrunner.b import B\n\ndef f():\n    import speedrunner.c\n"
+    )
     (pkg / "b.py").write_text("from speedrunner import d\nB = 1\n")
     (pkg / "c.py").write_text("x = 1\ny = 2\n")
     (pkg / "d.py").write_text("")

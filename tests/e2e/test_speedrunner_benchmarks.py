@@ -29,19 +29,40 @@ def skill(name: str, doc: str, body: str) -> str:
 
 
 CASES = {
-    "crafter": ("speedrunner-gpt-crafter.yaml", {
-        "main": skill("do_twice", "Interact with what you face, twice.", '    env.act("Do")\n    return env.act("Do")\n'),
-        "extra": skill("wait_once", "Do nothing for one turn.", '    return env.act("Noop")\n'),
-        "helper": skill("wait_twice", "Do nothing for two turns.", '    env.act("Noop")\n    return env.act("Noop")\n'),
-    }),
-    "scienceworld": ("speedrunner-gpt-t4.yaml", {
-        "main": skill("survey", "Look around the room.", '    return env.act("look around")\n'),
-        "extra": skill("check_inventory", "Show what you carry.", '    return env.act("inventory")\n'),
-        "helper": skill("glance", "Look around the room once.", '    return env.act("look around")\n'),
-    }),
+    "crafter": (
+        "speedrunner-gpt-crafter.yaml",
+        {
+            "main": skill(
+                "do_twice",
+                "Interact with what you face, twice.",
+                '    env.act("Do")\n    return env.act("Do")\n',
+            ),
+            "extra": skill("wait_once", "Do nothing for one turn.", '    return env.act("Noop")\n'),
+            "helper": skill(
+                "wait_twice",
+                "Do nothing for two turns.",
+                '    env.act("Noop")\n    return env.act("Noop")\n',
+            ),
+        },
+    ),
+    "scienceworld": (
+        "speedrunner-gpt-t4.yaml",
+        {
+            "main": skill("survey", "Look around the room.", '    return env.act("look around")\n'),
+            "extra": skill(
+                "check_inventory", "Show what you carry.", '    return env.act("inventory")\n'
+            ),
+            "helper": skill(
+                "glance", "Look around the room once.", '    return env.act("look around")\n'
+            ),
+        },
+    ),
 }
-ANALYSIS = ('eps = episodes()\nprint("episodes", [t.index for t in eps], "llm calls", [t.llm_calls for t in eps])\n'
-            'print("actions", sorted({a for t in eps for a in t.primitive_actions()})[:5])\n')
+ANALYSIS = (
+    "eps = episodes()\n"
+    'print("episodes", [t.index for t in eps], "llm calls", [t.llm_calls for t in eps])\n'
+    'print("actions", sorted({a for t in eps for a in t.primitive_actions()})[:5])\n'
+)
 
 
 def name(source: str) -> str:
@@ -61,16 +82,36 @@ class Fake:
         messages = body["messages"]
         if INDUCER in messages[0]["content"]:
             second = f"def {self.main}(" in messages[1]["content"]
-            turns = ([tool("run_python", ANALYSIS), tool("add_function", self.skills["helper"]),
-                      f"Tool: make_private {name(self.skills['helper'])}",
-                      f"Tool: delete_function {name(self.skills['extra'])}", "Tool: submit\nrefactored"]
-                     if second else
-                     [tool("run_python", ANALYSIS), tool("add_function", self.skills["main"]),
-                      tool("add_function", self.skills["extra"]), "Tool: submit\nadded two skills"])
+            turns = (
+                [
+                    tool("run_python", ANALYSIS),
+                    tool("add_function", self.skills["helper"]),
+                    f"Tool: make_private {name(self.skills['helper'])}",
+                    f"Tool: delete_function {name(self.skills['extra'])}",
+                    "Tool: submit\nrefactored",
+                ]
+                if second
+                else [
+                    tool("run_python", ANALYSIS),
+                    tool("add_function", self.skills["main"]),
+                    tool("add_function", self.skills["extra"]),
+                    "Tool: submit\nadded two skills",
+                ]
+            )
             t = sum(m["role"] == "assistant" for m in messages)
-            return Reply(text=turns[t] if t < len(turns) else "Tool: submit", prompt_tokens=900, completion_tokens=90)
-        if f"{self.main}()" in messages[1]["content"] and not any(m["role"] == "assistant" for m in messages):
-            return Reply(text=f"Thought: use the skill.\nAction: {self.main}()", prompt_tokens=100, completion_tokens=12)
+            return Reply(
+                text=turns[t] if t < len(turns) else "Tool: submit",
+                prompt_tokens=900,
+                completion_tokens=90,
+            )
+        if f"{self.main}()" in messages[1]["content"] and not any(
+            m["role"] == "assistant" for m in messages
+        ):
+            return Reply(
+                text=f"Thought: use the skill.\nAction: {self.main}()",
+                prompt_tokens=100,
+                completion_tokens=12,
+            )
         return policy_reply(body)
 
 
@@ -79,8 +120,17 @@ def test_speedrunner_runs_code_edits_the_codebook_and_the_actor_calls_the_skill(
     config, skills = CASES[bench]
     server = start_server(Fake(skills))
     try:
-        proc = run(train_cmd(bench, config, tmp_path / "run", server.base_url, "--set", "method.max_inducer_turns=6"),
-                   timeout=900)
+        proc = run(
+            train_cmd(
+                bench,
+                config,
+                tmp_path / "run",
+                server.base_url,
+                "--set",
+                "method.max_inducer_turns=6",
+            ),
+            timeout=900,
+        )
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -89,13 +139,21 @@ def test_speedrunner_runs_code_edits_the_codebook_and_the_actor_calls_the_skill(
 
     first = json.loads((run_dir / "sleep" / "batch_0000" / "sleep.json").read_text())
     assert first["ended_by"] == "submit" and first["run_python_calls"] == 1
-    analysis = json.loads((run_dir / "sleep" / "batch_0000" / "turn_0000.json").read_text())["result"]
+    analysis = json.loads((run_dir / "sleep" / "batch_0000" / "turn_0000.json").read_text())[
+        "result"
+    ]
     assert analysis.startswith("episodes [0, 1] llm calls [")
     assert first["edits"] == [f"add_function {main}", f"add_function {extra}"]
     second = json.loads((run_dir / "sleep" / "batch_0001" / "sleep.json").read_text())
-    assert second["edits"] == [f"add_function {helper}", f"make_private {helper}", f"delete_function {extra}"]
+    assert second["edits"] == [
+        f"add_function {helper}",
+        f"make_private {helper}",
+        f"delete_function {extra}",
+    ]
     gen2 = (run_dir / "codebook" / "gen_2.py").read_text()
-    assert f"def _{helper}(env)" in gen2 and f"def {extra}" not in gen2 and second["public"] == [main]
+    assert (
+        f"def _{helper}(env)" in gen2 and f"def {extra}" not in gen2 and second["public"] == [main]
+    )
 
     for index in (2, 3):  # the next batch played generation 1 and called the skill first
         ep = json.loads((run_dir / "episodes" / "train" / f"{index:04d}.json").read_text())

@@ -202,12 +202,19 @@ def test_scripted_builtin_policy_picks_from_the_conversations_latest_actions_lin
     """As the module says: the last ``Available actions:`` line wins (a later message's, and
     within a message its last); a message that mentions the label inside a sentence lists
     nothing, and the search goes on to the messages before it."""
-    prompt = [Message("system", "Play.\nAvailable actions: turn left, turn right\n"),
-              Message("user", "obs")]
+    prompt = [
+        Message("system", "Play.\nAvailable actions: turn left, turn right\n"),
+        Message("user", "obs"),
+    ]
     assert pick_action(prompt, "0") in {"turn left", "turn right"}
-    later = [*prompt, Message("assistant", "Action: fly"),
-             Message("user", "Invalid.\nAvailable actions: open door\nAvailable actions: go west, go east\n"),
-             Message("user", "Nothing new; the Available actions: line above still holds.")]
+    later = [
+        *prompt,
+        Message("assistant", "Action: fly"),
+        Message(
+            "user", "Invalid.\nAvailable actions: open door\nAvailable actions: go west, go east\n"
+        ),
+        Message("user", "Nothing new; the Available actions: line above still holds."),
+    ]
     assert {pick_action(later, str(i)) for i in range(20)} == {"go west", "go east"}
     assert pick_action([Message("user", "the Available actions: none here")], "0") is None
 
@@ -330,11 +337,14 @@ def test_openai_base_url_from_the_environment_like_the_sdk(server, monkeypatch, 
         pinned.complete(MSGS, purpose="actor", call_id="pinned")
         assert len(other.requests) == 1 and len(server.requests) == 1
     monkeypatch.delenv("OPENAI_BASE_URL")
-    assert make_model(provider="openai", name="gpt-5.4-mini").provider.endpoints == ["https://api.openai.com/v1"]
+    assert make_model(provider="openai", name="gpt-5.4-mini").provider.endpoints == [
+        "https://api.openai.com/v1"
+    ]
 
 
 def test_gemini_key_and_base_url_from_the_environment_like_the_sdk(server, monkeypatch, make_model):
-    """GOOGLE_API_KEY wins over GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL is honoured, as in google-genai."""
+    """GOOGLE_API_KEY wins over GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL is honoured, as in
+    google-genai."""
     monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
     model = make_model(provider="gemini", name="gemini-3-flash-preview")
@@ -377,14 +387,18 @@ def test_openai_provider_sends_no_vllm_extras(server, make_model):
     assert server.requests[0].headers.get("x-stainless-retry-count") == "0"
 
 
-@pytest.mark.parametrize(("endpoint", "param"), [
-    ("https://api.openai.com/v1", "max_completion_tokens"),
-    ("https://my-resource.openai.azure.com/openai/v1", "max_completion_tokens"),
-    ("http://127.0.0.1:8000/v1", "max_tokens"),
-    ("https://openai.com.example.net/v1", "max_tokens"),
-])
+@pytest.mark.parametrize(
+    ("endpoint", "param"),
+    [
+        ("https://api.openai.com/v1", "max_completion_tokens"),
+        ("https://my-resource.openai.azure.com/openai/v1", "max_completion_tokens"),
+        ("http://127.0.0.1:8000/v1", "max_tokens"),
+        ("https://openai.com.example.net/v1", "max_tokens"),
+    ],
+)
 def test_openai_provider_names_the_length_limit_its_endpoint_honours(endpoint, param):
     from speedrunner.core.llm.provider_openai import OpenAIChatProvider
 
-    provider = OpenAIChatProvider.__new__(OpenAIChatProvider)  # length_param reads no instance state
+    # length_param reads no instance state
+    provider = OpenAIChatProvider.__new__(OpenAIChatProvider)
     assert provider.length_param(endpoint) == param

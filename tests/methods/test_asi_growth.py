@@ -31,8 +31,11 @@ PER_EPISODE, EPISODES, BATCH = 5, 36, 6
 
 
 def function(name: str) -> str:
-    return f'def {name}(env) -> str:\n    """Turn left (skill {name}).\n\n    Returns:\n        The observation.\n    """\n' \
-           f'    return env.act("turn left")\n'
+    return (
+        f'def {name}(env) -> str:\n    """Turn left (skill {name}).\n\n'
+        '    Returns:\n        The observation.\n    """\n'
+        f'    return env.act("turn left")\n'
+    )
 
 
 def five_new(messages, purpose, call_id) -> str:
@@ -65,42 +68,99 @@ def test_uncapped_asi_passes_160_functions_and_keeps_learning(tmp_path):
 def test_under_the_old_cap_it_stops_at_40_and_every_rejection_is_counted(tmp_path):
     _, sizes, hits = grow(tmp_path, max_functions=40)
     assert sizes == [30, 40, 40, 40, 40, 40]
-    assert hits == [0, 4, 6, 6, 6, 6]  # batch 1: two inductions fit (35, 40), the other four are rejected
+    # batch 1: two inductions fit (35, 40), the other four are rejected
+    assert hits == [
+        0,
+        4,
+        6,
+        6,
+        6,
+        6,
+    ]
 
 
-def asi_run(run_dir: Path, inducer: Callable[..., str], *, rollouts: int, sleep_every: int,
-            actor: Callable[..., str] = smart_policy, skills: Callable[[], SkillRunner] | None = None,
-            **config) -> Path:
+def asi_run(
+    run_dir: Path,
+    inducer: Callable[..., str],
+    *,
+    rollouts: int,
+    sleep_every: int,
+    actor: Callable[..., str] = smart_policy,
+    skills: Callable[[], SkillRunner] | None = None,
+    **config,
+) -> Path:
     """A whole ASI run in-process on the counting game: the real runner, ASI's sleep (skill
     validation with the smoke test faked) and run files, evaluated at 0 and at the end, with
     ``config.resolved.json`` as a train entry point writes it, so the report reads it."""
-    run_config = RunConfig(run=RunSection(rollouts=rollouts, sleep_every=sleep_every, eval_every=rollouts,
-                                          eval_episodes=3, parallel_episodes=1),
-                           method=ASIConfig(**config),
-                           benchmark=BenchmarkConfig(name="counter", task_set="count", max_llm_calls=6))
-    support = SkillSupport(api_module=API, api_names=(), primitives=("inc", "dec", "noop"),
-                           open_skills=lambda _: skills() if skills else None, smoke_test=lambda source: None,
-                           replay=lambda *a: ReplayResult(success=True), sandbox_tier="test-double")
+    run_config = RunConfig(
+        run=RunSection(
+            rollouts=rollouts,
+            sleep_every=sleep_every,
+            eval_every=rollouts,
+            eval_episodes=3,
+            parallel_episodes=1,
+        ),
+        method=ASIConfig(**config),
+        benchmark=BenchmarkConfig(name="counter", task_set="count", max_llm_calls=6),
+    )
+    support = SkillSupport(
+        api_module=API,
+        api_names=(),
+        primitives=("inc", "dec", "noop"),
+        open_skills=lambda _: skills() if skills else None,
+        smoke_test=lambda source: None,
+        replay=lambda *a: ReplayResult(success=True),
+        sandbox_tier="test-double",
+    )
 
     def answers(messages, purpose, call_id) -> str:
-        return actor(messages, purpose, call_id) if purpose == "actor" else inducer(messages, purpose, call_id)
+        return (
+            actor(messages, purpose, call_id)
+            if purpose == "actor"
+            else inducer(messages, purpose, call_id)
+        )
 
     model = PolicyModel(answers)
-    asi = ASIMethod(run_config.method, MethodContext(run_dir=run_dir, inducer=model, benchmark="counter",
-                                                     skills=support))
-    Runner(run_config, run_dir, benchmark=CounterBenchmark(), method=asi, actor=model, run_id=run_dir.name,
-           scripted=False, skill_support=support).run()
+    asi = ASIMethod(
+        run_config.method,
+        MethodContext(run_dir=run_dir, inducer=model, benchmark="counter", skills=support),
+    )
+    Runner(
+        run_config,
+        run_dir,
+        benchmark=CounterBenchmark(),
+        method=asi,
+        actor=model,
+        run_id=run_dir.name,
+        scripted=False,
+        skill_support=support,
+    ).run()
     (run_dir / "config.resolved.json").write_text(json.dumps(run_config.model_dump(mode="json")))
-    (run_dir / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": run_dir.name}))
+    (run_dir / "provenance.json").write_text(
+        json.dumps({"run_format": RUN_FORMAT, "run_id": run_dir.name})
+    )
     return run_dir
 
 
 @pytest.mark.slow  # about 15 s: each induction validates the whole library, up to 210 functions
-def test_the_skill_api_in_every_actor_prompt_grows_with_the_library_in_metrics_and_the_report(tmp_path):
+def test_the_skill_api_in_every_actor_prompt_grows_with_the_library_in_metrics_and_the_report(
+    tmp_path,
+):
     run = asi_run(tmp_path / "asi", five_new, rollouts=42, sleep_every=BATCH)
     rows = read_jsonl(run / "metrics.jsonl")
-    played = {r["knowledge_version"]: (r["library_public_functions"], r["skill_api_tokens"]) for r in rows}
-    assert [n for n, _ in played.values()] == [0, 30, 60, 90, 120, 150, 180]  # past 160, still adding
+    played = {
+        r["knowledge_version"]: (r["library_public_functions"], r["skill_api_tokens"]) for r in rows
+    }
+    # past 160, still adding
+    assert [n for n, _ in played.values()] == [
+        0,
+        30,
+        60,
+        90,
+        120,
+        150,
+        180,
+    ]
     tokens = [t for _, t in played.values()]
     assert tokens[0] == 0 and all(b > a for a, b in zip(tokens, tokens[1:], strict=False))
     assert tokens[-1] > 5 * tokens[1]  # 180 signatures with docstrings, not a constant
@@ -108,7 +168,8 @@ def test_the_skill_api_in_every_actor_prompt_grows_with_the_library_in_metrics_a
     report = build_report([run], tmp_path / "report")
     knowledge = {int(r["generation"]): r for r in table(report.out, "knowledge")}
     shown = [float(knowledge[g]["skill_api_tokens_mean"]) for g in range(8)]
-    assert shown[:7] == tokens and shown[7] > shown[6]  # generation 7 (210 functions): the final evaluation
+    # generation 7 (210 functions): the final evaluation
+    assert shown[:7] == tokens and shown[7] > shown[6]
     assert float(knowledge[7]["public_functions_mean"]) == 210
     [group] = report.groups  # what the figure draws: one point per generation, rising
     drawn = [(g, stats["skill_api_tokens"].mean) for g, stats in group.knowledge]

@@ -26,13 +26,16 @@ MORE = dataclasses.replace(TOY, name="more")
 class FakeDistribution:
     """An installed distribution as ``importlib.metadata`` shows it: a name and entry points."""
 
-    def __init__(self, name: str, entries: list[tuple[str, str]], group: str = "speedrunner.benchmarks") -> None:
+    def __init__(
+        self, name: str, entries: list[tuple[str, str]], group: str = "speedrunner.benchmarks"
+    ) -> None:
         self.metadata = {"Name": name}
         self.entry_points = [EntryPoint(n, v, group) for n, v in entries]
 
 
 def fake_group(monkeypatch: pytest.MonkeyPatch, *entries: tuple[str, str]) -> None:
-    """Make the installed distributions declare exactly these (name, value) benchmarks, one package each."""
+    """Make the installed distributions declare exactly these (name, value) benchmarks, one
+    package each."""
     dists = [FakeDistribution(f"pkg-{i}", [entry]) for i, entry in enumerate(entries)]
     monkeypatch.setattr(registry, "distributions", lambda: dists)
 
@@ -47,16 +50,23 @@ def test_the_shipped_specs_are_declared_as_entry_points_of_the_installed_package
     assert {"react", "opo", "speedrunner", "speedrunner_no_cl", "asi", "voyager"} <= set(methods)
     assert benchmarks["babyai"].distribution == "speedrunner"
     assert benchmarks["babyai"].load() is catalog.BABYAI and methods["opo"].load() is catalog.OPO
-    assert BENCHMARKS.get("crafter") is catalog.CRAFTER and METHODS.get("voyager") is catalog.VOYAGER
+    assert (
+        BENCHMARKS.get("crafter") is catalog.CRAFTER and METHODS.get("voyager") is catalog.VOYAGER
+    )
 
 
 def test_a_stale_metadata_copy_found_first_does_not_hide_the_installed_declarations(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A source tree on PYTHONPATH may hold an old ``*.egg-info`` of the same package, without
     entry points or with old ones: the first copy wins per entry point, the others still count."""
     stale = FakeDistribution("toy_pkg", [("toy", f"{__name__}:TOY")])
-    installed = FakeDistribution("toy-pkg", [("toy", f"{__name__}:TOY_AGAIN"), ("more", f"{__name__}:MORE")])
-    monkeypatch.setattr(registry, "distributions", lambda: [FakeDistribution("toy-pkg", []), stale, installed])
+    installed = FakeDistribution(
+        "toy-pkg", [("toy", f"{__name__}:TOY_AGAIN"), ("more", f"{__name__}:MORE")]
+    )
+    monkeypatch.setattr(
+        registry, "distributions", lambda: [FakeDistribution("toy-pkg", []), stale, installed]
+    )
     found = registry.Registry("benchmark", BenchmarkSpec)
     assert found.names() == ["more", "toy"] and found.get("toy") is TOY
 
@@ -68,36 +78,59 @@ def test_a_package_is_found_through_its_entry_point(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_broken_plug_in_is_reported_when_named_and_does_not_hide_the_others(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_group(monkeypatch, ("toy", f"{__name__}:TOY"), ("gone", "no_such_package_xyz.specs:GONE"),
-               ("wrong", f"{__name__}:MISNAMED"), ("odd", f"{__name__}:fake_group"))
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_group(
+        monkeypatch,
+        ("toy", f"{__name__}:TOY"),
+        ("gone", "no_such_package_xyz.specs:GONE"),
+        ("wrong", f"{__name__}:MISNAMED"),
+        ("odd", f"{__name__}:fake_group"),
+    )
     found = registry.Registry("benchmark", BenchmarkSpec)
     assert found.names() == ["toy"]
-    with pytest.raises(ConfigError, match=r"no_such_package_xyz.specs:GONE.*cannot be loaded: ModuleNotFoundError"):
+    with pytest.raises(
+        ConfigError, match=r"no_such_package_xyz.specs:GONE.*cannot be loaded: ModuleNotFoundError"
+    ):
         found.get("gone")
-    with pytest.raises(ConfigError, match="names itself 'other'; the entry point's name and the spec's name must agree"):
+    with pytest.raises(
+        ConfigError,
+        match="names itself 'other'; the entry point's name and the spec's name must agree",
+    ):
         found.get("wrong")
     with pytest.raises(ConfigError, match="is a function, not a BenchmarkSpec"):
         found.get("odd")
 
 
-def test_two_packages_declaring_one_name_is_an_error_naming_both(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_packages_declaring_one_name_is_an_error_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake_group(monkeypatch, ("toy", f"{__name__}:TOY"), ("toy", f"{__name__}:TOY_AGAIN"))
     found = registry.Registry("benchmark", BenchmarkSpec)
     assert found.names() == []
-    with pytest.raises(ConfigError, match=r"'toy': declared twice: by .*:TOY\b.* and by .*:TOY_AGAIN"):
+    with pytest.raises(
+        ConfigError, match=r"'toy': declared twice: by .*:TOY\b.* and by .*:TOY_AGAIN"
+    ):
         found.get("toy")
 
 
-@pytest.mark.parametrize(("registry_", "name", "group", "page", "close"), [
-    (METHODS, "reactt", "speedrunner.methods", "docs/add-method.md", "react"),
-    (BENCHMARKS, "babyia", "speedrunner.benchmarks", "docs/add-benchmark.md", "babyai"),
-])
+@pytest.mark.parametrize(
+    ("registry_", "name", "group", "page", "close"),
+    [
+        (METHODS, "reactt", "speedrunner.methods", "docs/add-method.md", "react"),
+        (BENCHMARKS, "babyia", "speedrunner.benchmarks", "docs/add-benchmark.md", "babyai"),
+    ],
+)
 def test_an_unknown_name_says_how_to_register_one(registry_, name, group, page, close) -> None:
     with pytest.raises(UnknownNameError) as e:
         registry_.get(name)
     text = str(e.value)
-    assert f"did you mean '{close}'" in text and repr(group) in text and page in text and "pip install -e" in text
+    assert (
+        f"did you mean '{close}'" in text
+        and repr(group) in text
+        and page in text
+        and "pip install -e" in text
+    )
 
 
 def write(tmp_path: Path, text: str, name: str = "exp.yaml") -> Path:
@@ -110,8 +143,12 @@ SCRIPTED = "model: {provider: scripted, name: scripted-uniform}\n"
 
 
 def test_validate_config_refuses_a_skill_method_whose_skill_api_cannot_be_imported(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    config = write(tmp_path, "method: {name: speedrunner}\nbenchmark: {name: crafter, task_set: crafter}\n" + SCRIPTED)
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(
+        tmp_path,
+        "method: {name: speedrunner}\nbenchmark: {name: crafter, task_set: crafter}\n" + SCRIPTED,
+    )
     assert cli.main(["validate-config", str(config)]) == 0
     broken = dataclasses.replace(BENCHMARKS.get("crafter"), skill_api="no_such_skill_api_xyz")
     monkeypatch.setitem(BENCHMARKS._specs, "crafter", broken)
@@ -121,7 +158,11 @@ def test_validate_config_refuses_a_skill_method_whose_skill_api_cannot_be_import
     assert "skill API no_such_skill_api_xyz cannot be imported (ModuleNotFoundError" in err
     assert "Traceback" not in err
     # A method without skills does not need one.
-    react = write(tmp_path, "method: {name: react}\nbenchmark: {name: crafter, task_set: crafter}\n" + SCRIPTED, "r.yaml")
+    react = write(
+        tmp_path,
+        "method: {name: react}\nbenchmark: {name: crafter, task_set: crafter}\n" + SCRIPTED,
+        "r.yaml",
+    )
     assert cli.main(["validate-config", str(react)]) == 0
 
 
@@ -135,7 +176,9 @@ def test_a_skill_api_must_declare_its_primitive_actions(monkeypatch: pytest.Monk
     monkeypatch.setitem(BENCHMARKS._specs, "crafter", undeclared)
     with pytest.raises(ConfigError, match="must declare PRIMITIVE_ACTIONS"):
         load_skill_api("crafter")
-    monkeypatch.setitem(BENCHMARKS._specs, "crafter", dataclasses.replace(undeclared, skill_api=None))
+    monkeypatch.setitem(
+        BENCHMARKS._specs, "crafter", dataclasses.replace(undeclared, skill_api=None)
+    )
     with pytest.raises(ConfigError, match="declares no skill API"):
         load_skill_api("crafter")
 
@@ -144,13 +187,18 @@ def test_a_skill_api_must_declare_its_primitive_actions(monkeypatch: pytest.Monk
 def no_run(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Path]]:
     """The train command up to the run itself: config, checks, run directory."""
     calls: list[tuple[Any, Path]] = []
-    monkeypatch.setattr(train_cli, "_run", lambda config, run_dir, run_id, session: calls.append((config, run_dir)) or 0)
+    monkeypatch.setattr(
+        train_cli,
+        "_run",
+        lambda config, run_dir, run_id, session: calls.append((config, run_dir)) or 0,
+    )
     monkeypatch.setattr(train_cli, "preflight", lambda config: None)
     return calls
 
 
 def test_speedrunner_train_runs_any_benchmark_and_method_and_resumes_any_run(
-        tmp_path: Path, no_run: list[tuple[Any, Path]], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, no_run: list[tuple[Any, Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
     configs = {
         "crafter": "method: {name: opo}\nbenchmark: {name: crafter, task_set: crafter}\n",
         "scienceworld": "method: {name: react}\nbenchmark: {name: scienceworld, task_set: t4}\n",
@@ -158,13 +206,23 @@ def test_speedrunner_train_runs_any_benchmark_and_method_and_resumes_any_run(
     }
     for name, text in configs.items():
         path = write(tmp_path, text + SCRIPTED, f"{name}.yaml")
-        assert cli.main(["train", "--config_file", str(path), "--run_dir", str(tmp_path / name)]) == 0, \
-            capsys.readouterr().err
+        assert (
+            cli.main(["train", "--config_file", str(path), "--run_dir", str(tmp_path / name)]) == 0
+        ), capsys.readouterr().err
     assert [(c.benchmark.name, c.method.name, d.name) for c, d in no_run] == [
-        ("crafter", "opo", "crafter"), ("scienceworld", "react", "scienceworld"), ("crafter", "voyager", "voyager")]
+        ("crafter", "opo", "crafter"),
+        ("scienceworld", "react", "scienceworld"),
+        ("crafter", "voyager", "voyager"),
+    ]
     assert cli.main(["train", "--resume", str(tmp_path / "scienceworld")]) == 0
     assert no_run[-1][1] == tmp_path / "scienceworld"
     # The per-benchmark entry points keep refusing a config of another benchmark.
-    assert train_cli.main("babyai", "speedrunner.benchmarks.babyai.train",
-                          ["--config_file", str(tmp_path / "crafter.yaml")]) == 2
+    assert (
+        train_cli.main(
+            "babyai",
+            "speedrunner.benchmarks.babyai.train",
+            ["--config_file", str(tmp_path / "crafter.yaml")],
+        )
+        == 2
+    )
     assert "speedrunner train --config_file" in cli._parser().format_help()

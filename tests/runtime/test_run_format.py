@@ -25,7 +25,13 @@ from ..e2e.harness import REPO, run
 
 FIXTURES = REPO / "tests" / "fixtures"
 FORMAT_1 = FIXTURES / "run_format_1"
-RESUME = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--skip_preflight", "--resume"]
+RESUME = [
+    sys.executable,
+    "-m",
+    "speedrunner.benchmarks.babyai.train",
+    "--skip_preflight",
+    "--resume",
+]
 
 
 def copy(tmp_path: Path, name: str) -> Path:
@@ -33,7 +39,8 @@ def copy(tmp_path: Path, name: str) -> Path:
 
 
 def draft(tmp_path: Path, run_format: object = None) -> Path:
-    """A format-1 run directory as a draft would hold it: provenance without a version (or another)."""
+    """A format-1 run directory as a draft would hold it: provenance without a version (or
+    another)."""
     run_dir = copy(tmp_path, "speedrunner")
     provenance = json.loads((run_dir / "provenance.json").read_text())
     provenance.pop("run_format")
@@ -52,16 +59,24 @@ def test_the_fixture_is_of_the_version_this_code_writes() -> None:
 
 @pytest.mark.slow  # two resumes, each starting a BabyAI server
 @pytest.mark.parametrize(("name", "rows_before"), [("react", 4), ("speedrunner", 2)])
-def test_a_format_1_run_resumes_to_its_end_paying_nothing(tmp_path: Path, name: str, rows_before: int) -> None:
+def test_a_format_1_run_resumes_to_its_end_paying_nothing(
+    tmp_path: Path, name: str, rows_before: int
+) -> None:
     run_dir = copy(tmp_path, name)
     resolved = (run_dir / "config.resolved.json").read_text()
     proc = run([*RESUME, str(run_dir)], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
     assert checkpoint["completed_batches"] == 2 and checkpoint["metrics_rows"] == 4
-    assert json.loads((FORMAT_1 / name / "checkpoint.json").read_text())["metrics_rows"] == rows_before
+    assert (
+        json.loads((FORMAT_1 / name / "checkpoint.json").read_text())["metrics_rows"] == rows_before
+    )
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "finished" and summary["spent_usd"] == 0.0 and summary["scripted"] is True
+    assert (
+        summary["status"] == "finished"
+        and summary["spent_usd"] == 0.0
+        and summary["scripted"] is True
+    )
     assert (run_dir / "config.resolved.json").read_text() == resolved  # never rewritten
     assert (run_dir / "speedrun.json").is_file()
 
@@ -76,26 +91,49 @@ def test_format_1_runs_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_a_format_1_result_goes_on_the_leaderboard(tmp_path: Path) -> None:
     board = tmp_path / "LEADERBOARD.md"
-    assert main(["leaderboard", "append", str(FORMAT_1 / "react"), "--allow-scripted", "--board", str(board)]) == 0
+    assert (
+        main(
+            [
+                "leaderboard",
+                "append",
+                str(FORMAT_1 / "react"),
+                "--allow-scripted",
+                "--board",
+                str(board),
+            ]
+        )
+        == 0
+    )
     assert "react" in board.read_text()
 
 
-@pytest.mark.parametrize(("run_format", "says"), [
-    (None, "in no run-directory format version (an unreleased draft)"),
-    (0, "in run format 0"),
-])
-def test_a_draft_is_refused_by_resume_naming_who_wrote_it(tmp_path: Path, run_format: object, says: str) -> None:
+@pytest.mark.parametrize(
+    ("run_format", "says"),
+    [
+        (None, "in no run-directory format version (an unreleased draft)"),
+        (0, "in run format 0"),
+    ],
+)
+def test_a_draft_is_refused_by_resume_naming_who_wrote_it(
+    tmp_path: Path, run_format: object, says: str
+) -> None:
     run_dir = draft(tmp_path, run_format)
     version = json.loads((run_dir / "provenance.json").read_text())["packages"]["speedrunner"]
     before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     proc = run([*RESUME, str(run_dir)], timeout=120)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert says in proc.stderr and f"written by speedrunner {version}" in proc.stderr
-    assert "reads run format 1 only. Start a new run" in proc.stderr and "Traceback" not in proc.stderr
-    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before  # nothing touched
+    assert (
+        "reads run format 1 only. Start a new run" in proc.stderr and "Traceback" not in proc.stderr
+    )
+    assert {
+        p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()
+    } == before  # nothing touched
 
 
-def test_a_draft_is_refused_by_report_and_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_draft_is_refused_by_report_and_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = draft(tmp_path)
     assert main(["report", str(run_dir), "--out", str(tmp_path / "report")]) == 2
     err = capsys.readouterr().err

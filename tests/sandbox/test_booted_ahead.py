@@ -21,38 +21,55 @@ from speedrunner.core.skill import SkillCall, Skills
 
 API = "speedrunner.benchmarks.babyai.skill_api"
 REPO = Path(__file__).resolve().parents[2]
-GOOD = 'def forward(env):\n    """Go forward.\n\n    Returns:\n        The observation.\n    """\n    return env.act("go forward")\n'
+GOOD = (
+    'def forward(env):\n    """Go forward.\n\n    Returns:\n        The observation.\n    """\n'
+    '    return env.act("go forward")\n'
+)
 
 
-def test_a_candidate_is_loaded_as_an_episode_loads_it_and_its_error_shows_its_own_frames(tier: str) -> None:
+def test_a_candidate_is_loaded_as_an_episode_loads_it_and_its_error_shows_its_own_frames(
+    tier: str,
+) -> None:
     check = ImportCheck(API, tier)
     try:
         assert check(GOOD) is None
         error = check("def _table():\n    return {}['key']\nTABLE = _table()\n")
         assert error is not None and error.startswith("importing the module failed:\n")
-        assert 'File "codebook.py", line 3, in <module>' in error and 'File "codebook.py", line 2, in _table' in error
+        assert (
+            'File "codebook.py", line 3, in <module>' in error
+            and 'File "codebook.py", line 2, in _table' in error
+        )
         assert error.rstrip().endswith("KeyError: 'key'")
-        assert "speedrunner/" not in error and "Traceback" not in error  # the codebook's frames, not ours
+        # the codebook's frames, not ours
+        assert "speedrunner/" not in error and "Traceback" not in error
         refused = check("import os\n")
         assert refused is not None and "skill code may not import 'os'" in refused
     finally:
         check.close()
 
 
-def test_top_level_code_that_never_ends_is_reported_as_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_top_level_code_that_never_ends_is_reported_as_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(skill_support, "SMOKE_TIMEOUT_S", 1.0)
     check = ImportCheck(API, resolve_tier("auto"))
     try:
         error = check("def _spin():\n    while True:\n        pass\nX = _spin()\n")
-        assert error == "importing the module did not finish within 1 s (top-level code must be cheap)"
+        assert (
+            error == "importing the module did not finish within 1 s (top-level code must be cheap)"
+        )
         assert check(GOOD) is None  # the next check has a sandbox of its own
     finally:
         check.close()
 
 
-def test_the_next_checks_sandbox_is_launched_when_a_check_ends_and_is_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_next_checks_sandbox_is_launched_when_a_check_ends_and_is_fresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     launched: list[object] = []
-    loaded_into: list[tuple[object, int]] = []  # (process, how many were launched when it got its codebook)
+    loaded_into: list[
+        tuple[object, int]
+    ] = []  # (process, how many were launched when it got its codebook)
     launch, load = skill_support.launch_skill_process, skill_support.load_codebook_in
 
     def counting_launch(*args, **kwargs):
@@ -68,7 +85,8 @@ def test_the_next_checks_sandbox_is_launched_when_a_check_ends_and_is_fresh(monk
     check = ImportCheck(API, resolve_tier("auto"))
     try:
         assert check(GOOD) is None
-        assert len(launched) == 2 and launched[1].alive  # the first check's sandbox, and the next one's
+        # the first check's sandbox, and the next one's
+        assert len(launched) == 2 and launched[1].alive
         assert check(GOOD) is None
         # The second check loaded into the sandbox launched when the first ended (nothing was
         # launched for it on its path), and each sandbox got exactly one codebook.
@@ -79,7 +97,9 @@ def test_the_next_checks_sandbox_is_launched_when_a_check_ends_and_is_fresh(monk
     assert not launched[2].alive  # close() ends the one kept ready
 
 
-def test_a_check_off_the_main_thread_keeps_nothing_ready_and_a_killed_ready_one_is_replaced() -> None:
+def test_a_check_off_the_main_thread_keeps_nothing_ready_and_a_killed_ready_one_is_replaced() -> (
+    None
+):
     check = ImportCheck(API, resolve_tier("auto"))
     try:
         results: list[str | None] = []
@@ -87,17 +107,21 @@ def test_a_check_off_the_main_thread_keeps_nothing_ready_and_a_killed_ready_one_
         worker.start()
         worker.join()
         assert results == [None]
-        assert check._ready is None  # a sandbox dies with the thread that launched it: none from a worker
+        # a sandbox dies with the thread that launched it: none from a worker
+        assert check._ready is None
         assert check(GOOD) is None
         ready = check._ready
         assert ready is not None
-        os.kill(ready.pid, signal.SIGKILL)  # killed from outside while it waited (an OOM killer, a user)
+        # killed from outside while it waited (an OOM killer, a user)
+        os.kill(ready.pid, signal.SIGKILL)
         assert check(GOOD) is None
     finally:
         check.close()
 
 
-def test_the_runs_skill_support_stops_what_it_booted_ahead_when_it_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_runs_skill_support_stops_what_it_booted_ahead_when_it_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``build_skill_support``'s ``close()`` (train_cli calls it when the run ends) ends the check's
     ready sandbox and the prepared episode sandboxes."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
@@ -113,7 +137,9 @@ def test_the_runs_skill_support_stops_what_it_booted_ahead_when_it_is_closed(mon
     assert not any(p.alive for p in kept)
 
 
-def test_an_interrupted_check_propagates_and_keeps_no_sandbox_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_check_propagates_and_keeps_no_sandbox_ready(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     launched: list[object] = []
     launch = skill_support.launch_skill_process
 
@@ -129,7 +155,8 @@ def test_an_interrupted_check_propagates_and_keeps_no_sandbox_ready(monkeypatch:
     check = ImportCheck(API, resolve_tier("auto"))
     with pytest.raises(KeyboardInterrupt):
         check(GOOD)
-    assert check._ready is None and len(launched) == 1 and not launched[0].alive  # the run is ending: no new boot
+    # the run is ending: no new boot
+    assert check._ready is None and len(launched) == 1 and not launched[0].alive
 
 
 CODEBOOK = Skills(1, GOOD, {"forward": "forward() -> str"}, API)
@@ -137,9 +164,13 @@ CODEBOOK = Skills(1, GOOD, {"forward": "forward() -> str"}, API)
 
 def _call_forward(runner) -> str:
     """One skill call through ``runner``; the parent's env answers every action."""
-    outcome = runner.call(SkillCall("forward", (), {}), step=lambda action: {"text": f"did {action}", "structured": {},
-                                                                             "done": False},
-                          observation={"text": "start", "structured": {}, "done": False}, max_actions=5, timeout_s=20)
+    outcome = runner.call(
+        SkillCall("forward", (), {}),
+        step=lambda action: {"text": f"did {action}", "structured": {}, "done": False},
+        observation={"text": "start", "structured": {}, "done": False},
+        max_actions=5,
+        timeout_s=20,
+    )
     assert outcome.error is None, outcome.error
     return outcome.returned
 
@@ -151,7 +182,9 @@ def _wait_ready(sandboxes: SkillSandboxes, n: int) -> None:
         time.sleep(0.01)
 
 
-def test_prepared_sandboxes_are_handed_to_episodes_and_outlive_the_thread_that_asked(tier: str) -> None:
+def test_prepared_sandboxes_are_handed_to_episodes_and_outlive_the_thread_that_asked(
+    tier: str,
+) -> None:
     sandboxes = SkillSandboxes(tier, API)
     try:
         asker = threading.Thread(target=sandboxes.prepare, args=(2,))  # a short-lived thread asks
@@ -211,11 +244,13 @@ def test_close_kills_the_prepared_sandboxes_and_later_prepares_launch_nothing() 
 
 
 def test_episodes_that_open_before_their_sandboxes_are_ready_launch_their_own_and_fewer_are_booted(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     launched: list[object] = []
     launch = skill_support.launch_skill_process
 
-    def slow_launch(*args, **kwargs):  # the pool's first boot is still under way when the phase begins
+    # the pool's first boot is still under way when the phase begins
+    def slow_launch(*args, **kwargs):
         time.sleep(0.3)
         launched.append(launch(*args, **kwargs))
         return launched[-1]

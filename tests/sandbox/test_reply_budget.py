@@ -49,7 +49,9 @@ def test_a_line_past_the_values_budget_is_refused_before_it_is_decoded(pipe, mon
     pipe.send({"junk": [0] * 98})  # { [ and 97 commas: 99 separators
     assert pipe.recv(time.monotonic() + 5) == {"junk": [0] * 98} and len(decoded) == 1
     pipe.send({"junk": [0] * 100})  # 101
-    with pytest.raises(ProtocolError, match=r"a message of 101 JSON values .* more than the 100 an honest reply"):
+    with pytest.raises(
+        ProtocolError, match=r"a message of 101 JSON values .* more than the 100 an honest reply"
+    ):
         pipe.recv(time.monotonic() + 5)
     assert len(decoded) == 1  # never decoded
 
@@ -69,14 +71,18 @@ def test_a_returned_value_past_its_values_cap_is_an_error_the_author_sees() -> N
     value, error = check_returned([0] * (MAX_RETURN_VALUES + 1))
     assert value is None and f"the skill returned {MAX_RETURN_VALUES + 1} JSON values" in error
     assert f"the limit is {MAX_RETURN_VALUES}" in error
-    assert check_returned("," * (MAX_RETURN_VALUES + 1))[1] is not None  # commas in strings count too
+    # commas in strings count too
+    assert check_returned("," * (MAX_RETURN_VALUES + 1))[1] is not None
 
 
 def test_env_scratch_past_its_values_cap_keeps_the_scratch_before() -> None:
     grid = {"grid": [[0] * 40 for _ in range(40)]}  # a small map as lists of numbers
     assert check_scratch(grid) == (grid, None)
     kept, error = check_scratch({"k": [0] * MAX_SCRATCH_VALUES})
-    assert kept == {} and f"more than {MAX_SCRATCH_VALUES}; the scratch of the call before was kept" in error
+    assert (
+        kept == {}
+        and f"more than {MAX_SCRATCH_VALUES}; the scratch of the call before was kept" in error
+    )
 
 
 def test_prints_and_errors_are_cut_to_their_values_budget() -> None:
@@ -85,13 +91,14 @@ def test_prints_and_errors_are_cut_to_their_values_budget() -> None:
     assert rec.write("a," * 3000) == 6000  # all of it "written", as for the print budget
     rec.write("more, [and] {more}")
     prints = rec.finish()["prints"]
-    assert separators(prints) <= MAX_PRINT_VALUES + 1 and prints.startswith("a,a,")  # +1: the note's "["
+    # +1: the note's "["
+    assert separators(prints) <= MAX_PRINT_VALUES + 1 and prints.startswith("a,a,")
     assert "not kept]" in prints
     line = exception_line(ValueError("," * 10_000))
     assert line.startswith("ValueError: ,") and separators(line) == MAX_ERROR_VALUES
 
 
-CODEBOOK = '''
+CODEBOOK = """
 def fill(env, calls, width, returned):
     for _ in range(calls):
         step(env, [0] * width, k=[1] * width)
@@ -116,7 +123,7 @@ def oops(env):
 
 def fails(env):
     raise ValueError("{[," * 5000)
-'''
+"""
 
 
 @pytest.fixture
@@ -130,15 +137,21 @@ def test_an_honest_call_at_every_cap_is_accepted(honest) -> None:
     """Past the nodes recorded, each recorded value's items, the tree's values, the prints' and an
     error's separators, and with a returned value and a scratch at their caps: nothing refused."""
     outcome = call(honest, "fill", MAX_NODES + 20, 100, MAX_RETURN_VALUES, max_actions=1000)
-    assert "sandbox_violation" not in outcome.tree and outcome.error is None, outcome.tree.get("sandbox_violation")
+    assert "sandbox_violation" not in outcome.tree and outcome.error is None, outcome.tree.get(
+        "sandbox_violation"
+    )
     assert outcome.returned == [0] * MAX_RETURN_VALUES
     assert outcome.tree["calls_dropped"] > 0 and len(outcome.tree["calls"]) == MAX_NODES - 1
     assert honest.episode_scratch == {"grid": [[0] * 40 for _ in range(40)]}
     failed = call(honest, "fails")
     assert "sandbox_violation" not in failed.tree and "ValueError: {[,{[," in failed.error
     assert separators(failed.error) <= MAX_ERROR_VALUES
-    missing = call(honest, "no_such_skill", [0] * 5000, k=[0] * 3000)  # sent back whole as the root's
-    assert "sandbox_violation" not in missing.tree and "no skill named 'no_such_skill'" in missing.error
+    # sent back whole as the root's
+    missing = call(honest, "no_such_skill", [0] * 5000, k=[0] * 3000)
+    assert (
+        "sandbox_violation" not in missing.tree
+        and "no skill named 'no_such_skill'" in missing.error
+    )
     assert honest.violations == 0
     assert separators(json.dumps(outcome.tree)) < reply_values(1000)
 
@@ -151,9 +164,16 @@ def test_the_skill_api_view_states_the_caps_a_skill_author_can_hit() -> None:
     from tests.codebook.test_api_view import api_module, support_for
 
     config = ASIConfig()
-    view = render_api_view(api_module("babyai"), codebook_rules(support_for("babyai", None), config), config,
-                           example=None)
+    view = render_api_view(
+        api_module("babyai"),
+        codebook_rules(support_for("babyai", None), config),
+        config,
+        example=None,
+    )
     assert f"keeps at most {MAX_SCRATCH_CHARS} characters of JSON" in view
     assert f"with at most {MAX_SCRATCH_VALUES} JSON values" in view
-    assert f"at most {MAX_RETURN_BYTES} characters of JSON with at most {MAX_RETURN_VALUES} JSON values" in view
+    assert (
+        f"at most {MAX_RETURN_BYTES} characters of JSON "
+        f"with at most {MAX_RETURN_VALUES} JSON values" in view
+    )
     assert f"has at most {MAX_ACTION_CHARS} characters" in view

@@ -135,7 +135,7 @@ def legitimate_uses(env):
     p = point(1)
     return [wrapper.__name__, wrapper.__doc__, [f.name for f in dataclasses.fields(p)], dataclasses.asdict(p),
             isinstance(point, type), type(p).__name__, len(functools.WRAPPER_ASSIGNMENTS)]
-'''
+'''  # noqa: E501 (skill source, kept byte for byte)
 
 REFUSED = [
     ("namespace_hook", "make_dataclass(..., namespace=...) is not allowed"),
@@ -166,13 +166,15 @@ def escapes(tier):
 def test_each_way_out_is_refused_with_a_reason(escapes, skill, message) -> None:
     outcome = call(escapes, skill)
     assert outcome.stopped_by == "error" and outcome.error is not None
-    assert ("SkillCodeError" in outcome.error or "ImportError" in outcome.error) and message in outcome.error, \
-        outcome.error
+    assert (
+        "SkillCodeError" in outcome.error or "ImportError" in outcome.error
+    ) and message in outcome.error, outcome.error
     still_works(escapes)
 
 
 def test_type_still_answers_what_skill_code_asks_of_it(escapes) -> None:
-    """``type(x)`` and ``isinstance(c, type)`` as usual; the metaclass it answers is the checked one."""
+    """``type(x)`` and ``isinstance(c, type)`` as usual; the metaclass it answers is the checked
+    one."""
     assert call(escapes, "real_type_through_type").returned == [True, True, True, True]
 
 

@@ -27,7 +27,10 @@ class Unavailable(Exception):
 def why_unavailable() -> str | None:
     missing = [b for b in BINARIES if shutil.which(b) is None]
     if missing:
-        return f"SLURM or munge is not installed ({', '.join(missing)} missing): apt-get install slurm-wlm munge"
+        return (
+            f"SLURM or munge is not installed ({', '.join(missing)} missing): "
+            "apt-get install slurm-wlm munge"
+        )
     if os.geteuid() != 0:
         return "starting slurmd and munged needs root"
     if not MUNGE_KEY.exists():
@@ -48,10 +51,12 @@ class Cluster:
     pids: list[int]
 
     def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(list(args), env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            list(args), env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def stop(self) -> None:
-        if len(self.pids) == 3:        # slurmctld answers: cancel what is still queued
+        if len(self.pids) == 3:  # slurmctld answers: cancel what is still queued
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 self.run("scancel", "--user=root", timeout=30)
         for pid in reversed(self.pids):
@@ -104,9 +109,19 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
     env = {**os.environ, "SLURM_CONF": str(conf)}
     cluster = Cluster(root, env, [])
     try:
-        _daemon(["munged", f"--socket={munge_socket}", f"--pid-file={root}/munge/munged.pid",
-                 f"--log-file={root}/log/munged.log", f"--seed-file={root}/munge/seed", "-f"],
-                env, root / "munge" / "munged.pid", cluster)
+        _daemon(
+            [
+                "munged",
+                f"--socket={munge_socket}",
+                f"--pid-file={root}/munge/munged.pid",
+                f"--log-file={root}/log/munged.log",
+                f"--seed-file={root}/munge/seed",
+                "-f",
+            ],
+            env,
+            root / "munge" / "munged.pid",
+            cluster,
+        )
         _daemon(["slurmctld", "-f", str(conf)], env, root / "run" / "slurmctld.pid", cluster)
         _daemon(["slurmd", "-f", str(conf)], env, root / "run" / "slurmd.pid", cluster)
         deadline = time.monotonic() + 30
@@ -116,11 +131,14 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             if state in ("idle", "mixed", "allocated"):
                 return cluster
             time.sleep(0.5)
-        logs = "\n".join((root / "log" / f).read_text()[-1500:] for f in ("slurmctld.log", "slurmd.log")
-                         if (root / "log" / f).exists())
+        logs = "\n".join(
+            (root / "log" / f).read_text()[-1500:]
+            for f in ("slurmctld.log", "slurmd.log")
+            if (root / "log" / f).exists()
+        )
         raise Unavailable(f"the test SLURM cluster did not come up (sinfo: {state!r}):\n{logs}")
     except BaseException:
-        cluster.stop()                 # never leave a half-started cluster's daemons behind
+        cluster.stop()  # never leave a half-started cluster's daemons behind
         raise
 
 
@@ -132,8 +150,10 @@ def _daemon(cmd: list[str], env: dict[str, str], pid_file: Path, cluster: Cluste
     except (OSError, subprocess.TimeoutExpired) as e:
         raise Unavailable(f"{cmd[0]} did not start: {e}") from e
     if proc.returncode != 0:
-        raise Unavailable(f"{cmd[0]} did not start (exit {proc.returncode}): "
-                          f"{(proc.stderr or proc.stdout).strip()[-1500:]}")
+        raise Unavailable(
+            f"{cmd[0]} did not start (exit {proc.returncode}): "
+            f"{(proc.stderr or proc.stdout).strip()[-1500:]}"
+        )
     deadline = time.monotonic() + 10
     while not pid_file.exists() or not pid_file.read_text().strip():
         if time.monotonic() > deadline:

@@ -30,16 +30,19 @@ def save_trajectory(run_dir: Path, trajectory: Trajectory) -> Path:
 MAX_TRAJECTORY_BYTES = 256 * 1024 * 1024
 """Largest episode file read back. A real one stays far below (tens of MB at most): the sandbox
 bounds each call tree, an episode keeps at most 2,000,000 characters of tree annotations, and the
-rest is one observation per action and one answer per LLM call. A larger file (a runaway writer, a planted file) is refused without being
-read, so it cannot take the parent's memory (JSON costs several times its size in objects)."""
+rest is one observation per action and one answer per LLM call. A larger file (a runaway writer,
+a planted file) is refused without being read, so it cannot take the parent's memory (JSON costs
+several times its size in objects)."""
 
 
 def load_trajectory(path: Path) -> Trajectory:
     """The stored episode; ``CorruptTrajectory`` (with the reason) if the file is not one."""
     size = path.stat().st_size
     if size > MAX_TRAJECTORY_BYTES:
-        raise CorruptTrajectory(f"{path}: {size} bytes, more than an episode file may have "
-                                f"({MAX_TRAJECTORY_BYTES}); not read")
+        raise CorruptTrajectory(
+            f"{path}: {size} bytes, more than an episode file may have "
+            f"({MAX_TRAJECTORY_BYTES}); not read"
+        )
     try:
         data = json.loads(path.read_text("utf-8"))
     except (ValueError, RecursionError, MemoryError) as e:  # JSONDecodeError, UnicodeDecodeError
@@ -59,7 +62,10 @@ def quarantine(path: Path, reason: str) -> Path:
         n += 1
         target = path.with_name(f"{path.name}.corrupt{n}")
     path.rename(target)
-    print(f"speedrunner: {reason}; moved it to {target.name} and playing the episode again", file=sys.stderr)
+    print(
+        f"speedrunner: {reason}; moved it to {target.name} and playing the episode again",
+        file=sys.stderr,
+    )
     return target
 
 

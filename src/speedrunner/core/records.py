@@ -14,10 +14,29 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-__all__ = ["SUMMARY_FILE", "EvalEpisode", "EvalPoint", "EvalRow", "FinalEval", "FormatCounts",
-           "MetricsRow", "RecordError", "RunStatus", "RunSummary", "SandboxViolations", "Spending",
-           "SuccessByTask", "SummaryError", "TokenCounts", "TrainingTotals", "Unaccounted", "dump_row",
-           "read_summary", "stored_summary", "validate_rows"]
+__all__ = [
+    "SUMMARY_FILE",
+    "EvalEpisode",
+    "EvalPoint",
+    "EvalRow",
+    "FinalEval",
+    "FormatCounts",
+    "MetricsRow",
+    "RecordError",
+    "RunStatus",
+    "RunSummary",
+    "SandboxViolations",
+    "Spending",
+    "SuccessByTask",
+    "SummaryError",
+    "TokenCounts",
+    "TrainingTotals",
+    "Unaccounted",
+    "dump_row",
+    "read_summary",
+    "stored_summary",
+    "validate_rows",
+]
 
 SUMMARY_FILE = "summary.json"
 RunStatus = Literal["running", "finished", "interrupted", "failed", "budget_reached"]
@@ -55,31 +74,56 @@ class MetricsRow(_Row):
     llm_calls: int = Field(description="Actor LLM calls in the episode.")
     env_actions: int = Field(description="Primitive environment actions taken.")
     tokens: TokenCounts = Field(description="The episode's actor tokens.")
-    sleep_output_tokens_share: float = Field(description="The batch's sleep output tokens over its episodes.")
-    sleep_llm_calls_share: float = Field(description="The batch's sleep LLM calls over its episodes.")
-    cost_episode_usd: Real | None = Field(description="The episode's own dollars; None if unpriced.")
-    cost_sleep_share_usd: Real | None = Field(description="Its share of the sleep's dollars; None if unpriced.")
-    cost_usd: Real | None = Field(description="Episode plus sleep share; None if either is unknown.")
+    sleep_output_tokens_share: float = Field(
+        description="The batch's sleep output tokens over its episodes."
+    )
+    sleep_llm_calls_share: float = Field(
+        description="The batch's sleep LLM calls over its episodes."
+    )
+    cost_episode_usd: Real | None = Field(
+        description="The episode's own dollars; None if unpriced."
+    )
+    cost_sleep_share_usd: Real | None = Field(
+        description="Its share of the sleep's dollars; None if unpriced."
+    )
+    cost_usd: Real | None = Field(
+        description="Episode plus sleep share; None if either is unknown."
+    )
     wall_time_s: float = Field(description="Wall time of the episode, seconds.")
     scripted: bool = Field(description="Played by the scripted provider: no LLM.")
     skill_calls: int = Field(description="Skill calls the actor made.")
     skill_actions: int = Field(description="Environment actions taken inside skill calls.")
     dynamic_call_depth: int = Field(description="Deepest skill call tree seen at run time.")
     within_2_llm_calls: bool = Field(description="Ended by itself in at most two actor LLM calls.")
-    library_public_functions: int | None = Field(description="Public functions in the skill library.")
-    library_private_functions: int | None = Field(description="Private (helper) functions in the library.")
-    static_call_depth: int | None = Field(description="Longest call chain of the library's call graph.")
-    call_graph_density: Real | None = Field(description="Edges over possible edges of the call graph.")
-    skill_api_tokens: int | None = Field(description="Estimated tokens of the skill API in the actor prompt.")
-    skill_api_chars: int | None = Field(description="Characters of the skill API in the actor prompt.")
+    library_public_functions: int | None = Field(
+        description="Public functions in the skill library."
+    )
+    library_private_functions: int | None = Field(
+        description="Private (helper) functions in the library."
+    )
+    static_call_depth: int | None = Field(
+        description="Longest call chain of the library's call graph."
+    )
+    call_graph_density: Real | None = Field(
+        description="Edges over possible edges of the call graph."
+    )
+    skill_api_tokens: int | None = Field(
+        description="Estimated tokens of the skill API in the actor prompt."
+    )
+    skill_api_chars: int | None = Field(
+        description="Characters of the skill API in the actor prompt."
+    )
     cap_hits: dict[str, int] = Field(description="Episode cap hits by cap name.")
     sleep_cap_hits: dict[str, int] = Field(description="The batch's sleep cap hits by cap name.")
     sandbox_violations: int = Field(description="Skill calls the sandbox stopped.")
     actor_turns: dict[str, int] = Field(description="Actor turns by answer format and effect.")
     run_spent_usd: Real | None = Field(
-        default=None, description="The run's spend after the batch; written only with a spending cap.")
+        default=None,
+        description="The run's spend after the batch; written only with a spending cap.",
+    )
     max_cost_usd: Real | None = Field(
-        default=None, description="The run's spending cap; written only with a spending cap.")
+        default=None, description="The run's spending cap; written only with a spending cap."
+    )
 
 
 class EvalEpisode(_Row):
@@ -121,31 +165,61 @@ class EvalRow(_Row):
     progress_mean: float = Field(description="Mean progress over the episodes.")
     llm_calls_mean: float = Field(description="Mean actor LLM calls per episode.")
     output_tokens_mean: float = Field(description="Mean actor output tokens per episode.")
-    cost_mean_usd: float | None = Field(description="Mean dollars per episode; None if any is unpriced.")
+    cost_mean_usd: float | None = Field(
+        description="Mean dollars per episode; None if any is unpriced."
+    )
     per_episode: list[EvalEpisode] = Field(description="Every episode of the evaluation.")
     cap_hits: dict[str, int] = Field(description="Skill cap hits over the episodes.")
     scripted: bool = Field(description="Played by the scripted provider: no LLM.")
     wall_time_s: float = Field(description="Wall time of the evaluation, seconds.")
     skill_calls_mean: float = Field(description="Mean skill calls per episode.")
-    actions_per_skill_call: float | None = Field(description="Actions per skill call; None without calls.")
+    actions_per_skill_call: float | None = Field(
+        description="Actions per skill call; None without calls."
+    )
     dynamic_call_depth_max: int = Field(description="Deepest skill call tree over the episodes.")
-    within_2_llm_calls_share: float = Field(description="Share ended by itself within two LLM calls.")
-    library_public_functions: int | None = Field(description="Public functions in the skill library.")
-    library_private_functions: int | None = Field(description="Private (helper) functions in the library.")
-    static_call_depth: int | None = Field(description="Longest call chain of the library's call graph.")
-    call_graph_density: Real | None = Field(description="Edges over possible edges of the call graph.")
-    skill_api_tokens: int | None = Field(description="Estimated tokens of the skill API in the actor prompt.")
-    skill_api_chars: int | None = Field(description="Characters of the skill API in the actor prompt.")
+    within_2_llm_calls_share: float = Field(
+        description="Share ended by itself within two LLM calls."
+    )
+    library_public_functions: int | None = Field(
+        description="Public functions in the skill library."
+    )
+    library_private_functions: int | None = Field(
+        description="Private (helper) functions in the library."
+    )
+    static_call_depth: int | None = Field(
+        description="Longest call chain of the library's call graph."
+    )
+    call_graph_density: Real | None = Field(
+        description="Edges over possible edges of the call graph."
+    )
+    skill_api_tokens: int | None = Field(
+        description="Estimated tokens of the skill API in the actor prompt."
+    )
+    skill_api_chars: int | None = Field(
+        description="Characters of the skill API in the actor prompt."
+    )
     success_by_task: SuccessByTask | None = Field(
-        default=None, description="Per-task success; written only when several tasks were evaluated.")
+        default=None,
+        description="Per-task success; written only when several tasks were evaluated.",
+    )
     benchmark_metrics: dict[str, Any] | None = Field(
-        default=None, description="The benchmark's own metrics (e.g. Crafter's score); written if any.")
+        default=None,
+        description="The benchmark's own metrics (e.g. Crafter's score); written if any.",
+    )
 
 
-FinalEval = create_model(  # one declaration of the eval fields: EvalRow's, per-episode list left out
-    "FinalEval", __base__=_Row, __doc__="summary.json's last evaluation: its eval.jsonl row without "
-    "``per_episode``.", **{name: (f.annotation, f) for name, f in EvalRow.model_fields.items()
-                          if name != "per_episode"})
+FinalEval = (
+    create_model(  # one declaration of the eval fields: EvalRow's, per-episode list left out
+        "FinalEval",
+        __base__=_Row,
+        __doc__="summary.json's last evaluation: its eval.jsonl row without ``per_episode``.",
+        **{
+            name: (f.annotation, f)
+            for name, f in EvalRow.model_fields.items()
+            if name != "per_episode"
+        },
+    )
+)
 
 
 class EvalPoint(_Row):
@@ -154,9 +228,12 @@ class EvalPoint(_Row):
     rollout: int = Field(description="Training episodes played before this evaluation.")
     success_mean: float = Field(description="Mean success over the episodes.")
     progress_mean: float = Field(description="Mean progress over the episodes.")
-    cost_mean_usd: float | None = Field(description="Mean dollars per episode; None if any is unpriced.")
+    cost_mean_usd: float | None = Field(
+        description="Mean dollars per episode; None if any is unpriced."
+    )
     benchmark_metrics: dict[str, Any] | None = Field(
-        description="The benchmark's own metrics (e.g. Crafter's score); None if it has none.")
+        description="The benchmark's own metrics (e.g. Crafter's score); None if it has none."
+    )
 
 
 class TrainingTotals(_Row):
@@ -166,29 +243,48 @@ class TrainingTotals(_Row):
     successes: int = Field(description="Training episodes that reached their goal.")
     llm_calls: int = Field(description="LLM calls of training episodes and sleep phases.")
     output_tokens: int = Field(description="Output tokens of training episodes and sleep phases.")
-    cost_usd: Real | None = Field(description="Dollars of training episodes and sleep phases; None if unpriced.")
+    cost_usd: Real | None = Field(
+        description="Dollars of training episodes and sleep phases; None if unpriced."
+    )
     episode_and_sleep_time_s: float = Field(
-        description="Sum of episode and sleep durations; above elapsed_s when episodes run in parallel.")
+        description=(
+            "Sum of episode and sleep durations; above elapsed_s when episodes run in parallel."
+        )
+    )
 
 
 class Unaccounted(_Row):
     """summary.json's ``unaccounted``: requests on the wire when a process was killed."""
 
-    calls_in_flight_at_kills: int = Field(description="Requests found in flight at kills, over the run's life.")
-    max_usd: Real | None = Field(description="Their worst-case dollars; None if a price is unknown.")
-    note: str | None = Field(default=None, description="What max_usd counts; written once the run has a cache.")
+    calls_in_flight_at_kills: int = Field(
+        description="Requests found in flight at kills, over the run's life."
+    )
+    max_usd: Real | None = Field(
+        description="Their worst-case dollars; None if a price is unknown."
+    )
+    note: str | None = Field(
+        default=None, description="What max_usd counts; written once the run has a cache."
+    )
 
 
 class Spending(_Row):
     """summary.json's ``spending``: the spend against the caps (written only with a cap)."""
 
-    spent_usd: Real | None = Field(description="The run's spend (the same figure as the top-level spent_usd).")
+    spent_usd: Real | None = Field(
+        description="The run's spend (the same figure as the top-level spent_usd)."
+    )
     max_cost_usd: Real | None = Field(description="The run's spending cap (run.max_cost_usd).")
     reached: bool = Field(description="A cap stopped the run.")
-    in_flight_usd: Real | None = Field(description="Worst case of calls on the wire when written, under a cap.")
-    over_reservation_usd: Real = Field(description="What replies cost beyond their worst case (last process).")
+    in_flight_usd: Real | None = Field(
+        description="Worst case of calls on the wire when written, under a cap."
+    )
+    over_reservation_usd: Real = Field(
+        description="What replies cost beyond their worst case (last process)."
+    )
     sweep_max_cost_usd: Real | None = Field(
-        default=None, description="The sweep's spending cap; written only for a run of a capped sweep.")
+        default=None,
+        description="The sweep's spending cap; written only for a run of a capped sweep.",
+    )
 
 
 class FormatCounts(_Row):
@@ -201,8 +297,12 @@ class FormatCounts(_Row):
     truncated: int = Field(description="Cut at max_tokens.")
     dropped_calls: int = Field(description="Tool calls written after a turn's first.")
     acted: int | None = Field(default=None, description="Turns that made the env act; actor only.")
-    refused: int | None = Field(default=None, description="Turns after which nothing ran; actor only.")
-    skill_calls: int | None = Field(default=None, description="Turns that called a skill; actor only.")
+    refused: int | None = Field(
+        default=None, description="Turns after which nothing ran; actor only."
+    )
+    skill_calls: int | None = Field(
+        default=None, description="Turns that called a skill; actor only."
+    )
 
 
 class SandboxViolations(_Row):
@@ -226,29 +326,53 @@ class RunSummary(_Row):
     model: str = Field(description="The actor model's name (scripted for the scripted provider).")
     scripted: bool = Field(description="Played by the scripted provider: no LLM.")
     note: str | None = Field(description="The scripted model's warning; None for a model.")
-    status: RunStatus = Field(description="running, finished, interrupted, budget_reached or failed.")
-    status_reason: str | None = Field(description="Ctrl-C, SIGTERM, the cap's message or the error; None if none.")
+    status: RunStatus = Field(
+        description="running, finished, interrupted, budget_reached or failed."
+    )
+    status_reason: str | None = Field(
+        description="Ctrl-C, SIGTERM, the cap's message or the error; None if none."
+    )
     started_at: str = Field(description="When the run first started (ISO 8601, UTC).")
     ended_at: str | None = Field(description="When it stopped (ISO 8601, UTC); None while running.")
-    elapsed_s: Real = Field(description="Real time of every process on the run, to its last checkpoint.")
-    spent_usd: Real | None = Field(description="Dollars of every LLM call of the run; None if a price is unknown.")
+    elapsed_s: Real = Field(
+        description="Real time of every process on the run, to its last checkpoint."
+    )
+    spent_usd: Real | None = Field(
+        description="Dollars of every LLM call of the run; None if a price is unknown."
+    )
     unknown_spend_usd: Real = Field(
-        description="Worst case of attempts that may have been billed with no answer seen; not in spent_usd.")
+        description=(
+            "Worst case of attempts that may have been billed with no answer seen; "
+            "not in spent_usd."
+        )
+    )
     training: TrainingTotals = Field(description="The last checkpoint's training totals.")
     knowledge_version: int = Field(description="The knowledge generation reached.")
     eval: list[EvalPoint] = Field(description="The evaluation points so far.")
-    final_eval: FinalEval | None = Field(description="The last evaluation of a finished run; None before.")  # type: ignore[valid-type]
-    speedrun_reached_at: int | None = Field(description="Rollout the speedrun target was reached at; None if not.")
+    final_eval: FinalEval | None = Field(  # type: ignore[valid-type]
+        description="The last evaluation of a finished run; None before."
+    )
+    speedrun_reached_at: int | None = Field(
+        description="Rollout the speedrun target was reached at; None if not."
+    )
     unaccounted: Unaccounted = Field(description="Calls in flight when a process was killed.")
     spending: Spending | None = Field(description="The spend against the caps; None without a cap.")
     env_restarts: int = Field(description="Environment server restarts.")
     format: dict[str, FormatCounts] = Field(description="How answers were read, per role.")
-    actor_warning: str | None = Field(description="The warning for an actor that mostly did nothing; None if fine.")
+    actor_warning: str | None = Field(
+        description="The warning for an actor that mostly did nothing; None if fine."
+    )
     cap_hits: dict[str, int] = Field(description="Training and sleep cap hits by cap name.")
     eval_cap_hits: dict[str, int] = Field(description="Evaluation skill cap hits by cap name.")
-    sandbox_tier: str | None = Field(description="Where LLM-written code ran; None for methods without any.")
-    isolation: str | None = Field(description="A WEAK ISOLATION note under the rlimits tier; None otherwise.")
-    sandbox_violations: SandboxViolations = Field(description="Sandbox protocol violations by place.")
+    sandbox_tier: str | None = Field(
+        description="Where LLM-written code ran; None for methods without any."
+    )
+    isolation: str | None = Field(
+        description="A WEAK ISOLATION note under the rlimits tier; None otherwise."
+    )
+    sandbox_violations: SandboxViolations = Field(
+        description="Sandbox protocol violations by place."
+    )
 
 
 class RecordError(ValueError):
@@ -266,10 +390,13 @@ def validate_rows(model: type[R], rows: list[dict[str, Any]], source: Path | str
         try:
             out.append(model.model_validate(row))
         except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'row'}: {err['msg']}"
-                                 for err in e.errors()[:3])
-            raise RecordError(f"{source} row {line} is not a {model.__name__} row ({problems}); "
-                              "the file is damaged or was written by another run format") from None
+            problems = "; ".join(
+                f"{'.'.join(map(str, err['loc'])) or 'row'}: {err['msg']}" for err in e.errors()[:3]
+            )
+            raise RecordError(
+                f"{source} row {line} is not a {model.__name__} row ({problems}); "
+                "the file is damaged or was written by another run format"
+            ) from None
     return out
 
 
@@ -291,20 +418,28 @@ def stored_summary(run_dir: Path) -> RunSummary | None:
 
 
 def read_summary(run_dir: Path) -> RunSummary:
-    """``run_dir``'s summary.json; missing or malformed is a :class:`SummaryError` naming the file."""
+    """``run_dir``'s summary.json; missing or malformed is a :class:`SummaryError` naming the
+    file."""
     path = run_dir / SUMMARY_FILE
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        raise SummaryError(f"{path} is missing: the run was killed before it wrote its first summary, "
-                           "or this is not a run directory; resume the run (--resume) to write it") from None
+        raise SummaryError(
+            f"{path} is missing: the run was killed before it wrote its first summary, "
+            "or this is not a run directory; resume the run (--resume) to write it"
+        ) from None
     except (OSError, ValueError, RecursionError) as e:
-        raise SummaryError(f"{path} cannot be read ({e}); the file is damaged: resume the run "
-                           "(--resume), which rewrites it from the run's checkpoint") from None
+        raise SummaryError(
+            f"{path} cannot be read ({e}); the file is damaged: resume the run "
+            "(--resume), which rewrites it from the run's checkpoint"
+        ) from None
     try:
         return RunSummary.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'summary'}: {err['msg']}"
-                             for err in e.errors()[:3])
-        raise SummaryError(f"{path} is not a run summary ({problems}); the file is damaged or was written "
-                           "by another run format: resume the run (--resume) to rewrite it") from None
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or 'summary'}: {err['msg']}" for err in e.errors()[:3]
+        )
+        raise SummaryError(
+            f"{path} is not a run summary ({problems}); the file is damaged or was written "
+            "by another run format: resume the run (--resume) to rewrite it"
+        ) from None

@@ -51,8 +51,10 @@ def report_inputs(given: list[str]) -> ReportInputs:
     for text in given:
         path = Path(text)
         if path.is_file() and path.suffix in (".yaml", ".yml") and not is_sweep_file(path):
-            raise ReportInputError(f"{path} is a YAML file but not a sweep file (it has no configs:); "
-                                   "pass a sweep file, a run directory, or a folder holding run directories")
+            raise ReportInputError(
+                f"{path} is a YAML file but not a sweep file (it has no configs:); "
+                "pass a sweep file, a run directory, or a folder holding run directories"
+            )
         if not is_sweep_file(path):
             inputs.paths.append(path)
             continue
@@ -62,8 +64,11 @@ def report_inputs(given: list[str]) -> ReportInputs:
             raise ReportInputError(_none_started(sweep))
         missing = len(sweep.runs) - len(started)
         if missing:
-            inputs.notes.append(f"sweep {sweep.spec.name}: reporting {len(started)} of its {len(sweep.runs)} runs; "
-                                f"{missing} have not started (`speedrunner sweep {shlex.quote(str(path))}` runs them)")
+            inputs.notes.append(
+                f"sweep {sweep.spec.name}: reporting {len(started)} of its {len(sweep.runs)} runs; "
+                f"{missing} have not started "
+                f"(`speedrunner sweep {shlex.quote(str(path))}` runs them)"
+            )
         inputs.paths.extend(started)
         inputs.default_out = sweep.runs[0].log_file.parent.parent / "report"
         sweeps += 1
@@ -74,6 +79,9 @@ def report_inputs(given: list[str]) -> ReportInputs:
 
 def _none_started(sweep: Sweep) -> str:
     roots = sorted({str(r.run_dir.parents[3]) for r in sweep.runs})
-    return (f"sweep {sweep.spec.name} ({sweep.path}): none of its {len(sweep.runs)} runs has started (no run "
-            f"directory under {', '.join(roots)}); run `speedrunner sweep {shlex.quote(str(sweep.path))}` first, "
-            "from the directory you will report from (a relative output_root is relative to it)")
+    return (
+        f"sweep {sweep.spec.name} ({sweep.path}): none of its {len(sweep.runs)} runs has started "
+        f"(no run directory under {', '.join(roots)}); "
+        f"run `speedrunner sweep {shlex.quote(str(sweep.path))}` first, "
+        "from the directory you will report from (a relative output_root is relative to it)"
+    )

@@ -1,4 +1,5 @@
-"""What the runs of one sweep on one machine share: their benchmarks' services and the LLM slot directory.
+"""What the runs of one sweep on one machine share: their benchmarks' services and the LLM slot
+directory.
 
 Services: a benchmark may declare one (``BenchmarkSpec.sweep_service``), e.g. BabyAI's one
 env server for all the machine's runs that would each start their own.

@@ -48,7 +48,8 @@ class Progress:
     scripted: bool = False
     fake: bool = False
     written_at: float = 0.0
-    """summary.json's modification time (0: none): one older than the run's start is an earlier attempt's."""
+    """summary.json's modification time (0: none): one older than the run's start is an earlier
+    attempt's."""
 
     def line(self) -> str:
         planned = "?" if self.planned is None else str(self.planned)
@@ -79,14 +80,27 @@ def read_progress(run: SweepRun, logs: CallLogs) -> Progress:
     summary_path = run.run_dir / SUMMARY_FILE
     summary, status = _summary(run.run_dir)
     checkpoint = _json(run.run_dir / "checkpoint.json")
-    episodes = max(0 if summary is None else summary.training.episodes, _count(checkpoint.get("totals"), "episodes"))
+    episodes = max(
+        0 if summary is None else summary.training.episodes,
+        _count(checkpoint.get("totals"), "episodes"),
+    )
     if summary is None:
-        return Progress(status=status, episodes=episodes, planned=run.rollouts,
-                        spent_usd=logs.spent(run.run_dir / "llm_calls.jsonl"))
+        return Progress(
+            status=status,
+            episodes=episodes,
+            planned=run.rollouts,
+            spent_usd=logs.spent(run.run_dir / "llm_calls.jsonl"),
+        )
     spent_usd = None if summary.spent_usd is None else float(summary.spent_usd)
-    return Progress(status=status, episodes=episodes, planned=run.rollouts, spent_usd=spent_usd,
-                    scripted=summary.scripted, fake=summary.model.startswith("fake-"),
-                    written_at=_mtime(summary_path))
+    return Progress(
+        status=status,
+        episodes=episodes,
+        planned=run.rollouts,
+        spent_usd=spent_usd,
+        scripted=summary.scripted,
+        fake=summary.model.startswith("fake-"),
+        written_at=_mtime(summary_path),
+    )
 
 
 def _summary(run_dir: Path) -> tuple[RunSummary | None, str]:
@@ -121,9 +135,16 @@ class Watch:
     ``say``, so the lines of threads never interleave.
     """
 
-    def __init__(self, runs: list[SweepRun], *, every_s: float | None = STATUS_EVERY_S,
-                 cap_usd: float | None = None, out: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic, ends_from_disk: bool = False) -> None:
+    def __init__(
+        self,
+        runs: list[SweepRun],
+        *,
+        every_s: float | None = STATUS_EVERY_S,
+        cap_usd: float | None = None,
+        out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        ends_from_disk: bool = False,
+    ) -> None:
         self.runs = runs
         self.every_s = every_s if every_s and every_s > 0 else None
         self.cap_usd = cap_usd
@@ -141,7 +162,8 @@ class Watch:
         self._thread: threading.Thread | None = None
         self._ends_from_disk = ends_from_disk
         self._since: dict[str, float] = {}
-        """Wall time each run was queued or started, to tell its new summary.json from an older one's."""
+        """Wall time each run was queued or started, to tell its new summary.json from an older
+        one's."""
 
     def say(self, text: str) -> None:
         with self._lock:
@@ -185,7 +207,11 @@ class Watch:
     def check_queued(self) -> None:
         """Announce each queued run whose log grew since it was queued: its task has begun."""
         with self._lock:
-            grown = [(run, action) for run, action, size in self._queued.values() if _size(run.log_file) > size]
+            grown = [
+                (run, action)
+                for run, action, size in self._queued.values()
+                if _size(run.log_file) > size
+            ]
         for run, action in grown:
             self.started(run, action, "on a worker")
         if self._ends_from_disk:
@@ -219,24 +245,38 @@ class Watch:
         self._last_block, self._last_at = body, now
         return f"status at {self.elapsed():.0f} s: {body}"
 
-    def _block(self, running: list[tuple[SweepRun, float]], queued: list[SweepRun], ended: int,
-               progress: dict[str, Progress]) -> str:
+    def _block(
+        self,
+        running: list[tuple[SweepRun, float]],
+        queued: list[SweepRun],
+        ended: int,
+        progress: dict[str, Progress],
+    ) -> str:
         done = sum(p.episodes for p in progress.values())
         plans = [p.planned for p in progress.values()]
-        planned = "?" if any(p is None for p in plans) else str(sum(p for p in plans if p is not None))
+        planned = (
+            "?" if any(p is None for p in plans) else str(sum(p for p in plans if p is not None))
+        )
         spent = [p.spent_usd for p in progress.values()]
         total = None if any(s is None for s in spent) else sum(s for s in spent if s is not None)
         cap = "" if self.cap_usd is None else f" of the sweep's ${self.cap_usd:.2f} cap"
         waiting = len(self.runs) - len(running) - ended
-        head = (f"{len(running)} running, {ended} ended, {waiting} waiting"
-                f"{f' ({len(queued)} queued)' if queued else ''}; "
-                f"sweep: {done}/{planned} episodes, spent {usd(total)}{cap}")
+        head = (
+            f"{len(running)} running, {ended} ended, {waiting} waiting"
+            f"{f' ({len(queued)} queued)' if queued else ''}; "
+            f"sweep: {done}/{planned} episodes, spent {usd(total)}{cap}"
+        )
         lines = [head]
         for run, since in running:
             p = progress[run.run_id]
             # Until the run rewrites summary.json, the file (if any) is an earlier attempt's.
-            state = " (starting)" if p.written_at < since - CLOCK_SLACK_S else "" if p.status == "running" \
+            state = (
+                " (starting)"
+                if p.written_at < since - CLOCK_SLACK_S
+                else ""
+                if p.status == "running"
                 else f" ({p.status})"
+            )
             lines.append(f"  {run.label}: {p.line()}{state}")
         return "\n".join(lines)
 

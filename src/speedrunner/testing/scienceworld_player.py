@@ -20,14 +20,30 @@ from dataclasses import dataclass, field
 
 __all__ = ["CODEBOOK", "TaskGoal", "next_action", "parse_goal"]
 
-_GOAL = re.compile(r"find a\(n\) (?P<kind>[\w -]+?)\. First, focus on the thing\. Then, move it to the "
-                   r"(?P<color>\w+) box in the (?P<room>[\w ]+?)\.")
+_GOAL = re.compile(
+    r"find a\(n\) (?P<kind>[\w -]+?)\. First, focus on the thing\. Then, move it to the "
+    r"(?P<color>\w+) box in the (?P<room>[\w ]+?)\."
+)
 _LOOK = re.compile(r"This (?:room|outside location) is called the (?P<room>[\w ]+?)\.")
 _MOVED = re.compile(r"^You move to the (?P<room>[\w ]+?)\.", re.MULTILINE)
 _DOOR = re.compile(r"A door to the (?P<room>[\w ]+?) \(that is (?P<state>open|closed)\)")
 _ACTION = re.compile(r"^Action:\s*(.+?)\s*$", re.MULTILINE)
-_POT_PLANT = re.compile(r"(?P<pot>flower pot \d+) \(containing an? (?P<plant>[\w ]+?) in the (?:adult|reproducing) stage")
-_SKIP = ("agent", "air", "box", "door", "egg", "flower pot", "plant", "tree", "hive", "substance called water")
+_POT_PLANT = re.compile(
+    r"(?P<pot>flower pot \d+) \(containing an? (?P<plant>[\w ]+?) "
+    r"in the (?:adult|reproducing) stage"
+)
+_SKIP = (
+    "agent",
+    "air",
+    "box",
+    "door",
+    "egg",
+    "flower pot",
+    "plant",
+    "tree",
+    "hive",
+    "substance called water",
+)
 SEARCH_ROOM = {"animal": "outside", "living thing": "outside", "plant": "greenhouse"}
 
 
@@ -127,7 +143,8 @@ def _pick(goal: TaskGoal, look: str) -> tuple[str, str] | None:
                 return m["plant"], m["pot"]
         return None
     things = [line for line in lines if not any(word in _name(line) for word in _SKIP)]
-    small = [line for line in things if _name(line) == re.sub(r"^(?:an?|the)\s+", "", line)]  # no fittings
+    # no fittings
+    small = [line for line in things if _name(line) == re.sub(r"^(?:an?|the)\s+", "", line)]
     chosen = (small or things)[:1]
     return (_name(chosen[0]),) * 2 if chosen else None
 
@@ -141,7 +158,9 @@ def next_action(messages: list[dict[str, str]]) -> str:
     _remember(memory, None, _observation(messages[1]["content"]))
     for i in range(2, len(messages) - 1, 2):
         found = _ACTION.search(messages[i]["content"])
-        _remember(memory, found.group(1) if found else None, _observation(messages[i + 1]["content"]))
+        _remember(
+            memory, found.group(1) if found else None, _observation(messages[i + 1]["content"])
+        )
     if memory.last.startswith("Ambiguous request"):
         return "0"
     search = SEARCH_ROOM.get(goal.kind, goal.box_room)
@@ -241,5 +260,5 @@ def _pick(kind: str, look: str) -> tuple:
     small = [n for n in things if re.search(r"\t(?:an?|the) " + n + "$", look, re.MULTILINE)]
     thing = (small or things)[0]
     return thing, thing
-'''
+'''  # noqa: E501 (skill source, kept byte for byte)
 """One public skill, ``solve_task()``: the player's plan in one call (no LLM turn per action)."""

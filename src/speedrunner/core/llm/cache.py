@@ -83,7 +83,12 @@ def request_hash(
     provider, sampling and — only when native tools are offered — their definitions);
     base_url is not part of it. For a :class:`Conversation` the messages' part is already
     folded in, so this costs O(1) in the history's length."""
-    tail: dict[str, Any] = {"model": model, "options": options or {}, "provider": provider, "sampling": sampling}
+    tail: dict[str, Any] = {
+        "model": model,
+        "options": options or {},
+        "provider": provider,
+        "sampling": sampling,
+    }
     if tools:
         tail["tools"] = [dataclasses.asdict(t) for t in tools]
     return as_conversation(messages).request_hash(tail)
@@ -109,7 +114,8 @@ class InFlight:
     purpose: str
     sent_at: float
     max_cost_usd: float | None
-    """Upper bound of its price: every input byte a token, and max_tokens of output (None: price unknown)."""
+    """Upper bound of its price: every input byte a token, and max_tokens of output (None: price
+    unknown)."""
 
 
 @dataclass(frozen=True)
@@ -155,9 +161,14 @@ class ResponseCache:
         after = ""
         while True:
             with self._lock:
-                page = list(self._conn.execute(
-                    "SELECT call_id, completion FROM responses WHERE namespace=? AND call_id > ? "
-                    "ORDER BY call_id LIMIT ?", (namespace, after, batch)))
+                page = list(
+                    self._conn.execute(
+                        "SELECT call_id, completion FROM responses "
+                        "WHERE namespace=? AND call_id > ? "
+                        "ORDER BY call_id LIMIT ?",
+                        (namespace, after, batch),
+                    )
+                )
             if not page:
                 return
             after = page[-1][0]
@@ -167,9 +178,13 @@ class ResponseCache:
     def add_lost_in_flight(self, namespace: str, calls: Sequence[InFlight]) -> None:
         """Enter calls found in flight at earlier kills (a cache rebuilt from the call log)."""
         with self._lock:
-            self._conn.executemany("INSERT INTO lost_in_flight VALUES (?, ?, ?, ?, ?, ?)",
-                                   [(namespace, c.call_id, c.purpose, c.sent_at, c.max_cost_usd, time.time())
-                                    for c in calls])
+            self._conn.executemany(
+                "INSERT INTO lost_in_flight VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (namespace, c.call_id, c.purpose, c.sent_at, c.max_cost_usd, time.time())
+                    for c in calls
+                ],
+            )
 
     def put(self, namespace: str, call_id: str, completion: Completion) -> None:
         """Store (or replace) the response for this call position."""
@@ -181,7 +196,9 @@ class ResponseCache:
             )
 
     # -- the money journal -----------------------------------------------------------------
-    def mark_sent(self, namespace: str, call_id: str, purpose: str, max_cost_usd: float | None) -> None:
+    def mark_sent(
+        self, namespace: str, call_id: str, purpose: str, max_cost_usd: float | None
+    ) -> None:
         """Record a paid request before it goes out (write-ahead)."""
         with self._lock:
             self._conn.execute(
@@ -192,7 +209,9 @@ class ResponseCache:
     def mark_failed(self, namespace: str, call_id: str) -> None:
         """The call failed for good: its attempts are logged as an error row, not pending."""
         with self._lock:
-            self._conn.execute("DELETE FROM pending WHERE namespace=? AND call_id=?", (namespace, call_id))
+            self._conn.execute(
+                "DELETE FROM pending WHERE namespace=? AND call_id=?", (namespace, call_id)
+            )
 
     def commit_answer(self, namespace: str, call_id: str, completion: Completion) -> None:
         """Store the answer and end its pending entry in one transaction (its log row is
@@ -202,14 +221,26 @@ class ResponseCache:
     def commit_answers(self, namespace: str, answers: Sequence[tuple[str, Completion]]) -> None:
         """``commit_answer`` for several answers in one transaction (a resume restoring them)."""
         now = time.time()
-        rows = [(namespace, call_id, c.request_hash, json.dumps(completion_to_dict(c), ensure_ascii=False), now)
-                for call_id, c in answers]
+        rows = [
+            (
+                namespace,
+                call_id,
+                c.request_hash,
+                json.dumps(completion_to_dict(c), ensure_ascii=False),
+                now,
+            )
+            for call_id, c in answers
+        ]
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
-                self._conn.executemany("DELETE FROM pending WHERE namespace=? AND call_id=?",
-                                       [(namespace, call_id) for call_id, _ in answers])
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows
+                )
+                self._conn.executemany(
+                    "DELETE FROM pending WHERE namespace=? AND call_id=?",
+                    [(namespace, call_id) for call_id, _ in answers],
+                )
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
@@ -226,23 +257,34 @@ class ResponseCache:
         out: dict[str, str] = {}
         with self._lock:
             for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
-                out.update(self._conn.execute(
-                    f"SELECT call_id, request_hash FROM responses WHERE namespace=? AND call_id IN "
-                    f"({','.join('?' * len(chunk))})", (namespace, *chunk)).fetchall())
+                chunk = ids[i : i + 500]
+                out.update(
+                    self._conn.execute(
+                        "SELECT call_id, request_hash FROM responses "
+                        "WHERE namespace=? AND call_id IN "
+                        f"({','.join('?' * len(chunk))})",
+                        (namespace, *chunk),
+                    ).fetchall()
+                )
         return out
 
     def pending_sent_at(self, namespace: str) -> dict[str, float]:
         """call_id -> when it was sent, for every request of ``namespace`` still pending."""
         with self._lock:
-            return {r[0]: float(r[1]) for r in self._conn.execute(
-                "SELECT call_id, sent_at FROM pending WHERE namespace=?", (namespace,))}
+            return {
+                r[0]: float(r[1])
+                for r in self._conn.execute(
+                    "SELECT call_id, sent_at FROM pending WHERE namespace=?", (namespace,)
+                )
+            }
 
     def forget_pending(self, namespace: str, call_ids: Sequence[str]) -> None:
         """End pending entries whose answers are known (logged) after all."""
         with self._lock:
-            self._conn.executemany("DELETE FROM pending WHERE namespace=? AND call_id=?",
-                                   [(namespace, c) for c in call_ids])
+            self._conn.executemany(
+                "DELETE FROM pending WHERE namespace=? AND call_id=?",
+                [(namespace, c) for c in call_ids],
+            )
 
     def take_in_flight(self, namespace: str) -> list[InFlight]:
         """Requests sent but never answered by an earlier process; moved to ``lost_in_flight``.
@@ -253,12 +295,17 @@ class ResponseCache:
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                rows = list(self._conn.execute(
-                    "SELECT call_id, purpose, sent_at, max_cost_usd FROM pending WHERE namespace=?",
-                    (namespace,)))
+                rows = list(
+                    self._conn.execute(
+                        "SELECT call_id, purpose, sent_at, max_cost_usd FROM pending "
+                        "WHERE namespace=?",
+                        (namespace,),
+                    )
+                )
                 self._conn.executemany(
                     "INSERT INTO lost_in_flight VALUES (?, ?, ?, ?, ?, ?)",
-                    [(namespace, *r, time.time()) for r in rows])
+                    [(namespace, *r, time.time()) for r in rows],
+                )
                 self._conn.execute("DELETE FROM pending WHERE namespace=?", (namespace,))
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -270,8 +317,10 @@ class ResponseCache:
         """Every request found in flight at a kill, over all resumes of the run."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT call_id, purpose, sent_at, max_cost_usd FROM lost_in_flight WHERE namespace=?",
-                (namespace,))
+                "SELECT call_id, purpose, sent_at, max_cost_usd FROM lost_in_flight "
+                "WHERE namespace=?",
+                (namespace,),
+            )
             return [InFlight(*r) for r in rows]
 
     def count(self, namespace: str | None = None) -> int:

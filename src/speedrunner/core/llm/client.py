@@ -49,7 +49,8 @@ MAX_STOP = 4
 
 
 def is_empty(c: Completion) -> bool:
-    """No answer: no text and no tool call (a thinking model can spend all of max_tokens thinking)."""
+    """No answer: no text and no tool call (a thinking model can spend all of max_tokens
+    thinking)."""
     return not c.text.strip() and not c.tool_calls
 
 
@@ -90,14 +91,19 @@ class ManagedModel(Model):
         self.backoff = backoff or Backoff()
         self.log_full_messages = log_full_messages
         self._semaphores = {  # machine-wide under a sweep (SPEEDRUNNER_LLM_SLOTS_DIR)
-            e: endpoint_limit(provider.name, e, config.max_concurrency, lease_s=4 * config.timeout_s + 60)
+            e: endpoint_limit(
+                provider.name, e, config.max_concurrency, lease_s=4 * config.timeout_s + 60
+            )
             for e in provider.endpoints
         }
         self._replicas = Replicas(provider.endpoints)
         self._tally = Tally()
 
     def __repr__(self) -> str:
-        return f"ManagedModel({self.provider.name}:{self.provider.model}, namespace={self.namespace!r})"
+        return (
+            f"ManagedModel({self.provider.name}:{self.provider.model}, "
+            f"namespace={self.namespace!r})"
+        )
 
     # -- public ------------------------------------------------------------------------------
     def complete(
@@ -170,8 +176,11 @@ class ManagedModel(Model):
         models answer HTTP 400 to ``stop``; the scripted provider has none), and not when
         thinking is switched on: servers match stop sequences on the reasoning text too, and
         a cut thought would leave an answer with no action."""
-        return (self.provider.accepts_stop() and self.config.enable_thinking is not True
-                and self.config.thinking_level is None)
+        return (
+            self.provider.accepts_stop()
+            and self.config.enable_thinking is not True
+            and self.config.thinking_level is None
+        )
 
     def sampling_for(self, overrides: dict[str, Any]) -> dict[str, Any]:
         """Config sampling with per-call overrides; every key always present (seed may be None).
@@ -184,9 +193,14 @@ class ManagedModel(Model):
                 f"unknown sampling parameter(s) {sorted(unknown)}; allowed: {sorted(SAMPLING_KEYS)}"
             )
         stop = overrides.get("stop")
-        if stop is not None and (isinstance(stop, str) or len(stop) > MAX_STOP
-                                 or not all(isinstance(s, str) and s for s in stop)):
-            raise TypeError(f"stop must be a list of at most {MAX_STOP} non-empty strings, not {stop!r}")
+        if stop is not None and (
+            isinstance(stop, str)
+            or len(stop) > MAX_STOP
+            or not all(isinstance(s, str) and s for s in stop)
+        ):
+            raise TypeError(
+                f"stop must be a list of at most {MAX_STOP} non-empty strings, not {stop!r}"
+            )
         params = self.config.sampling.model_dump()
         params.update(overrides)
         out = {k: params[k] for k in ("temperature", "top_p", "max_tokens", "seed")}
@@ -196,7 +210,11 @@ class ManagedModel(Model):
 
     # -- steps -------------------------------------------------------------------------------
     def _try_replay(
-        self, messages: Conversation, purpose: Purpose, call_id: str, req_hash: str,
+        self,
+        messages: Conversation,
+        purpose: Purpose,
+        call_id: str,
+        req_hash: str,
         tools: tuple[ToolSpec, ...] = (),
     ) -> Completion | None:
         if self.cache is None or not self.config.replay:
@@ -216,7 +234,9 @@ class ManagedModel(Model):
             return None
         completion = replace(entry.completion, cached=True)
         self.provider.on_replay(purpose, call_id)
-        self._account(messages, purpose, call_id, completion, endpoint=None, attempts=0, tools=tools)
+        self._account(
+            messages, purpose, call_id, completion, endpoint=None, attempts=0, tools=tools
+        )
         return completion
 
     def _endpoint(self, call_id: str, attempt: int) -> str:
@@ -256,7 +276,8 @@ class ManagedModel(Model):
                 try:
                     result = self.provider.call(request)
                 except CallFailure as failure:
-                    self._replicas.failed(endpoint, failure)  # a dead replica is skipped for a while
+                    # a dead replica is skipped for a while
+                    self._replicas.failed(endpoint, failure)
                     if charge is not None and may_have_been_billed(failure):
                         charge.unanswered_attempt()
                     raise
@@ -268,10 +289,22 @@ class ManagedModel(Model):
             if self.cache is not None:
                 self.cache.mark_failed(self.namespace, call_id)
             if self.calls_log is not None:
-                self.calls_log.append(self._record(
-                    messages, purpose, call_id, None, req_hash=req_hash, sampling=params,
-                    endpoint=endpoint, attempts=attempts, latency=time.monotonic() - started,
-                    error=error, tools=tools, unknown_usd=0.0 if charge is None else charge.unknown_usd))
+                self.calls_log.append(
+                    self._record(
+                        messages,
+                        purpose,
+                        call_id,
+                        None,
+                        req_hash=req_hash,
+                        sampling=params,
+                        endpoint=endpoint,
+                        attempts=attempts,
+                        latency=time.monotonic() - started,
+                        error=error,
+                        tools=tools,
+                        unknown_usd=0.0 if charge is None else charge.unknown_usd,
+                    )
+                )
 
         def on_failure(failure: CallFailure, attempts: int) -> None:
             self._tally.add_failure()
@@ -287,15 +320,21 @@ class ManagedModel(Model):
             )
         except BaseException as e:
             if charge is not None and charge.unanswered and not logged:
-                # stopped (cap, Ctrl-C) between attempts: what the earlier ones may have cost is logged
-                log_failure(f"stopped after {charge.unanswered} unanswered attempt(s): {e}",
-                            used.get("endpoint"), charge.unanswered)
+                # stopped (cap, Ctrl-C) between attempts: what the earlier ones may have cost
+                # is logged
+                log_failure(
+                    f"stopped after {charge.unanswered} unanswered attempt(s): {e}",
+                    used.get("endpoint"),
+                    charge.unanswered,
+                )
             raise
         completion = Completion(
             text=result.text,
             reasoning=result.reasoning,
             usage=result.usage,
-            latency_s=round(time.monotonic() - started, 6),  # as logged: an answer restored from its row is this one
+            latency_s=round(
+                time.monotonic() - started, 6
+            ),  # as logged: an answer restored from its row is this one
             cached=False,
             finish_reason=result.finish_reason,
             provider=self.provider.name,
@@ -318,14 +357,27 @@ class ManagedModel(Model):
             log.warning(
                 "%s cost %s, %s more than its worst case at max_tokens=%s: counted as billed; "
                 "the spending cap is checked against it before the next call",
-                what, usd(completion.cost_usd), usd(over), params.get("max_tokens"))
+                what,
+                usd(completion.cost_usd),
+                usd(over),
+                params.get("max_tokens"),
+            )
         if self.cache is None and self.calls_log is None:  # nothing to record it in
             self._tally.add(completion)
             return completion
         record = self._record(
-            messages, purpose, call_id, completion, req_hash=req_hash, sampling=completion.sampling,
-            endpoint=used.get("endpoint"), attempts=attempts, latency=completion.latency_s,
-            log_id=uuid.uuid4().hex, tools=tools, unknown_usd=0.0 if charge is None else charge.unknown_usd,
+            messages,
+            purpose,
+            call_id,
+            completion,
+            req_hash=req_hash,
+            sampling=completion.sampling,
+            endpoint=used.get("endpoint"),
+            attempts=attempts,
+            latency=completion.latency_s,
+            log_id=uuid.uuid4().hex,
+            tools=tools,
+            unknown_usd=0.0 if charge is None else charge.unknown_usd,
             over_reservation_usd=round(over, 9) if over else None,
         )
         # The row first: it is the durable record of the paid answer (fsynced) and holds all of
@@ -338,14 +390,17 @@ class ManagedModel(Model):
         self._tally.add(completion)
         return completion
 
-    def _max_cost(self, messages: Sequence[Message], params: dict[str, Any],
-                  tools: Sequence[ToolSpec] = ()) -> float | None:
+    def _max_cost(
+        self, messages: Sequence[Message], params: dict[str, Any], tools: Sequence[ToolSpec] = ()
+    ) -> float | None:
         """What this call can cost at most: every input byte a token (tool definitions
         included: the provider bills them as input), and all of max_tokens."""
         if self.prices is None:
             return None
         input_bytes = as_conversation(messages).input_bytes + tool_spec_bytes(tools)
-        return (self.prices.input * input_bytes + self.prices.output * (params.get("max_tokens") or 0)) / 1e6
+        return (
+            self.prices.input * input_bytes + self.prices.output * (params.get("max_tokens") or 0)
+        ) / 1e6
 
     def _account(
         self,
@@ -428,9 +483,17 @@ class ManagedModel(Model):
             error=error,
             log_id=log_id,
             messages=[message_dict(m) for m in messages] if self.log_full_messages else None,
-            tool_calls=[{"id": t.id, "name": t.name, "arguments": t.arguments,
-                         **({"signature": t.signature} if t.signature else {})} for t in c.tool_calls]
-            if c is not None and c.tool_calls else None,
+            tool_calls=[
+                {
+                    "id": t.id,
+                    "name": t.name,
+                    "arguments": t.arguments,
+                    **({"signature": t.signature} if t.signature else {}),
+                }
+                for t in c.tool_calls
+            ]
+            if c is not None and c.tool_calls
+            else None,
             tools_offered=[t.name for t in tools] if tools else None,
             unknown_usd=unknown_usd,
             over_reservation_usd=over_reservation_usd,

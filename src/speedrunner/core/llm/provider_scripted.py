@@ -48,7 +48,10 @@ __all__ = ["ScriptedProvider", "choose_action", "listed_actions", "pick_action"]
 
 _ACTIONS_LABEL = "Available actions:"
 _ACTIONS_LINE = re.compile(rf"^\s*{_ACTIONS_LABEL}\s*(.+?)\s*$", re.MULTILINE)
-FALLBACK_TEXT = "[SCRIPTED placeholder answer: the scripted model writes no text of its own, it only picks listed actions]"
+FALLBACK_TEXT = (
+    "[SCRIPTED placeholder answer: the scripted model writes no text of its own, "
+    "it only picks listed actions]"
+)
 PLACEHOLDERS: dict[str, str] = {
     # Plausible, benchmark-neutral and labelled: a reader of guide/gen_<g>.md must never take
     # it for an LLM's guide, nor for an error.

@@ -5,8 +5,9 @@ it: the sum of ``spent_usd`` in ``llm_calls.jsonl`` (a replay and a failed call 
 is unknown (``None``) when a paid call's price is unknown. Attempts that got no answer (a
 timeout, a lost connection, a garbled body) and calls a kill left in flight may have been
 billed too: the log keeps their worst case (``unknown_usd``), reported beside the spend as
-``unknown_spend_usd`` and counted against the cap, never added in. The progress line, the run-summary line, ``summary.json`` ``spent_usd``, the
-budget message and the report all show this figure, printed by :func:`usd`.
+``unknown_spend_usd`` and counted against the cap, never added in. The progress line, the
+run-summary line, ``summary.json`` ``spent_usd``, the budget message and the report all show
+this figure, printed by :func:`usd`.
 """
 
 from __future__ import annotations
@@ -69,9 +70,12 @@ class LogTotals:
         if unknown == 0.0 and not over:
             return self
         return dataclasses.replace(
-            self, unknown_priced_usd=self.unknown_priced_usd + (float(unknown) if isinstance(unknown, int | float) else 0.0),
+            self,
+            unknown_priced_usd=self.unknown_priced_usd
+            + (float(unknown) if isinstance(unknown, int | float) else 0.0),
             unknown_unpriced=self.unknown_unpriced or not isinstance(unknown, int | float),
-            over_reservation=self.over_reservation + over)
+            over_reservation=self.over_reservation + over,
+        )
 
     def _add_answer(self, row: dict[str, Any]) -> LogTotals:
         usage = row.get("usage") if isinstance(row.get("usage"), dict) else {}
@@ -86,7 +90,9 @@ class LogTotals:
             calls=self.calls + 1,
             replays=self.replays + int(bool(row.get("cache_hit"))),
             scripted=self.scripted + int(scripted),
-            tokens_in=self.tokens_in + _int(usage.get("input_uncached")) + _int(usage.get("input_cached")),
+            tokens_in=self.tokens_in
+            + _int(usage.get("input_uncached"))
+            + _int(usage.get("input_cached")),
             tokens_out=self.tokens_out + _int(usage.get("output")),
             priced_usd=self.priced_usd + (float(spent) if isinstance(spent, int | float) else 0.0),
             unpriced=unpriced,

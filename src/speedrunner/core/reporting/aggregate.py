@@ -49,15 +49,27 @@ FINALS = {
     "llm_calls_amortised_per_episode": "training LLM calls per episode (actor + amortised sleep)",
     "skill_calls_per_episode": "training skill calls per episode",
     "actions_per_skill_call": "training primitive actions per skill call",
-    "within_2_llm_calls_share": "share of training episodes finished (success or env end) in <= 2 LLM calls",
+    "within_2_llm_calls_share": (
+        "share of training episodes finished (success or env end) in <= 2 LLM calls"
+    ),
     "final_eval_skill_calls_per_episode": "skill calls per episode at the last evaluation",
     "final_eval_actions_per_skill_call": "primitive actions per skill call at the last evaluation",
-    "final_eval_within_2_llm_calls_share": "share of episodes finished in <= 2 LLM calls at the last evaluation",
+    "final_eval_within_2_llm_calls_share": (
+        "share of episodes finished in <= 2 LLM calls at the last evaluation"
+    ),
     "speedrun_rollout": "rollouts to the speedrun target (runs that reached it)",
 }
 
-KNOWLEDGE = ("guide_chars", "public_functions", "private_functions", "lines", "call_graph_density",
-             "max_call_depth", "dynamic_max_call_depth", "skill_api_tokens")
+KNOWLEDGE = (
+    "guide_chars",
+    "public_functions",
+    "private_functions",
+    "lines",
+    "call_graph_density",
+    "max_call_depth",
+    "dynamic_max_call_depth",
+    "skill_api_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,9 @@ def stat(values: list[float | None]) -> Stat | None:
     if not values or any(v is None for v in values):
         return None
     vals = [float(v) for v in values if v is not None]
-    return Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else None, len(vals))
+    return Stat(
+        statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else None, len(vals)
+    )
 
 
 @dataclass
@@ -157,7 +171,9 @@ def run_numbers(run: RunData) -> RunNumbers:
             fields = _eval_skill_fields(e)
             curves["eval_skill_calls_per_episode"][x] = _mean([f["skill_calls"] for f in fields])
             curves["eval_actions_per_skill_call"][x] = _per_call(fields)
-        for name, value in _benchmark_metrics(e).items():  # e.g. Crafter's score: in the curves table
+        for name, value in _benchmark_metrics(
+            e
+        ).items():  # e.g. Crafter's score: in the curves table
             curves.setdefault(name, {})[x] = value
     last = run.eval_rows[-1] if run.eval_rows else None
     rows = run.train_rows
@@ -171,14 +187,23 @@ def run_numbers(run: RunData) -> RunNumbers:
         "cost_per_episode": _mean([r.cost_usd for r in rows]) if rows else None,
         "output_tokens_per_episode": _mean([_output_tokens(r) for r in rows]) if rows else None,
         "llm_calls_per_episode": _mean([r.llm_calls for r in rows]) if rows else None,
-        "llm_calls_amortised_per_episode": _mean([_amortised_calls(r) for r in rows]) if rows else None,
-        "skill_calls_per_episode": (_mean([skills.get(r.index, _NO_SKILLS)["skill_calls"] for r in rows])
-                                    if rows and skill_method else None),
-        "actions_per_skill_call": (_per_call([skills.get(r.index, _NO_SKILLS) for r in rows])
-                                   if rows and skill_method else None),
+        "llm_calls_amortised_per_episode": _mean([_amortised_calls(r) for r in rows])
+        if rows
+        else None,
+        "skill_calls_per_episode": (
+            _mean([skills.get(r.index, _NO_SKILLS)["skill_calls"] for r in rows])
+            if rows and skill_method
+            else None
+        ),
+        "actions_per_skill_call": (
+            _per_call([skills.get(r.index, _NO_SKILLS) for r in rows])
+            if rows and skill_method
+            else None
+        ),
         "within_2_llm_calls_share": _mean([_within_2(r) for r in rows]) if rows else None,
-        "final_eval_within_2_llm_calls_share": (None if last is None
-                                                else _mean([_within_2(p) for p in last.per_episode])),
+        "final_eval_within_2_llm_calls_share": (
+            None if last is None else _mean([_within_2(p) for p in last.per_episode])
+        ),
         "final_eval_skill_calls_per_episode": None,
         "final_eval_actions_per_skill_call": None,
         "speedrun_rollout": speedrun.get("rollout") if speedrun.get("reached") else None,
@@ -187,8 +212,13 @@ def run_numbers(run: RunData) -> RunNumbers:
         fields = _eval_skill_fields(last)
         finals["final_eval_skill_calls_per_episode"] = _mean([f["skill_calls"] for f in fields])
         finals["final_eval_actions_per_skill_call"] = _per_call(fields)
-    for name in ("eval_skill_calls_per_episode", "eval_actions_per_skill_call", "actions_per_skill_call",
-                 "dynamic_call_depth"):  # no skill calls at a point: no value there, not a made-up 0
+    # no skill calls at a point: no value there, not a made-up 0
+    for name in (
+        "eval_skill_calls_per_episode",
+        "eval_actions_per_skill_call",
+        "actions_per_skill_call",
+        "dynamic_call_depth",
+    ):
         curves[name] = {x: v for x, v in curves[name].items() if v is not None}
     return RunNumbers(run, curves, finals, knowledge, skill_method)
 
@@ -205,10 +235,16 @@ class Separation:
 
     @property
     def text(self) -> str:
-        keys = ", ".join(self.differing[:6]) + (f", +{len(self.differing) - 6} more" if len(self.differing) > 6 else "")
-        parts = "; ".join(f'"{label}" ({n} run{"s" if n != 1 else ""})' for label, n in self.variants)
-        return (f"{self.name}: {len(self.variants)} experiments kept apart, not averaged — their settings "
-                f"differ in {keys}: {parts}")
+        keys = ", ".join(self.differing[:6]) + (
+            f", +{len(self.differing) - 6} more" if len(self.differing) > 6 else ""
+        )
+        parts = "; ".join(
+            f'"{label}" ({n} run{"s" if n != 1 else ""})' for label, n in self.variants
+        )
+        return (
+            f"{self.name}: {len(self.variants)} experiments kept apart, not averaged — "
+            f"their settings differ in {keys}: {parts}"
+        )
 
 
 def experiment_keys(runs: list[RunData]) -> tuple[list[GroupKey], list[Separation]]:
@@ -226,14 +262,24 @@ def experiment_keys(runs: list[RunData]) -> tuple[list[GroupKey], list[Separatio
         fingerprints = sorted(experiments, key=lambda f: min(experiments[f]))
         firsts = [settings[experiments[f][0]] for f in fingerprints]
         labels = variant_labels(firsts)
-        labels = [label if labels.count(label) == 1 else f"{label} (settings {f[:8]})"
-                  for f, label in zip(fingerprints, labels, strict=True)]  # never one key for two experiments
+        # never one key for two experiments
+        labels = [
+            label if labels.count(label) == 1 else f"{label} (settings {f[:8]})"
+            for f, label in zip(fingerprints, labels, strict=True)
+        ]
         for f, label in zip(fingerprints, labels, strict=True):
             for i in experiments[f]:
                 keys[i] = replace(name, variant=label)
-        separations.append(Separation(name.name, differing_keys(firsts),
-                                      [(label, len(experiments[f])) for f, label in
-                                       zip(fingerprints, labels, strict=True)]))
+        separations.append(
+            Separation(
+                name.name,
+                differing_keys(firsts),
+                [
+                    (label, len(experiments[f]))
+                    for f, label in zip(fingerprints, labels, strict=True)
+                ],
+            )
+        )
     return keys, separations
 
 
@@ -273,10 +319,14 @@ def group_experiments(runs: list[RunData]) -> tuple[list[Group], list[Separation
 
 
 def _benchmark_metrics(row: EvalRow) -> dict[str, float]:
-    """A benchmark's own numbers of one evaluation: ``benchmark_metrics`` (Crafter: ``crafter_score``)
-    and BALROG's BabyAI headline ``success_by_task.mean_over_tasks`` (task set ``mixed``)."""
-    out = {f"eval_{k}": float(v) for k, v in (row.benchmark_metrics or {}).items()
-           if isinstance(v, int | float) and not isinstance(v, bool)}
+    """A benchmark's own numbers of one evaluation: ``benchmark_metrics`` (Crafter:
+    ``crafter_score``) and BALROG's BabyAI headline ``success_by_task.mean_over_tasks`` (task set
+    ``mixed``)."""
+    out = {
+        f"eval_{k}": float(v)
+        for k, v in (row.benchmark_metrics or {}).items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
     if row.success_by_task is not None:
         out["eval_success_mean_over_tasks"] = float(row.success_by_task.mean_over_tasks)
     return out
@@ -297,8 +347,11 @@ _NO_SKILLS = {"skill_calls": 0, "skill_actions": 0, "dynamic_call_depth": 0}
 
 def _skill_fields(source: MetricsRow | EvalEpisode) -> dict[str, int]:
     """The per-episode skill fields of a metrics row or a ``per_episode`` entry."""
-    return {"skill_calls": source.skill_calls, "skill_actions": source.skill_actions,
-            "dynamic_call_depth": source.dynamic_call_depth}
+    return {
+        "skill_calls": source.skill_calls,
+        "skill_actions": source.skill_actions,
+        "dynamic_call_depth": source.dynamic_call_depth,
+    }
 
 
 def _train_skill_fields(run: RunData) -> dict[int, dict[str, int]]:
@@ -327,7 +380,9 @@ def _amortised_calls(row: MetricsRow) -> float:
     return float(row.llm_calls) + float(row.sleep_llm_calls_share)
 
 
-def _with_recorded(knowledge: list[Generation], run: RunData, skills: dict[int, dict[str, int]]) -> list[Generation]:
+def _with_recorded(
+    knowledge: list[Generation], run: RunData, skills: dict[int, dict[str, int]]
+) -> list[Generation]:
     """Codebook generations with what only the run's records know: the deepest recorded nesting
     in the training episodes that played each one, and the actor prompt's skill-API tokens."""
     if not knowledge or knowledge[0].kind != "codebook":
@@ -342,5 +397,11 @@ def _with_recorded(knowledge: list[Generation], run: RunData, skills: dict[int, 
         fields = skills.get(row.index) if isinstance(row, MetricsRow) else None
         if fields is not None:
             depth[version] = max(depth.get(version, 0), fields["dynamic_call_depth"])
-    return [replace(g, dynamic_max_call_depth=depth.get(g.generation), skill_api_tokens=tokens.get(g.generation))
-            for g in knowledge]
+    return [
+        replace(
+            g,
+            dynamic_max_call_depth=depth.get(g.generation),
+            skill_api_tokens=tokens.get(g.generation),
+        )
+        for g in knowledge
+    ]

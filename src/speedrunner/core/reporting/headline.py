@@ -49,7 +49,8 @@ class HeadlineRow:
     total_cost: float | None
     total_cost_known: int
     unknown_spend: float
-    """Worst case of unanswered attempts that may have been billed, over the runs (not in ``total_cost``)."""
+    """Worst case of unanswered attempts that may have been billed, over the runs (not in
+    ``total_cost``)."""
     """Runs whose total dollars are known."""
 
 
@@ -248,17 +249,23 @@ def display_rows(h: Headline) -> list[list[str]]:
 def headline_notes(h: Headline) -> list[str]:
     """What the reader needs to read the headline's numbers."""
     return [
-        f"Intervals: 95% percentile bootstrap over seeds ({RESAMPLES:,} resamples, fixed seed); one value per "
-        "run. With one seed there is no interval (–); with 3 seeds intervals are wide.",
-        f"vs {h.baseline}: difference of the mean final evaluation from the {h.baseline} experiment with the same "
-        f"settings (benchmark, task set, model, schedule; all but the method's own), in percentage points. P(better than {h.baseline}): probability that a "
-        f"seed of this experiment beats a seed of {h.baseline} (ties count half), over all seed pairs "
-        f"(Agarwal et al. 2021), shown with >= {MIN_SEEDS_FOR_IMPROVEMENT} seeds on both sides.",
-        "Actor LLM calls per training episode; in brackets with the sleep phase's calls amortised over the batch. "
-        "$ / episode: training cost per episode (actor + amortised sleep); unknown when a price is unknown. "
-        "Total $: every LLM call of the runs (training, sleep, evaluation; summary.json spent_usd); "
-        "attempts that went unanswered (timed out, connection lost) may have been billed too: their worst case "
-        "is shown beside it, never added in (summary.json unknown_spend_usd).",
+        f"Intervals: 95% percentile bootstrap over seeds ({RESAMPLES:,} resamples, fixed seed); "
+        "one value per run. With one seed there is no interval (–); with 3 seeds intervals are "
+        "wide.",
+        f"vs {h.baseline}: difference of the mean final evaluation from the {h.baseline} "
+        "experiment with the same settings (benchmark, task set, model, schedule; all but the "
+        f"method's own), in percentage points. P(better than {h.baseline}): probability that a "
+        f"seed of this experiment beats a seed of {h.baseline} (ties count half), over all seed "
+        f"pairs (Agarwal et al. 2021), shown with >= {MIN_SEEDS_FOR_IMPROVEMENT} seeds on both "
+        "sides.",
+        "Actor LLM calls per training episode; in brackets with the sleep phase's calls amortised "
+        "over the batch. "
+        "$ / episode: training cost per episode (actor + amortised sleep); unknown when a price "
+        "is unknown. "
+        "Total $: every LLM call of the runs (training, sleep, evaluation; summary.json "
+        "spent_usd); attempts that went unanswered (timed out, connection lost) may have been "
+        "billed too: their worst case is shown beside it, never added in (summary.json "
+        "unknown_spend_usd).",
     ]
 
 

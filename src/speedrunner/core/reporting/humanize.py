@@ -9,7 +9,8 @@ NONE = "–"
 
 
 def sig3(value: float | None) -> str:
-    """Three significant digits, trailing zeros kept ("30.0", "0.0667", "1.00"); "–" when unknown."""
+    """Three significant digits, trailing zeros kept ("30.0", "0.0667", "1.00"); "–" when
+    unknown."""
     if value is None:
         return NONE
     if value == 0:

@@ -3,10 +3,10 @@
 Guides are ``guide/gen_<g>.md``; codebooks are ``codebook/gen_<g>.py`` with
 ``gen_<g>.json`` (a generation exists only when both files do). Any other method's knowledge
 is shown from the first folder of the run directory that holds ``gen_<g>.<ext>`` text files,
-titled as the method's spec declares (``MethodSpec.knowledge_title``; else the folder's name). Codebook source is parsed
-with ``ast`` and never executed: the call graph is static (``core.codebook.callgraph``, the
-same module the inducer's analysis helpers use) — an edge f -> h when f's body calls the
-codebook function h by name.
+titled as the method's spec declares (``MethodSpec.knowledge_title``; else the folder's name).
+Codebook source is parsed with ``ast`` and never executed: the call graph is static
+(``core.codebook.callgraph``, the same module the inducer's analysis helpers use) — an edge
+f -> h when f's body calls the codebook function h by name.
 """
 
 from __future__ import annotations
@@ -61,7 +61,9 @@ def generations(run_dir: Path) -> list[Generation]:
     folder = run_dir / "guide"
     if not folder.is_dir():
         return _other_generations(run_dir)
-    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _GUIDE_FILE.match(p.name)))
+    found = sorted(
+        (int(m.group(1)), p) for p in folder.iterdir() if (m := _GUIDE_FILE.match(p.name))
+    )
     out = []
     for g, path in found:
         text = path.read_text("utf-8")
@@ -71,11 +73,17 @@ def generations(run_dir: Path) -> list[Generation]:
 
 def _other_generations(run_dir: Path) -> list[Generation]:
     """Another method's knowledge: the first folder holding ``gen_<g>.<ext>`` files, in order."""
-    folders = sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name not in _NOT_KNOWLEDGE) \
-        if run_dir.is_dir() else []
+    folders = (
+        sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name not in _NOT_KNOWLEDGE)
+        if run_dir.is_dir()
+        else []
+    )
     for folder in folders:
-        found = sorted((int(m.group(1)), m.group(2), p) for p in folder.iterdir()
-                       if p.is_file() and (m := _GENERATION_FILE.match(p.name)))
+        found = sorted(
+            (int(m.group(1)), m.group(2), p)
+            for p in folder.iterdir()
+            if p.is_file() and (m := _GENERATION_FILE.match(p.name))
+        )
         if found:
             title = _knowledge_title(run_dir) or folder.name
             out = []
@@ -106,9 +114,16 @@ def _codebook_generation(run_dir: Path, g: int) -> Generation:
         public = {}
     graph = static_call_graph(source)
     flags = [public.get(name, not name.startswith("_")) for name in graph]
-    return Generation(g, "codebook", source, public_functions=sum(flags),
-                      private_functions=len(flags) - sum(flags), lines=len(source.splitlines()),
-                      call_graph_density=density(graph), max_call_depth=max_depth(graph))
+    return Generation(
+        g,
+        "codebook",
+        source,
+        public_functions=sum(flags),
+        private_functions=len(flags) - sum(flags),
+        lines=len(source.splitlines()),
+        call_graph_density=density(graph),
+        max_call_depth=max_depth(graph),
+    )
 
 
 def sleep_notes(run_dir: Path) -> dict[int, str]:
@@ -131,7 +146,8 @@ def sleep_notes(run_dir: Path) -> dict[int, str]:
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
-    """A sleep record with an integer ``generation``, or ``None`` (unreadable records are skipped)."""
+    """A sleep record with an integer ``generation``, or ``None`` (unreadable records are
+    skipped)."""
     try:
         record = json.loads(path.read_text("utf-8"))
         int(record["generation"])
@@ -141,11 +157,15 @@ def _read_record(path: Path) -> dict[str, Any] | None:
 
 
 def _asi_note(inductions: list[dict[str, Any]]) -> str:
-    added = [f"{name} (episode {i.get('episode')})" for i in inductions for name in i.get("added") or []]
+    added = [
+        f"{name} (episode {i.get('episode')})" for i in inductions for name in i.get("added") or []
+    ]
     skipped = sum(len(i.get("skipped") or []) for i in inductions)
     rejected = sum(1 for i in inductions if i.get("rejected"))
-    parts = [f"added {', '.join(added)}" if added else "nothing added",
-             f"{len(inductions)} induction(s)"]
+    parts = [
+        f"added {', '.join(added)}" if added else "nothing added",
+        f"{len(inductions)} induction(s)",
+    ]
     if skipped:
         parts.append(f"{skipped} skipped (name exists)")
     if rejected:
@@ -158,7 +178,13 @@ def diffs(gens: list[Generation]) -> list[tuple[int, int, str]]:
     out = []
     for before, after in zip(gens, gens[1:], strict=False):
         suffix = after.suffix or (".md" if after.kind == "guide" else ".py")
-        text = "".join(difflib.unified_diff(before.text.splitlines(keepends=True), after.text.splitlines(keepends=True),
-                                            f"gen_{before.generation}{suffix}", f"gen_{after.generation}{suffix}"))
+        text = "".join(
+            difflib.unified_diff(
+                before.text.splitlines(keepends=True),
+                after.text.splitlines(keepends=True),
+                f"gen_{before.generation}{suffix}",
+                f"gen_{after.generation}{suffix}",
+            )
+        )
         out.append((before.generation, after.generation, text))
     return out

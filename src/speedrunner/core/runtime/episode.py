@@ -61,7 +61,8 @@ class EpisodeContext:
     max_skill_actions: int | None = None
     """Cap on the primitive actions of one skill call; ``None``: the episode's remaining budget."""
     skill_timeout_s: float | None = None
-    """Wall-clock limit of one skill call; ``None``: derived from its action cap (``core/runtime/caps.py``)."""
+    """Wall-clock limit of one skill call; ``None``: derived from its action cap
+    (``core/runtime/caps.py``)."""
 
 
 def call_prefix(spec: EpisodeSpec, eval_point: int | None) -> str:
@@ -80,13 +81,22 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     # thousands of concrete commands) and what each action does (BabyAI: "pick up" = in front).
     descriptions = env.action_descriptions
     shown = render_actions(list(env.prompt_actions or actions), descriptions)
-    first_user = first_user_message(env.instruction, shown, ctx.knowledge.prompt_section(), observation.text)
+    first_user = first_user_message(
+        env.instruction, shown, ctx.knowledge.prompt_section(), observation.text
+    )
     traj = Trajectory(
-        split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
-        knowledge_version=ctx.knowledge.version, instruction=env.instruction, eval_point=ctx.eval_point,
+        split=spec.split,
+        index=spec.index,
+        task=spec.task,
+        seed=spec.seed,
+        knowledge_version=ctx.knowledge.version,
+        instruction=env.instruction,
+        eval_point=ctx.eval_point,
     )
     prefix = call_prefix(spec, ctx.eval_point)
-    history = ActorHistory(first_user, ctx.knowledge.skills.signatures if ctx.knowledge.skills else None)
+    history = ActorHistory(
+        first_user, ctx.knowledge.skills.signatures if ctx.knowledge.skills else None
+    )
     current = observation.text
     state = EnvState(observation.text, observation.structured)
     skills = ctx.knowledge.skills
@@ -109,8 +119,12 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
             actions = list(env.actions)
             messages = history.sync(traj.steps, current if traj.steps else None, actions)
             try:
-                completion = ctx.model.complete(messages, purpose="actor", call_id=f"{prefix}/actor/{traj.llm_calls:04d}",
-                                                stop=ACTOR_STOP)
+                completion = ctx.model.complete(
+                    messages,
+                    purpose="actor",
+                    call_id=f"{prefix}/actor/{traj.llm_calls:04d}",
+                    stop=ACTOR_STOP,
+                )
             except ContextLengthError as e:
                 # The history no longer fits the model: the episode ends, the run goes on.
                 traj.context_error = str(e)
@@ -118,17 +132,35 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                 break
             traj.llm_calls += 1
             traj.usage = traj.usage + completion.usage
-            traj.cost_usd = None if traj.cost_usd is None or completion.cost_usd is None else traj.cost_usd + completion.cost_usd
+            traj.cost_usd = (
+                None
+                if traj.cost_usd is None or completion.cost_usd is None
+                else traj.cost_usd + completion.cost_usd
+            )
             traj.scripted = traj.scripted or completion.scripted
-            parsed = parse_answer(completion.text, actions, free_text=free_text,
-                                  skills=skills.signatures if skills else None, finish_reason=completion.finish_reason,
-                                  descriptions=descriptions)
+            parsed = parse_answer(
+                completion.text,
+                actions,
+                free_text=free_text,
+                skills=skills.signatures if skills else None,
+                finish_reason=completion.finish_reason,
+                descriptions=descriptions,
+            )
             step = ActorStep(
-                index=len(traj.steps), call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",
-                observation=current, raw_text=completion.text, reasoning=completion.reasoning,
-                thought=parsed.thought, parsed_action=parsed.action, raw_action=parsed.raw_action,
-                error=parsed.error, usage=completion.usage, cost_usd=completion.cost_usd,
-                latency_s=completion.latency_s, cached=completion.cached, finish_reason=completion.finish_reason,
+                index=len(traj.steps),
+                call_id=f"{prefix}/actor/{traj.llm_calls - 1:04d}",
+                observation=current,
+                raw_text=completion.text,
+                reasoning=completion.reasoning,
+                thought=parsed.thought,
+                parsed_action=parsed.action,
+                raw_action=parsed.raw_action,
+                error=parsed.error,
+                usage=completion.usage,
+                cost_usd=completion.cost_usd,
+                latency_s=completion.latency_s,
+                cached=completion.cached,
+                finish_reason=completion.finish_reason,
                 answer_format=parsed.format,
             )
             if step.error is not None and truncated(completion.finish_reason):
@@ -147,8 +179,16 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
                 if runner is None:
                     runner = _open_runner(ctx, skills)
                 traj.sandbox_tier = runner.tier
-                current = _call_skill(runner, parsed.skill_call, act, step, traj, state, ctx,
-                                      episode_actions_left(env, ctx.budget.max_env_actions, traj.env_actions))
+                current = _call_skill(
+                    runner,
+                    parsed.skill_call,
+                    act,
+                    step,
+                    traj,
+                    state,
+                    ctx,
+                    episode_actions_left(env, ctx.budget.max_env_actions, traj.env_actions),
+                )
             if env.success:
                 stop = "success"
             elif state.done:
@@ -164,8 +204,11 @@ def run_episode(env: TextEnv, spec: EpisodeSpec, ctx: EpisodeContext) -> Traject
     return traj
 
 
-def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: EnvState) -> Callable[[str], dict[str, Any]]:
-    """Take one primitive action for this turn: the one budget and record every action goes through."""
+def _actor(
+    env: TextEnv, step: ActorStep, traj: Trajectory, state: EnvState
+) -> Callable[[str], dict[str, Any]]:
+    """Take one primitive action for this turn: the one budget and record every action goes
+    through."""
 
     def act(action: str) -> dict[str, Any]:
         if state.done:
@@ -178,8 +221,11 @@ def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: EnvState) -> 
         step.reward += result.reward
         traj.final_info = result.info
         traj.env_actions += 1
-        state.text, state.structured, state.done = (result.observation.text, result.observation.structured,
-                                                    result.done)
+        state.text, state.structured, state.done = (
+            result.observation.text,
+            result.observation.structured,
+            result.done,
+        )
         return state.as_dict()
 
     return act
@@ -187,22 +233,41 @@ def _actor(env: TextEnv, step: ActorStep, traj: Trajectory, state: EnvState) -> 
 
 def _open_runner(ctx: EpisodeContext, skills: Skills | None) -> SkillRunner:
     if skills is None or ctx.open_skills is None:
-        raise RuntimeError("a skill was called but the run has no skill sandbox")  # our bug, not the model's
+        # our bug, not the model's
+        raise RuntimeError("a skill was called but the run has no skill sandbox")
     return ctx.open_skills(skills)
 
 
-def _call_skill(runner: SkillRunner, call: SkillCall, act: Callable[[str], dict[str, Any]], step: ActorStep,
-                traj: Trajectory, state: EnvState, ctx: EpisodeContext, actions_left: int | None) -> str:
-    """Run one skill call in the sandbox under its resolved caps; return what the actor sees next."""
+def _call_skill(
+    runner: SkillRunner,
+    call: SkillCall,
+    act: Callable[[str], dict[str, Any]],
+    step: ActorStep,
+    traj: Trajectory,
+    state: EnvState,
+    ctx: EpisodeContext,
+    actions_left: int | None,
+) -> str:
+    """Run one skill call in the sandbox under its resolved caps; return what the actor sees
+    next."""
     caps = resolve_call_caps(ctx.max_skill_actions, ctx.skill_timeout_s, actions_left)
-    outcome = runner.call(call, step=act, observation=state.as_dict(), max_actions=caps.max_actions,
-                          timeout_s=caps.timeout_s)
-    step.skill_call = outcome.tree  # a skill's own error stays in the tree and the note, not in step.error
+    outcome = runner.call(
+        call,
+        step=act,
+        observation=state.as_dict(),
+        max_actions=caps.max_actions,
+        timeout_s=caps.timeout_s,
+    )
+    # a skill's own error stays in the tree and the note, not in step.error
+    step.skill_call = outcome.tree
     hit = skill_cap_hit(outcome.stopped_by, caps)
     if hit is not None:
         traj.cap_hits[hit] = traj.cap_hits.get(hit, 0) + 1
     traj.sandbox_violations += "sandbox_violation" in outcome.tree
-    return f"{state.text}\n{outcome_note(call, outcome, len(step.executed), per_call_cap=caps.per_call_cap)}"
+    return (
+        f"{state.text}\n"
+        f"{outcome_note(call, outcome, len(step.executed), per_call_cap=caps.per_call_cap)}"
+    )
 
 
 def _budget_stop(traj: Trajectory, budget: Budget, started: float) -> StopReason | None:

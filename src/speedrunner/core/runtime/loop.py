@@ -162,11 +162,14 @@ class RunResult:
 
 
 def _require_base(obj: object, base: type, kind: str, doc: str) -> None:
-    """The runner calls the base class's optional hooks directly: a plug-in's object must subclass it."""
+    """The runner calls the base class's optional hooks directly: a plug-in's object must
+    subclass it."""
     if not isinstance(obj, base):
-        raise TypeError(f"the {kind} {type(obj).__module__}.{type(obj).__qualname__} does not subclass "
-                        f"{base.__module__}.{base.__qualname__}: subclass it (its optional hooks have "
-                        f"defaults the runner calls), see {doc}")
+        raise TypeError(
+            f"the {kind} {type(obj).__module__}.{type(obj).__qualname__} does not subclass "
+            f"{base.__module__}.{base.__qualname__}: subclass it (its optional hooks have "
+            f"defaults the runner calls), see {doc}"
+        )
 
 
 class Runner:
@@ -190,7 +193,8 @@ class Runner:
         _require_base(method, Method, "method", "docs/add-method.md")
         self.config = config
         self.spend_cap = spend_cap
-        """The spending cap the models check (its figures go to the progress line and the records)."""
+        """The spending cap the models check (its figures go to the progress line and the
+        records)."""
         self.run_dir = run_dir
         self.benchmark = benchmark
         self.method = method
@@ -206,9 +210,12 @@ class Runner:
         self.speedrun = SpeedrunTracker(config, run_dir, run_id=run_id, scripted=scripted)
         self._stop = threading.Event()
         self.after_save: Callable[[Checkpoint], None] | None = None
-        """Called after every checkpoint (experiment tracking follows the run's files from there)."""
+        """Called after every checkpoint (experiment tracking follows the run's files from
+        there)."""
         self._process_started = time.monotonic()
-        self._elapsed_before = 0.0  # real time of earlier processes on this run (from the checkpoint)
+        self._elapsed_before = (
+            0.0  # real time of earlier processes on this run (from the checkpoint)
+        )
         self._calls = CallLogTotals(run_dir / CALLS_FILE)
         """The run's spend and calls, read from its log as it grows (``core.llm.spent``)."""
         self._stored: Checkpoint | None = None
@@ -222,14 +229,20 @@ class Runner:
         self._stored = checkpoint.model_copy(deep=True)
         self.write_summary("running")
         self.benchmark.start_run(
-            f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}", self.run_dir)
+            f"{self.run_id}-{hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:12]}",
+            self.run_dir,
+        )
         batches = run.rollouts // run.sleep_every
         metric = self.config.speedrun.episode_metric
         progress = ProgressReporter(
-            run.rollouts, scripted=self.scripted, totals=checkpoint.totals,
-            version=checkpoint.knowledge_version, metric=metric,
+            run.rollouts,
+            scripted=self.scripted,
+            totals=checkpoint.totals,
+            version=checkpoint.knowledge_version,
+            metric=metric,
             metric_sum=sum(float(r[metric]) for r in read_jsonl(self.run_dir / METRICS_FILE)),
-            spend=self.spend_text)
+            spend=self.spend_text,
+        )
         try:
             for batch in range(checkpoint.completed_batches, batches):
                 start = batch * run.sleep_every
@@ -237,16 +250,40 @@ class Runner:
                 progress.batch_started()
                 progress.phase(f"wake: batch {batch + 1}/{batches}")
                 knowledge = self.method.knowledge()
-                specs = [self.benchmark.train_episode(run.seed, i) for i in range(start, start + run.sleep_every)]
-                trajectories = self.method.train_batch(  # its own training phase (Voyager)
-                    specs, TrainingContext(self.pool.env, self.budget, self._stop, lambda t: progress.training_episode(
-                        t.success, t.progress, index=t.index, actor=actor_turns(t)))
-                ) if self.method.own_training else self._play(specs, knowledge, None, progress)
-                progress.phase(f"sleep: batch {batch + 1}/{batches} (learning from knowledge v{knowledge.version})")
+                specs = [
+                    self.benchmark.train_episode(run.seed, i)
+                    for i in range(start, start + run.sleep_every)
+                ]
+                trajectories = (
+                    self.method.train_batch(  # its own training phase (Voyager)
+                        specs,
+                        TrainingContext(
+                            self.pool.env,
+                            self.budget,
+                            self._stop,
+                            lambda t: progress.training_episode(
+                                t.success, t.progress, index=t.index, actor=actor_turns(t)
+                            ),
+                        ),
+                    )
+                    if self.method.own_training
+                    else self._play(specs, knowledge, None, progress)
+                )
+                progress.phase(
+                    f"sleep: batch {batch + 1}/{batches} "
+                    f"(learning from knowledge v{knowledge.version})"
+                )
                 sleep_started = time.monotonic()
                 self._prepare_sandboxes(batch, knowledge)
                 result = self.method.sleep(trajectories, batch_index=batch)
-                self._write_batch(checkpoint, batch, trajectories, result, time.monotonic() - sleep_started, knowledge)
+                self._write_batch(
+                    checkpoint,
+                    batch,
+                    trajectories,
+                    result,
+                    time.monotonic() - sleep_started,
+                    knowledge,
+                )
                 progress.batch_finished(result.knowledge.version)
             self._maybe_evaluate(run.rollouts, checkpoint, progress, final=True)
         finally:
@@ -260,8 +297,13 @@ class Runner:
     def _prepare_sandboxes(self, batch: int, knowledge: Knowledge) -> None:
         """Boot the skill sandboxes of the episodes the next phase starts at once while this
         sleep waits for its model (``SkillSupport.prepare``). Only when the knowledge already has
-        skills: the sleep rarely removes them all (then they are killed unused when the run ends)."""
-        if self.skill_support is None or self.skill_support.prepare is None or knowledge.skills is None:
+        skills: the sleep rarely removes them all (then they are killed unused when the run
+        ends)."""
+        if (
+            self.skill_support is None
+            or self.skill_support.prepare is None
+            or knowledge.skills is None
+        ):
             return
         run = self.config.run
         following = (batch + 1) * run.sleep_every
@@ -276,9 +318,13 @@ class Runner:
     # ---------------------------------------------------------------- resume
     def _resume_point(self) -> Checkpoint:
         fingerprint = config_fingerprint(self.config)
-        checkpoint = load_checkpoint(self.run_dir, run_id=self.run_id, results_config_sha256=fingerprint)
+        checkpoint = load_checkpoint(
+            self.run_dir, run_id=self.run_id, results_config_sha256=fingerprint
+        )
         if checkpoint is None:
-            checkpoint = Checkpoint(run_id=self.run_id, results_config_sha256=fingerprint, started_at=_now())
+            checkpoint = Checkpoint(
+                run_id=self.run_id, results_config_sha256=fingerprint, started_at=_now()
+            )
         self._elapsed_before = checkpoint.elapsed_s
         trim_jsonl(self.run_dir / METRICS_FILE, checkpoint.metrics_rows)
         trim_jsonl(self.run_dir / EVAL_FILE, checkpoint.eval_rows)
@@ -287,19 +333,29 @@ class Runner:
         return checkpoint
 
     # ------------------------------------------------------------------ wake
-    def _play(self, specs: list[EpisodeSpec], knowledge: Knowledge, eval_point: int | None,
-              progress: ProgressReporter | None) -> list[Trajectory]:
+    def _play(
+        self,
+        specs: list[EpisodeSpec],
+        knowledge: Knowledge,
+        eval_point: int | None,
+        progress: ProgressReporter | None,
+    ) -> list[Trajectory]:
         """Play episodes concurrently; episodes already on disk are loaded, not replayed."""
         ctx = EpisodeContext(self.actor, knowledge, self.budget, eval_point, self._stop)
         if self.skill_support is not None:
             caps = self.config.method.skill_caps()
-            ctx = replace(ctx, open_skills=self.skill_support.open_skills,
-                          max_skill_actions=caps.max_skill_actions, skill_timeout_s=caps.skill_timeout_s)
+            ctx = replace(
+                ctx,
+                open_skills=self.skill_support.open_skills,
+                max_skill_actions=caps.max_skill_actions,
+                skill_timeout_s=caps.skill_timeout_s,
+            )
         results: dict[int, Trajectory] = {}
         todo = []
         for spec in specs:
             path = episode_path(self.run_dir, spec.split, spec.index, eval_point)
-            stored = load_or_quarantine(path) if path.exists() else None  # a corrupt file is moved aside
+            # a corrupt file is moved aside
+            stored = load_or_quarantine(path) if path.exists() else None
             if stored is not None:
                 results[spec.index] = stored
             else:
@@ -308,13 +364,19 @@ class Runner:
         def play(spec: EpisodeSpec) -> Trajectory:
             trajectory = self._play_one(spec, ctx)
             save_trajectory(self.run_dir, trajectory)
-            if progress is not None and eval_point is None:  # display only: completion order is fine
-                progress.training_episode(trajectory.success, trajectory.progress,
-                                          index=trajectory.index, actor=actor_turns(trajectory))
+            # display only: completion order is fine
+            if progress is not None and eval_point is None:
+                progress.training_episode(
+                    trajectory.success,
+                    trajectory.progress,
+                    index=trajectory.index,
+                    actor=actor_turns(trajectory),
+                )
             return trajectory
 
-        executor = ThreadPoolExecutor(max_workers=self.config.run.workers(len(todo)),
-                                      thread_name_prefix="speedrunner-episode")
+        executor = ThreadPoolExecutor(
+            max_workers=self.config.run.workers(len(todo)), thread_name_prefix="speedrunner-episode"
+        )
         futures = {spec.index: executor.submit(play, spec) for spec in todo}
         try:
             for index, future in futures.items():
@@ -326,10 +388,13 @@ class Runner:
             executor.shutdown(wait=False, cancel_futures=True)
             raise
         executor.shutdown()
-        if progress is not None and eval_point is None:  # loaded from disk: finished before a resume
+        # loaded from disk: finished before a resume
+        if progress is not None and eval_point is None:
             for index in sorted(set(results) - set(futures)):
                 t = results[index]
-                progress.training_episode(t.success, t.progress, index=t.index, actor=actor_turns(t))
+                progress.training_episode(
+                    t.success, t.progress, index=t.index, actor=actor_turns(t)
+                )
         return [results[spec.index] for spec in specs]
 
     def _play_one(self, spec: EpisodeSpec, ctx: EpisodeContext) -> Trajectory:
@@ -345,39 +410,80 @@ class Runner:
             except EnvError as e:
                 if not self.benchmark.recover(e):
                     raise
-                append_jsonl(self.run_dir / ENV_RESTARTS_FILE, {
-                    "ts": time.time(), "episode": call_prefix(spec, ctx.eval_point), "error": str(e)})
+                append_jsonl(
+                    self.run_dir / ENV_RESTARTS_FILE,
+                    {
+                        "ts": time.time(),
+                        "episode": call_prefix(spec, ctx.eval_point),
+                        "error": str(e),
+                    },
+                )
 
     # ------------------------------------------------------------------ sleep
-    def _write_batch(self, checkpoint: Checkpoint, batch: int, trajectories: list[Trajectory],
-                     result: SleepResult, sleep_wall_s: float, knowledge: Knowledge) -> None:
+    def _write_batch(
+        self,
+        checkpoint: Checkpoint,
+        batch: int,
+        trajectories: list[Trajectory],
+        result: SleepResult,
+        sleep_wall_s: float,
+        knowledge: Knowledge,
+    ) -> None:
         sleep_cost = _sum_cost([c.cost_usd for c in result.completions])
         share = None if sleep_cost is None else sleep_cost / len(trajectories)
         sleep_output = sum(c.usage.output for c in result.completions)
         totals = checkpoint.totals
-        library = skill_metrics.library_fields(knowledge, self.skill_support is not None)  # what they played
+        # what they played
+        library = skill_metrics.library_fields(knowledge, self.skill_support is not None)
         for t in trajectories:
             cost = None if t.cost_usd is None or share is None else t.cost_usd + share
-            append_jsonl(self.run_dir / METRICS_FILE, dump_row(MetricsRow(**{
-                "rollout": t.index + 1, "index": t.index, "batch": batch, "task": t.task, "seed": t.seed,
-                "knowledge_version": t.knowledge_version, "success": t.success, "progress": t.progress,
-                "stop_reason": t.stop_reason, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
-                "tokens": {"input_uncached": t.usage.input_uncached, "input_cached": t.usage.input_cached,
-                           "output": t.usage.output, "reasoning": t.usage.reasoning},
-                "sleep_output_tokens_share": sleep_output / len(trajectories),
-                "sleep_llm_calls_share": len(result.completions) / len(trajectories),
-                "cost_episode_usd": t.cost_usd, "cost_sleep_share_usd": share, "cost_usd": cost,
-                "wall_time_s": round(t.wall_time_s, 3), "scripted": t.scripted,
-                **skill_metrics.episode_fields(t), **library,
-                "cap_hits": episode_hits(t.cap_hits), "sleep_cap_hits": count_caps([]) | result.cap_hits,
-                "sandbox_violations": t.sandbox_violations, "actor_turns": actor_turns(t),
-                **self._spend_fields(),
-            })))
+            append_jsonl(
+                self.run_dir / METRICS_FILE,
+                dump_row(
+                    MetricsRow(
+                        **{
+                            "rollout": t.index + 1,
+                            "index": t.index,
+                            "batch": batch,
+                            "task": t.task,
+                            "seed": t.seed,
+                            "knowledge_version": t.knowledge_version,
+                            "success": t.success,
+                            "progress": t.progress,
+                            "stop_reason": t.stop_reason,
+                            "llm_calls": t.llm_calls,
+                            "env_actions": t.env_actions,
+                            "tokens": {
+                                "input_uncached": t.usage.input_uncached,
+                                "input_cached": t.usage.input_cached,
+                                "output": t.usage.output,
+                                "reasoning": t.usage.reasoning,
+                            },
+                            "sleep_output_tokens_share": sleep_output / len(trajectories),
+                            "sleep_llm_calls_share": len(result.completions) / len(trajectories),
+                            "cost_episode_usd": t.cost_usd,
+                            "cost_sleep_share_usd": share,
+                            "cost_usd": cost,
+                            "wall_time_s": round(t.wall_time_s, 3),
+                            "scripted": t.scripted,
+                            **skill_metrics.episode_fields(t),
+                            **library,
+                            "cap_hits": episode_hits(t.cap_hits),
+                            "sleep_cap_hits": count_caps([]) | result.cap_hits,
+                            "sandbox_violations": t.sandbox_violations,
+                            "actor_turns": actor_turns(t),
+                            **self._spend_fields(),
+                        }
+                    )
+                ),
+            )
             totals.episodes += 1
             totals.successes += int(t.success)
             totals.llm_calls += t.llm_calls
             totals.output_tokens += t.usage.output
-            totals.cost_usd = None if totals.cost_usd is None or cost is None else totals.cost_usd + cost
+            totals.cost_usd = (
+                None if totals.cost_usd is None or cost is None else totals.cost_usd + cost
+            )
             totals.episode_and_sleep_time_s += t.wall_time_s
         totals.llm_calls += len(result.completions)
         totals.output_tokens += sleep_output
@@ -392,32 +498,56 @@ class Runner:
     def _eval_due(self, rollout: int, *, final: bool = False) -> bool:
         """Evaluations run at rollout 0, every ``eval_every`` rollouts, and always at the end."""
         run = self.config.run
-        return run.eval_episodes > 0 and (final or rollout % run.eval_every == 0 or rollout >= run.rollouts)
+        return run.eval_episodes > 0 and (
+            final or rollout % run.eval_every == 0 or rollout >= run.rollouts
+        )
 
-    def _maybe_evaluate(self, rollout: int, checkpoint: Checkpoint, progress: ProgressReporter,
-                        *, final: bool = False) -> None:
+    def _maybe_evaluate(
+        self,
+        rollout: int,
+        checkpoint: Checkpoint,
+        progress: ProgressReporter,
+        *,
+        final: bool = False,
+    ) -> None:
         if not self._eval_due(rollout, final=final) or rollout in checkpoint.eval_points_done:
             return
         run = self.config.run
         progress.phase(f"eval at rollout {rollout}")
         started = time.monotonic()
         knowledge = self.method.knowledge()
-        trajectories = self._play(self.benchmark.eval_episodes(run.eval_seed), knowledge, rollout, None)
+        trajectories = self._play(
+            self.benchmark.eval_episodes(run.eval_seed), knowledge, rollout, None
+        )
         n = len(trajectories)
         costs = [t.cost_usd for t in trajectories]
         row = {
-            "rollout": rollout, "knowledge_version": knowledge.version, "episodes": n,
+            "rollout": rollout,
+            "knowledge_version": knowledge.version,
+            "episodes": n,
             "success_mean": sum(t.success for t in trajectories) / n,
             "progress_mean": sum(t.progress for t in trajectories) / n,
             "llm_calls_mean": sum(t.llm_calls for t in trajectories) / n,
             "output_tokens_mean": sum(t.usage.output for t in trajectories) / n,
             "cost_mean_usd": None if _sum_cost(costs) is None else _sum_cost(costs) / n,
-            "per_episode": [{"index": t.index, "task": t.task, "seed": t.seed, "success": t.success,
-                             "progress": t.progress, "llm_calls": t.llm_calls, "env_actions": t.env_actions,
-                             "output_tokens": t.usage.output, "cost_usd": t.cost_usd,
-                             "stop_reason": t.stop_reason, "cap_hits": skill_hits(t.cap_hits),
-                             "sandbox_violations": t.sandbox_violations,
-                             **skill_metrics.episode_fields(t)} for t in trajectories],
+            "per_episode": [
+                {
+                    "index": t.index,
+                    "task": t.task,
+                    "seed": t.seed,
+                    "success": t.success,
+                    "progress": t.progress,
+                    "llm_calls": t.llm_calls,
+                    "env_actions": t.env_actions,
+                    "output_tokens": t.usage.output,
+                    "cost_usd": t.cost_usd,
+                    "stop_reason": t.stop_reason,
+                    "cap_hits": skill_hits(t.cap_hits),
+                    "sandbox_violations": t.sandbox_violations,
+                    **skill_metrics.episode_fields(t),
+                }
+                for t in trajectories
+            ],
             "cap_hits": sum_skill_hits(t.cap_hits for t in trajectories),
             "scripted": any(t.scripted for t in trajectories),
             "wall_time_s": round(time.monotonic() - started, 3),
@@ -425,7 +555,8 @@ class Runner:
         }
         if len({t.task for t in trajectories}) > 1:  # e.g. BabyAI mixed: BALROG averages per kind
             row["success_by_task"] = _success_by_task(trajectories)
-        extra_metrics = self.benchmark.eval_metrics([t.final_info for t in trajectories])  # e.g. Crafter's score
+        # e.g. Crafter's score
+        extra_metrics = self.benchmark.eval_metrics([t.final_info for t in trajectories])
         if extra_metrics is not None:
             row["benchmark_metrics"] = extra_metrics
         append_jsonl(self.run_dir / EVAL_FILE, dump_row(EvalRow(**row)))
@@ -466,22 +597,32 @@ class Runner:
         """``run`` has loaded the checkpoint: :meth:`summary` can be built."""
         return self._stored is not None
 
-    def write_summary(self, status: RunStatus, reason: str | None = None, *,
-                      cap_reached: SpendCapReached | None = None) -> RunSummary:
+    def write_summary(
+        self,
+        status: RunStatus,
+        reason: str | None = None,
+        *,
+        cap_reached: SpendCapReached | None = None,
+    ) -> RunSummary:
         """Build summary.json (:meth:`summary`) and write it; returns what it wrote."""
         summary = self.summary(status, reason, cap_reached=cap_reached)
         write_summary(self.run_dir, summary)
         return summary
 
-    def summary(self, status: RunStatus, reason: str | None = None, *,
-                cap_reached: SpendCapReached | None = None) -> RunSummary:
+    def summary(
+        self,
+        status: RunStatus,
+        reason: str | None = None,
+        *,
+        cap_reached: SpendCapReached | None = None,
+    ) -> RunSummary:
         """summary.json, from what the run stored: the last checkpoint's totals and evaluations,
         the call log's spend, the spending cap. Written when the run starts, after every
         checkpoint and at every stop, so it is true whenever the run ends (a SIGKILL leaves the
         last checkpoint's). A spending-cap stop's reason names the spend this summary holds."""
         checkpoint = self._stored
         assert checkpoint is not None, "summary() before run() loaded the checkpoint"
-        rows = read_jsonl(self.run_dir / EVAL_FILE)[:checkpoint.eval_rows]
+        rows = read_jsonl(self.run_dir / EVAL_FILE)[: checkpoint.eval_rows]
         evals = validate_rows(EvalRow, rows, self.run_dir / EVAL_FILE)
         finished = status == "finished"
         if finished:
@@ -492,42 +633,73 @@ class Runner:
         if cap_reached is not None:
             reason = cap_reached.stopped(spent, None if cap is None else cap["in_flight_usd"])
         answers = self._formats.counts()
-        return RunSummary.model_validate({
-            "run_id": self.run_id, "method": self.config.method.name, "benchmark": self.config.benchmark.name,
-            "task_set": self.config.benchmark.task_set, "seed": self.config.run.seed,
-            "model": self.config.model.name, "scripted": self.scripted,
-            "note": "SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
-            "status": status, "status_reason": reason,
-            "started_at": checkpoint.started_at, "ended_at": None if status == "running" else _now(),
-            "elapsed_s": round(self._elapsed(), 3) if finished else checkpoint.elapsed_s,
-            "spent_usd": spent,
-            # may have been billed with no answer seen (timeouts, kills): at its worst case, not in spent_usd
-            "unknown_spend_usd": calls.unknown_usd,
-            "training": checkpoint.totals.model_dump(),
-            "knowledge_version": checkpoint.knowledge_version,
-            "eval": [EvalPoint(rollout=e.rollout, success_mean=e.success_mean, progress_mean=e.progress_mean,
-                               cost_mean_usd=e.cost_mean_usd, benchmark_metrics=e.benchmark_metrics)
-                     for e in evals],
-            "final_eval": None if not evals or not finished
-            else FinalEval.model_validate({k: v for k, v in dump_row(evals[-1]).items() if k != "per_episode"}),
-            "speedrun_reached_at": checkpoint.speedrun_reached_at,
-            "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
-            "spending": None if cap is None else {"spent_usd": spent, **cap},
-            "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
-            "format": answers,
-            "actor_warning": not_acting_warning(answers.get("actor")),
-            "cap_hits": run_cap_hits(read_jsonl(self.run_dir / METRICS_FILE)[:checkpoint.metrics_rows]),
-            "eval_cap_hits": sum_skill_hits(e.cap_hits for e in evals),
-            **sandbox_summary(self.skill_support),
-            "sandbox_violations": count_violations(self.run_dir),
-        })
+        return RunSummary.model_validate(
+            {
+                "run_id": self.run_id,
+                "method": self.config.method.name,
+                "benchmark": self.config.benchmark.name,
+                "task_set": self.config.benchmark.task_set,
+                "seed": self.config.run.seed,
+                "model": self.config.model.name,
+                "scripted": self.scripted,
+                "note": "SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
+                "status": status,
+                "status_reason": reason,
+                "started_at": checkpoint.started_at,
+                "ended_at": None if status == "running" else _now(),
+                "elapsed_s": round(self._elapsed(), 3) if finished else checkpoint.elapsed_s,
+                "spent_usd": spent,
+                # may have been billed with no answer seen (timeouts, kills): at its worst case,
+                # not in spent_usd
+                "unknown_spend_usd": calls.unknown_usd,
+                "training": checkpoint.totals.model_dump(),
+                "knowledge_version": checkpoint.knowledge_version,
+                "eval": [
+                    EvalPoint(
+                        rollout=e.rollout,
+                        success_mean=e.success_mean,
+                        progress_mean=e.progress_mean,
+                        cost_mean_usd=e.cost_mean_usd,
+                        benchmark_metrics=e.benchmark_metrics,
+                    )
+                    for e in evals
+                ],
+                "final_eval": None
+                if not evals or not finished
+                else FinalEval.model_validate(
+                    {k: v for k, v in dump_row(evals[-1]).items() if k != "per_episode"}
+                ),
+                "speedrun_reached_at": checkpoint.speedrun_reached_at,
+                "unaccounted": unaccounted(self.run_dir / CACHE_FILE, self.run_id),
+                "spending": None if cap is None else {"spent_usd": spent, **cap},
+                "env_restarts": len(read_jsonl(self.run_dir / ENV_RESTARTS_FILE)),
+                "format": answers,
+                "actor_warning": not_acting_warning(answers.get("actor")),
+                "cap_hits": run_cap_hits(
+                    read_jsonl(self.run_dir / METRICS_FILE)[: checkpoint.metrics_rows]
+                ),
+                "eval_cap_hits": sum_skill_hits(e.cap_hits for e in evals),
+                **sandbox_summary(self.skill_support),
+                "sandbox_violations": count_violations(self.run_dir),
+            }
+        )
 
 
 def actor_turns(t: Trajectory) -> dict[str, int]:
     """The episode's actor turns by answer format and by what they did to the env."""
-    return actor_turn_counts([{"call_id": s.call_id, "answer_format": s.answer_format, "finish_reason": s.finish_reason,
-                               "effect": s.effect, "executed": s.executed, "skill_call": s.skill_call}
-                              for s in t.steps])
+    return actor_turn_counts(
+        [
+            {
+                "call_id": s.call_id,
+                "answer_format": s.answer_format,
+                "finish_reason": s.finish_reason,
+                "effect": s.effect,
+                "executed": s.executed,
+                "skill_call": s.skill_call,
+            }
+            for s in t.steps
+        ]
+    )
 
 
 def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:
@@ -536,8 +708,11 @@ def _success_by_task(trajectories: list[Trajectory]) -> dict[str, Any]:
     for t in trajectories:
         by_task.setdefault(t.task, []).append(t.success)
     rates = {task: sum(s) / len(s) for task, s in sorted(by_task.items())}
-    return {"rates": rates, "episodes": {task: len(s) for task, s in sorted(by_task.items())},
-            "mean_over_tasks": sum(rates.values()) / len(rates)}
+    return {
+        "rates": rates,
+        "episodes": {task: len(s) for task, s in sorted(by_task.items())},
+        "mean_over_tasks": sum(rates.values()) / len(rates),
+    }
 
 
 def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None) -> None:
@@ -550,9 +725,23 @@ def mark_run_status(run_dir: Path, status: RunStatus, reason: str | None = None)
         return
     summary = read_summary(run_dir)
     spent = CallLogTotals(run_dir / CALLS_FILE).read().spent_usd
-    spending = None if summary.spending is None else summary.spending.model_copy(update={"spent_usd": spent})
-    write_summary(run_dir, summary.model_copy(update={"status": status, "status_reason": reason, "ended_at": _now(),
-                                                      "spent_usd": spent, "spending": spending}))
+    spending = (
+        None
+        if summary.spending is None
+        else summary.spending.model_copy(update={"spent_usd": spent})
+    )
+    write_summary(
+        run_dir,
+        summary.model_copy(
+            update={
+                "status": status,
+                "status_reason": reason,
+                "ended_at": _now(),
+                "spent_usd": spent,
+                "spending": spending,
+            }
+        ),
+    )
 
 
 def _now() -> str:

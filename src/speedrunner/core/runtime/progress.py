@@ -29,9 +29,18 @@ SCRIPTED_TAG = "[scripted] "
 
 
 class ProgressReporter:
-    def __init__(self, total_episodes: int, *, scripted: bool, totals: Totals | None = None,
-                 version: int = 0, metric: str = "success", metric_sum: float | None = None,
-                 console: Console | None = None, spend: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        total_episodes: int,
+        *,
+        scripted: bool,
+        totals: Totals | None = None,
+        version: int = 0,
+        metric: str = "success",
+        metric_sum: float | None = None,
+        console: Console | None = None,
+        spend: Callable[[], str] | None = None,
+    ) -> None:
         """``totals`` carries the counts of a resumed run forward (episodes, successes);
         ``metric_sum`` the sum of ``metric`` over its finished episodes (default: successes);
         ``spend`` says the run's spend (and its caps), e.g. ``spent $0.0123 of cap $5.0000``."""
@@ -45,19 +54,26 @@ class ProgressReporter:
         self.version = version
         self.tag = SCRIPTED_TAG if scripted else ""
         self._lock = threading.Lock()
-        self.actor_turns = 0         # actor turns of the episodes counted here, and those that acted
+        self.actor_turns = 0  # actor turns of the episodes counted here, and those that acted
         self.actor_acted = 0
-        self._done_here = 0          # training episodes finished in this process
-        self._batches_here = 0       # whole batches (wake + sleep) finished in this process
-        self._training_s = 0.0       # wall time of those batches
-        self._timed_episodes = 0     # training episodes within those batches
+        self._done_here = 0  # training episodes finished in this process
+        self._batches_here = 0  # whole batches (wake + sleep) finished in this process
+        self._training_s = 0.0  # wall time of those batches
+        self._timed_episodes = 0  # training episodes within those batches
         self._batch_started: float | None = None
         self._live = self.console.is_terminal
         self._progress: Progress | None = None
         if self._live:
-            self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=12),
-                                      MofNCompleteColumn(), console=self.console, transient=False)
-            self._task = self._progress.add_task(self._standing(), total=total_episodes, completed=self.done)
+            self._progress = Progress(
+                TextColumn("{task.description}", markup=False),
+                BarColumn(bar_width=12),
+                MofNCompleteColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._task = self._progress.add_task(
+                self._standing(), total=total_episodes, completed=self.done
+            )
             self._progress.start()
 
     # ------------------------------------------------------------------ events
@@ -81,8 +97,14 @@ class ProgressReporter:
         else:
             _say(f"{self.tag}{text}")
 
-    def training_episode(self, success: bool, progress: float, *,
-                         index: int | None = None, actor: dict[str, int] | None = None) -> None:
+    def training_episode(
+        self,
+        success: bool,
+        progress: float,
+        *,
+        index: int | None = None,
+        actor: dict[str, int] | None = None,
+    ) -> None:
         """A training episode finished. Episodes of a batch finish in any order, so the line
         counts episodes *done* and names the finished one by its index, never as "episode n"."""
         with self._lock:  # called from episode threads as they finish
@@ -92,12 +114,21 @@ class ProgressReporter:
                 self.actor_turns += actor.get("turns", 0)
                 self.actor_acted += actor.get("acted", 0) + actor.get("skill_calls", 0)
             self.metric_sum += float(progress if self.metric == "progress" else success)
-            outcome = "success" if success else f"progress {progress:.2f}" if self.metric == "progress" else "failure"
+            outcome = (
+                "success"
+                if success
+                else f"progress {progress:.2f}"
+                if self.metric == "progress"
+                else "failure"
+            )
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, description=self._standing())
             else:
                 which = f"episode {index}: {outcome}" if index is not None else outcome
-                _say(f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}{self._eta()}")
+                _say(
+                    f"{self._describe(f'episodes done {self.done}/{self.total} ({which})')}"
+                    f"{self._eta()}"
+                )
 
     def close(self) -> None:
         if self._progress is not None:
@@ -111,8 +142,13 @@ class ProgressReporter:
         """The run's metric so far, its spend and knowledge version (the live bar's text)."""
         value = f"{self.metric_sum / self.done:.0%}" if self.done else "-"
         spend = f" | {self.spend()}" if self.spend is not None else ""
-        acted = f" | env acted {self.actor_acted}/{self.actor_turns} turns" if self.actor_turns else ""
-        return f"{self.tag if tag else ''}{self.metric} {value}{acted}{spend} | knowledge v{self.version}"
+        acted = (
+            f" | env acted {self.actor_acted}/{self.actor_turns} turns" if self.actor_turns else ""
+        )
+        return (
+            f"{self.tag if tag else ''}{self.metric} {value}{acted}{spend} "
+            f"| knowledge v{self.version}"
+        )
 
     def _eta(self) -> str:
         """Remaining training time from this process's finished batches (none before the first)."""

@@ -22,15 +22,21 @@ __all__ = ["count_violations"]
 
 def count_violations(run_dir: Path) -> dict[str, int]:
     """``{"total", "train", "eval", "sleep"}``: protocol violations by where they happened."""
-    train = sum(_count(row.get("sandbox_violations")) for row in read_jsonl(run_dir / "metrics.jsonl"))
-    evals = sum(_count(e.get("sandbox_violations")) for row in read_jsonl(run_dir / "eval.jsonl")
-                for e in row.get("per_episode") or [] if isinstance(e, dict))
+    train = sum(
+        _count(row.get("sandbox_violations")) for row in read_jsonl(run_dir / "metrics.jsonl")
+    )
+    evals = sum(
+        _count(e.get("sandbox_violations"))
+        for row in read_jsonl(run_dir / "eval.jsonl")
+        for e in row.get("per_episode") or []
+        if isinstance(e, dict)
+    )
     sleep = 0
     for path in sorted((run_dir / "sleep").glob("batch_*/sleep.json")):
         try:
             record: Any = json.loads(path.read_text("utf-8"))
         except (OSError, ValueError, RecursionError):
-            continue  # a torn record is the sleep phase's to replay; it holds no count we could trust
+            continue  # a torn record is the sleep phase's to replay; it holds no count to trust
         if isinstance(record, dict):
             sleep += _count(record.get("sandbox_violations"))
     return {"total": train + evals + sleep, "train": train, "eval": evals, "sleep": sleep}

@@ -43,11 +43,14 @@ log = logging.getLogger(__name__)
 
 PREFIX = "speedrunner-sandbox-"
 V2_NOT_DELEGATED = (
-    "the memory and pids controllers cannot be enabled for sandboxes under {parent} ({error}): cgroup v2 "
-    "enables them for a cgroup's children only while it holds no process itself, and this run's cgroup holds "
-    "the run (and whatever shares it, e.g. a login shell). Fix: start the run in a cgroup of its own with the "
-    "controllers delegated, e.g. `systemd-run --user --scope -p Delegate=yes python -m ...` "
-    "(as root: `systemd-run --scope -p Delegate=yes ...`), or in a container whose cgroup is delegated")
+    "the memory and pids controllers cannot be enabled for sandboxes under {parent} ({error}): "
+    "cgroup v2 enables them for a cgroup's children only while it holds no process itself, and "
+    "this run's cgroup holds the run (and whatever shares it, e.g. a login shell). Fix: start the "
+    "run in a cgroup of its own with the controllers delegated, e.g. "
+    "`systemd-run --user --scope -p Delegate=yes python -m ...` "
+    "(as root: `systemd-run --scope -p Delegate=yes ...`), or in a container whose cgroup is "
+    "delegated"
+)
 """The warning's reason on a cgroup v2 host where the run's own cgroup has processes (the usual case
 for a program started from a shell): the sandbox then falls back to per-process rlimits."""
 _warned = threading.Event()
@@ -68,7 +71,9 @@ def _mounts(mounts_file: str = "/proc/self/mounts") -> list[tuple[Path, str, set
         for line in f:
             parts = line.split()
             if len(parts) >= 4 and parts[2] in ("cgroup", "cgroup2"):
-                found.append((Path(parts[1].replace("\\040", " ")), parts[2], set(parts[3].split(","))))
+                found.append(
+                    (Path(parts[1].replace("\\040", " ")), parts[2], set(parts[3].split(",")))
+                )
     return found
 
 
@@ -105,7 +110,10 @@ def discover() -> Hierarchies | str:
     if len(v1) == 2:
         return Hierarchies(1, (v1["memory"], v1["pids"]))
     missing = [c for c in ("memory", "pids") if c not in v1]
-    return f"no cgroup v2 hierarchy with the memory and pids controllers, and no cgroup v1 {' or '.join(missing)} hierarchy"
+    return (
+        "no cgroup v2 hierarchy with the memory and pids controllers, "
+        f"and no cgroup v1 {' or '.join(missing)} hierarchy"
+    )
 
 
 @dataclass
@@ -181,7 +189,9 @@ class Cgroup:
         self.removed = True
 
 
-def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None = None) -> Cgroup | None:
+def create(
+    memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None = None
+) -> Cgroup | None:
     """A fresh cgroup with these limits, or ``None`` (warned once) where none can be made."""
     where = discover() if where is None else where
     if isinstance(where, str):
@@ -193,7 +203,9 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
         if where.version == 2:  # the controllers must be enabled for our children (best effort)
             try:
                 (where.parents[0] / "cgroup.subtree_control").write_text("+memory +pids")
-            except OSError as e:  # EBUSY: our own cgroup holds processes (v2's "no internal processes")
+            except (
+                OSError
+            ) as e:  # EBUSY: our own cgroup holds processes (v2's "no internal processes")
                 enabling = e
         for parent in where.parents:
             _remove_stale(parent)
@@ -201,10 +213,16 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
             d.mkdir(mode=0o755)
             made.append(d)
             if not (d / "cgroup.procs").exists():
-                raise OSError(f"{parent} is not a cgroup file system (no cgroup.procs in a new directory)")
+                raise OSError(
+                    f"{parent} is not a cgroup file system (no cgroup.procs in a new directory)"
+                )
         if where.version == 2:
             if not (made[0] / "memory.max").exists():
-                raise OSError(V2_NOT_DELEGATED.format(parent=where.parents[0], error=enabling or "not enabled"))
+                raise OSError(
+                    V2_NOT_DELEGATED.format(
+                        parent=where.parents[0], error=enabling or "not enabled"
+                    )
+                )
             (made[0] / "memory.max").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):
                 (made[0] / "memory.swap.max").write_text("0")
@@ -218,7 +236,9 @@ def create(memory_bytes: int, pids_max: int, *, where: Hierarchies | str | None 
         for d in reversed(made):
             with contextlib.suppress(OSError):
                 d.rmdir()
-        return _unavailable(f"cannot create a cgroup under {', '.join(map(str, where.parents))}: {e}")
+        return _unavailable(
+            f"cannot create a cgroup under {', '.join(map(str, where.parents))}: {e}"
+        )
     return Cgroup(where.version, tuple(made), memory_bytes, pids_max)
 
 
@@ -235,9 +255,12 @@ def _remove_stale(parent: Path) -> None:
 def _unavailable(reason: str) -> None:
     if not _warned.is_set():
         _warned.set()
-        log.warning("sandbox: %s; the memory limit of each sandbox is per process (RLIMIT_AS), not for its "
-                    "whole process tree, and its processes are capped by RLIMIT_NPROC only (run as root on a "
-                    "machine with writable cgroups for per-sandbox limits)", reason)
+        log.warning(
+            "sandbox: %s; the memory limit of each sandbox is per process (RLIMIT_AS), not for its "
+            "whole process tree, and its processes are capped by RLIMIT_NPROC only (run as root "
+            "on a machine with writable cgroups for per-sandbox limits)",
+            reason,
+        )
     return None
 
 
@@ -246,5 +269,8 @@ def join_prefix(cgroup: Cgroup | None) -> list[str]:
     if cgroup is None:
         return []
     files = cgroup.procs_files
-    script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; shift; n=$((n-1)); done; exec "$@"'
+    script = (
+        'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; shift; n=$((n-1)); done; '
+        'exec "$@"'
+    )
     return ["/bin/sh", "-c", script, "sh", str(len(files)), *files]

@@ -14,7 +14,8 @@ from speedrunner.core.sandbox.process import SandboxProcess
 
 
 class SandboxOwner(abc.ABC):
-    """Holds at most one ``SandboxProcess``; a context manager whose exit (or ``close``) kills it."""
+    """Holds at most one ``SandboxProcess``; a context manager whose exit (or ``close``) kills
+    it."""
 
     def __init__(self, what: str) -> None:
         """``what``: the owner's name in the error for use after ``close`` ("the skill runner")."""

@@ -51,12 +51,25 @@ from speedrunner.core.skill import (
     MAX_SCRATCH_VALUES,
 )
 
-__all__ = ["SKILL_MESSAGE_BYTES", "analysis_message_bytes", "call_budget", "check_act", "check_id", "check_load_reply",
-           "check_result", "check_run_reply", "codebook_functions", "reconcile", "reply_bytes", "reply_values"]
+__all__ = [
+    "SKILL_MESSAGE_BYTES",
+    "analysis_message_bytes",
+    "call_budget",
+    "check_act",
+    "check_id",
+    "check_load_reply",
+    "check_result",
+    "check_run_reply",
+    "codebook_functions",
+    "reconcile",
+    "reply_bytes",
+    "reply_values",
+]
 
 SKILL_MESSAGE_BYTES = 4 * 1024 * 1024
 """Longest line a skill sandbox may send before its first call (its hello and the load reply);
-a call's reply has its own, smaller bound (``reply_bytes``). Longer is refused before it is parsed."""
+a call's reply has its own, smaller bound (``reply_bytes``). Longer is refused before it is
+parsed."""
 _STOPPED_BY = ("returned", "error", "max_actions", "episode_done")
 _ERROR_SLACK = 200
 _VALUE_DEPTH = 12
@@ -64,7 +77,8 @@ _VALUE_DEPTH = 12
 
 
 def analysis_message_bytes(max_print_chars: int) -> int:
-    """Longest reply an analysis session may send: its capped output, as ASCII JSON, and an error."""
+    """Longest reply an analysis session may send: its capped output, as ASCII JSON, and an
+    error."""
     return 6 * (max_print_chars + MAX_ERROR_CHARS) + 64 * 1024
 
 
@@ -80,12 +94,15 @@ def codebook_functions(source: str) -> frozenset[str]:
 
 
 def check_id(message: dict[str, Any], expected: str) -> None:
-    """The reply answers request ``expected``, or the child is out of step (a forged or queued reply)."""
+    """The reply answers request ``expected``, or the child is out of step (a forged or queued
+    reply)."""
     got = message.get("id")
     if not isinstance(got, str) or got != expected:
         shown = repr(got)[:14]
-        raise _fail(f"a message for another request ({shown}) arrived while request {expected[:12]!r} was "
-                    "waiting: code in the sandbox wrote to the protocol pipe itself")
+        raise _fail(
+            f"a message for another request ({shown}) arrived while request {expected[:12]!r} was "
+            "waiting: code in the sandbox wrote to the protocol pipe itself"
+        )
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -138,11 +155,14 @@ def check_load_reply(message: dict[str, Any], request_id: str) -> str | None:
     check_id(message, request_id)
     if message.get("loaded") is True:
         return None
-    return _text(message.get("error", LOAD_FAILED), MAX_ERROR_CHARS + _ERROR_SLACK,
-                 "the load error")
+    return _text(
+        message.get("error", LOAD_FAILED), MAX_ERROR_CHARS + _ERROR_SLACK, "the load error"
+    )
 
 
-def check_run_reply(message: dict[str, Any], request_id: str, max_print_chars: int) -> tuple[str, str | None]:
+def check_run_reply(
+    message: dict[str, Any], request_id: str, max_print_chars: int
+) -> tuple[str, str | None]:
     """``(stdout, error)`` of an analysis ``run`` reply."""
     check_id(message, request_id)
     if not set(message) <= {"id", "stdout", "error", "duration_s"}:
@@ -180,7 +200,9 @@ def _count(value: Any) -> int:
 
 def _choice(value: Any, allowed: tuple[Any, ...], what: str) -> Any:
     if not any(value is a or (isinstance(value, str) and value == a) for a in allowed):
-        raise _fail(f"{what} {str(value)[:40]!r} is not one of {[a for a in allowed if a is not None]}")
+        raise _fail(
+            f"{what} {str(value)[:40]!r} is not one of {[a for a in allowed if a is not None]}"
+        )
     return value
 
 
@@ -189,8 +211,15 @@ def call_budget(max_print_chars: int, max_actions: int) -> int:
     values and names within ``MAX_TREE_CHARS``, each node's keys, prints and errors (the child
     bounds both as the JSON they are sent as, ``tracing.fit``), one ``{"i": n}`` per action.
     Past it, the tree is refused."""
-    return (MAX_TREE_CHARS + 4 * MAX_VALUE_CHARS + 160 * (MAX_NODES + 1)
-            + max_print_chars + 2 * (MAX_ERROR_CHARS + _ERROR_SLACK) + 24 * max(max_actions, 0) + 4096)
+    return (
+        MAX_TREE_CHARS
+        + 4 * MAX_VALUE_CHARS
+        + 160 * (MAX_NODES + 1)
+        + max_print_chars
+        + 2 * (MAX_ERROR_CHARS + _ERROR_SLACK)
+        + 24 * max(max_actions, 0)
+        + 4096
+    )
 
 
 def reply_bytes(max_print_chars: int, max_actions: int, echoed_chars: int = 0) -> int:
@@ -200,8 +229,15 @@ def reply_bytes(max_print_chars: int, max_actions: int, echoed_chars: int = 0) -
     ``echoed_chars``: the JSON of the call's own arguments, which the child may send back as the
     tree's root. A longer line is refused before it is parsed: with ``reply_values``, this
     bounds what decoding a reply costs the parent."""
-    result = (call_budget(max_print_chars, max_actions) + MAX_RETURN_BYTES + MAX_SCRATCH_CHARS + echoed_chars
-              + MAX_ERROR_CHARS + _ERROR_SLACK + 4096)
+    result = (
+        call_budget(max_print_chars, max_actions)
+        + MAX_RETURN_BYTES
+        + MAX_SCRATCH_CHARS
+        + echoed_chars
+        + MAX_ERROR_CHARS
+        + _ERROR_SLACK
+        + 4096
+    )
     return max(result, 12 * MAX_ACTION_CHARS + 4096)
 
 
@@ -212,12 +248,27 @@ def reply_values(max_actions: int, echoed_values: int = 0) -> int:
     action, and ``echoed_values`` (the call's own arguments, which the child may send back as the
     root's). The child counts each the same way, so an honest reply never passes it; a line that
     does is refused before it is decoded: its number of values is what decoding it costs."""
-    return (64 + NODE_VALUES * (MAX_NODES + 1) + MAX_TREE_VALUES + MAX_RETURN_VALUES + MAX_SCRATCH_VALUES
-            + MAX_PRINT_VALUES + 4 + 2 * (MAX_ERROR_VALUES + _ERROR_SLACK) + 2 * max(max_actions, 0) + echoed_values)
+    return (
+        64
+        + NODE_VALUES * (MAX_NODES + 1)
+        + MAX_TREE_VALUES
+        + MAX_RETURN_VALUES
+        + MAX_SCRATCH_VALUES
+        + MAX_PRINT_VALUES
+        + 4
+        + 2 * (MAX_ERROR_VALUES + _ERROR_SLACK)
+        + 2 * max(max_actions, 0)
+        + echoed_values
+    )
 
 
-def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
-                 functions: frozenset[str] | None = None, max_actions: int = 0) -> tuple[dict[str, Any], int]:
+def check_result(
+    message: dict[str, Any],
+    call_id: str,
+    max_print_chars: int,
+    functions: frozenset[str] | None = None,
+    max_actions: int = 0,
+) -> tuple[dict[str, Any], int]:
     """The ``result`` of a call reply, rebuilt from the keys the schema knows (unknown ones
     dropped), every kept value checked (the tree's actions by ``reconcile`` after), and the
     characters kept of it: ``value_cost`` of the rebuilt tree, the one measure of what the call
@@ -228,7 +279,9 @@ def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
     if set(message) != {"id", "result"} or not isinstance(result, dict):
         raise _fail(f"a call reply with keys {sorted(message)[:5]}")
     kept: dict[str, Any] = {key: check(result.get(key)) for key, check in _RESULT_FIELDS.items()}
-    kept["returned"] = _bounded(result.get("returned"), MAX_RETURN_BYTES, MAX_RETURN_VALUES, "the returned value")
+    kept["returned"] = _bounded(
+        result.get("returned"), MAX_RETURN_BYTES, MAX_RETURN_VALUES, "the returned value"
+    )
     scratch = result.get("scratch", {})
     if not isinstance(scratch, dict):
         raise _fail("env.scratch is not a dict")
@@ -238,7 +291,9 @@ def check_result(message: dict[str, Any], call_id: str, max_print_chars: int,
     kept["tree"], size = _check_tree(result["tree"], max_print_chars, functions)
     budget = call_budget(max_print_chars, max_actions)
     if size > budget:
-        raise _fail(f"a call tree of {size} characters of JSON, more than the {budget} one call may keep")
+        raise _fail(
+            f"a call tree of {size} characters of JSON, more than the {budget} one call may keep"
+        )
     return kept, size
 
 
@@ -263,8 +318,9 @@ def _types(values: list[Any]) -> set[type]:
     return set(map(type, values))
 
 
-def _check_tree(root: dict[str, Any], max_print_chars: int,
-                functions: frozenset[str] | None) -> tuple[dict[str, Any], int]:
+def _check_tree(
+    root: dict[str, Any], max_print_chars: int, functions: frozenset[str] | None
+) -> tuple[dict[str, Any], int]:
     """The child's tree rebuilt from the keys the parent keeps, and its ``value_cost``.
 
     The one schema of a kept node: ``name`` (a string of at most 200 characters), ``args``,
@@ -279,7 +335,9 @@ def _check_tree(root: dict[str, Any], max_print_chars: int,
     error_limit, print_limit = MAX_ERROR_CHARS + _ERROR_SLACK, max_print_chars + _ERROR_SLACK
     nodes, prints, depth, filled = 0, 0, 1, 0
     present: list[Any] = []
-    strings: list[Any] = []  # every node's name, error and prints, and its actions: measured at the end
+    strings: list[
+        Any
+    ] = []  # every node's name, error and prints, and its actions: measured at the end
     recorded: list[Any] = []
     extras: list[int] = []
     names: list[str] = []
@@ -300,25 +358,38 @@ def _check_tree(root: dict[str, Any], max_print_chars: int,
             raise _fail("a call without a name")
         if max(map(len, name)) > 200:
             _text(max(name, key=len), 200, "a call's name")
-        args, kwargs, returned = _column(level, "args", []), _column(level, "kwargs", {}), _column(level, "returned")
-        if depth == 1:  # the root's arguments are the parent's own (the actor's call), set by the caller
+        args, kwargs, returned = (
+            _column(level, "args", []),
+            _column(level, "kwargs", {}),
+            _column(level, "returned"),
+        )
+        # the root's arguments are the parent's own (the actor's call), set by the caller
+        if depth == 1:
             args, kwargs = [[]], [{}]
         for key, column, kind in (("args", args, list), ("kwargs", kwargs, dict)):
             if _types(column) != {kind}:
                 wrong = next(v for v in column if type(v) is not kind)
-                raise _fail(f"a recorded value ({key}) is a {type(wrong).__name__}, not a {kind.__name__}")
+                raise _fail(
+                    f"a recorded value ({key}) is a {type(wrong).__name__}, not a {kind.__name__}"
+                )
         present += args
         present += kwargs
         present += returned
         error = _column(level, "error")
         texts = [e for e in error if e is not None]
         if not _types(texts) <= {str} or (texts and max(map(len, texts)) > error_limit):
-            _text(next(e for e in texts if not isinstance(e, str) or len(e) > error_limit), error_limit,
-                  "a call's error")
+            _text(
+                next(e for e in texts if not isinstance(e, str) or len(e) > error_limit),
+                error_limit,
+                "a call's error",
+            )
         printed = _column(level, "prints", "")
         if _types(printed) != {str} or max(map(len, printed)) > print_limit:
-            _text(next(p for p in printed if not isinstance(p, str) or len(p) > print_limit), print_limit,
-                  "printed output")
+            _text(
+                next(p for p in printed if not isinstance(p, str) or len(p) > print_limit),
+                print_limit,
+                "printed output",
+            )
         prints += sum(map(len, printed))
         if depth > 1:
             names += name
@@ -329,12 +400,23 @@ def _check_tree(root: dict[str, Any], max_print_chars: int,
         if not _types(actions) | _types(calls) <= {list}:
             raise _fail("a call's actions or nested calls are not lists")
         records = list(chain.from_iterable(actions))
-        if records and (_types(records) != {dict} or set(map(len, records)) != {1}
-                        or _types(_column(records, "i")) != {int}):
-            raise _fail("an action record that is not {\"i\": index}")
+        if records and (
+            _types(records) != {dict}
+            or set(map(len, records)) != {1}
+            or _types(_column(records, "i")) != {int}
+        ):
+            raise _fail('an action record that is not {"i": index}')
         copied = map(list, map(map, repeat(dict), actions))
-        outs = list(map(dict, map(zip, repeat(_OUT_KEYS), zip(name, args, kwargs, returned, error, printed, copied,
-                                                                           strict=True))))
+        outs = list(
+            map(
+                dict,
+                map(
+                    zip,
+                    repeat(_OUT_KEYS),
+                    zip(name, args, kwargs, returned, error, printed, copied, strict=True),
+                ),
+            )
+        )
         for extra, valid in (("calls_dropped", _counts), ("stopped_by", _stops)):
             column = _column(level, extra, _ABSENT)
             if _types(column) != {object}:  # some node has it (honest ones: the root only)
@@ -361,23 +443,38 @@ def _check_tree(root: dict[str, Any], max_print_chars: int,
             out["calls"] = []
         parents, level = outs, list(chain.from_iterable(calls))
         depth += 1
-    _shape(present, _VALUE_DEPTH + 1, "a recorded value (a call's arguments, keyword arguments or returned value)")
+    _shape(
+        present,
+        _VALUE_DEPTH + 1,
+        "a recorded value (a call's arguments, keyword arguments or returned value)",
+    )
     values, counted = _costs(present)
     labels, labels_counted = _costs(names + errors)  # the nested calls' names and errors
     cost = NODE_COST * nodes + values + labels
     if cost > MAX_TREE_CHARS + MAX_VALUE_CHARS * 4:
         raise _fail(f"a call tree of {cost} characters, more than {MAX_TREE_CHARS}")
     counted += labels_counted
-    if counted > MAX_TREE_VALUES + 2 * nodes:  # the child does not count a node's empty kwargs, nor a wrapped args
+    # the child does not count a node's empty kwargs, nor a wrapped args
+    if counted > MAX_TREE_VALUES + 2 * nodes:
         raise _fail(f"a call tree of {counted} recorded JSON values, more than {MAX_TREE_VALUES}")
     if prints > print_limit:
         raise _fail(f"{prints} printed characters, more than {max_print_chars}")
     if invented:  # (the root's name is the parent's own, from the actor's call)
-        raise _fail(f"the call tree names a nested call {min(invented)[:60]!r}, which is not a function of the "
-                    "loaded codebook")
+        raise _fail(
+            f"the call tree names a nested call {min(invented)[:60]!r}, which is not a function of "
+            "the loaded codebook"
+        )
     # value_cost(out_root), from what was measured: each node's keys, its values, a comma before
     # each node but the first of its list, and the optional keys.
-    size = _NODE_SKELETON * nodes + values + _costs(strings + recorded)[0] + nodes - 1 - filled + sum(extras)
+    size = (
+        _NODE_SKELETON * nodes
+        + values
+        + _costs(strings + recorded)[0]
+        + nodes
+        - 1
+        - filled
+        + sum(extras)
+    )
     return out_root, size
 
 
@@ -417,12 +514,16 @@ def reconcile(tree: dict[str, Any], served: list[dict[str, Any]]) -> dict[str, A
         for record in node.get("actions", []):
             i = record["i"]
             if not 0 <= i < len(served) or i in seen:
-                raise _fail(f"the call tree claims an action (#{i}) the parent did not serve "
-                            f"(it served {len(served)})")
+                raise _fail(
+                    f"the call tree claims an action (#{i}) the parent did not serve "
+                    f"(it served {len(served)})"
+                )
             seen.add(i)
             records.append(dict(served[i]))
         node["actions"] = records
         stack.extend(node["calls"])
     if len(seen) != len(served):
-        raise _fail(f"the call tree accounts for {len(seen)} of the {len(served)} actions the parent served")
+        raise _fail(
+            f"the call tree accounts for {len(seen)} of the {len(served)} actions the parent served"
+        )
     return tree

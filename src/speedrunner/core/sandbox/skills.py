@@ -62,32 +62,53 @@ _DROPPED_ERROR_CHARS = 300
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
-def open_skill_runner(skills: Skills, *, tier: str = "auto", limits: ProcessLimits | None = None) -> SandboxSkillRunner:
-    """Start the episode's sandbox for ``skills`` (``tier``: ``auto`` = the strongest that works here)."""
+def open_skill_runner(
+    skills: Skills, *, tier: str = "auto", limits: ProcessLimits | None = None
+) -> SandboxSkillRunner:
+    """Start the episode's sandbox for ``skills`` (``tier``: ``auto`` = the strongest that works
+    here)."""
     return SandboxSkillRunner(skills, resolve_tier(tier), limits or ProcessLimits())
 
 
-def launch_skill_process(tier: str, limits: ProcessLimits, api_module: str, *, wait: bool = False) -> SandboxProcess:
+def launch_skill_process(
+    tier: str, limits: ProcessLimits, api_module: str, *, wait: bool = False
+) -> SandboxProcess:
     """A skill child with the modules skill code may import, launched and, unless ``wait``, not
     waited for: it boots while the caller goes on (``wait_ready()`` or the first request waits)."""
-    return SandboxProcess(tier, limits, mode="skills", preload=[*ALLOWED_MODULES, api_module],
-                          max_message_bytes=SKILL_MESSAGE_BYTES, wait=wait)
+    return SandboxProcess(
+        tier,
+        limits,
+        mode="skills",
+        preload=[*ALLOWED_MODULES, api_module],
+        max_message_bytes=SKILL_MESSAGE_BYTES,
+        wait=wait,
+    )
 
 
-def load_codebook_in(process: SandboxProcess, source: str, api_module: str, deadline: float) -> str | None:
+def load_codebook_in(
+    process: SandboxProcess, source: str, api_module: str, deadline: float
+) -> str | None:
     """Send a codebook to a skill child that has none yet: ``None`` if it loaded, else the load
     error (the codebook's own traceback). ``ChannelTimeout``/``SandboxDied`` as for any request."""
     request_id = SandboxProcess.new_request_id()
-    process.start_request({"op": "load", "id": request_id, "source": source, "api_module": api_module}, deadline)
+    process.start_request(
+        {"op": "load", "id": request_id, "source": source, "api_module": api_module}, deadline
+    )
     return check_load_reply(process.receive(deadline), request_id)
 
 
 class SandboxSkillRunner(SandboxOwner):
     """Implements ``speedrunner.core.runtime.skill_call.SkillRunner``; see the module docstring."""
 
-    def __init__(self, skills: Skills, tier: str, limits: ProcessLimits, process: SandboxProcess | None = None) -> None:
-        """``process``: a skill child booted ahead for this runner (``launch_skill_process`` with the
-        same tier, limits and API module, never used); without one, one is launched now."""
+    def __init__(
+        self,
+        skills: Skills,
+        tier: str,
+        limits: ProcessLimits,
+        process: SandboxProcess | None = None,
+    ) -> None:
+        """``process``: a skill child booted ahead for this runner (``launch_skill_process`` with
+        the same tier, limits and API module, never used); without one, one is launched now."""
         super().__init__("the skill runner")
         if not _MODULE_NAME.match(skills.api_module):
             raise ValueError(f"not a module name: {skills.api_module!r}")
@@ -140,35 +161,74 @@ class SandboxSkillRunner(SandboxOwner):
         code, to check that the parent holds even when the restricted layer has been left)."""
         return launch_skill_process(self.tier, self.limits, self.skills.api_module)
 
-    def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]], observation: dict[str, Any],
-             max_actions: int, timeout_s: float) -> SkillOutcome:
+    def call(
+        self,
+        call: SkillCall,
+        *,
+        step: Callable[[str], dict[str, Any]],
+        observation: dict[str, Any],
+        max_actions: int,
+        timeout_s: float,
+    ) -> SkillOutcome:
         process = self._ensure_process()
         with process.same_cpu():
             return self._call(process, call, step, observation, max_actions, timeout_s)
 
-    def _call(self, process: SandboxProcess, call: SkillCall, step: Callable[[str], dict[str, Any]],
-              observation: dict[str, Any], max_actions: int, timeout_s: float) -> SkillOutcome:
+    def _call(
+        self,
+        process: SandboxProcess,
+        call: SkillCall,
+        step: Callable[[str], dict[str, Any]],
+        observation: dict[str, Any],
+        max_actions: int,
+        timeout_s: float,
+    ) -> SkillOutcome:
         deadline = time.monotonic() + timeout_s
         served: list[dict[str, Any]] = []
         try:
             if not self._loaded:
-                self._load_error = load_codebook_in(process, self.skills.source, self.skills.api_module, deadline)
+                self._load_error = load_codebook_in(
+                    process, self.skills.source, self.skills.api_module, deadline
+                )
                 self._loaded = True
             if self._load_error is not None:
                 return _failed(call, self._load_error)
             echoed = compact([list(call.args), dict(call.kwargs)])
             max_values = reply_values(max_actions, separators(echoed))
             if process.channel is not None:
-                process.channel.max_bytes = reply_bytes(self.limits.max_print_chars, max_actions, len(echoed))
+                process.channel.max_bytes = reply_bytes(
+                    self.limits.max_print_chars, max_actions, len(echoed)
+                )
                 process.channel.max_values = max_values
             call_id = SandboxProcess.new_request_id()
-            process.start_request({"op": "call", "id": call_id, "name": call.name, "args": list(call.args),
-                                   "kwargs": dict(call.kwargs), "max_actions": max_actions, "max_values": max_values,
-                                   "scratch": self.episode_scratch,
-                                   "observation": {"text": observation["text"], "structured": observation["structured"],
-                                                   "done": bool(observation.get("done"))}}, deadline)
-            return self._serve(process, call, call_id, step, bool(observation.get("done")), max_actions, deadline,
-                               served)
+            process.start_request(
+                {
+                    "op": "call",
+                    "id": call_id,
+                    "name": call.name,
+                    "args": list(call.args),
+                    "kwargs": dict(call.kwargs),
+                    "max_actions": max_actions,
+                    "max_values": max_values,
+                    "scratch": self.episode_scratch,
+                    "observation": {
+                        "text": observation["text"],
+                        "structured": observation["structured"],
+                        "done": bool(observation.get("done")),
+                    },
+                },
+                deadline,
+            )
+            return self._serve(
+                process,
+                call,
+                call_id,
+                step,
+                bool(observation.get("done")),
+                max_actions,
+                deadline,
+                served,
+            )
         except ChannelTimeout:
             self._discard_process()
             return _timed_out(call, served, timeout_s)
@@ -178,16 +238,29 @@ class SandboxSkillRunner(SandboxOwner):
             return _violated(call, served, str(e))
         except SandboxDied as e:
             self._discard_process()
-            return _failed(call, f"{e}\n(the sandbox process is restarted for the next call)", served)
-        except BaseException:  # step() failed (env dead) or we were interrupted: the child is mid-call
+            return _failed(
+                call, f"{e}\n(the sandbox process is restarted for the next call)", served
+            )
+        # step() failed (env dead) or we were interrupted: the child is mid-call
+        except BaseException:
             self._discard_process()
             raise
 
-    def _serve(self, process: SandboxProcess, call: SkillCall, call_id: str, step: Callable[[str], dict[str, Any]],
-               done: bool, max_actions: int, deadline: float, served: list[dict[str, Any]]) -> SkillOutcome:
+    def _serve(
+        self,
+        process: SandboxProcess,
+        call: SkillCall,
+        call_id: str,
+        step: Callable[[str], dict[str, Any]],
+        done: bool,
+        max_actions: int,
+        deadline: float,
+        served: list[dict[str, Any]],
+    ) -> SkillOutcome:
         stop: str | None = None
         while True:
-            if time.monotonic() >= deadline:  # a child that never waits would never see the deadline
+            # a child that never waits would never see the deadline
+            if time.monotonic() >= deadline:
                 raise ChannelTimeout("deadline passed")
             message = process.receive(deadline)
             if "act" in message:
@@ -204,38 +277,60 @@ class SandboxSkillRunner(SandboxOwner):
                         served.append({"action": action, "error": str(reply["error"])})
                         reply = {"error": str(reply["error"])}
                     else:
-                        served.append({"action": action, "text": reply["text"], "done": bool(reply["done"])})
-                        reply = {"text": reply["text"], "structured": reply["structured"], "done": bool(reply["done"])}
+                        served.append(
+                            {"action": action, "text": reply["text"], "done": bool(reply["done"])}
+                        )
+                        reply = {
+                            "text": reply["text"],
+                            "structured": reply["structured"],
+                            "done": bool(reply["done"]),
+                        }
                         done = reply["done"]
                 process.request(reply, deadline)
                 continue
-            result, kept = check_result(message, call_id, self.limits.max_print_chars, self._functions, max_actions)
+            result, kept = check_result(
+                message, call_id, self.limits.max_print_chars, self._functions, max_actions
+            )
             if process.channel is not None and process.channel.pending():
-                raise SandboxViolation("it broke the protocol (more arrived after the call's result: code in the "
-                                       "sandbox wrote to the protocol pipe itself)")
+                raise SandboxViolation(
+                    "it broke the protocol (more arrived after the call's result: code in the "
+                    "sandbox wrote to the protocol pipe itself)"
+                )
             tree = reconcile(result["tree"], served)
             self.episode_scratch = result.get("scratch", {})
             self.tree_chars += kept
-            if stop is None and done and result["stopped_by"] == "episode_done":  # the child saw it end too
+            # the child saw it end too
+            if stop is None and done and result["stopped_by"] == "episode_done":
                 stop = "episode_done"
-            return _outcome(call, tree, result, stop, served, self.tree_chars <= MAX_EPISODE_TREE_CHARS)
+            return _outcome(
+                call, tree, result, stop, served, self.tree_chars <= MAX_EPISODE_TREE_CHARS
+            )
 
 
-def _outcome(call: SkillCall, tree: dict[str, Any], result: dict[str, Any], stop: str | None,
-             served: list[dict[str, Any]], keep_annotations: bool) -> SkillOutcome:
+def _outcome(
+    call: SkillCall,
+    tree: dict[str, Any],
+    result: dict[str, Any],
+    stop: str | None,
+    served: list[dict[str, Any]],
+    keep_annotations: bool,
+) -> SkillOutcome:
     error = result.get("error")
     stopped_by = result["stopped_by"]
     if stop is not None:  # the parent's word on why the call stopped wins over the child's
         stopped_by = stop
     elif stopped_by in ("max_actions", "episode_done"):  # the parent never said so
         stopped_by = "error" if error is not None else "returned"
-    if not keep_annotations:  # the child's error too is its word: only its start is kept past the budget
+    # the child's error too is its word: only its start is kept past the budget
+    if not keep_annotations:
         error_text = tree.get("error")
         if isinstance(error_text, str) and len(error_text) > _DROPPED_ERROR_CHARS:
             error_text = error_text[:_DROPPED_ERROR_CHARS] + " [...]"
         tree = _tree(call, served, error_text)
-        tree["annotations_dropped"] = (f"the episode's call trees passed {MAX_EPISODE_TREE_CHARS} characters: "
-                                       "this call keeps only the actions the parent served")
+        tree["annotations_dropped"] = (
+            f"the episode's call trees passed {MAX_EPISODE_TREE_CHARS} characters: "
+            "this call keeps only the actions the parent served"
+        )
     tree["name"], tree["args"], tree["kwargs"] = call.name, list(call.args), dict(call.kwargs)
     tree["stopped_by"] = stopped_by
     return SkillOutcome(tree, returned=result.get("returned"), error=error, stopped_by=stopped_by)
@@ -243,26 +338,45 @@ def _outcome(call: SkillCall, tree: dict[str, Any], result: dict[str, Any], stop
 
 def _violated(call: SkillCall, served: list[dict[str, Any]], message: str) -> SkillOutcome:
     """A protocol violation: the call ends as an error built from what the parent served."""
-    error = f"the skill's sandbox {message.removeprefix('it ')}; the call was ended and the sandbox restarted"
+    error = (
+        f"the skill's sandbox {message.removeprefix('it ')}; "
+        "the call was ended and the sandbox restarted"
+    )
     tree = _tree(call, served, error)
     tree["stopped_by"] = "error"
     tree["sandbox_violation"] = message
     return SkillOutcome(tree, error=error, stopped_by="error")
 
 
-def _tree(call: SkillCall, served: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
-    return {"name": call.name, "args": list(call.args), "kwargs": dict(call.kwargs), "calls": [],
-            "actions": list(served), "returned": None, "error": error, "prints": ""}
+def _tree(
+    call: SkillCall, served: list[dict[str, Any]], error: str | None = None
+) -> dict[str, Any]:
+    return {
+        "name": call.name,
+        "args": list(call.args),
+        "kwargs": dict(call.kwargs),
+        "calls": [],
+        "actions": list(served),
+        "returned": None,
+        "error": error,
+        "prints": "",
+    }
 
 
-def _failed(call: SkillCall, error: str, served: list[dict[str, Any]] | None = None) -> SkillOutcome:
+def _failed(
+    call: SkillCall, error: str, served: list[dict[str, Any]] | None = None
+) -> SkillOutcome:
     tree = _tree(call, served or [], error)
     tree["stopped_by"] = "error"
     return SkillOutcome(tree, error=error, stopped_by="error")
 
 
 def _timed_out(call: SkillCall, served: list[dict[str, Any]], timeout_s: float) -> SkillOutcome:
-    tree = _tree(call, served, f"timed out after {timeout_s:g} s: the sandbox process was killed (its nested "
-                               "calls and prints are lost; the next call starts a fresh one)")
+    tree = _tree(
+        call,
+        served,
+        f"timed out after {timeout_s:g} s: the sandbox process was killed (its nested "
+        "calls and prints are lost; the next call starts a fresh one)",
+    )
     tree["stopped_by"] = "timeout"
     return SkillOutcome(tree, stopped_by="timeout")

@@ -48,7 +48,8 @@ LOAD_FAILED = "the codebook did not load"
 MAX_VALUE_DEPTH = 100
 """Nesting of a returned value (the parent refuses deeper JSON)."""
 MAX_VALUE_CHARS = 2_000
-"""JSON characters of one recorded argument or return value; a longer one becomes a short ``repr``."""
+"""JSON characters of one recorded argument or return value; a longer one becomes a short
+``repr``."""
 MAX_TREE_CHARS = 20_000
 """``value_cost`` of a whole tree (arguments, return values, errors; prints apart); past it,
 values are replaced by a marker and further calls are not recorded."""
@@ -79,8 +80,16 @@ class Stop(BaseException):  # noqa: N818 - a control-flow signal, not an error
 
 
 def new_node(name: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "args": args, "kwargs": kwargs, "calls": [], "actions": [], "returned": None,
-            "error": None, "prints": []}
+    return {
+        "name": name,
+        "args": args,
+        "kwargs": kwargs,
+        "calls": [],
+        "actions": [],
+        "returned": None,
+        "error": None,
+        "prints": [],
+    }
 
 
 class Recorder:
@@ -122,18 +131,26 @@ class Recorder:
         self.values_budget -= separators(text)
         return text
 
-    def enter(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-        if (self.nodes >= MAX_NODES or len(self.stack) >= MAX_DEPTH
-                or self.tree_budget < NODE_COST + 4 * value_cost(OVER_BUDGET)
-                or separators(name) > self.values_budget):
+    def enter(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        if (
+            self.nodes >= MAX_NODES
+            or len(self.stack) >= MAX_DEPTH
+            or self.tree_budget < NODE_COST + 4 * value_cost(OVER_BUDGET)
+            or separators(name) > self.values_budget
+        ):
             self.calls_dropped += 1
             self.stack.append(None)
             return None
         self.tree_budget -= NODE_COST + value_cost(name)
         self.values_budget -= separators(name)
         shown = self.value([a for a in args if not isinstance(a, self._env_type)])
-        node = new_node(name, shown if isinstance(shown, list) else [shown],
-                        self.value({k: v for k, v in kwargs.items()}) if kwargs else {})
+        node = new_node(
+            name,
+            shown if isinstance(shown, list) else [shown],
+            self.value({k: v for k, v in kwargs.items()}) if kwargs else {},
+        )
         if not isinstance(node["kwargs"], dict):
             node["kwargs"] = {"...": node["kwargs"]}
         self.nodes += 1
@@ -250,8 +267,8 @@ def jsonable(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON: plain data as is (bounded), anything else as its ``repr``."""
     if value is None or isinstance(value, bool | int | str):
         if isinstance(value, str) and len(value) > MAX_REPR * 4:
-            return value[:MAX_REPR * 4] + f"... [{len(value)} characters]"
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 63:
+            return value[: MAX_REPR * 4] + f"... [{len(value)} characters]"
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**63:
             return _repr(value)
         return value
     if isinstance(value, float):
@@ -278,8 +295,9 @@ def _repr(value: Any) -> str:
     return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "..."
 
 
-def check_returned(value: Any, limit: int | None = MAX_RETURN_BYTES,
-                   max_values: int | None = MAX_RETURN_VALUES) -> tuple[Any, str | None]:
+def check_returned(
+    value: Any, limit: int | None = MAX_RETURN_BYTES, max_values: int | None = MAX_RETURN_VALUES
+) -> tuple[Any, str | None]:
     """``(value, None)`` if ``value`` can be sent back as JSON (of at most ``limit`` characters
     and ``max_values`` separators), else ``(None, error message)``."""
     try:
@@ -289,13 +307,18 @@ def check_returned(value: Any, limit: int | None = MAX_RETURN_BYTES,
     except (TypeError, ValueError, RecursionError) as e:
         kind = type(value).__name__
         detail = "" if isinstance(e, TypeError) else f" ({e})"
-        return None, (f"the skill returned an object of type {kind} that cannot be sent back{detail}; "
-                      "return str/int/float/bool/None/list/dict")
+        return None, (
+            f"the skill returned an object of type {kind} that cannot be sent back{detail}; "
+            "return str/int/float/bool/None/list/dict"
+        )
     if limit is not None and len(encoded) > limit:
         return None, (f"the skill returned {len(encoded)} characters of JSON; the limit is {limit}")
     if max_values is not None and (count := separators(encoded)) > max_values:
-        return None, (f"the skill returned {count} JSON values (counted as the commas, [ and {{ of its JSON); "
-                      f"the limit is {max_values}")
+        return None, (
+            f"the skill returned {count} JSON values "
+            "(counted as the commas, [ and { of its JSON); "
+            f"the limit is {max_values}"
+        )
     return json.loads(encoded), None  # what the parent will see (tuples are lists)
 
 
@@ -312,23 +335,31 @@ def _depth_over(value: Any, limit: int) -> bool:
     return False
 
 
-
-
 def check_scratch(value: Any) -> tuple[dict[str, Any], str | None]:
-    """``(scratch, None)`` if ``value`` may be kept as ``env.scratch``, else ``({}, error message)``."""
+    """``(scratch, None)`` if ``value`` may be kept as ``env.scratch``, else ``({}, error
+    message)``."""
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        return {}, (f"env.scratch must stay a dict with string keys, not {type(value).__name__}; "
-                    "the scratch of the call before was kept")
+        return {}, (
+            f"env.scratch must stay a dict with string keys, not {type(value).__name__}; "
+            "the scratch of the call before was kept"
+        )
     kept, error = check_returned(value, limit=None, max_values=None)  # its own caps, below
     if error is not None:
-        return {}, "env.scratch " + error.split("the skill returned ", 1)[-1] + "; the scratch of the call before was kept"
+        return {}, "env.scratch " + error.split("the skill returned ", 1)[
+            -1
+        ] + "; the scratch of the call before was kept"
     text = compact(kept)
     if len(text) > MAX_SCRATCH_CHARS:
-        return {}, (f"env.scratch holds {len(text)} characters of JSON, more than {MAX_SCRATCH_CHARS}; "
-                    "the scratch of the call before was kept")
+        return {}, (
+            f"env.scratch holds {len(text)} characters of JSON, more than {MAX_SCRATCH_CHARS}; "
+            "the scratch of the call before was kept"
+        )
     if (count := separators(text)) > MAX_SCRATCH_VALUES:
-        return {}, (f"env.scratch holds {count} JSON values (counted as the commas, [ and {{ of its JSON), more "
-                    f"than {MAX_SCRATCH_VALUES}; the scratch of the call before was kept")
+        return {}, (
+            f"env.scratch holds {count} JSON values "
+            "(counted as the commas, [ and { of its JSON), more "
+            f"than {MAX_SCRATCH_VALUES}; the scratch of the call before was kept"
+        )
     return kept, None
 
 
@@ -337,22 +368,35 @@ def fit(text: str, max_chars: int, max_values: int, *, keep_end: bool = False) -
     counted as sent) holding at most ``max_values`` ``separators``: what bounds a string's cost
     to the parent, whatever its characters."""
     text = text[-max_chars:] if keep_end else text[:max_chars]
-    while (excess := len(compact(text)) - 2 - max_chars) > 0:  # each character cut removes at least one
-        text = text[excess:] if keep_end else text[:len(text) - excess]
+    while (
+        excess := len(compact(text)) - 2 - max_chars
+    ) > 0:  # each character cut removes at least one
+        text = text[excess:] if keep_end else text[: len(text) - excess]
     if separators(text) > max_values:
         found = [m.start() for m in _SEPARATOR.finditer(text)]
-        text = text[found[-max_values - 1] + 1:] if keep_end else text[:found[max_values]]
+        text = text[found[-max_values - 1] + 1 :] if keep_end else text[: found[max_values]]
     return text
 
 
 def exception_line(e: BaseException) -> str:
-    return fit("".join(traceback.format_exception_only(type(e), e)).strip(), MAX_ERROR_CHARS, MAX_ERROR_VALUES)
+    return fit(
+        "".join(traceback.format_exception_only(type(e), e)).strip(),
+        MAX_ERROR_CHARS,
+        MAX_ERROR_VALUES,
+    )
 
 
-def own_traceback(e: BaseException, keep: Callable[[str], bool] = lambda f: f == CODEBOOK_FILENAME) -> str:
-    """The traceback of ``e`` with only the frames whose file ``keep`` accepts (the author's own code)."""
+def own_traceback(
+    e: BaseException, keep: Callable[[str], bool] = lambda f: f == CODEBOOK_FILENAME
+) -> str:
+    """The traceback of ``e`` with only the frames whose file ``keep`` accepts (the author's own
+    code)."""
     frames = [f for f in traceback.extract_tb(e.__traceback__) if keep(f.filename)]
     lines = traceback.StackSummary.from_list(frames).format() if frames else []
-    text = ("Traceback (most recent call last):\n" if lines else "") + "".join(lines) + exception_line(e)
+    text = (
+        ("Traceback (most recent call last):\n" if lines else "")
+        + "".join(lines)
+        + exception_line(e)
+    )
     kept = fit(text, MAX_ERROR_CHARS, MAX_ERROR_VALUES, keep_end=True)
     return text if kept == text else "...\n" + kept

@@ -48,8 +48,17 @@ from speedrunner.errors import InvalidActionError
 from speedrunner.methods.voyager.state import retired_name
 from speedrunner.methods.wake_sleep.asi_parse import parse_induction
 
-__all__ = ["CODE_READER", "FENCE", "NATIVE_NOTE", "SUBMIT_SKILL", "Attempt", "CodeAnswer",
-           "read_code", "read_skill_call", "write_and_run"]
+__all__ = [
+    "CODE_READER",
+    "FENCE",
+    "NATIVE_NOTE",
+    "SUBMIT_SKILL",
+    "Attempt",
+    "CodeAnswer",
+    "read_code",
+    "read_skill_call",
+    "write_and_run",
+]
 
 FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -90,16 +99,29 @@ def read_code(text: str) -> CodeAnswer:
 
 SUBMIT_SKILL = ToolSpec(
     "submit_skill",
-    "Submit the skill for the task: helper functions first, then the main function `def name(env) -> str`.",
-    {"type": "object", "properties": {
-        "plan": {"type": "string", "description": "step by step, how the skill completes the task"},
-        "code": {"type": "string", "description": "Python source: helpers, then the main function (no fences)"}},
-     "required": ["code"]},
+    "Submit the skill for the task: helper functions first, "
+    "then the main function `def name(env) -> str`.",
+    {
+        "type": "object",
+        "properties": {
+            "plan": {
+                "type": "string",
+                "description": "step by step, how the skill completes the task",
+            },
+            "code": {
+                "type": "string",
+                "description": "Python source: helpers, then the main function (no fences)",
+            },
+        },
+        "required": ["code"],
+    },
 )
 """The action agent's one native tool (``model.tool_protocol: native``)."""
-NATIVE_NOTE = ("\n\nSubmit the skill through the function-calling interface: call `submit_skill` once, "
-               "with the plan and the code as its JSON arguments (code as a string, no fences), "
-               "instead of writing the Code block.")
+NATIVE_NOTE = (
+    "\n\nSubmit the skill through the function-calling interface: call `submit_skill` once, "
+    "with the plan and the code as its JSON arguments (code as a string, no fences), "
+    "instead of writing the Code block."
+)
 """Appended to the action agent's system prompt under the native protocol."""
 
 
@@ -113,16 +135,29 @@ def read_skill_call(text: str, uses: tuple[ToolUse, ...]) -> CodeAnswer:
     use, dropped = uses[0], len(uses) - 1
     repairs = (f"{len(uses)} tool calls in one turn; only the first was read",) if dropped else ()
     if use.name != SUBMIT_SKILL.name:
-        return CodeAnswer("", None, f"unknown tool {use.name!r}; the one tool is submit_skill", repairs, dropped)
+        return CodeAnswer(
+            "", None, f"unknown tool {use.name!r}; the one tool is submit_skill", repairs, dropped
+        )
     try:
         raw = json.loads(use.arguments) if use.arguments.strip() else {}
     except json.JSONDecodeError as e:
-        return CodeAnswer("", None, f"the arguments of `submit_skill` are not valid JSON ({e.msg} at character "
-                                    f"{e.pos}); send one JSON object with \"code\"", repairs, dropped)
+        return CodeAnswer(
+            "",
+            None,
+            f"the arguments of `submit_skill` are not valid JSON ({e.msg} at character "
+            f'{e.pos}); send one JSON object with "code"',
+            repairs,
+            dropped,
+        )
     code = raw.get("code") if isinstance(raw, dict) else None
     if not isinstance(code, str) or not code.strip():
-        return CodeAnswer("", None, "`submit_skill` needs \"code\": the skill's Python source as a string",
-                          repairs, dropped)
+        return CodeAnswer(
+            "",
+            None,
+            '`submit_skill` needs "code": the skill\'s Python source as a string',
+            repairs,
+            dropped,
+        )
     plan = raw.get("plan") if isinstance(raw.get("plan"), str) else ""
     if _python_blocks(code):  # fenced anyway: the blocks are the code
         fenced = _from_text(code, ())
@@ -139,7 +174,7 @@ def _from_text(body: str, repairs: tuple[str, ...]) -> CodeAnswer:
     cut = labels[0].start if labels else 0
     blocks = _python_blocks(body)
     after = [b for b in blocks if b.start >= cut] or blocks
-    plan = body[:labels[0].start] if labels else body
+    plan = body[: labels[0].start] if labels else body
     if not after:
         return CodeAnswer(plan.strip(), None, "the answer has no ```python code block", repairs)
     fixes = list(repairs)
@@ -157,7 +192,9 @@ def _from_text(body: str, repairs: tuple[str, ...]) -> CodeAnswer:
         fixes.append("fence without a language tag")
     if any(not b.closed for b in after):
         fixes.append("unclosed final fence")
-    return CodeAnswer(plan.strip(), "\n\n".join(b.code.strip() for b in after) + "\n", None, tuple(fixes))
+    return CodeAnswer(
+        plan.strip(), "\n\n".join(b.code.strip() for b in after) + "\n", None, tuple(fixes)
+    )
 
 
 def _from_json(fields: list[JsonField]) -> CodeAnswer:
@@ -167,22 +204,33 @@ def _from_json(fields: list[JsonField]) -> CodeAnswer:
             inner = _from_text(strip_think(f.value)[0], ())
         else:
             value = "\n\n".join(map(str, f.value)) if isinstance(f.value, list) else str(f.value)
-            plan = next((str(f.obj[k]) for k in ("plan", "explain", "explanation") if f.obj.get(k)), "")
-            inner = (_from_text(value, ()) if _python_blocks(value)
-                     else CodeAnswer(plan, value.strip() + "\n" if value.strip() else None,
-                                     None if value.strip() else f"the JSON field {f.key!r} is empty"))
+            plan = next(
+                (str(f.obj[k]) for k in ("plan", "explain", "explanation") if f.obj.get(k)), ""
+            )
+            inner = (
+                _from_text(value, ())
+                if _python_blocks(value)
+                else CodeAnswer(
+                    plan,
+                    value.strip() + "\n" if value.strip() else None,
+                    None if value.strip() else f"the JSON field {f.key!r} is empty",
+                )
+            )
         readings.append(inner)
     codes = distinct([r.code for r in readings])
     if len(codes) > 1:
         read = "; ".join(", ".join(_DEF.findall(c or "")) or "no function" for c in codes)
-        problem = (f"the answer has {len(codes)} JSON objects with different code (defining "
-                   f"{read}); nothing ran: answer with one Code block")
+        problem = (
+            f"the answer has {len(codes)} JSON objects with different code (defining "
+            f"{read}); nothing ran: answer with one Code block"
+        )
         return CodeAnswer(readings[0].plan, None, problem)
     return readings[0]
 
 
 CODE_READER: AnswerReader[CodeAnswer] = AnswerReader(
-    (THINK,), (json_answer(_CODE_KEYS, _from_json, unless=_python_blocks),))
+    (THINK,), (json_answer(_CODE_KEYS, _from_json, unless=_python_blocks),)
+)
 """The answer as JSON (unless a python block stands beside it); else the Code label and blocks."""
 
 
@@ -209,9 +257,20 @@ class Attempt:
     """How the skill's call ended (``SkillOutcome.stopped_by``); ``None``: it never ran."""
 
 
-def write_and_run(answer: CodeAnswer, env: TextEnv, first_text: str, start: dict[str, Any], *, base: Codebook,
-                  draft: Codebook, earlier: Sequence[Edit], rules: Rules, support: SkillSupport,
-                  max_actions: int, timeout_s: float) -> Attempt:
+def write_and_run(
+    answer: CodeAnswer,
+    env: TextEnv,
+    first_text: str,
+    start: dict[str, Any],
+    *,
+    base: Codebook,
+    draft: Codebook,
+    earlier: Sequence[Edit],
+    rules: Rules,
+    support: SkillSupport,
+    max_actions: int,
+    timeout_s: float,
+) -> Attempt:
     """``base``: the stored generation; ``earlier``: this batch's accepted edits on top of it
     (giving ``draft``). ``error`` is set when the code cannot run or the skill raised."""
     attempt = Attempt(end=start, end_text=first_text)
@@ -246,8 +305,15 @@ def write_and_run(answer: CodeAnswer, env: TextEnv, first_text: str, start: dict
     return attempt
 
 
-def _run(attempt: Attempt, env: TextEnv, start: dict[str, Any], first_text: str, support: SkillSupport,
-         max_actions: int, timeout_s: float) -> None:
+def _run(
+    attempt: Attempt,
+    env: TextEnv,
+    start: dict[str, Any],
+    first_text: str,
+    support: SkillSupport,
+    max_actions: int,
+    timeout_s: float,
+) -> None:
     state: dict[str, Any] = {"text": first_text, "structured": start, "done": False}
 
     def act(action: str) -> dict[str, Any]:
@@ -259,7 +325,9 @@ def _run(attempt: Attempt, env: TextEnv, start: dict[str, Any], first_text: str,
             return {"error": str(e)}
         attempt.executed.append(action)
         attempt.info = result.info
-        state.update(text=result.observation.text, structured=result.observation.structured, done=result.done)
+        state.update(
+            text=result.observation.text, structured=result.observation.structured, done=result.done
+        )
         return dict(state)
 
     if attempt.codebook is None or attempt.main is None:
@@ -267,8 +335,13 @@ def _run(attempt: Attempt, env: TextEnv, start: dict[str, Any], first_text: str,
     runner = support.open_skills(attempt.codebook.to_skills(support.api_module))
     attempt.tier = runner.tier
     try:
-        outcome = runner.call(SkillCall(attempt.main), step=act, observation=dict(state), max_actions=max_actions,
-                              timeout_s=timeout_s)
+        outcome = runner.call(
+            SkillCall(attempt.main),
+            step=act,
+            observation=dict(state),
+            max_actions=max_actions,
+            timeout_s=timeout_s,
+        )
     finally:
         runner.close()
     attempt.tree, attempt.returned, attempt.error = outcome.tree, outcome.returned, outcome.error

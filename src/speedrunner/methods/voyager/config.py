@@ -39,8 +39,10 @@ class EmbeddingConfig(Section):
     @classmethod
     def _env_var_name(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            raise ValueError("api_key_env is the NAME of the environment variable that holds the key, "
-                             "never the key itself")
+            raise ValueError(
+                "api_key_env is the NAME of the environment variable that holds the key, "
+                "never the key itself"
+            )
         return v
 
 
@@ -68,7 +70,8 @@ class VoyagerConfig(MethodConfig):
     """Wall-clock limit of one skill execution in the sandbox; null (default) = 60 s + 0.25 s per
     action it may take (its resolved action cap)."""
     curriculum_warmup: dict[str, int] = Field(
-        default_factory=lambda: {"nearby": 0, "facing": 1, "status": 2, "achievements": 3})
+        default_factory=lambda: {"nearby": 0, "facing": 1, "status": 2, "achievements": 3}
+    )
     """Completed tasks after which the curriculum prompt also shows each part of the state
     (nearby, facing, status, achievements); the inventory and task lists are always shown."""
     max_curriculum_asks: int = Field(3, ge=1)
@@ -84,25 +87,33 @@ class VoyagerConfig(MethodConfig):
     def check_runnable(self) -> None:
         """Before any run directory is made: the embedding endpoint's key is set."""
         if self.embedding is not None and not os.environ.get(self.embedding.api_key_env):
-            raise ConfigError(f"method.embedding needs an API key in ${self.embedding.api_key_env} (for a local "
-                              "vLLM server any value, e.g. EMPTY); or remove method.embedding to rank with BM25")
+            raise ConfigError(
+                f"method.embedding needs an API key in ${self.embedding.api_key_env} (for a local "
+                "vLLM server any value, e.g. EMPTY); or remove method.embedding to rank with BM25"
+            )
 
     def check_prices(self) -> None:
         """With a spending cap set: the embedding endpoint, which is paid too, has a price."""
         if self.embedding is not None and self.embedding.prices is None:
             raise ConfigError(
-                f"a spending cap is set, but method.embedding {self.embedding.name!r} has no price; set "
-                "method.embedding.prices (USD per 1M tokens), or remove method.embedding to rank with BM25")
+                f"a spending cap is set, but method.embedding {self.embedding.name!r} has no "
+                "price; set method.embedding.prices (USD per 1M tokens), or remove "
+                "method.embedding to rank with BM25"
+            )
 
     def skill_caps(self) -> SkillCaps:
-        return SkillCaps(max_skill_actions=self.max_skill_actions, skill_timeout_s=self.skill_timeout_s)
+        return SkillCaps(
+            max_skill_actions=self.max_skill_actions, skill_timeout_s=self.skill_timeout_s
+        )
 
     @field_validator("curriculum_warmup")
     @classmethod
     def _known_parts(cls, v: dict[str, int]) -> dict[str, int]:
         unknown = sorted(set(v) - set(WARMUP_FIELDS))
         if unknown:
-            raise ValueError(f"unknown curriculum_warmup parts {unknown}; known: {list(WARMUP_FIELDS)}")
+            raise ValueError(
+                f"unknown curriculum_warmup parts {unknown}; known: {list(WARMUP_FIELDS)}"
+            )
         if any(n < 0 for n in v.values()):
             raise ValueError("curriculum_warmup values are counts of completed tasks (>= 0)")
         return v

@@ -19,22 +19,34 @@ from speedrunner.core.trajectory import Trajectory
 from speedrunner.errors import ConfigError
 from speedrunner.methods.wake_sleep.configs import CodebookMethodConfig
 
-__all__ = ["TITLE", "CodebookMethod", "codebook_knowledge", "codebook_rules", "inducer_api_view", "load_generation",
-           "skill_support"]
+__all__ = [
+    "TITLE",
+    "CodebookMethod",
+    "codebook_knowledge",
+    "codebook_rules",
+    "inducer_api_view",
+    "load_generation",
+    "skill_support",
+]
 
-TITLE = "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
+TITLE = (
+    "Skills you can call (learned from earlier episodes; call one as your Action, e.g. name(args))"
+)
 
 
 def skill_support(method: str, ctx: MethodContext) -> SkillSupport:
     if ctx.skills is None:
-        raise ConfigError(f"method {method!r} needs the run's skill support (sandbox and skill API); "
-                          "start it through a train entry point")
+        raise ConfigError(
+            f"method {method!r} needs the run's skill support (sandbox and skill API); "
+            "start it through a train entry point"
+        )
     return ctx.skills
 
 
 def codebook_rules(support: SkillSupport, method: MethodConfig | None = None) -> Rules:
     """The benchmark's validation rules, with the sandbox's import check as the smoke test and
-    the method config's library caps (``max_functions``, ``max_codebook_chars``; no config: none)."""
+    the method config's library caps (``max_functions``, ``max_codebook_chars``; no config:
+    none)."""
     limits = CodebookSizeLimits() if method is None else codebook_limits(method)
     return Rules.for_api(support.api_module, support.primitives, support.smoke_test, limits=limits)
 
@@ -43,7 +55,12 @@ def codebook_knowledge(codebook: Codebook, support: SkillSupport) -> Knowledge:
     """The public API in the actor's prompt, and the skills it may call (none: no section)."""
     if not codebook.signatures():
         return Knowledge(codebook.generation)
-    return Knowledge(codebook.generation, TITLE, codebook.render_api(), skills=codebook.to_skills(support.api_module))
+    return Knowledge(
+        codebook.generation,
+        TITLE,
+        codebook.render_api(),
+        skills=codebook.to_skills(support.api_module),
+    )
 
 
 def method_title(method: str) -> str:
@@ -68,10 +85,14 @@ def load_generation(run_dir: Path, version: int, method: str) -> Codebook:
     return Codebook.load(run_dir, version)
 
 
-def inducer_api_view(support: SkillSupport, rules: Rules, method_config: object, batch: Sequence[Trajectory]) -> str:
+def inducer_api_view(
+    support: SkillSupport, rules: Rules, method_config: object, batch: Sequence[Trajectory]
+) -> str:
     """The skill API and codebook rules every skill-writing method's inducer is shown for
     this batch (``core/codebook/api_view``), with a real state from the batch."""
-    return render_api_view(support.api_module, rules, method_config, example=state_example(batch, support.observe))
+    return render_api_view(
+        support.api_module, rules, method_config, example=state_example(batch, support.observe)
+    )
 
 
 ConfigT = TypeVar("ConfigT", bound=CodebookMethodConfig)
