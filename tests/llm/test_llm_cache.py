@@ -1,4 +1,5 @@
-"""Cache and replay: a resumed run replays what it paid for; mismatches and opt-out call for real."""
+"""Cache and replay: a resumed run replays what it paid for; mismatches and opt-out call for
+real."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def test_replay_in_a_new_process(server, tmp_path):
         m = build_model(ModelConfig(provider="vllm", name="q", base_url={server.base_url!r}),
                         namespace="run-7", cache_path={str(tmp_path / "c.sqlite")!r},
                         calls_log_path={str(tmp_path / "llm_calls.jsonl")!r})
-        out = [m.complete([Message("user", f"q{{i}}")], purpose="actor", call_id=f"c{{i}}") for i in range(3)]
+        out = [
+            m.complete([Message("user", f"q{{i}}")], purpose="actor", call_id=f"c{{i}}")
+            for i in range(3)
+        ]
         print(sum(c.cached for c in out))
         """
     )
@@ -141,9 +145,18 @@ def test_scripted_resume_gives_the_same_answers(tmp_path, make_model):
     script = tmp_path / "s.json"
     script.write_text(json.dumps(["one", "two", "three"]))
     m1 = make_model(provider="scripted", name="s", script=str(script))
-    assert m1.complete([Message("user", "a")], purpose="actor", call_id="train/0000/actor/0000").text == "one"
-    assert m1.complete([Message("user", "b")], purpose="actor", call_id="train/0000/actor/0001").text == "two"
-    assert m1.complete([Message("user", "c")], purpose="actor", call_id="train/0001/actor/0000").text == "one"
+    assert (
+        m1.complete([Message("user", "a")], purpose="actor", call_id="train/0000/actor/0000").text
+        == "one"
+    )
+    assert (
+        m1.complete([Message("user", "b")], purpose="actor", call_id="train/0000/actor/0001").text
+        == "two"
+    )
+    assert (
+        m1.complete([Message("user", "c")], purpose="actor", call_id="train/0001/actor/0000").text
+        == "one"
+    )
     # resume: a new provider object; episode 0 finished (loaded from disk, never re-asked),
     # episode 1 replays its first call from the cache and then continues live
     m2 = make_model(provider="scripted", name="s", script=str(script))
@@ -159,7 +172,9 @@ def test_scripted_resume_gives_the_same_answers(tmp_path, make_model):
         assert m3.complete([Message("user", "x")], purpose="actor", call_id=cid).text == text
 
 
-def test_a_request_sent_but_never_answered_is_reported_once_with_a_price_bound(server, make_model, tmp_path):
+def test_a_request_sent_but_never_answered_is_reported_once_with_a_price_bound(
+    server, make_model, tmp_path
+):
     from speedrunner.core.llm.journal import reconcile, unaccounted
 
     model = make_model(provider="openai", name="gpt-5.4-mini", base_url=server.base_url)
@@ -167,6 +182,9 @@ def test_a_request_sent_but_never_answered_is_reported_once_with_a_price_bound(s
     result = reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1")
     assert [c.call_id for c in result.in_flight] == ["ep0/3"]
     assert "1 call(s) were in flight" in result.message() and "at most $" in result.message()
-    assert reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1").in_flight == []
+    assert (
+        reconcile(tmp_path / "llm_cache.sqlite", tmp_path / "llm_calls.jsonl", "run-1").in_flight
+        == []
+    )
     summary = unaccounted(tmp_path / "llm_cache.sqlite", "run-1")
     assert summary["calls_in_flight_at_kills"] == 1 and summary["max_usd"] > 0

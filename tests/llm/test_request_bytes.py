@@ -48,8 +48,12 @@ def _keys(monkeypatch):
 
 
 def _model(server: FakeLLMServer, **config):
-    base = server.base_url.removesuffix("/v1") if config["provider"] == "gemini" else server.base_url
-    return build_model(ModelConfig(name="fake-model", base_url=base, max_attempts=1, **config), namespace="wire")
+    base = (
+        server.base_url.removesuffix("/v1") if config["provider"] == "gemini" else server.base_url
+    )
+    return build_model(
+        ModelConfig(name="fake-model", base_url=base, max_attempts=1, **config), namespace="wire"
+    )
 
 
 @pytest.mark.parametrize("case", sorted(WIRE["cases"]))
@@ -66,13 +70,25 @@ def test_one_call_sends_the_same_bytes_and_credentials_as_before(case):
     assert request.headers.get("x-goog-api-key") == recorded["api_key"]
 
 
-ANSWERS = ["Thought: go up.\nAction: inc", "Action: jump", "I will think about it", "Thought: wait — ½\nAction: noop",
-           "Action: dec", "Action: dec", "Action: NOOP", "Action: no", "Action: inc", "Action: inc", "Action: inc"]
+ANSWERS = [
+    "Thought: go up.\nAction: inc",
+    "Action: jump",
+    "I will think about it",
+    "Thought: wait — ½\nAction: noop",
+    "Action: dec",
+    "Action: dec",
+    "Action: NOOP",
+    "Action: no",
+    "Action: inc",
+    "Action: inc",
+    "Action: inc",
+]
 
 
 @pytest.mark.parametrize("provider", ["vllm", "gemini"])
 def test_an_episode_sends_the_same_bytes_on_every_turn_as_before(provider):
-    """The history is now grown turn by turn instead of re-rendered; the requests are not changed."""
+    """The history is now grown turn by turn instead of re-rendered; the requests are not
+    changed."""
     turn = {"n": 0}
 
     def answer(_body):
@@ -81,7 +97,9 @@ def test_an_episode_sends_the_same_bytes_on_every_turn_as_before(provider):
 
     with FakeLLMServer(callback=answer, model_name="fake-model") as server:
         model = _model(server, provider=provider, sampling={"seed": 5})
-        context = EpisodeContext(model, Knowledge(2, "Strategy guide", "Count carefully."), Budget(12, None, 600))
+        context = EpisodeContext(
+            model, Knowledge(2, "Strategy guide", "Count carefully."), Budget(12, None, 600)
+        )
         trajectory = run_episode(CounterEnv(), EpisodeSpec("train", 0, "count", 7), context)
         bodies = [r.raw for r in server.requests if r.method == "POST"]
     recorded = EPISODES[provider]
@@ -92,8 +110,13 @@ def test_an_episode_sends_the_same_bytes_on_every_turn_as_before(provider):
 
 def _reference_request_hash(provider, model, messages, sampling, options):
     """The from-scratch definition every stored cache key was written with."""
-    canonical = {"provider": provider, "model": model, "messages": [{"role": m.role, "content": m.content} for m in messages],
-                 "sampling": sampling, "options": options or {}}
+    canonical = {
+        "provider": provider,
+        "model": model,
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "sampling": sampling,
+        "options": options or {},
+    }
     blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -112,12 +135,29 @@ def test_cache_keys_and_log_digests_of_a_growing_conversation_match_the_from_scr
         conversation.append(Message(rng.choice(["system", "user", "assistant"]), _random_text(rng)))
         messages = list(conversation)
         expected = _reference_request_hash("vllm", "m", messages, sampling, options)
-        assert request_hash(provider="vllm", model="m", messages=conversation, sampling=sampling, options=options) == expected
-        assert request_hash(provider="vllm", model="m", messages=messages, sampling=sampling, options=options) == expected
+        assert (
+            request_hash(
+                provider="vllm",
+                model="m",
+                messages=conversation,
+                sampling=sampling,
+                options=options,
+            )
+            == expected
+        )
+        assert (
+            request_hash(
+                provider="vllm", model="m", messages=messages, sampling=sampling, options=options
+            )
+            == expected
+        )
         assert messages_digest(conversation) == messages_digest(messages)
-        assert conversation.input_bytes == sum(len(m.content.encode()) + len(m.role) for m in messages)
-    assert request_hash(provider="p", model="m", messages=[], sampling={}, options=None) == \
-        _reference_request_hash("p", "m", [], {}, None)
+        assert conversation.input_bytes == sum(
+            len(m.content.encode()) + len(m.role) for m in messages
+        )
+    assert request_hash(
+        provider="p", model="m", messages=[], sampling={}, options=None
+    ) == _reference_request_hash("p", "m", [], {}, None)
 
 
 def test_a_growing_conversation_encodes_each_message_once():
@@ -145,7 +185,9 @@ def test_openai_requests_skip_the_sdks_per_message_transformation(monkeypatch):
 
     monkeypatch.setattr(chat, "maybe_transform", forbidden)
     with FakeLLMServer(model_name="fake-model") as server:
-        completion = _model(server, provider="openai").complete([Message("user", "hi")], purpose="actor", call_id="c")
+        completion = _model(server, provider="openai").complete(
+            [Message("user", "hi")], purpose="actor", call_id="c"
+        )
     assert completion.text == "ok"
 
 
@@ -164,10 +206,16 @@ def test_gemini_requests_convert_at_most_one_message_through_the_sdk_types(monke
     with FakeLLMServer(model_name="fake-model") as server:
         model = _model(server, provider="gemini")
         for n in (3, 301):
-            history = [Message("system", "s")] + [Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(n)]
+            history = [Message("system", "s")] + [
+                Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(n)
+            ]
             converted.clear()
             model.complete(history, purpose="actor", call_id=f"c{n}")
             per_call.append(len(converted))
             sent = json.loads(server.requests[-1].raw)
-            assert [c["parts"][0]["text"] for c in sent["contents"]] == [m.content for m in history[1:]]
-    assert per_call[0] == per_call[1] <= 2  # the first message and the system instruction, whatever the history
+            assert [c["parts"][0]["text"] for c in sent["contents"]] == [
+                m.content for m in history[1:]
+            ]
+    assert (
+        per_call[0] == per_call[1] <= 2
+    )  # the first message and the system instruction, whatever the history

@@ -13,14 +13,19 @@ from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
 MSGS = [Message("system", "You play a game."), Message("user", "Observation:\nA wall.")]
 STOP = list(ACTOR_STOP)
-INVENTED = ("Thought: the door is ahead.\nAction: go forward\nObservation: You see a wall.\n"
-            "Thought: turn.\nAction: turn left\nObservation: ...")
+INVENTED = (
+    "Thought: the door is ahead.\nAction: go forward\nObservation: You see a wall.\n"
+    "Thought: turn.\nAction: turn left\nObservation: ..."
+)
 
 
 @pytest.mark.parametrize("provider", ["vllm", "openai"])
 def test_an_openai_compatible_server_gets_the_stop_sequences_and_a_call_without_them_none(
-        server, make_model, provider):
-    model = make_model(provider=provider, name="qwen2.5-coder-0.5b-instruct", base_url=server.base_url)
+    server, make_model, provider
+):
+    model = make_model(
+        provider=provider, name="qwen2.5-coder-0.5b-instruct", base_url=server.base_url
+    )
     with_stop = model.complete(MSGS, purpose="actor", call_id="a", stop=ACTOR_STOP)
     without = model.complete(MSGS, purpose="inducer", call_id="b")
     first, second = server.chat_requests()
@@ -38,13 +43,16 @@ def test_a_server_that_honours_stop_returns_the_models_own_turn_only(make_model)
     assert c.finish_reason == "stop"
 
 
-@pytest.mark.parametrize(("base_url", "name", "sent"), [
-    ("https://api.openai.com/v1", "gpt-5.4-mini", False),       # a reasoning model: HTTP 400 to stop
-    ("https://api.openai.com/v1", "o4-mini", False),
-    ("https://my-res.openai.azure.com/openai/v1", "o3", False),
-    ("https://api.openai.com/v1", "gpt-4.1-mini", True),
-    ("http://127.0.0.1:8765/v1", "gpt-5.4-mini", True),          # any compatible server takes it
-])
+@pytest.mark.parametrize(
+    ("base_url", "name", "sent"),
+    [
+        ("https://api.openai.com/v1", "gpt-5.4-mini", False),  # a reasoning model: HTTP 400 to stop
+        ("https://api.openai.com/v1", "o4-mini", False),
+        ("https://my-res.openai.azure.com/openai/v1", "o3", False),
+        ("https://api.openai.com/v1", "gpt-4.1-mini", True),
+        ("http://127.0.0.1:8765/v1", "gpt-5.4-mini", True),  # any compatible server takes it
+    ],
+)
 def test_openai_sends_stop_only_where_the_model_accepts_it(base_url, name, sent):
     from speedrunner.core.llm.client import ManagedModel
     from speedrunner.core.llm.conversation import Conversation
@@ -54,15 +62,20 @@ def test_openai_sends_stop_only_where_the_model_accepts_it(base_url, name, sent)
     model = ManagedModel(config, make_provider(config), namespace="n", prices=None)
     params = model.sampling_for({"stop": ACTOR_STOP})
     assert ("stop" in params) is sent
-    body = model.provider.request_body(ProviderRequest(Conversation(MSGS), params, "actor", "c", base_url, 5.0))
+    body = model.provider.request_body(
+        ProviderRequest(Conversation(MSGS), params, "actor", "c", base_url, 5.0)
+    )
     assert ("stop" in body) is sent
     if not sent:  # nothing of the stop reaches the cache key either
         assert params == model.sampling_for({})
 
 
 def test_thinking_switched_on_sends_no_stop(server, make_model):
-    """Servers match stop sequences on the reasoning too: a cut thought is an answer with no action."""
-    model = make_model(provider="vllm", name="Qwen/Qwen3.5-35B-A3B", base_url=server.base_url, enable_thinking=True)
+    """Servers match stop sequences on the reasoning too: a cut thought is an answer with no
+    action."""
+    model = make_model(
+        provider="vllm", name="Qwen/Qwen3.5-35B-A3B", base_url=server.base_url, enable_thinking=True
+    )
     model.complete(MSGS, purpose="actor", call_id="a", stop=ACTOR_STOP)
     assert "stop" not in server.chat_requests()[0]
 
@@ -80,15 +93,21 @@ def test_the_scripted_provider_gets_no_stop_and_keeps_its_cache_keys(make_model)
     assert model.sampling_for({"stop": ACTOR_STOP}) == model.sampling_for({})
 
 
-def test_a_resumed_run_replays_a_call_made_with_stop_and_pays_again_for_a_changed_one(server, make_model, tmp_path):
-    server.push(Reply(text="Thought: a\nAction: go forward"), Reply(text="Thought: b\nAction: turn left"))
+def test_a_resumed_run_replays_a_call_made_with_stop_and_pays_again_for_a_changed_one(
+    server, make_model, tmp_path
+):
+    server.push(
+        Reply(text="Thought: a\nAction: go forward"), Reply(text="Thought: b\nAction: turn left")
+    )
     first = make_model(provider="vllm", name="q", base_url=server.base_url)
     paid = first.complete(MSGS, purpose="actor", call_id="ep0/actor/0000", stop=ACTOR_STOP)
     first.close()
     resumed = make_model(provider="vllm", name="q", base_url=server.base_url)
     again = resumed.complete(MSGS, purpose="actor", call_id="ep0/actor/0000", stop=ACTOR_STOP)
     assert again.cached and again.text == paid.text and len(server.chat_requests()) == 1
-    changed = resumed.complete(MSGS, purpose="actor", call_id="ep0/actor/0000", stop=["\nObservation:"])
+    changed = resumed.complete(
+        MSGS, purpose="actor", call_id="ep0/actor/0000", stop=["\nObservation:"]
+    )
     assert not changed.cached and len(server.chat_requests()) == 2
 
 

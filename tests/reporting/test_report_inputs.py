@@ -19,14 +19,21 @@ def test_a_path_without_runs_is_a_clear_error(tmp_path, capsys, what):
         path.mkdir()
     assert main(["report", str(path)]) == 2
     err = capsys.readouterr().err
-    assert str(path) in err and ("does not exist" if what == "missing" else "holds no run directory") in err
+    assert (
+        str(path) in err
+        and ("does not exist" if what == "missing" else "holds no run directory") in err
+    )
 
 
-@pytest.mark.parametrize("text, says", [("{", "is not a readable run directory"),
-                                         ('{"run": {"seed": 0}}', "lacks run.rollouts")])
+@pytest.mark.parametrize(
+    "text, says",
+    [("{", "is not a readable run directory"), ('{"run": {"seed": 0}}', "lacks run.rollouts")],
+)
 def test_a_broken_config_resolved_json_is_named(tmp_path, capsys, text, says):
     (tmp_path / "config.resolved.json").write_text(text)
-    (tmp_path / "provenance.json").write_text(json.dumps({"run_format": RUN_FORMAT, "run_id": "r0001"}))
+    (tmp_path / "provenance.json").write_text(
+        json.dumps({"run_format": RUN_FORMAT, "run_id": "r0001"})
+    )
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "config.resolved.json" in err and says in err
@@ -37,7 +44,9 @@ def test_the_reports_page_shows_a_committed_report_plot():
     repo = Path(__file__).resolve().parents[2]
     page = (repo / "docs" / "reports.md").read_text()
     images = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page)
-    assert images and all((repo / "docs" / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    assert images and all(
+        (repo / "docs" / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for image in images
+    )
     assert "configs/babyai/opo-scripted-seq.yaml" in page and "speedrunner report" in page
     assert "](docs/reports.md)" in (repo / "README.md").read_text()
 
@@ -48,11 +57,25 @@ def test_a_benchmarks_own_evaluation_numbers_become_curves():
 
     from .synthetic import eval_row
 
-    crafter = EvalRow(**eval_row(rollout=4, benchmark_metrics={"crafter_score": 0.43, "achievements_mean": 1,
-                                                                "note": "x"}))
-    assert _benchmark_metrics(crafter) == {"eval_crafter_score": 0.43, "eval_achievements_mean": 1.0}
-    mixed = EvalRow(**eval_row(success_by_task={"rates": {"goto": 1.0}, "episodes": {"goto": 1},
-                                                "mean_over_tasks": 0.6}))
+    crafter = EvalRow(
+        **eval_row(
+            rollout=4,
+            benchmark_metrics={"crafter_score": 0.43, "achievements_mean": 1, "note": "x"},
+        )
+    )
+    assert _benchmark_metrics(crafter) == {
+        "eval_crafter_score": 0.43,
+        "eval_achievements_mean": 1.0,
+    }
+    mixed = EvalRow(
+        **eval_row(
+            success_by_task={
+                "rates": {"goto": 1.0},
+                "episodes": {"goto": 1},
+                "mean_over_tasks": 0.6,
+            }
+        )
+    )
     assert _benchmark_metrics(mixed) == {"eval_success_mean_over_tasks": 0.6}
     assert _benchmark_metrics(EvalRow(**eval_row(benchmark_metrics=None))) == {}
 
@@ -66,17 +89,41 @@ def test_an_unknown_cost_stays_unknown_never_zero(tmp_path):
     from .synthetic import eval_row, metrics_row, summary_doc
 
     def run(seed: int, cost: float | None) -> RunData:
-        config = {"run": {"seed": seed, "rollouts": 2, "sleep_every": 2}, "benchmark": {"name": "babyai", "task_set": "seq"},
-                  "method": {"name": "react"}, "model": {"name": "qwen", "provider": "vllm"}}
-        rows = [metrics_row(batch=0, rollout=i + 1, index=i, llm_calls=3, cost_usd=cost, scripted=False,
-                            sleep_output_tokens_share=0.0, sleep_llm_calls_share=0.0, within_2_llm_calls=False)
-                for i in range(2)]
-        evals = [eval_row(rollout=2, progress_mean=0.5, success_mean=0.5, cost_mean_usd=cost, scripted=False)]
-        summary = RunSummary.model_validate(summary_doc(status="finished", scripted=False, model="qwen"))
+        config = {
+            "run": {"seed": seed, "rollouts": 2, "sleep_every": 2},
+            "benchmark": {"name": "babyai", "task_set": "seq"},
+            "method": {"name": "react"},
+            "model": {"name": "qwen", "provider": "vllm"},
+        }
+        rows = [
+            metrics_row(
+                batch=0,
+                rollout=i + 1,
+                index=i,
+                llm_calls=3,
+                cost_usd=cost,
+                scripted=False,
+                sleep_output_tokens_share=0.0,
+                sleep_llm_calls_share=0.0,
+                within_2_llm_calls=False,
+            )
+            for i in range(2)
+        ]
+        evals = [
+            eval_row(
+                rollout=2, progress_mean=0.5, success_mean=0.5, cost_mean_usd=cost, scripted=False
+            )
+        ]
+        summary = RunSummary.model_validate(
+            summary_doc(status="finished", scripted=False, model="qwen")
+        )
         return RunData(tmp_path / f"s{seed}", config, summary, rows, evals, None)
 
-    (group,) = group_runs([run(0, 0.25), run(1, None)])   # a vLLM server without a price: cost null
-    assert group.finals["cost_per_episode"] is None and group.finals["final_eval_cost_per_episode"] is None
+    (group,) = group_runs([run(0, 0.25), run(1, None)])  # a vLLM server without a price: cost null
+    assert (
+        group.finals["cost_per_episode"] is None
+        and group.finals["final_eval_cost_per_episode"] is None
+    )
     assert group.curves["cost_per_episode"] == []
     assert group.finals["llm_calls_per_episode"].mean == 3 and not group.scripted
     table = summary_table([group])
@@ -90,14 +137,42 @@ def test_asi_sleep_records_head_the_codebook_diffs(tmp_path):
     from speedrunner.core.reporting.knowledge import sleep_notes
 
     (tmp_path / "sleep").mkdir()
-    (tmp_path / "sleep" / "asi_0000.json").write_text(json.dumps({"batch": 0, "generation": 1, "inductions": [
-        {"episode": 2, "proposed": ["go_to"], "added": ["go_to"], "skipped": [], "rejected": None},
-        {"episode": 5, "proposed": ["go_to", "pick"], "added": ["pick"], "skipped": ["go_to: exists"],
-         "rejected": None},
-        {"episode": 7, "proposed": ["bad"], "added": [], "skipped": [], "rejected": "the replay failed"}]}))
+    (tmp_path / "sleep" / "asi_0000.json").write_text(
+        json.dumps(
+            {
+                "batch": 0,
+                "generation": 1,
+                "inductions": [
+                    {
+                        "episode": 2,
+                        "proposed": ["go_to"],
+                        "added": ["go_to"],
+                        "skipped": [],
+                        "rejected": None,
+                    },
+                    {
+                        "episode": 5,
+                        "proposed": ["go_to", "pick"],
+                        "added": ["pick"],
+                        "skipped": ["go_to: exists"],
+                        "rejected": None,
+                    },
+                    {
+                        "episode": 7,
+                        "proposed": ["bad"],
+                        "added": [],
+                        "skipped": [],
+                        "rejected": "the replay failed",
+                    },
+                ],
+            }
+        )
+    )
     (tmp_path / "sleep" / "asi_0001.json").write_text("{torn")
     assert sleep_notes(tmp_path) == {
-        1: "added go_to (episode 2), pick (episode 5); 3 induction(s); 1 skipped (name exists); 1 rejected"}
+        1: "added go_to (episode 2), pick (episode 5); 3 induction(s); 1 skipped (name exists); "
+        "1 rejected"
+    }
 
 
 def test_an_all_zero_curve_gets_a_zero_based_axis_not_a_symmetric_one():

@@ -53,7 +53,10 @@ def test_wall_clock_cap_ends_the_episode():
 
 
 def test_invalid_actions_spend_budget_and_are_answered_with_feedback():
-    answers = iter(["Thought: hmm\nAction: jump", "I will count", "Thought: ok\nAction: inc"] + ["Action: inc"] * 10)
+    answers = iter(
+        ["Thought: hmm\nAction: jump", "I will count", "Thought: ok\nAction: inc"]
+        + ["Action: inc"] * 10
+    )
     model = PolicyModel(lambda m, p, c: next(answers))
     traj = run_episode(CounterEnv(), SPEC, ctx(model))
     assert traj.llm_calls == 5 and traj.env_actions == 3 and traj.success
@@ -62,7 +65,11 @@ def test_invalid_actions_spend_budget_and_are_answered_with_feedback():
     assert first.executed == [] and second.error.startswith('no "Action')
     # The next prompt tells the model what was wrong and what is valid.
     feedback = model.calls[1][2][-1].content
-    assert "not executed" in feedback and "'jump' is not a valid action" in feedback and "inc, dec, noop" in feedback
+    assert (
+        "not executed" in feedback
+        and "'jump' is not a valid action" in feedback
+        and "inc, dec, noop" in feedback
+    )
 
 
 def test_history_records_the_executed_action_not_the_raw_text():
@@ -120,7 +127,9 @@ def test_knowledge_and_actions_come_before_the_episode_so_episodes_share_a_prefi
     model = PolicyModel(smart_policy)
     knowledge = Knowledge(1, "Strategy guide", "Count carefully.")
     for seed in (2, 3):
-        run_episode(CounterEnv(), EpisodeSpec("train", seed, "count", seed), ctx(model, knowledge=knowledge))
+        run_episode(
+            CounterEnv(), EpisodeSpec("train", seed, "count", seed), ctx(model, knowledge=knowledge)
+        )
     firsts = [c[2][1].content for c in model.calls if c[1].endswith("/actor/0000")]
     assert firsts[0] != firsts[1]
     shared = "Strategy guide:\nCount carefully.\n\nAvailable actions: inc, dec, noop\n\n"
@@ -142,8 +151,12 @@ class _CutModel(PolicyModel):
     def complete(self, messages, *, purpose, call_id, **sampling):
         c = super().complete(messages, purpose=purpose, call_id=call_id)
         if call_id.endswith("/0000"):
-            return dataclasses.replace(c, text="Thought: I will count up until the counter eq",
-                                       finish_reason="length", sampling={"max_tokens": 12})
+            return dataclasses.replace(
+                c,
+                text="Thought: I will count up until the counter eq",
+                finish_reason="length",
+                sampling={"max_tokens": 12},
+            )
         return c
 
 
@@ -151,10 +164,16 @@ def test_a_cut_answer_is_recorded_and_the_actor_is_told_its_room():
     model = _CutModel(lambda m, p, c: "Thought: up\nAction: inc")
     traj = run_episode(CounterEnv(), SPEC, ctx(model))
     first = traj.steps[0]
-    assert (first.finish_reason, first.answer_format, first.parsed_action) == ("length", "lost", None)
+    assert (first.finish_reason, first.answer_format, first.parsed_action) == (
+        "length",
+        "lost",
+        None,
+    )
     feedback = [m.content for m in model.calls[1][2] if m.role == "user"][-1]
-    assert ("your answer was cut off at max_tokens=12 (finish_reason 'length'); that is all the room an answer "
-            "has, so answer shorter") in feedback
+    assert (
+        "your answer was cut off at max_tokens=12 (finish_reason 'length'); that is all the room "
+        "an answer has, so answer shorter"
+    ) in feedback
     assert traj.steps[1].finish_reason is None and traj.steps[1].answer_format == "ok"
 
 
@@ -170,7 +189,11 @@ class RoomsEnv(CounterEnv):
 
     @property
     def actions(self):
-        return ["go to kitchen", "look"] if self.room == "hall" else ["go to hall", "focus on crocodile", "look"]
+        return (
+            ["go to kitchen", "look"]
+            if self.room == "hall"
+            else ["go to hall", "focus on crocodile", "look"]
+        )
 
     @property
     def success(self):
@@ -207,11 +230,22 @@ def test_the_answer_is_read_against_the_actions_valid_now():
 
 
 def test_free_text_reaches_a_free_text_env_as_typed():
-    answers = iter(["Action: go to kitchen", "Action: dance with the moon.", "Action: focus on croc",
-                    "Action: focus on crocodile"])
+    answers = iter(
+        [
+            "Action: go to kitchen",
+            "Action: dance with the moon.",
+            "Action: focus on croc",
+            "Action: focus on crocodile",
+        ]
+    )
     env = FreeTextRooms()
     traj = run_episode(env, SPEC, ctx(PolicyModel(lambda m, p, c: next(answers))))
-    assert env.stepped == ["go to kitchen", "dance with the moon", "focus on croc", "focus on crocodile"]
+    assert env.stepped == [
+        "go to kitchen",
+        "dance with the moon",
+        "focus on croc",
+        "focus on crocodile",
+    ]
     assert all(s.error is None for s in traj.steps) and traj.success
     assert traj.steps[2].observation == "No known action matches that input."
 
@@ -221,5 +255,8 @@ def test_every_benchmark_env_declares_what_it_accepts():
     from speedrunner.benchmarks.crafter.env import CrafterTextEnv
     from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
 
-    assert (BabyAITextEnv.accepts_free_text, CrafterTextEnv.accepts_free_text,
-            ScienceWorldTextEnv.accepts_free_text) == (False, False, True)
+    assert (
+        BabyAITextEnv.accepts_free_text,
+        CrafterTextEnv.accepts_free_text,
+        ScienceWorldTextEnv.accepts_free_text,
+    ) == (False, False, True)

@@ -63,7 +63,10 @@ def processes_of(scratch: Path) -> set[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError):  # gone since listdir, or not ours to read
-                if os.stat(f"/proc/{entry}").st_uid != 0 and marker in Path(f"/proc/{entry}/environ").read_bytes():
+                if (
+                    os.stat(f"/proc/{entry}").st_uid != 0
+                    and marker in Path(f"/proc/{entry}/environ").read_bytes()
+                ):
                     found.add(int(entry))
     return {pid for pid in found if _running(pid)}
 
@@ -78,12 +81,14 @@ def assert_all_gone(scratch: Path) -> None:
 def test_state_persists_between_runs_and_output_is_captured(session) -> None:
     assert run(session, "import json, statistics\nxs = [1, 2, 3]").error is None
     result = run(session, "print(statistics.mean(xs)); print(json.dumps({'n': len(xs)}))")
-    assert result.stdout == "2\n{\"n\": 3}\n" and result.error is None and result.duration_s < 5
+    assert result.stdout == '2\n{"n": 3}\n' and result.error is None and result.duration_s < 5
 
 
 def test_errors_show_the_analysis_code_not_the_sandbox(session) -> None:
     result = run(session, "def f():\n    return {}['missing']\nf()")
-    assert 'File "<analysis>", line 2, in f' in result.error and "KeyError: 'missing'" in result.error
+    assert (
+        'File "<analysis>", line 2, in f' in result.error and "KeyError: 'missing'" in result.error
+    )
     assert "child.py" not in result.error
     still_works(session)
 
@@ -92,7 +97,9 @@ def test_a_timeout_kills_the_session_and_the_next_run_starts_fresh(session) -> N
     run(session, "x = 1")
     pid = session.pid
     result = run(session, "while True:\n    pass", timeout_s=1.0)
-    assert result.timed_out and "timed out after 1 s" in result.error and 0.9 < result.duration_s < 3
+    assert (
+        result.timed_out and "timed out after 1 s" in result.error and 0.9 < result.duration_s < 3
+    )
     assert "NameError" in run(session, "x").error  # fresh process, fresh state
     assert session.pid != pid
     still_works(session)
@@ -141,13 +148,19 @@ def test_other_processes_of_the_sandbox_user_do_not_use_up_its_process_limit(tie
     """RLIMIT_NPROC counts the uid's tasks machine-wide: other runs' sandboxes (a sweep) must not
     leave analysis code unable to start a thread, and a fork bomb is still capped."""
     if os.geteuid() != 0:
-        pytest.skip("starting processes as uid 65534 needs root (a non-root user's sandboxes count as that user)")
+        pytest.skip(
+            "starting processes as uid 65534 needs root "
+            "(a non-root user's sandboxes count as that user)"
+        )
     others = [subprocess.Popen(["sleep", "60"], user=NOBODY) for _ in range(LIMITS.processes + 5)]
     try:
         session = open_analysis_session(tier=tier, limits=LIMITS)
         try:
-            thread = run(session, "import threading\nt = threading.Thread(target=print, args=('a thread',))\n"
-                                  "t.start(); t.join()")
+            thread = run(
+                session,
+                "import threading\nt = threading.Thread(target=print, args=('a thread',))\n"
+                "t.start(); t.join()",
+            )
             result = run(session, CAPPED_FORK_BOMB, timeout_s=10)
             limit, forked, error = result.stdout.split()
             # the others do not count against it (under rlimits the sandbox has a uid of its own)
@@ -164,21 +177,29 @@ def test_other_processes_of_the_sandbox_user_do_not_use_up_its_process_limit(tie
 
 def test_a_real_fork_bomb_times_out_and_leaves_nothing_behind(session) -> None:
     scratch = session._process.scratch
-    result = run(session, """
+    result = run(
+        session,
+        """
         import os
         while True:
             try:
                 os.fork()
             except OSError:
                 pass
-    """, timeout_s=1.5)
+    """,
+        timeout_s=1.5,
+    )
     assert result.timed_out
     assert_all_gone(scratch)
     still_works(session)
 
 
 def test_a_memory_bomb_is_a_memory_error(session) -> None:
-    result = run(session, "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 1024 * 1024))", timeout_s=10)
+    result = run(
+        session,
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 1024 * 1024))",
+        timeout_s=10,
+    )
     assert "MemoryError" in result.error and not result.timed_out
     assert run(session, "del blocks").error is None
     still_works(session)
@@ -186,7 +207,9 @@ def test_a_memory_bomb_is_a_memory_error(session) -> None:
 
 def test_huge_output_is_capped_and_fd_writes_cannot_flood_the_parent(session) -> None:
     result = run(session, "import os\nprint('y' * 10_000_000)\nos.write(1, b'z' * 10_000_000)")
-    assert result.error is None and result.stdout.startswith("y" * 2000) and len(result.stdout) < 2100
+    assert (
+        result.error is None and result.stdout.startswith("y" * 2000) and len(result.stdout) < 2100
+    )
     still_works(session)
 
 
@@ -195,13 +218,18 @@ def test_exits_are_reported_and_the_session_goes_on(session) -> None:
     still_works(session)
     pid = session.pid
     result = run(session, "import os\nos._exit(7)")
-    assert "the sandbox process exited with status 7" in result.error and "variables are lost" in result.error
+    assert (
+        "the sandbox process exited with status 7" in result.error
+        and "variables are lost" in result.error
+    )
     still_works(session)
     assert session.pid != pid
 
 
 def test_no_api_keys_or_proxies_reach_the_child(session) -> None:
-    result = run(session, f"""
+    result = run(
+        session,
+        f"""
         import os
         print(sorted(os.environ))
         for pid in ({os.getpid()}, os.getppid(), 1):
@@ -209,9 +237,14 @@ def test_no_api_keys_or_proxies_reach_the_child(session) -> None:
                 print(open(f"/proc/{{pid}}/environ", "rb").read())
             except OSError as e:
                 print(type(e).__name__)
-    """)
+    """,
+    )
     assert result.error is None
-    assert OPENAI_KEY not in result.stdout and GEMINI_KEY not in result.stdout and "proxy.invalid" not in result.stdout
+    assert (
+        OPENAI_KEY not in result.stdout
+        and GEMINI_KEY not in result.stdout
+        and "proxy.invalid" not in result.stdout
+    )
     assert "OPENAI_API_KEY" not in result.stdout and "PROXY" not in result.stdout.upper()
 
 
@@ -219,7 +252,9 @@ def test_signals_cannot_reach_the_parent(session) -> None:
     received: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda sig, frame: received.append(sig))
     try:
-        result = run(session, f"""
+        result = run(
+            session,
+            f"""
             import os, signal
             for target in ({os.getpid()}, os.getppid()):
                 try:
@@ -232,7 +267,8 @@ def test_signals_cannot_reach_the_parent(session) -> None:
                 print("sent group")
             except OSError as e:
                 print(type(e).__name__)
-        """)
+        """,
+        )
         time.sleep(0.2)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -247,7 +283,9 @@ def test_writes_outside_scratch_do_not_land(tier, world_dir) -> None:
     writable.chmod(0o1777)  # like /tmp: only mount isolation keeps a child out of such a place
     targets = [world_dir / f"plain-{uuid.uuid4().hex}", writable / f"open-{uuid.uuid4().hex}"]
     with open_analysis_session(tier=tier, limits=LIMITS) as session:
-        result = run(session, f"""
+        result = run(
+            session,
+            f"""
             import os
             open("in-scratch.txt", "w").write("fine")
             print(os.path.exists("in-scratch.txt"))
@@ -257,10 +295,13 @@ def test_writes_outside_scratch_do_not_land(tier, world_dir) -> None:
                     print("wrote", path)
                 except OSError as e:
                     print(type(e).__name__)
-        """)
+        """,
+        )
         assert result.error is None and result.stdout.startswith("True\n")
         still_works(session)
-    assert not targets[0].exists()  # a root-owned 0755 directory: no tier lets uid 65534 write there
+    assert not targets[
+        0
+    ].exists()  # a root-owned 0755 directory: no tier lets uid 65534 write there
     if tier in MOUNTS_ENFORCED:
         assert not targets[1].exists()
     else:  # NOT contained: without mount isolation a world-writable directory is writable
@@ -274,8 +315,12 @@ def test_only_the_mounted_part_of_a_run_directory_is_readable(tier, world_dir) -
     (run_dir / "secret.txt").write_text("do not read")
     run_dir.chmod(0o755)
     (run_dir / "experience").chmod(0o755)
-    with open_analysis_session(tier=tier, mounts=[run_dir / "experience"], limits=LIMITS) as session:
-        result = run(session, f"""
+    with open_analysis_session(
+        tier=tier, mounts=[run_dir / "experience"], limits=LIMITS
+    ) as session:
+        result = run(
+            session,
+            f"""
             import json, os
             print(json.load(open({str(run_dir / "experience" / "traj.json")!r}))["steps"])
             try:
@@ -286,7 +331,8 @@ def test_only_the_mounted_part_of_a_run_directory_is_readable(tier, world_dir) -
                 open({str(run_dir / "experience" / "new.json")!r}, "w")
             except OSError as e:
                 print(type(e).__name__)
-        """)
+        """,
+        )
         assert result.error is None
         lines = result.stdout.splitlines()
         assert lines[0] == "3"
@@ -303,14 +349,17 @@ def test_the_network_is_unreachable(session) -> None:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
         port = server.getsockname()[1]
-        result = run(session, f"""
+        result = run(
+            session,
+            f"""
             import socket
             try:
                 socket.create_connection(("127.0.0.1", {port}), timeout=1).close()
                 print("connected")
             except OSError as e:
                 print(type(e).__name__)
-        """)
+        """,
+        )
     assert result.error is None
     if session.tier in NETWORK_ISOLATED:
         assert result.stdout.strip() in ("ConnectionRefusedError", "OSError")
@@ -335,7 +384,9 @@ def test_a_busy_child_dies_with_a_killed_run(tier) -> None:
         os._exit(0)  # the run dies without closing anything
     """)
     env = {**os.environ, "PYTHONPATH": str(package_root())}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
     pid, scratch = done.stdout.split()
     deadline = time.monotonic() + 5
     while _running(int(pid)) and time.monotonic() < deadline:
@@ -347,6 +398,8 @@ def test_a_busy_child_dies_with_a_killed_run(tier) -> None:
 def _running(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # a zombie is dead, awaiting its reaper
+            return (
+                f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+            )  # a zombie is dead, awaiting its reaper
     except OSError:
         return False

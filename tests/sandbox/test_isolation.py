@@ -23,7 +23,9 @@ from speedrunner.core.sandbox.analysis import AnalysisSession
 from .conftest import LIMITS
 
 CGROUPS = isinstance(cgroups.discover(), cgroups.Hierarchies) and os.geteuid() == 0
-needs_cgroups = pytest.mark.skipif(not CGROUPS, reason="per-sandbox cgroups need root and a writable cgroup tree")
+needs_cgroups = pytest.mark.skipif(
+    not CGROUPS, reason="per-sandbox cgroups need root and a writable cgroup tree"
+)
 
 
 def run(session: AnalysisSession, code: str, timeout_s: float = 20.0):
@@ -38,13 +40,17 @@ def session(tier: str) -> Iterator[AnalysisSession]:
 
 
 def processes_with_home(scratch: Path) -> set[int]:
-    """Non-root processes whose HOME is this sandbox's scratch (every process it starts inherits it)."""
+    """Non-root processes whose HOME is this sandbox's scratch (every process it starts inherits
+    it)."""
     marker = b"HOME=" + str(scratch).encode() + b"\0"
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{entry}").st_uid != 0 and marker in Path(f"/proc/{entry}/environ").read_bytes():
+                if (
+                    os.stat(f"/proc/{entry}").st_uid != 0
+                    and marker in Path(f"/proc/{entry}/environ").read_bytes()
+                ):
                     with open(f"/proc/{entry}/stat") as f:
                         if f.read().rsplit(")", 1)[1].split()[0] != "Z":
                             found.add(int(entry))
@@ -91,7 +97,9 @@ def test_a_fork_bomb_is_capped_for_the_whole_tree(tier: str) -> None:
     limits = ProcessLimits(memory_mb=512, processes=16, max_print_chars=2000)
     with open_analysis_session(tier=tier, limits=limits) as session:
         cgroup = session._process.cgroup
-        result = run(session, """
+        result = run(
+            session,
+            """
             import os, time
             n = 0
             try:
@@ -102,7 +110,8 @@ def test_a_fork_bomb_is_capped_for_the_whole_tree(tier: str) -> None:
                     n += 1
             except OSError as e:
                 print(n, type(e).__name__)
-        """)
+        """,
+        )
         forked, error = result.stdout.split()
         # pids.max counts the wrappers and the child's own threads too; which of them are alive when
         # the bomb starts depends on the tier and the load, so the bound is the cgroup's, not 16.
@@ -114,11 +123,15 @@ def test_a_fork_bomb_is_capped_for_the_whole_tree(tier: str) -> None:
 
 @pytest.mark.parametrize("where", ["plain-dir", "read-only"])
 def test_without_cgroups_it_says_so_once_and_falls_back_to_rlimits(
-        where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Where no cgroup can be made (not a cgroup file system, or not writable) the sandbox still
     starts, with per-process rlimits only, and one warning names the gap."""
-    parents = ((tmp_path / "memory", tmp_path / "pids") if where == "plain-dir"
-               else (Path("/proc/self/memory"), Path("/proc/self/pids")))
+    parents = (
+        (tmp_path / "memory", tmp_path / "pids")
+        if where == "plain-dir"
+        else (Path("/proc/self/memory"), Path("/proc/self/pids"))
+    )
     for p in parents:
         with contextlib.suppress(OSError):
             p.mkdir()
@@ -128,7 +141,9 @@ def test_without_cgroups_it_says_so_once_and_falls_back_to_rlimits(
         for _ in range(2):
             with open_analysis_session(tier="rlimits", limits=LIMITS) as session:
                 assert session._process.cgroup is None
-                assert "MemoryError" in run(session, "x = bytearray(2 * 1024 ** 3)").error  # RLIMIT_AS holds
+                assert (
+                    "MemoryError" in run(session, "x = bytearray(2 * 1024 ** 3)").error
+                )  # RLIMIT_AS holds
                 assert run(session, "print(1)").stdout == "1\n"
     warnings = [r.getMessage() for r in caplog.records if "cgroup" in r.getMessage()]
     assert len(warnings) == 1
@@ -137,7 +152,8 @@ def test_without_cgroups_it_says_so_once_and_falls_back_to_rlimits(
 
 
 def test_on_a_v2_host_whose_run_cgroup_holds_processes_the_warning_names_the_fix(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """cgroup v2 enables controllers for a cgroup's children only while it holds no process: a run
     started from a shell cannot give its sandboxes memory limits. Simulated (this host is v1): the
     parent refuses ``+memory +pids`` and a new child cgroup has no ``memory.max``. The sandbox falls
@@ -156,7 +172,10 @@ def test_on_a_v2_host_whose_run_cgroup_holds_processes_the_warning_names_the_fix
     with caplog.at_level(logging.WARNING, logger="speedrunner.core.sandbox.cgroups"):
         assert cgroups.create(1 << 30, 64, where=cgroups.Hierarchies(2, (parent,))) is None
     [warning] = [r.getMessage() for r in caplog.records if "cgroup" in r.getMessage()]
-    assert "holds no process itself" in warning and "systemd-run --user --scope -p Delegate=yes" in warning
+    assert (
+        "holds no process itself" in warning
+        and "systemd-run --user --scope -p Delegate=yes" in warning
+    )
     assert "per process" in warning
 
 
@@ -164,7 +183,10 @@ def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
     """Attack (rlimits): a double-forked, setsid() daemon outlived the episode. Now the sandbox's
     cgroup (or, without one, its own uid under rlimits, or its pid namespace) takes it down."""
     if session.tier == "rlimits" and session._process.cgroup is None and os.geteuid() != 0:
-        pytest.skip("a non-root parent without cgroups: rlimits sandboxes share its uid (not promised, docs/sandbox.md)")
+        pytest.skip(
+            "a non-root parent without cgroups: rlimits sandboxes share its uid "
+            "(not promised, docs/sandbox.md)"
+        )
     scratch = start_a_double_forked_daemon(session)
     session.close()
     assert not processes_with_home(scratch)
@@ -173,7 +195,9 @@ def test_a_double_forked_daemon_dies_with_the_sandbox(session) -> None:
 def start_a_double_forked_daemon(session: AnalysisSession) -> Path:
     """A setsid() daemon, reparented out of the sandbox's process tree; returns the scratch its
     processes are found by."""
-    result = run(session, """
+    result = run(
+        session,
+        """
         import os, time
         if os.fork() == 0:
             os.setsid()
@@ -182,7 +206,8 @@ def start_a_double_forked_daemon(session: AnalysisSession) -> Path:
             os._exit(0)
         time.sleep(0.2)
         print("forked")
-    """)
+    """,
+    )
     assert result.stdout == "forked\n", result.error
     scratch = session._process.scratch
     assert processes_with_home(scratch)  # the daemon is there, outside the sandbox's process tree
@@ -191,10 +216,12 @@ def start_a_double_forked_daemon(session: AnalysisSession) -> Path:
 
 @needs_cgroups
 def test_a_sandbox_with_a_cgroup_is_found_and_killed_through_it_not_by_walking_all_processes(
-        tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tier: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Starting and killing a sandbox walked every process of the machine (``/proc``) to find its
     tree: thirty sandboxes of an evaluation closing at once took ~30 ms of CPU each. With a cgroup,
     its member list is the tree, a reparented daemon included, and it all dies at close."""
+
     def walked(root: int) -> set[int]:
         raise AssertionError("walked all of /proc")
 
@@ -209,28 +236,44 @@ def test_kill_minus_one_cannot_reach_a_concurrent_sandbox(tier: str) -> None:
     as uid 65534). Under rlimits each sandbox now has a uid of its own; bwrap and unshare have
     pid namespaces."""
     if os.geteuid() != 0 and tier == "rlimits":
-        pytest.skip("a non-root parent's rlimits sandboxes share its uid: not separated (docs/sandbox.md says so)")
-    with open_analysis_session(tier=tier, limits=LIMITS) as victim, \
-            open_analysis_session(tier=tier, limits=LIMITS) as attacker:
+        pytest.skip(
+            "a non-root parent's rlimits sandboxes share its uid: not separated "
+            "(docs/sandbox.md says so)"
+        )
+    with (
+        open_analysis_session(tier=tier, limits=LIMITS) as victim,
+        open_analysis_session(tier=tier, limits=LIMITS) as attacker,
+    ):
         victim_pid = victim.pid
         assert run(victim, "x = 41").error is None
-        result = run(attacker, "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\n"
-                               "except ProcessLookupError:\n    pass  # nothing else it may signal\nprint('sent')")
+        result = run(
+            attacker,
+            "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\n"
+            "except ProcessLookupError:\n    pass  # nothing else it may signal\nprint('sent')",
+        )
         assert result.stdout == "sent\n", result.error
         after = run(victim, "print(x + 1)")
-        assert (after.stdout, after.error, victim.pid) == ("42\n", None, victim_pid)  # same process, state kept
+        assert (after.stdout, after.error, victim.pid) == (
+            "42\n",
+            None,
+            victim_pid,
+        )  # same process, state kept
 
 
 def test_no_nested_user_namespace(session) -> None:
     """Attack (bwrap as root): ``unshare(CLONE_NEWUSER)`` succeeded inside the sandbox (a new user
     namespace makes the code root again, the usual first step of a kernel exploit). A seccomp
     filter refuses it on every tier, for ``unshare`` and ``clone``; subprocesses still work."""
-    result = run(session, """
+    result = run(
+        session,
+        """
         import ctypes, os, subprocess
         libc = ctypes.CDLL(None, use_errno=True)
         print(libc.unshare(0x10000000), os.strerror(ctypes.get_errno()))
-        print(subprocess.run(["/bin/sh", "-c", "echo child"], capture_output=True, text=True).stdout.strip())
-    """)
+        child = subprocess.run(["/bin/sh", "-c", "echo child"], capture_output=True, text=True)
+        print(child.stdout.strip())
+    """,
+    )
     assert result.error is None, result.error
     assert result.stdout.splitlines() == ["-1 Operation not permitted", "child"]
 
@@ -240,10 +283,14 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
     host. Under bwrap and unshare both are private tmpfs mounts of 16 MiB: writing stops there,
     and nothing lands on the host."""
     if tier == "rlimits":
-        pytest.skip("the rlimits tier has no mount namespace: /tmp is the host's (docs/sandbox.md says so)")
+        pytest.skip(
+            "the rlimits tier has no mount namespace: /tmp is the host's (docs/sandbox.md says so)"
+        )
     name = f"fill-{uuid.uuid4().hex}"
     with open_analysis_session(tier=tier, limits=LIMITS) as session:
-        result = run(session, f"""
+        result = run(
+            session,
+            f"""
             import os
             for where in ("/tmp", "/dev/shm"):
                 written = 0
@@ -254,7 +301,8 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
                         written += 4
                 except OSError as e:
                     print(where, written, e.errno)
-        """)
+        """,
+        )
         assert result.error is None, result.error
         for line in result.stdout.splitlines():
             where, written, errno = line.split()
@@ -265,13 +313,21 @@ def test_tmp_and_dev_shm_are_private_and_sized(tier: str) -> None:
 
 def test_the_scratch_directory_is_a_tmpfs_of_scratch_mb(tier: str) -> None:
     """The scratch directory (cwd, HOME, TMPDIR) is the one writable place; under bwrap and unshare
-    it is a tmpfs of ``ProcessLimits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC, in files
-    each far under the per-file limit, and nothing lands in the host's scratch directory."""
+    it is a tmpfs of ``ProcessLimits.scratch_mb`` (8 MiB here): writing stops there with ENOSPC,
+    in files each far under the per-file limit, and nothing lands in the host's scratch
+    directory."""
     if tier == "rlimits":
-        pytest.skip("the rlimits tier has no mount namespace: scratch is on disk, bounded per file (docs/sandbox.md)")
-    limits = ProcessLimits(memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8)
+        pytest.skip(
+            "the rlimits tier has no mount namespace: scratch is on disk, bounded per file "
+            "(docs/sandbox.md)"
+        )
+    limits = ProcessLimits(
+        memory_mb=LIMITS.memory_mb, max_print_chars=LIMITS.max_print_chars, scratch_mb=8
+    )
     with open_analysis_session(tier=tier, limits=limits) as session:
-        result = run(session, """
+        result = run(
+            session,
+            """
             import os
             written = 0
             try:
@@ -281,7 +337,8 @@ def test_the_scratch_directory_is_a_tmpfs_of_scratch_mb(tier: str) -> None:
                     written += 1
             except OSError as e:
                 print(os.getcwd() == os.environ["HOME"], written, e.errno)
-        """)
+        """,
+        )
         host_scratch = session._process.scratch
         assert result.error is None, result.error
         same, written, errno = result.stdout.split()
@@ -305,7 +362,9 @@ def test_host_unix_sockets_are_unreachable(tier: str, tmp_path: Path) -> None:
     path.chmod(0o777)
     try:
         with open_analysis_session(tier=tier, limits=LIMITS) as session:
-            result = run(session, f"""
+            result = run(
+                session,
+                f"""
                 import socket
                 for address in ({str(path)!r}, {abstract!r}):
                     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -314,13 +373,16 @@ def test_host_unix_sockets_are_unreachable(tier: str, tmp_path: Path) -> None:
                         print("connected")
                     except OSError as e:
                         print(type(e).__name__)
-            """)
+            """,
+            )
     finally:
         for s in servers:
             s.close()
     assert result.error is None, result.error
     if tier == "rlimits":  # NOT contained: no namespaces at all, and the tier's name says so
-        assert result.stdout.split()[1] == "connected"  # (the path one only where its uid may enter)
+        assert (
+            result.stdout.split()[1] == "connected"
+        )  # (the path one only where its uid may enter)
     else:
         assert "connected" not in result.stdout.split()
 

@@ -146,8 +146,9 @@ def instance_attribute(env):
 
 def legitimate_uses(env):
     env.scratch["seen"] = env.scratch.get("seen", 0) + 1
-    return ["{} {:>3} {name}".format("a", 7, name=env.text[:3]), str.format("{0}", 1), "{0.real}".format(3),
-            isinstance(env, SkillEnv), env.done, env.actions_left, env.scratch["seen"],
+    return ["{} {:>3} {name}".format("a", 7, name=env.text[:3]), str.format("{0}", 1),
+            "{0.real}".format(3), isinstance(env, SkillEnv), env.done, env.actions_left,
+            env.scratch["seen"],
             [n for n in dir(env) if n.startswith("_") and not n.startswith("__")], repr(env)[:5]]
 '''
 
@@ -191,9 +192,15 @@ def attempts(tier):
 @pytest.mark.parametrize("skill, message", ESCAPES)
 def test_no_way_to_a_live_object_or_state_outside_scratch(attempts, skill, message) -> None:
     first = call(attempts, skill)
-    second = call(attempts, skill)  # a class or module attribute set by the first would persist here
+    second = call(
+        attempts, skill
+    )  # a class or module attribute set by the first would persist here
     for outcome in (first, second):
-        assert outcome.error is not None and message in outcome.error, (skill, outcome.returned, outcome.error)
+        assert outcome.error is not None and message in outcome.error, (
+            skill,
+            outcome.returned,
+            outcome.error,
+        )
         assert not any(leak in repr(outcome.returned) for leak in LEAKS), outcome.returned
     still_works(attempts)
 
@@ -203,7 +210,16 @@ def test_the_env_still_does_what_skills_use(attempts) -> None:
     assert outcome.error is None, outcome.error
     text, one, real, is_env, done, left, seen, private, shown = outcome.returned
     assert (text, one, real, is_env, done, left, seen, private, shown) == (
-        "a   7 The", "1", "3", True, False, 50, 1, [], "<env:")
+        "a   7 The",
+        "1",
+        "3",
+        True,
+        False,
+        50,
+        1,
+        [],
+        "<env:",
+    )
     assert call(attempts, "forward", 2).returned == 2
 
 

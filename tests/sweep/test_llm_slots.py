@@ -1,4 +1,5 @@
-"""Endpoint concurrency limits hold across processes (a sweep's runs), and a killed run frees its slot."""
+"""Endpoint concurrency limits hold across processes (a sweep's runs), and a killed run frees
+its slot."""
 
 from __future__ import annotations
 
@@ -43,11 +44,15 @@ HOLDER = textwrap.dedent("""
 
 def test_processes_sharing_a_slot_directory_never_exceed_the_limit(tmp_path):
     log = tmp_path / "events.log"
-    procs = [subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "slots"), str(log), "2"])
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "slots"), str(log), "2"])
+        for _ in range(3)
+    ]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
-    events = sorted((float(t), +1 if sign == "+" else -1)
-                    for sign, t in (line.split() for line in log.read_text().splitlines()))
+    events = sorted(
+        (float(t), +1 if sign == "+" else -1)
+        for sign, t in (line.split() for line in log.read_text().splitlines())
+    )
     assert len(events) == 2 * 3 * 3 * 3
     in_flight, peak = 0, 0
     for _, delta in sorted(events, key=lambda e: (e[0], e[1])):  # an exit before an entry at a tie
@@ -59,10 +64,15 @@ def test_processes_sharing_a_slot_directory_never_exceed_the_limit(tmp_path):
 
 
 def test_a_killed_holder_frees_its_slot_at_once(tmp_path):
-    hold = ("import sys, time\nfrom pathlib import Path\nfrom speedrunner.core.llm.slots import SharedSlots\n"
-            "s = SharedSlots(Path(sys.argv[1]), 'openai https://api.openai.com/v1', 1)\n"
-            "s.__enter__(); print('held', flush=True); time.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    hold = (
+        "import sys, time\nfrom pathlib import Path\n"
+        "from speedrunner.core.llm.slots import SharedSlots\n"
+        "s = SharedSlots(Path(sys.argv[1]), 'openai https://api.openai.com/v1', 1)\n"
+        "s.__enter__(); print('held', flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", hold, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "held"
     slots = SharedSlots(tmp_path, "openai https://api.openai.com/v1", 1)
     assert slots._try_once() is None  # taken by the other process
@@ -79,19 +89,24 @@ def test_the_shared_limit_is_used_only_under_a_sweep(tmp_path, monkeypatch):
     monkeypatch.setenv(SLOTS_DIR_ENV, str(tmp_path))
     limit = endpoint_limit("openai", "https://api.openai.com/v1", 4)
     assert isinstance(limit, SharedSlots) and limit.limit == 4
-    assert (Path(limit.dir) / "endpoint.txt").read_text().strip() == "openai https://api.openai.com/v1"
+    assert (
+        Path(limit.dir) / "endpoint.txt"
+    ).read_text().strip() == "openai https://api.openai.com/v1"
     assert not isinstance(endpoint_limit("scripted", "scripted://local", 4), SharedSlots)
 
 
 def test_a_pre_created_symlink_does_not_redirect_the_slot_files(tmp_path):
-    """Attack (issue 22): a symlink pre-created at the predictable ``$TMPDIR/speedrunner-llm-slots-0/<hash>``
-    redirected a later sweep's slot files (written as root) into a directory of the attacker's choice."""
+    """Attack (issue 22): a symlink pre-created at the predictable
+    ``$TMPDIR/speedrunner-llm-slots-0/<hash>`` redirected a later sweep's slot files (written as
+    root) into a directory of the attacker's choice."""
     victim = tmp_path / "victim"
     victim.mkdir()
     slots_dir = tmp_path / "slots"
     slots_dir.mkdir(mode=0o700)
     key = "openai https://api.openai.com/v1"
-    (slots_dir / hashlib.sha256(key.encode()).hexdigest()[:16]).symlink_to(victim)  # the endpoint's directory
+    (slots_dir / hashlib.sha256(key.encode()).hexdigest()[:16]).symlink_to(
+        victim
+    )  # the endpoint's directory
     with pytest.raises(UnsafeSlotsDirError, match="not a plain directory"):
         SharedSlots(slots_dir, key, 2)
     os.symlink(victim, tmp_path / "link")
@@ -110,7 +125,12 @@ def test_a_symlink_planted_at_a_slot_file_is_refused_not_followed(tmp_path):
     target.parent.mkdir()
     for i in range(2):
         (slots.dir / f"slot{i}").symlink_to(target)
-    with pytest.raises(UnsafeSlotsDirError, match=r"slot file .*slot[01] is a symlink \(not followed\)"), slots:
+    with (
+        pytest.raises(
+            UnsafeSlotsDirError, match=r"slot file .*slot[01] is a symlink \(not followed\)"
+        ),
+        slots,
+    ):
         pass
     assert not target.exists()
 

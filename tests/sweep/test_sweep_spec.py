@@ -1,4 +1,5 @@
-"""Sweep files: expansion to stable run directories, clear errors, SLURM shards, the sbatch script."""
+"""Sweep files: expansion to stable run directories, clear errors, SLURM shards, the sbatch
+script."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def write(tmp_path: Path, body: str, name: str = "sweep.yaml") -> Path:
 
 
 def small(tmp_path: Path, *, output_root: str = "out", extra: str = "") -> Path:
-    return write(tmp_path, f"""
+    return write(
+        tmp_path,
+        f"""
         name: demo
         configs: [{BABYAI}/opo-scripted-seq.yaml, {BABYAI}/react-gpt-seq.yaml]
         output_root: {tmp_path / output_root}
@@ -38,29 +41,46 @@ def small(tmp_path: Path, *, output_root: str = "out", extra: str = "") -> Path:
         grid:
           run.seed: [0, 1]
         {extra}
-    """)
+    """,
+    )
 
 
 def test_two_configs_by_two_seeds_expand_to_four_stable_run_directories(tmp_path):
     sweep = load_sweep(small(tmp_path))
     dirs = [r.run_dir for r in sweep.runs]
     assert [r.label for r in sweep.runs] == [
-        "opo-scripted-seq run.seed=0", "opo-scripted-seq run.seed=1",
-        "react-gpt-seq run.seed=0", "react-gpt-seq run.seed=1"]
+        "opo-scripted-seq run.seed=0",
+        "opo-scripted-seq run.seed=1",
+        "react-gpt-seq run.seed=0",
+        "react-gpt-seq run.seed=1",
+    ]
     assert len(set(dirs)) == 4
     # The ordinary layout, with a run id from the sweep name and what defines the run.
-    assert dirs[1].relative_to(tmp_path / "out").parts[:3] == ("babyai", "opo-scripted-seq", "seed1")
+    assert dirs[1].relative_to(tmp_path / "out").parts[:3] == (
+        "babyai",
+        "opo-scripted-seq",
+        "seed1",
+    )
     assert all(d.name.startswith("demo-") and len(d.name) == len("demo-") + 10 for d in dirs)
     # Same file again (and in another output root, or with `set` reordered): the same run ids.
     again = load_sweep(small(tmp_path))
     assert [r.run_dir for r in again.runs] == dirs
     moved = load_sweep(small(tmp_path, output_root="elsewhere"))
     assert [r.run_id for r in moved.runs] == [d.name for d in dirs]
-    reordered = write(tmp_path, small(tmp_path).read_text().replace(
-        "{model.provider: scripted, run.rollouts: 20}", "{run.rollouts: 20, model.provider: scripted}"))
+    reordered = write(
+        tmp_path,
+        small(tmp_path)
+        .read_text()
+        .replace(
+            "{model.provider: scripted, run.rollouts: 20}",
+            "{run.rollouts: 20, model.provider: scripted}",
+        ),
+    )
     assert [r.run_id for r in load_sweep(reordered).runs] == [d.name for d in dirs]
     # A different override is a different run.
-    longer = write(tmp_path, small(tmp_path).read_text().replace("run.rollouts: 20", "run.rollouts: 30"))
+    longer = write(
+        tmp_path, small(tmp_path).read_text().replace("run.rollouts: 20", "run.rollouts: 30")
+    )
     assert not {r.run_id for r in load_sweep(longer).runs} & {d.name for d in dirs}
     # Each run's command carries its overrides; runs are started with the generic train command
     # (any installed benchmark and method), which takes the benchmark from the config.
@@ -69,11 +89,15 @@ def test_two_configs_by_two_seeds_expand_to_four_stable_run_directories(tmp_path
     from speedrunner.sweep.execute import command
 
     cmd = command(run, "start")
-    assert cmd[1:4] == ["-m", "speedrunner.cli", "train"] and cmd[cmd.index("--config_file") + 1] == str(run.config_file)
+    assert cmd[1:4] == ["-m", "speedrunner.cli", "train"] and cmd[
+        cmd.index("--config_file") + 1
+    ] == str(run.config_file)
 
 
 def test_named_override_sets_and_globs(tmp_path):
-    path = write(tmp_path, f"""
+    path = write(
+        tmp_path,
+        f"""
         name: grid
         configs: ["{BABYAI}/react-*-seq.yaml"]
         grid:
@@ -82,7 +106,8 @@ def test_named_override_sets_and_globs(tmp_path):
             gemini: {{model.provider: gemini, model.name: gemini-3-flash-preview}}
           run.seed: [0, 1, 2]
         output_root: {tmp_path}
-    """)
+    """,
+    )
     runs = load_sweep(path).runs
     stems = sorted({r.config_file.stem for r in runs})
     assert stems == ["react-gemini-seq", "react-gpt-seq", "react-qwen-seq"]
@@ -91,18 +116,31 @@ def test_named_override_sets_and_globs(tmp_path):
     assert len({r.run_dir for r in runs}) == len(runs)
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ("name: x\nconfigs: [a.yaml]\ngird: {}\n", "unknown key 'gird' (did you mean 'grid'?)"),
-    ("name: x\nconfigs: [a.yaml]\nresources: {num_cpu: 2}\n", "unknown key 'resources.num_cpu' (did you mean 'num_cpus'?)"),
-    ("configs: [a.yaml]\n", "name: required key is missing"),
-    ("name: x y\nconfigs: [a.yaml]\n", "name: use letters, digits"),
-    ("name: x\nconfigs: [nowhere.yaml]\n", "'nowhere.yaml' matches no config file"),
-    (f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\ngrid: {{seed: [0]}}\n",
-     "'seed' is not a dotted config key"),
-    ("name: x\nconfigs: [a.yaml]\ngrid: {run.seed: 3}\n", "grid axis 'run.seed': expected a list of values"),
-    (f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\ngrid: {{run.seeed: [0, 1]}}\n",
-     "opo-scripted-seq run.seeed=0: "),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("name: x\nconfigs: [a.yaml]\ngird: {}\n", "unknown key 'gird' (did you mean 'grid'?)"),
+        (
+            "name: x\nconfigs: [a.yaml]\nresources: {num_cpu: 2}\n",
+            "unknown key 'resources.num_cpu' (did you mean 'num_cpus'?)",
+        ),
+        ("configs: [a.yaml]\n", "name: required key is missing"),
+        ("name: x y\nconfigs: [a.yaml]\n", "name: use letters, digits"),
+        ("name: x\nconfigs: [nowhere.yaml]\n", "'nowhere.yaml' matches no config file"),
+        (
+            f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\ngrid: {{seed: [0]}}\n",
+            "'seed' is not a dotted config key",
+        ),
+        (
+            "name: x\nconfigs: [a.yaml]\ngrid: {run.seed: 3}\n",
+            "grid axis 'run.seed': expected a list of values",
+        ),
+        (
+            f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\ngrid: {{run.seeed: [0, 1]}}\n",
+            "opo-scripted-seq run.seeed=0: ",
+        ),
+    ],
+)
 def test_bad_sweep_files_fail_with_the_problem_and_the_fix(tmp_path, body, expected):
     path = write(tmp_path, body)
     with pytest.raises(ConfigError) as e:
@@ -111,7 +149,9 @@ def test_bad_sweep_files_fail_with_the_problem_and_the_fix(tmp_path, body, expec
 
 
 def test_a_bad_run_override_names_the_run_and_the_key(tmp_path, capsys):
-    path = write(tmp_path, f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\nset: {{run.seeed: 1}}\n")
+    path = write(
+        tmp_path, f"name: x\nconfigs: [{BABYAI}/opo-scripted-seq.yaml]\nset: {{run.seeed: 1}}\n"
+    )
     assert cli_main(["sweep", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "opo-scripted-seq: " in err and "run.seeed" in err and "did you mean 'seed'" in err
@@ -169,22 +209,27 @@ def test_ray_missing_gives_the_install_command(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     assert cli_main(["sweep", str(small(tmp_path)), "--backend", "ray"]) == 2
     err = capsys.readouterr().err
-    assert '--backend ray needs Ray' in err and 'pip install -e ".[ray]"' in err
+    assert "--backend ray needs Ray" in err and 'pip install -e ".[ray]"' in err
 
 
 def test_ray_resources_reserve_scienceworld_jvm_memory(tmp_path):
     sw = REPO / "configs" / "scienceworld" / "react-gpt-t4.yaml"
-    path = write(tmp_path, f"""
+    path = write(
+        tmp_path,
+        f"""
         name: res
         configs: [{sw}, {BABYAI}/react-gpt-seq.yaml]
         set: {{run.parallel_episodes: 4}}
         output_root: {tmp_path}
         resources: {{num_cpus: 2}}
-    """)
+    """,
+    )
     scienceworld, babyai = load_sweep(path).runs
     assert scienceworld.memory_bytes == 6 * 2**30 and scienceworld.num_cpus == 2  # 1.5 GB per JVM
     assert babyai.memory_bytes is None
-    pinned = write(tmp_path, path.read_text().replace("{num_cpus: 2}", "{num_cpus: 2, memory_gb: 2}"))
+    pinned = write(
+        tmp_path, path.read_text().replace("{num_cpus: 2}", "{num_cpus: 2, memory_gb: 2}")
+    )
     assert {r.memory_bytes for r in load_sweep(pinned).runs} == {2 * 2**30}
 
 
@@ -208,19 +253,30 @@ def test_plan_reads_the_run_directory_and_warns_when_the_config_file_changed(tmp
     assert action == "skip" and "WARNING: react.yaml changed since this run started" in why
 
 
-def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_zero(tmp_path, capsys):
+def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_zero(
+    tmp_path, capsys
+):
     import json
 
     from speedrunner.sweep.cli import print_outcomes
     from speedrunner.sweep.execute import read_outcome
 
-    path = write(tmp_path, f"name: p\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n")
+    path = write(
+        tmp_path,
+        f"name: p\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n",
+    )
     run = load_sweep(path).runs[0]
     d = run.run_dir
     (d / "episodes" / "train").mkdir(parents=True)
     (d / "episodes" / "train" / "0000.json").write_text("{}")
-    (d / "config.resolved.json").write_text(json.dumps({"run": {"rollouts": 200}, "speedrun": {"metric": "success"}}))
-    final = {k: v for k, v in eval_row(success_mean=0.5, progress_mean=0.625).items() if k != "per_episode"}
+    (d / "config.resolved.json").write_text(
+        json.dumps({"run": {"rollouts": 200}, "speedrun": {"metric": "success"}})
+    )
+    final = {
+        k: v
+        for k, v in eval_row(success_mean=0.5, progress_mean=0.625).items()
+        if k != "per_episode"
+    }
     (d / "summary.json").write_text(json.dumps(summary_doc(status="finished", final_eval=final)))
     calls = [{"spent_usd": 0.25}, {"spent_usd": 0.0, "cache_hit": True}]
     (d / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls) + '{"torn')
@@ -229,9 +285,12 @@ def test_the_end_line_shows_final_progress_and_never_counts_an_unknown_price_as_
     print_outcomes([outcome])
     out = capsys.readouterr().out
     line = [x for x in out.splitlines() if str(d) in x][0]
-    assert line.split()[:6] == ["finished", "1/200", "0.625", "eval", "success", "0.500"] and "$0.2500" in line
+    assert (
+        line.split()[:6] == ["finished", "1/200", "0.625", "eval", "success", "0.500"]
+        and "$0.2500" in line
+    )
     header = out.split("status ", 1)[1].splitlines()[0]
-    assert "eval progress" in header and "eval metric" in header   # the evaluation's, not training's
+    assert "eval progress" in header and "eval metric" in header  # the evaluation's, not training's
     assert "the final evaluation once a run finished" in out
 
     calls.append({"spent_usd": None})  # a call whose price is unknown
@@ -247,7 +306,10 @@ def test_a_damaged_summary_is_resumed_and_named_never_read_as_a_run_not_started(
     resumes the run (which rewrites it) and its plan and end line name the file."""
     from speedrunner.sweep.execute import read_outcome
 
-    path = write(tmp_path, f"name: p\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n")
+    path = write(
+        tmp_path,
+        f"name: p\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n",
+    )
     run = load_sweep(path).runs[0]
     run.run_dir.mkdir(parents=True)
     (run.run_dir / "provenance.json").write_text("{}")

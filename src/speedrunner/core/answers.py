@@ -23,12 +23,39 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-__all__ = ["ANSWER_KEYS", "THINK", "AnswerForm", "AnswerReader", "Block", "Finished",
-           "FormatOutcome", "FormatTally", "JsonField", "ReadOutcome", "Reading", "Repair",
-           "with_cut_note", "TRUNCATED", "cut_note", "distinct", "fenced_blocks", "format_outcome",
-           "json_answer", "json_fields", "json_objects", "json_spans", "mostly_json", "outside_json",
-           "Line", "label_lines", "label_regex", "partial_json_string", "strip_think", "truncated",
-           "unfinished_json"]
+__all__ = [
+    "ANSWER_KEYS",
+    "THINK",
+    "AnswerForm",
+    "AnswerReader",
+    "Block",
+    "Finished",
+    "FormatOutcome",
+    "FormatTally",
+    "JsonField",
+    "ReadOutcome",
+    "Reading",
+    "Repair",
+    "with_cut_note",
+    "TRUNCATED",
+    "cut_note",
+    "distinct",
+    "fenced_blocks",
+    "format_outcome",
+    "json_answer",
+    "json_fields",
+    "json_objects",
+    "json_spans",
+    "mostly_json",
+    "outside_json",
+    "Line",
+    "label_lines",
+    "label_regex",
+    "partial_json_string",
+    "strip_think",
+    "truncated",
+    "unfinished_json",
+]
 
 FormatOutcome = Literal["ok", "repaired", "lost"]
 TRUNCATED = "length"
@@ -57,7 +84,8 @@ def label_regex(labels: str) -> re.Pattern[str]:
     ``> Action: x``. Group ``value`` is the rest of the line, markup still on it."""
     return re.compile(
         rf"^[ \t]*(?:>[ \t]*)?(?:#{{1,6}}[ \t]*)?(?:[-*+][ \t]+)?(?:\d+[.)][ \t]+)?{_MARKUP}[ \t]*"
-        rf"(?P<label>{labels}){_MARKUP}(?:[ \t]*[:=]|[ \t]+[-\u2013])[ \t]*{_MARKUP}[ \t]*(?P<value>.*?)[ \t]*$",
+        rf"(?P<label>{labels}){_MARKUP}(?:[ \t]*[:=]|[ \t]+[-\u2013])[ \t]*"
+        rf"{_MARKUP}[ \t]*(?P<value>.*?)[ \t]*$",
         re.IGNORECASE | re.MULTILINE,
     )
 
@@ -72,7 +100,9 @@ class Line:
     """Written exactly as the prompt shows it (``Label: value`` at the line start)."""
 
 
-def label_lines(text: str, pattern: re.Pattern[str], exact_label: str, *, in_fences: bool = False) -> list[Line]:
+def label_lines(
+    text: str, pattern: re.Pattern[str], exact_label: str, *, in_fences: bool = False
+) -> list[Line]:
     """Every labelled line of ``text`` outside fenced blocks (code may contain ``Tool:``), or
     with ``in_fences`` only those inside them (a model that fenced its whole answer)."""
     blocks = fenced_blocks(text)
@@ -119,7 +149,7 @@ def fenced_blocks(text: str) -> list[Block]:
         j = i + 1
         while j < len(lines) and not close.match(lines[j].rstrip("\r\n")):
             j += 1
-        code = "".join(lines[i + 1:j])
+        code = "".join(lines[i + 1 : j])
         if code and not code.endswith("\n"):
             code += "\n"
         closed = j < len(lines)
@@ -186,7 +216,10 @@ def json_fields(text: str, keys: tuple[str, ...]) -> list[JsonField]:
         lowered = {str(k).lower(): v for k, v in obj.items()}
         key = next((k for k in keys if lowered.get(k) not in (None, "", [])), None)
         if key is None:
-            key = next((k for k in ANSWER_KEYS if isinstance(lowered.get(k), str) and lowered[k].strip()), None)
+            key = next(
+                (k for k in ANSWER_KEYS if isinstance(lowered.get(k), str) and lowered[k].strip()),
+                None,
+            )
         if key is not None:
             found.append(JsonField(key, lowered[key], start, end, lowered))
     return found
@@ -203,7 +236,7 @@ def outside_json(text: str, fields: list[JsonField]) -> str:
     """``text`` without the JSON objects of ``fields`` (what was written around them)."""
     out, pos = [], 0
     for f in sorted(fields, key=lambda f: f.start):
-        out.append(text[pos:f.start])
+        out.append(text[pos : f.start])
         pos = max(pos, f.end)
     return "".join(out) + text[pos:]
 
@@ -232,7 +265,7 @@ def partial_json_string(text: str, keys: tuple[str, ...]) -> tuple[str, str] | N
     m = re.search(rf'"({wanted})"\s*:\s*"', text, re.IGNORECASE)
     if m is None:
         return None
-    raw, i = text[m.end():], 0
+    raw, i = text[m.end() :], 0
     while i < len(raw) and raw[i] != '"':
         i += 2 if raw[i] == "\\" else 1
     chunk = raw[:i] if i <= len(raw) else raw[:-1]  # past the end: cut inside an escape
@@ -251,8 +284,10 @@ def truncated(finish_reason: str | None) -> bool:
 def cut_note(max_tokens: Any) -> str:
     """What the model is told when its answer hit the token cap."""
     room = f"max_tokens={max_tokens}" if max_tokens else "the output token limit"
-    return (f"your answer was cut off at {room} (finish_reason 'length'); "
-            "that is all the room an answer has, so answer shorter: less reasoning, smaller code")
+    return (
+        f"your answer was cut off at {room} (finish_reason 'length'); "
+        "that is all the room an answer has, so answer shorter: less reasoning, smaller code"
+    )
 
 
 def format_outcome(problem: str | None, repairs: Sequence[str]) -> FormatOutcome:
@@ -341,8 +376,11 @@ class AnswerReader(Generic[T]):
         return Reading(text, tuple(made), None)
 
 
-def json_answer(keys: tuple[str, ...], then: Callable[[list[JsonField]], T],
-                unless: Callable[[str], object] | None = None) -> AnswerForm[T]:
+def json_answer(
+    keys: tuple[str, ...],
+    then: Callable[[list[JsonField]], T],
+    unless: Callable[[str], object] | None = None,
+) -> AnswerForm[T]:
     """The form ``JSON answer``: the objects holding one of ``keys`` (or the whole text answer
     under an :data:`ANSWER_KEYS` key) when they make up most of the answer and what is
     written around them is not the text form itself (``unless`` finds its marker there),
@@ -388,10 +426,18 @@ class FormatTally:
     """The role a turn counts for unless :meth:`add` names another."""
     by_role: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, outcome: FormatOutcome, completion: Finished | None = None, *,
-            role: str | None = None, dropped_calls: int = 0) -> None:
-        counts = self.by_role.setdefault(role or self.role, {"turns": 0, "repaired": 0, "lost": 0, "truncated": 0,
-                                                              "dropped_calls": 0})
+    def add(
+        self,
+        outcome: FormatOutcome,
+        completion: Finished | None = None,
+        *,
+        role: str | None = None,
+        dropped_calls: int = 0,
+    ) -> None:
+        counts = self.by_role.setdefault(
+            role or self.role,
+            {"turns": 0, "repaired": 0, "lost": 0, "truncated": 0, "dropped_calls": 0},
+        )
         counts["turns"] += 1
         counts["repaired"] += outcome == "repaired"
         counts["lost"] += outcome == "lost"
@@ -400,5 +446,7 @@ class FormatTally:
 
     def record(self) -> dict[str, Any]:
         """The sleep record's fields: ``format`` per role and ``truncated_turns`` in all."""
-        return {"format": {role: dict(c) for role, c in sorted(self.by_role.items())},
-                "truncated_turns": sum(c["truncated"] for c in self.by_role.values())}
+        return {
+            "format": {role: dict(c) for role, c in sorted(self.by_role.items())},
+            "truncated_turns": sum(c["truncated"] for c in self.by_role.values()),
+        }

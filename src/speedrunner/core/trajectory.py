@@ -39,7 +39,8 @@ class ActorStep:
     finish_reason: str | None = None
     """``"length"`` when the answer was cut at ``max_tokens`` (``core.answers.TRUNCATED``)."""
     answer_format: str = "ok"
-    """``ok`` / ``repaired`` / ``lost``: how the answer's form was read (``ParsedAnswer.format``)."""
+    """``ok`` / ``repaired`` / ``lost``: how the answer's form was read
+    (``ParsedAnswer.format``)."""
     effect: str = ""
     """What the turn did to the env: ``acted`` (a primitive action ran), ``skill_call`` (a
     skill was called), ``refused`` (nothing ran: no valid action was read, or the env refused
@@ -51,7 +52,12 @@ class ActorStep:
 
 
 StopReason = Literal[
-    "success", "env_done", "max_llm_calls", "max_env_actions", "wall_clock", "context_length",
+    "success",
+    "env_done",
+    "max_llm_calls",
+    "max_env_actions",
+    "wall_clock",
+    "context_length",
     "iteration_end",  # a Voyager world: it played method.max_iterations_per_world iterations
 ]
 
@@ -115,37 +121,59 @@ class Trajectory:
             data["steps"] = steps
             return cls(**data)
         except (TypeError, ValueError, AttributeError) as e:
-            raise CorruptTrajectory(f"not a stored trajectory ({type(e).__name__}: {str(e)[:200]})") from None
+            raise CorruptTrajectory(
+                f"not a stored trajectory ({type(e).__name__}: {str(e)[:200]})"
+            ) from None
 
     def summary(self, max_chars: int = 4000) -> str:
         """A compact text rendering for sleep-phase prompts (outcome first, then the turns)."""
-        head = (f"Task: {self.instruction}\nOutcome: {'SUCCESS' if self.success else 'FAILURE'} "
-                f"(progress {self.progress:.2f}, stopped by {self.stop_reason}, {self.llm_calls} LLM calls, "
-                f"{self.env_actions} env actions)\n")
+        head = (
+            f"Task: {self.instruction}\nOutcome: {'SUCCESS' if self.success else 'FAILURE'} "
+            f"(progress {self.progress:.2f}, stopped by {self.stop_reason}, "
+            f"{self.llm_calls} LLM calls, "
+            f"{self.env_actions} env actions)\n"
+        )
         lines = []
         for step in self.steps:
-            action = step.parsed_action if step.parsed_action is not None else f"INVALID ({step.error})"
+            action = (
+                step.parsed_action if step.parsed_action is not None else f"INVALID ({step.error})"
+            )
             if step.skill_call is not None:
                 action += f"  -> {len(step.executed)} actions: {', '.join(step.executed[:20])}"
                 action += " ..." if len(step.executed) > 20 else ""
             obs = " | ".join(step.observation.splitlines())
-            lines.append(f"[{step.index}] obs: {obs}\n    thought: {step.thought}\n    action: {action}")
+            lines.append(
+                f"[{step.index}] obs: {obs}\n    thought: {step.thought}\n    action: {action}"
+            )
         if self.final_observation:
             lines.append(f"[end] obs: {' | '.join(self.final_observation.splitlines())}")
         body = "\n".join(lines)
         if len(head) + len(body) > max_chars:
             keep = max_chars - len(head) - 40
-            body = body[: keep // 3] + "\n... (middle of the episode omitted) ...\n" + body[-(keep - keep // 3):]
+            body = (
+                body[: keep // 3]
+                + "\n... (middle of the episode omitted) ...\n"
+                + body[-(keep - keep // 3) :]
+            )
         return head + body
 
-
     def skill_calls(self) -> list[dict[str, Any]]:
-        """Every top-level skill call: step index, call tree, primitive actions (sleep-phase analysis)."""
-        return [{"step": s.index, "call": s.parsed_action, "tree": s.skill_call, "actions": list(s.executed)}
-                for s in self.steps if s.skill_call is not None]
+        """Every top-level skill call: step index, call tree, primitive actions (sleep-phase
+        analysis)."""
+        return [
+            {
+                "step": s.index,
+                "call": s.parsed_action,
+                "tree": s.skill_call,
+                "actions": list(s.executed),
+            }
+            for s in self.steps
+            if s.skill_call is not None
+        ]
 
     def primitive_actions(self) -> list[str]:
-        """Every primitive action the episode took, in order, whether the actor or a skill chose it."""
+        """Every primitive action the episode took, in order, whether the actor or a skill
+        chose it."""
         return [a for s in self.steps for a in s.executed]
 
 
@@ -185,7 +213,9 @@ def to_plain(obj: Any, max_depth: int = MAX_STORED_DEPTH) -> Any:
     """``obj`` (dataclasses, dicts, lists, tuples, scalars) as JSON-able data, without recursion;
     containers nested deeper than ``max_depth`` are replaced by a marker string."""
     root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any, int]] = [(obj, root, 0, 0)]  # (value, parent container, key, depth)
+    stack: list[tuple[Any, Any, Any, int]] = [
+        (obj, root, 0, 0)
+    ]  # (value, parent container, key, depth)
     while stack:
         value, parent, key, depth = stack.pop()
         if dataclasses.is_dataclass(value) and not isinstance(value, type):

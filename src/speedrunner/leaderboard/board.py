@@ -24,9 +24,20 @@ from speedrunner.core.runtime.speedrun import SpeedrunRecord
 from speedrunner.errors import LeaderboardError
 
 COLUMNS = (
-    "benchmark", "task set", "method", "model", "seed", "target", "rollouts to target",
-    "cost to target", "tokens to target", "LLM calls to target", "wall time to target",
-    "final progress", "run id", "date",
+    "benchmark",
+    "task set",
+    "method",
+    "model",
+    "seed",
+    "target",
+    "rollouts to target",
+    "cost to target",
+    "tokens to target",
+    "LLM calls to target",
+    "wall time to target",
+    "final progress",
+    "run id",
+    "date",
 )
 NOT_REACHED = "not reached"
 MISSING = "-"
@@ -81,20 +92,31 @@ class Row:
             target = f"{record.metric}({record.window}) >= {record.target:g}"
         for name in ("benchmark", "task_set", "method", "model", "provider", "result_id"):
             if "|" in (getattr(record, name) or "") or "\n" in (getattr(record, name) or ""):
-                raise LeaderboardError(f"result {record.result_id}: its {name} contains '|' or a line break, "
-                                       "which a Markdown table cannot hold")
+                raise LeaderboardError(
+                    f"result {record.result_id}: its {name} contains '|' or a line break, "
+                    "which a Markdown table cannot hold"
+                )
         reached = record.reached and record.rollout is not None
         row = cls(
-            benchmark=record.benchmark, task_set=record.task_set, method=record.method, model=_model(record),
-            scripted=record.scripted, seed=record.seed, target=target,
+            benchmark=record.benchmark,
+            task_set=record.task_set,
+            method=record.method,
+            model=_model(record),
+            scripted=record.scripted,
+            seed=record.seed,
+            target=target,
             rollouts=record.rollout if reached else None,
             cost_usd=record.train_cost_usd if reached else None,
             output_tokens=record.train_output_tokens if reached else None,
             llm_calls=record.train_llm_calls if reached else None,
             wall_time_s=record.elapsed_s if reached else None,
-            final_progress=record.final_progress, run_id=record.result_id, date=record.written_at[:10],
+            final_progress=record.final_progress,
+            run_id=record.result_id,
+            date=record.written_at[:10],
         )
-        return parse_row(render_row(row), 0)  # the board's own rounding, so equal rows compare equal
+        return parse_row(
+            render_row(row), 0
+        )  # the board's own rounding, so equal rows compare equal
 
     def value(self, column: str) -> Any:
         """The typed value behind ``column`` (for sorting)."""
@@ -108,18 +130,30 @@ def _model(record: SpeedrunRecord) -> str:
     from speedrunner.core.rundir import implied_provider
 
     provider = record.provider
-    if provider is None or record.scripted or provider in ("scripted", implied_provider(record.model)):
+    if (
+        provider is None
+        or record.scripted
+        or provider in ("scripted", implied_provider(record.model))
+    ):
         return record.model
     return f"{record.model} via {provider}"
 
 
 _VALUES: dict[str, Callable[[Row], Any]] = {
-    "benchmark": lambda r: r.benchmark, "task set": lambda r: r.task_set, "method": lambda r: r.method,
-    "model": lambda r: r.model, "seed": lambda r: r.seed, "target": lambda r: r.target,
-    "rollouts to target": lambda r: r.rollouts, "cost to target": lambda r: r.cost_usd,
-    "tokens to target": lambda r: r.output_tokens, "LLM calls to target": lambda r: r.llm_calls,
-    "wall time to target": lambda r: r.wall_time_s, "final progress": lambda r: r.final_progress,
-    "run id": lambda r: r.run_id, "date": lambda r: r.date,
+    "benchmark": lambda r: r.benchmark,
+    "task set": lambda r: r.task_set,
+    "method": lambda r: r.method,
+    "model": lambda r: r.model,
+    "seed": lambda r: r.seed,
+    "target": lambda r: r.target,
+    "rollouts to target": lambda r: r.rollouts,
+    "cost to target": lambda r: r.cost_usd,
+    "tokens to target": lambda r: r.output_tokens,
+    "LLM calls to target": lambda r: r.llm_calls,
+    "wall time to target": lambda r: r.wall_time_s,
+    "final progress": lambda r: r.final_progress,
+    "run id": lambda r: r.run_id,
+    "date": lambda r: r.date,
 }
 
 
@@ -142,15 +176,20 @@ def _opt(value: Any, fmt: Callable[[Any], str]) -> str:
 
 def render_row(row: Row) -> str:
     cells = [
-        row.benchmark, row.task_set, row.method, row.model + (SCRIPTED_MARK if row.scripted else ""),
-        str(row.seed), row.target,
+        row.benchmark,
+        row.task_set,
+        row.method,
+        row.model + (SCRIPTED_MARK if row.scripted else ""),
+        str(row.seed),
+        row.target,
         NOT_REACHED if row.rollouts is None else str(row.rollouts),
         _opt(row.cost_usd, lambda v: f"${v:.4f}"),
         _opt(row.output_tokens, str),
         _opt(row.llm_calls, str),
         _opt(row.wall_time_s, lambda v: f"{v:.1f} s"),
         _opt(row.final_progress, lambda v: f"{v:.3f}"),
-        row.run_id, row.date,
+        row.run_id,
+        row.date,
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -167,49 +206,78 @@ def parse_row(line: str, line_no: int, where: str = "LEADERBOARD.md") -> Row:
     cells = _cells(line)
     if cells is None or len(cells) != len(COLUMNS):
         found = "no table row" if cells is None else f"{len(cells)} cells"
-        raise LeaderboardError(f"{where} line {line_no}: {found}, expected {len(COLUMNS)} "
-                               f"({' | '.join(COLUMNS)})")
+        raise LeaderboardError(
+            f"{where} line {line_no}: {found}, expected {len(COLUMNS)} ({' | '.join(COLUMNS)})"
+        )
     c = dict(zip(COLUMNS, cells, strict=True))
 
-    def typed(column: str, convert: Callable[[str], Any], *, optional: bool = False, what: str) -> Any:
+    def typed(
+        column: str, convert: Callable[[str], Any], *, optional: bool = False, what: str
+    ) -> Any:
         text = c[column]
         if optional and text == MISSING:
             return None
         try:
             value = convert(text)
         except ValueError:
-            raise LeaderboardError(f"{where} line {line_no}: column {column!r} holds {text!r}, "
-                                   f"expected {what}") from None
+            raise LeaderboardError(
+                f"{where} line {line_no}: column {column!r} holds {text!r}, expected {what}"
+            ) from None
         if isinstance(value, float) and not math.isfinite(value):
-            raise LeaderboardError(f"{where} line {line_no}: column {column!r} holds {text!r}, expected {what}")
+            raise LeaderboardError(
+                f"{where} line {line_no}: column {column!r} holds {text!r}, expected {what}"
+            )
         return value
 
     def strip(suffix: str, prefix: str = "") -> Callable[[str], float]:
         def convert(text: str) -> float:
             if not (text.startswith(prefix) and text.endswith(suffix)):
                 raise ValueError(text)
-            return float(text[len(prefix):len(text) - len(suffix)])
+            return float(text[len(prefix) : len(text) - len(suffix)])
+
         return convert
 
     for column in ("benchmark", "task set", "method", "model", "target", "run id"):
         if not c[column]:
             raise LeaderboardError(f"{where} line {line_no}: column {column!r} is empty")
     if not _DATE.fullmatch(c["date"]):
-        raise LeaderboardError(f"{where} line {line_no}: column 'date' holds {c['date']!r}, expected YYYY-MM-DD")
+        raise LeaderboardError(
+            f"{where} line {line_no}: column 'date' holds {c['date']!r}, expected YYYY-MM-DD"
+        )
     reached = c["rollouts to target"] != NOT_REACHED
-    rollouts = typed("rollouts to target", int, what=f"a whole number or {NOT_REACHED!r}") if reached else None
+    rollouts = (
+        typed("rollouts to target", int, what=f"a whole number or {NOT_REACHED!r}")
+        if reached
+        else None
+    )
     model = c["model"]
     scripted = model.endswith(SCRIPTED_MARK)
     return Row(
-        benchmark=c["benchmark"], task_set=c["task set"], method=c["method"],
-        model=model[: -len(SCRIPTED_MARK)] if scripted else model, scripted=scripted,
-        seed=typed("seed", int, what="a whole number"), target=c["target"], rollouts=rollouts,
-        cost_usd=typed("cost to target", strip("", "$"), optional=True, what=f"$<amount> or {MISSING!r}"),
-        output_tokens=typed("tokens to target", int, optional=True, what=f"a whole number or {MISSING!r}"),
-        llm_calls=typed("LLM calls to target", int, optional=True, what=f"a whole number or {MISSING!r}"),
-        wall_time_s=typed("wall time to target", strip(" s"), optional=True, what=f"<seconds> s or {MISSING!r}"),
-        final_progress=typed("final progress", float, optional=True, what=f"a number or {MISSING!r}"),
-        run_id=c["run id"], date=c["date"],
+        benchmark=c["benchmark"],
+        task_set=c["task set"],
+        method=c["method"],
+        model=model[: -len(SCRIPTED_MARK)] if scripted else model,
+        scripted=scripted,
+        seed=typed("seed", int, what="a whole number"),
+        target=c["target"],
+        rollouts=rollouts,
+        cost_usd=typed(
+            "cost to target", strip("", "$"), optional=True, what=f"$<amount> or {MISSING!r}"
+        ),
+        output_tokens=typed(
+            "tokens to target", int, optional=True, what=f"a whole number or {MISSING!r}"
+        ),
+        llm_calls=typed(
+            "LLM calls to target", int, optional=True, what=f"a whole number or {MISSING!r}"
+        ),
+        wall_time_s=typed(
+            "wall time to target", strip(" s"), optional=True, what=f"<seconds> s or {MISSING!r}"
+        ),
+        final_progress=typed(
+            "final progress", float, optional=True, what=f"a number or {MISSING!r}"
+        ),
+        run_id=c["run id"],
+        date=c["date"],
     )
 
 
@@ -238,19 +306,27 @@ def parse_board(text: str, path: Path) -> Board:
     if _cells(lines[start]) != list(COLUMNS):
         raise LeaderboardError(
             f"{where} line {start + 1}: the table header is not the leaderboard's; expected "
-            f"{header_lines()[0]!r}. Restore it by hand (the file was not changed)")
+            f"{header_lines()[0]!r}. Restore it by hand (the file was not changed)"
+        )
     separator = _cells(lines[start + 1]) if start + 1 < len(lines) else None
-    if separator is None or len(separator) != len(COLUMNS) or not all(
-            _SEPARATOR_CELL.fullmatch(s) for s in separator):
-        raise LeaderboardError(f"{where} line {start + 2}: expected the table's |---|---| separator line "
-                               "under the header. Restore it by hand (the file was not changed)")
+    if (
+        separator is None
+        or len(separator) != len(COLUMNS)
+        or not all(_SEPARATOR_CELL.fullmatch(s) for s in separator)
+    ):
+        raise LeaderboardError(
+            f"{where} line {start + 2}: expected the table's |---|---| separator line "
+            "under the header. Restore it by hand (the file was not changed)"
+        )
     board = Board(path, before=lines[:start], rows=[], after=[])
     i = start + 2
     while i < len(lines) and lines[i].lstrip().startswith("|"):
         row = parse_row(lines[i], i + 1, where)
         if row.run_id in board.row_lines:
-            raise LeaderboardError(f"{where} line {i + 1}: run id {row.run_id} is already on line "
-                                   f"{board.row_lines[row.run_id]}; delete one of them by hand")
+            raise LeaderboardError(
+                f"{where} line {i + 1}: run id {row.run_id} is already on line "
+                f"{board.row_lines[row.run_id]}; delete one of them by hand"
+            )
         board.rows.append(row)
         board.row_lines[row.run_id] = i + 1
         i += 1
@@ -258,17 +334,24 @@ def parse_board(text: str, path: Path) -> Board:
     for j, line in enumerate(board.after, start=i):
         if line.lstrip().startswith("|"):
             raise LeaderboardError(
-                f"{where} line {j + 1}: a table row after the table ended at line {i}; a blank or other "
-                "line splits the table. Join it again by hand (the file was not changed)")
+                f"{where} line {j + 1}: a table row after the table ended at line {i}; a blank "
+                "or other line splits the table. Join it again by hand (the file was not changed)"
+            )
     return board
 
 
 def rank_key(row: Row) -> tuple:
     """Ranked rows by (benchmark, task set, target) then fewest rollouts, then cheapest."""
     inf = math.inf
-    return (row.benchmark, row.task_set, row.target, row.rollouts,
-            inf if row.cost_usd is None else row.cost_usd,
-            inf if row.wall_time_s is None else row.wall_time_s, row.run_id)
+    return (
+        row.benchmark,
+        row.task_set,
+        row.target,
+        row.rollouts,
+        inf if row.cost_usd is None else row.cost_usd,
+        inf if row.wall_time_s is None else row.wall_time_s,
+        row.run_id,
+    )
 
 
 def not_reached_key(row: Row) -> tuple:
@@ -286,7 +369,12 @@ def ordered(rows: list[Row], column: str | None = None) -> list[Row]:
 
     def by(row: Row) -> tuple:
         value = row.value(column)
-        return (value is None, value if value is not None else 0, rank_key(row) if row.reached else not_reached_key(row))
+        return (
+            value is None,
+            value if value is not None else 0,
+            rank_key(row) if row.reached else not_reached_key(row),
+        )
+
     return sorted(ranked, key=by) + sorted(unranked, key=by)
 
 
@@ -310,7 +398,9 @@ def editing(path: Path) -> Iterator[None]:
     """
     directory = path.parent
     if not directory.is_dir():
-        raise LeaderboardError(f"{directory} is not a directory; create it, or point --board elsewhere")
+        raise LeaderboardError(
+            f"{directory} is not a directory; create it, or point --board elsewhere"
+        )
     fd = os.open(directory, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

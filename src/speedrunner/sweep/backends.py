@@ -48,13 +48,20 @@ class LocalPool:
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
-    def run(self, runs: list[SweepRun], operational: Callable[[SweepRun], list[str]],
-            extra_env: dict[str, str], report: Report, announce: Announce | None = None) -> list[Outcome]:
+    def run(
+        self,
+        runs: list[SweepRun],
+        operational: Callable[[SweepRun], list[str]],
+        extra_env: dict[str, str],
+        report: Report,
+        announce: Announce | None = None,
+    ) -> list[Outcome]:
         env = {**os.environ, **extra_env}
         results: dict[str, Outcome] = {}
         with ThreadPoolExecutor(self.workers, thread_name_prefix="sweep-run") as pool:
             futures: dict[Future[Outcome], SweepRun] = {
-                pool.submit(self._one, r, operational(r), env, announce): r for r in runs}
+                pool.submit(self._one, r, operational(r), env, announce): r for r in runs
+            }
             try:
                 for n, future in enumerate(as_completed(futures), 1):
                     outcome = future.result()
@@ -74,12 +81,15 @@ class LocalPool:
                 if proc.poll() is None:
                     proc.send_signal(signum)
 
-    def _one(self, run: SweepRun, operational: list[str], env: dict[str, str],
-             announce: Announce | None) -> Outcome:
+    def _one(
+        self, run: SweepRun, operational: list[str], env: dict[str, str], announce: Announce | None
+    ) -> Outcome:
         if self._stop.is_set():
             return read_outcome(run, "skip", None, note="not started: the sweep was stopped")
         try:
-            return execute(run, operational=operational, env=env, on_start=self._track, announce=announce)
+            return execute(
+                run, operational=operational, env=env, on_start=self._track, announce=announce
+            )
         except OSError as e:  # e.g. the log directory cannot be written: the other runs go on
             return read_outcome(run, "broken", None, note=f"could not start: {e}")
 
@@ -103,7 +113,9 @@ RAY_RETRIES = 3
 run half done on the shared file system and resumes it."""
 
 
-def _ray_execute(run: SweepRun, operational: list[str], extra_env: dict[str, str]) -> dict[str, Any]:
+def _ray_execute(
+    run: SweepRun, operational: list[str], extra_env: dict[str, str]
+) -> dict[str, Any]:
     """The Ray task: the same subprocess a local worker starts, on whichever node Ray picked."""
     import ray
 
@@ -120,8 +132,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise SweepBackendError(f"--backend ray needs Ray, which is an optional extra: {RAY_HINT} "
-                                f"(import failed: {e})") from None
+        raise SweepBackendError(
+            f"--backend ray needs Ray, which is an optional extra: {RAY_HINT} (import failed: {e})"
+        ) from None
     return ray
 
 
@@ -141,20 +154,35 @@ def _report_limits(ray: Any, limiter: Any) -> None:
 
     try:
         peaks = ray.get(limiter.peaks.remote())
-    except ray.exceptions.RayError as e:  # the runs are done; losing the figure must not fail the sweep
-        print(f"LLM limit across the cluster: its actor was lost ({type(e).__name__}); runs that called "
-              "after that held their limit per process and said so in their logs", flush=True)
+    except (
+        ray.exceptions.RayError
+    ) as e:  # the runs are done; losing the figure must not fail the sweep
+        print(
+            f"LLM limit across the cluster: its actor was lost ({type(e).__name__}); runs that "
+            "called after that held their limit per process and said so in their logs",
+            flush=True,
+        )
         return
     try:
         for key, peak in sorted(peaks.items()):
-            print(f"LLM limit across the cluster: {scrub(key)}: at most {peak} call(s) in flight", flush=True)
+            print(
+                f"LLM limit across the cluster: {scrub(key)}: at most {peak} call(s) in flight",
+                flush=True,
+            )
     finally:
         ray.kill(limiter)
 
 
-def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, str],
-            report: Report, operational: Callable[[SweepRun], list[str]] = lambda r: [],
-            init_kwargs: dict[str, Any] | None = None, queued: Queued | None = None) -> list[Outcome]:
+def run_ray(
+    runs: list[SweepRun],
+    *,
+    address: str | None,
+    extra_env: dict[str, str],
+    report: Report,
+    operational: Callable[[SweepRun], list[str]] = lambda r: [],
+    init_kwargs: dict[str, Any] | None = None,
+    queued: Queued | None = None,
+) -> list[Outcome]:
     """Each run one Ray task with its CPUs (and memory, e.g. ScienceWorld's JVMs).
 
     Connects to the cluster at ``address`` (or ``RAY_ADDRESS``), else starts a local one,
@@ -171,12 +199,17 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
         except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
             # Ray 2.60 says "Failed to connect" for a missing or wrong token unless
             # RAY_AUTH_MODE=token is set here, so the hint is given for every cluster address.
-            auth = (" If the cluster uses token authentication, this machine needs RAY_AUTH_MODE=token "
-                    "and the head's token (made there by `ray get-auth-token --generate`): copied to "
-                    "~/.ray/auth_token, or named by RAY_AUTH_TOKEN_PATH, or in RAY_AUTH_TOKEN."
-                    if address or os.environ.get("RAY_ADDRESS") else "")
-            raise SweepBackendError(f"cannot connect to Ray at {address or 'a new local cluster'}: {e}; "
-                                    f"start one with `ray start --head` or drop --address.{auth}") from None
+            auth = (
+                " If the cluster uses token authentication, this machine needs RAY_AUTH_MODE=token "
+                "and the head's token (made there by `ray get-auth-token --generate`): copied to "
+                "~/.ray/auth_token, or named by RAY_AUTH_TOKEN_PATH, or in RAY_AUTH_TOKEN."
+                if address or os.environ.get("RAY_ADDRESS")
+                else ""
+            )
+            raise SweepBackendError(
+                f"cannot connect to Ray at {address or 'a new local cluster'}: {e}; "
+                f"start one with `ray start --head` or drop --address.{auth}"
+            ) from None
     from speedrunner.sweep.execute import plan
 
     limiter = None
@@ -203,20 +236,29 @@ def run_ray(runs: list[SweepRun], *, address: str | None, extra_env: dict[str, s
             run = refs[done[0]]
             try:
                 outcome = Outcome(**ray.get(done[0]))
-            except ray.exceptions.RayError as e:  # failed even after Ray's retries: the others go on
-                outcome = read_outcome(run, "broken", None, note=f"the Ray task failed: {type(e).__name__}: "
-                                       f"{str(e).splitlines()[0][:200]}; rerun the sweep to resume it")
+            except (
+                ray.exceptions.RayError
+            ) as e:  # failed even after Ray's retries: the others go on
+                outcome = read_outcome(
+                    run,
+                    "broken",
+                    None,
+                    note=f"the Ray task failed: {type(e).__name__}: "
+                    f"{str(e).splitlines()[0][:200]}; rerun the sweep to resume it",
+                )
             if planned[run.run_id] == "start" and outcome.action == "resume":
-                outcome.note = (f"{outcome.note}; " if outcome.note else "") + \
-                    "its first node failed: Ray retried the task, which resumed the run"
+                outcome.note = (
+                    f"{outcome.note}; " if outcome.note else ""
+                ) + "its first node failed: Ray retried the task, which resumed the run"
             results[outcome.run_id] = outcome
             report(outcome, len(results), len(runs))
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref, force=False)  # KeyboardInterrupt in the task: its run gets SIGINT too
         print("sweep: stopping the Ray tasks; rerun the sweep to continue", file=sys.stderr)
-        raise SweepInterrupted([results.get(r.run_id) or read_outcome(r, "skip", None, note="stopped")
-                                for r in runs]) from None
+        raise SweepInterrupted(
+            [results.get(r.run_id) or read_outcome(r, "skip", None, note="stopped") for r in runs]
+        ) from None
     if limiter is not None:
         _report_limits(ray, limiter)
     return [results[r.run_id] for r in runs]

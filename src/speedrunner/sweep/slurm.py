@@ -43,10 +43,15 @@ def _slurm(args: list[str]) -> str:
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
-        raise SlurmError(f"{args[0]} not found: submitting needs a SLURM client on this machine "
-                         "(or print the script with --print-sbatch and submit it by hand)") from None
+        raise SlurmError(
+            f"{args[0]} not found: submitting needs a SLURM client on this machine "
+            "(or print the script with --print-sbatch and submit it by hand)"
+        ) from None
     if proc.returncode != 0:
-        raise SlurmError(f"{shlex.join(args)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+        raise SlurmError(
+            f"{shlex.join(args)} failed ({proc.returncode}): "
+            f"{proc.stderr.strip() or proc.stdout.strip()}"
+        )
     return proc.stdout
 
 
@@ -91,12 +96,19 @@ def finished(job_id: str) -> list[ArrayTask]:
     for line in out.splitlines():
         fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
         if "ArrayTaskId" in fields:
-            tasks.append(ArrayTask(f"{fields.get('ArrayJobId', job_id)}_{fields['ArrayTaskId']}",
-                                   fields.get("JobState", "?"), fields.get("ExitCode")))
+            tasks.append(
+                ArrayTask(
+                    f"{fields.get('ArrayJobId', job_id)}_{fields['ArrayTaskId']}",
+                    fields.get("JobState", "?"),
+                    fields.get("ExitCode"),
+                )
+            )
     return sorted(tasks, key=lambda t: t.task_id)
 
 
-def follow(job_id: str, *, poll_s: float = 2.0, say: Callable[[str], None] = print) -> list[ArrayTask]:
+def follow(
+    job_id: str, *, poll_s: float = 2.0, say: Callable[[str], None] = print
+) -> list[ArrayTask]:
     """Wait until no task of the array is pending or running, saying each change of state."""
     seen: dict[str, str] = {}
     while True:
@@ -110,15 +122,21 @@ def follow(job_id: str, *, poll_s: float = 2.0, say: Callable[[str], None] = pri
         time.sleep(poll_s)
     ended = finished(job_id)
     for t in ended:
-        say(f"slurm: {t.task_id} {t.state.lower()}" + (f" (exit {t.exit_code})" if t.exit_code else ""))
+        say(
+            f"slurm: {t.task_id} {t.state.lower()}"
+            + (f" (exit {t.exit_code})" if t.exit_code else "")
+        )
     return ended
 
 
 def submitted_command(sweep_path: Path, tasks: int, per_task: int) -> str:
     """The array task's command when this process submits it: this very interpreter, so the
     job needs no ``speedrunner`` on its PATH."""
-    return (f"exec {shlex.quote(sys.executable)} -m speedrunner.cli sweep {shlex.quote(str(sweep_path))} "
-            f'--backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers {per_task}')
+    return (
+        f"exec {shlex.quote(sys.executable)} -m speedrunner.cli sweep "
+        f"{shlex.quote(str(sweep_path))} "
+        f'--backend slurm --shard "${{SLURM_ARRAY_TASK_ID}}/{tasks}" --workers {per_task}'
+    )
 
 
 def slurm_env_note() -> str:

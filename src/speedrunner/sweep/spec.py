@@ -73,7 +73,8 @@ class SweepFile(BaseModel):
     """Axes of the grid: ``dotted.key: [values]``, or ``axis: {label: {dotted.key: value}}``
     for named override sets. Runs are the product of the configs and every axis."""
     output_root: str | None = None
-    """Where the runs go (relative: to the current directory); null: each config's run.output_root."""
+    """Where the runs go (relative: to the current directory); null: each config's
+    run.output_root."""
     resources: Resources = Field(default_factory=Resources)
     """Per-run resources for ``--backend ray``."""
     max_cost_usd: float | None = Field(None, gt=0)
@@ -85,7 +86,9 @@ class SweepFile(BaseModel):
     @classmethod
     def _name_is_a_directory_name(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", v):
-            raise ValueError("use letters, digits, '.', '_' and '-' (it becomes part of directory names)")
+            raise ValueError(
+                "use letters, digits, '.', '_' and '-' (it becomes part of directory names)"
+            )
         return v
 
     @field_validator("set")
@@ -103,16 +106,23 @@ class SweepFile(BaseModel):
                 _check_dotted(axis)
                 if not values:
                     raise ValueError(f"grid axis {axis!r} has no values")
-            elif not isinstance(values, dict) or not all(isinstance(o, dict) for o in values.values()):
-                raise ValueError(f"grid axis {axis!r}: expected a list of values (e.g. run.seed: [0, 1]) "
-                                 "or named override sets (e.g. model: {gpt: {model.name: gpt-5.4-mini}}), "
-                                 f"got {values!r}")
+            elif not isinstance(values, dict) or not all(
+                isinstance(o, dict) for o in values.values()
+            ):
+                raise ValueError(
+                    f"grid axis {axis!r}: expected a list of values (e.g. run.seed: [0, 1]) "
+                    "or named override sets (e.g. model: {gpt: {model.name: gpt-5.4-mini}}), "
+                    f"got {values!r}"
+                )
             else:
                 if not values:
                     raise ValueError(f"grid axis {axis!r} has no named override sets")
                 for label, overrides in values.items():
                     if not re.fullmatch(r"[A-Za-z0-9._-]+", label):
-                        raise ValueError(f"grid axis {axis!r}: label {label!r} must be letters, digits, '.', '_', '-'")
+                        raise ValueError(
+                            f"grid axis {axis!r}: label {label!r} must be letters, digits, "
+                            "'.', '_', '-'"
+                        )
                     for key in overrides:
                         _check_dotted(key)
         return v
@@ -143,9 +153,11 @@ class SweepRun:
     num_cpus: float
     memory_bytes: int | None
     log_file: Path
-    """The run's stdout and stderr, every attempt appended: ``<output_root>/sweeps/<sweep>/logs/``."""
+    """The run's stdout and stderr, every attempt appended:
+    ``<output_root>/sweeps/<sweep>/logs/``."""
     rollouts: int | None = None
-    """Training episodes the run plans (``run.rollouts``), for progress lines before it writes any file."""
+    """Training episodes the run plans (``run.rollouts``), for progress lines before it writes
+    any file."""
     benchmark_section: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     """The run's resolved ``benchmark`` section: what its benchmark's sweep service reads
     (``BenchmarkSpec.sweep_service``, e.g. the server a run would start)."""
@@ -168,8 +180,10 @@ def shard(runs: list[SweepRun], index: int, count: int) -> list[SweepRun]:
     every run is in exactly one shard.
     """
     if count < 1 or not 0 <= index < count:
-        raise ConfigError(f"--shard {index}/{count}: expected I/N with 0 <= I < N "
-                          "(e.g. --shard $SLURM_ARRAY_TASK_ID/8 with sbatch --array=0-7)")
+        raise ConfigError(
+            f"--shard {index}/{count}: expected I/N with 0 <= I < N "
+            "(e.g. --shard $SLURM_ARRAY_TASK_ID/8 with sbatch --array=0-7)"
+        )
     return [r for r in runs if r.index % count == index]
 
 
@@ -192,7 +206,9 @@ def load_sweep(path: str | Path) -> Sweep:
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ConfigError(f"not valid YAML: {e}", source=str(path)) from e
     if not isinstance(data, dict):
-        raise ConfigError("the top level must be a mapping (name, configs, set, grid, ...)", source=str(path))
+        raise ConfigError(
+            "the top level must be a mapping (name, configs, set, grid, ...)", source=str(path)
+        )
     try:
         spec = SweepFile.model_validate(data)
     except ValidationError as e:
@@ -208,7 +224,10 @@ def _problems(error: ValidationError) -> list[str]:
         dotted = ".".join(loc) or "(top level)"
         if err["type"] == "extra_forbidden":
             where = Resources.model_fields if loc[0] == "resources" else SweepFile.model_fields
-            lines.append(f"unknown key '{dotted}'{suggest(loc[-1], where)}; valid keys here: {', '.join(where)}")
+            lines.append(
+                f"unknown key '{dotted}'{suggest(loc[-1], where)}; "
+                f"valid keys here: {', '.join(where)}"
+            )
             continue
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
@@ -228,11 +247,15 @@ def _config_files(spec: SweepFile, base: Path) -> list[Path]:
     files: list[Path] = []
     for pattern in spec.configs:
         full = base / pattern
-        matches = sorted(Path(p) for p in glob.glob(str(full))) if glob.has_magic(pattern) else [full]
+        matches = (
+            sorted(Path(p) for p in glob.glob(str(full))) if glob.has_magic(pattern) else [full]
+        )
         if not matches or not all(m.is_file() for m in matches):
             missing = [str(m) for m in matches if not m.is_file()] or [str(full)]
-            raise MissingFileError(f"configs: {pattern!r} matches no config file ({', '.join(missing)}); "
-                                   f"paths are relative to the sweep file's directory {base}")
+            raise MissingFileError(
+                f"configs: {pattern!r} matches no config file ({', '.join(missing)}); "
+                f"paths are relative to the sweep file's directory {base}"
+            )
         files.extend(m for m in matches if m.resolve() not in {f.resolve() for f in files})
     return files
 
@@ -242,9 +265,16 @@ def _grid_points(spec: SweepFile) -> list[list[tuple[str, dict[str, Any]]]]:
     axes = []
     for axis, values in spec.grid.items():
         if isinstance(values, list):
-            axes.append([(f"{axis}={json.dumps(v) if not isinstance(v, str) else v}", {axis: v}) for v in values])
+            axes.append(
+                [
+                    (f"{axis}={json.dumps(v) if not isinstance(v, str) else v}", {axis: v})
+                    for v in values
+                ]
+            )
         else:
-            axes.append([(f"{axis}={label}", dict(overrides)) for label, overrides in values.items()])
+            axes.append(
+                [(f"{axis}={label}", dict(overrides)) for label, overrides in values.items()]
+            )
     return [list(p) for p in itertools.product(*axes)]
 
 
@@ -263,12 +293,18 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             merged: dict[str, Any] = dict(spec.set)
             for _, overrides in point:
                 merged.update(overrides)
-            identity = sorted(_as_override(k, v) for k, v in merged.items() if k not in NOT_IDENTITY)
+            identity = sorted(
+                _as_override(k, v) for k, v in merged.items() if k not in NOT_IDENTITY
+            )
             rel = Path(os.path.relpath(config_file.resolve(), base.resolve())).as_posix()
-            digest = hashlib.sha256(json.dumps({"config": rel, "overrides": identity}).encode()).hexdigest()
+            digest = hashlib.sha256(
+                json.dumps({"config": rel, "overrides": identity}).encode()
+            ).hexdigest()
             label = " ".join([config_file.stem, *(part for part, _ in point)])
             try:
-                config = loader.load(config_file, overrides=[_as_override(k, v) for k, v in merged.items()]).config
+                config = loader.load(
+                    config_file, overrides=[_as_override(k, v) for k, v in merged.items()]
+                ).config
             except ConfigError as e:
                 problems.append(f"{label}: " + "; ".join(e.problems))
                 continue
@@ -277,7 +313,9 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             run_id = f"{spec.name}-{digest[:10]}"
             run_dir = experiment_dir(config, root) / run_id
             if run_dir in seen:
-                problems.append(f"{label}: the same run as {seen[run_dir]} (same config and overrides)")
+                problems.append(
+                    f"{label}: the same run as {seen[run_dir]} (same config and overrides)"
+                )
                 continue
             seen[run_dir] = label
             bench = config.benchmark
@@ -285,15 +323,24 @@ def expand(spec: SweepFile, base: Path) -> list[SweepRun]:
             per_episode = BENCHMARKS.get(bench.name).memory_gb_per_episode
             if memory is None and per_episode is not None:
                 memory = per_episode * config.run.peak_parallel_episodes
-            runs.append(SweepRun(
-                index=len(runs), run_id=run_id, label=label, config_file=config_file.resolve(),
-                overrides=tuple(_as_override(k, v) for k, v in merged.items()), run_dir=run_dir,
-                benchmark=bench.name, method=config.method.name,
-                parallel_episodes=config.run.peak_parallel_episodes, num_cpus=spec.resources.num_cpus,
-                memory_bytes=None if memory is None else int(memory * 2**30),
-                log_file=root / "sweeps" / spec.name / "logs" / f"{run_id}.log",
-                rollouts=config.run.rollouts, benchmark_section=bench.model_dump(mode="json"),
-            ))
+            runs.append(
+                SweepRun(
+                    index=len(runs),
+                    run_id=run_id,
+                    label=label,
+                    config_file=config_file.resolve(),
+                    overrides=tuple(_as_override(k, v) for k, v in merged.items()),
+                    run_dir=run_dir,
+                    benchmark=bench.name,
+                    method=config.method.name,
+                    parallel_episodes=config.run.peak_parallel_episodes,
+                    num_cpus=spec.resources.num_cpus,
+                    memory_bytes=None if memory is None else int(memory * 2**30),
+                    log_file=root / "sweeps" / spec.name / "logs" / f"{run_id}.log",
+                    rollouts=config.run.rollouts,
+                    benchmark_section=bench.model_dump(mode="json"),
+                )
+            )
     if problems:
         raise ConfigError(problems, source="sweep expansion")
     return runs

@@ -47,10 +47,28 @@ from speedrunner.testing.native import native_reply, offered_tools
 from speedrunner.testing.prompt_reading import primitive_actions
 from speedrunner.testing.skill_choice import choose_skill_call
 
-__all__ = ["FORMAT_VARIANTS", "POLICIES", "TEXT_VARIANTS", "RealisticFake", "Served", "answer_key",
-           "one_answer", "reply_key", "serve"]
+__all__ = [
+    "FORMAT_VARIANTS",
+    "POLICIES",
+    "TEXT_VARIANTS",
+    "RealisticFake",
+    "Served",
+    "answer_key",
+    "one_answer",
+    "reply_key",
+    "serve",
+]
 
-TEXT_VARIANTS = ("markdown", "think", "prose", "truncated", "json", "wrong_case", "two_calls", "wrong")
+TEXT_VARIANTS = (
+    "markdown",
+    "think",
+    "prose",
+    "truncated",
+    "json",
+    "wrong_case",
+    "two_calls",
+    "wrong",
+)
 """The text variants, drawn uniformly when a request is chosen for one."""
 NATIVE_VARIANTS = ("as_text", "two_calls", "bad_arguments", "think")
 """The variants of a native tool call."""
@@ -81,6 +99,7 @@ class Served:
     role: str
     variant: str
     clean: str
+
 
 _LABEL = re.compile(r"^(Thought|Action|Tool|Task|Reasoning|Explain|Plan|Code):", re.MULTILINE)
 _SUMMARY_ACTION = re.compile(r"^\s+action: (.+?)(?:  -> .*)?$", re.MULTILINE)
@@ -117,23 +136,37 @@ class RealisticFake:
         messages = _messages(body)
         rng = random.Random(_digest(self.seed, body))
         role, text = _answer(messages, rng, self.actor)
-        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens")
-                         or (body.get("generationConfig") or {}).get("maxOutputTokens") or 4096)
+        max_tokens = int(
+            body.get("max_tokens")
+            or body.get("max_completion_tokens")
+            or (body.get("generationConfig") or {}).get("maxOutputTokens")
+            or 4096
+        )
         variant = "clean"
         native = bool(offered_tools(body)) and role in ("inducer", "voyager_action")
         if rng.random() < self.role_variants.get(role, self.variants):
             variant = rng.choice(NATIVE_VARIANTS if native else TEXT_VARIANTS)
-        reply = _native(body, text, variant, rng, role) if native else _dress(text, role, variant, rng, max_tokens)
+        reply = (
+            _native(body, text, variant, rng, role)
+            if native
+            else _dress(text, role, variant, rng, max_tokens)
+        )
         prompt_chars = sum(len(c) for _, c in messages) + len(json.dumps(body.get("tools") or []))
         reply.prompt_tokens = max(1, prompt_chars // 4)
         if reply.finish_reason != "length":
-            reply.completion_tokens = max(1, len(reply.text or "") // 4 + 10 * len(reply.tool_calls or ()))
+            reply.completion_tokens = max(
+                1, len(reply.text or "") // 4 + 10 * len(reply.tool_calls or ())
+            )
         with self._lock:
             self.counts[f"{role}/{variant}"] += 1
-            self.log.setdefault(reply_key(reply.text, reply.tool_calls), []).append(Served(role, variant, text))
+            self.log.setdefault(reply_key(reply.text, reply.tool_calls), []).append(
+                Served(role, variant, text)
+            )
         return reply
 
-    def how_served(self, text: str | None, tool_calls: list[dict[str, Any]] | None = None) -> list[Served]:
+    def how_served(
+        self, text: str | None, tool_calls: list[dict[str, Any]] | None = None
+    ) -> list[Served]:
         """How the reply a run recorded (its text, its native calls) was served; [] when this
         fake never served it."""
         return self.log.get(reply_key(text, tool_calls), [])
@@ -161,7 +194,10 @@ def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
     if system:
         out.append(("system", "".join(p.get("text", "") for p in system.get("parts", []))))
     for c in body.get("contents") or ():
-        text = "".join(p.get("text", "") or json.dumps(p.get("functionResponse", "")) for p in c.get("parts", []))
+        text = "".join(
+            p.get("text", "") or json.dumps(p.get("functionResponse", ""))
+            for p in c.get("parts", [])
+        )
         out.append(("assistant" if c.get("role") == "model" else "user", text))
     return out
 
@@ -173,8 +209,11 @@ def _digest(seed: int, body: dict[str, Any]) -> int:
 
 
 # -- the clean answers -----------------------------------------------------------------------------
-def _answer(messages: list[tuple[str, str]], rng: random.Random,
-            actor: Callable[[list[tuple[str, str]]], str | None] | None = None) -> tuple[str, str]:
+def _answer(
+    messages: list[tuple[str, str]],
+    rng: random.Random,
+    actor: Callable[[list[tuple[str, str]]], str | None] | None = None,
+) -> tuple[str, str]:
     """(role, clean answer) for the prompt these messages are."""
     system = next((c for r, c in messages if r == "system"), "")
     first = next((c for r, c in messages if r == "user"), "")
@@ -186,7 +225,9 @@ def _answer(messages: list[tuple[str, str]], rng: random.Random,
     for marker, role, answer in _ROLES:
         if marker in system:
             return role, answer(first, last, turn, rng)
-    call = choose_skill_call(messages)  # a skill that fits the next step, as competent models call one
+    call = choose_skill_call(
+        messages
+    )  # a skill that fits the next step, as competent models call one
     if call is not None:
         name = call.split("(")[0]
         return "actor", f"Thought: the skill {name} does the next step of the task.\nAction: {call}"
@@ -219,42 +260,66 @@ def _inducer(first: str, last: str, turn: int, rng: random.Random, accepted: boo
     if turn == 1 and all(re.search(rf"^def {n}\(", last, re.MULTILINE) for n in names):
         return "Tool: submit\nthe skills the tasks need are already there"
     if not accepted and turn < 6:
-        return f"Skills for the task's steps save calls.\nTool: add_function\n```python\n{source}```"
-    return f"Tool: submit\nadded {', '.join(names)}" if accepted else "Tool: submit\nno change this time"
+        return (
+            f"Skills for the task's steps save calls.\nTool: add_function\n```python\n{source}```"
+        )
+    return (
+        f"Tool: submit\nadded {', '.join(names)}"
+        if accepted
+        else "Tool: submit\nno change this time"
+    )
 
 
 def _asi(first: str, last: str, turn: int, rng: random.Random) -> str:
     name = "repeat_first_action_" + hashlib.sha256(last.encode()).hexdigest()[:6]
-    script = [a for a in _SUMMARY_ACTION.findall(last) if not a.startswith("INVALID")] or [_primitive(last)]
-    return (f"<functions>\n```python\n{_skill(name, _primitive(last))}```\n</functions>\n"
-            f"<script>\n" + "\n".join(script) + "\n</script>")
+    script = [a for a in _SUMMARY_ACTION.findall(last) if not a.startswith("INVALID")] or [
+        _primitive(last)
+    ]
+    return (
+        f"<functions>\n```python\n{_skill(name, _primitive(last))}```\n</functions>\n"
+        f"<script>\n" + "\n".join(script) + "\n</script>"
+    )
 
 
 def _guide(first: str, last: str, turn: int, rng: random.Random) -> str:
-    return ("<guide>\n- Read the task and name the objects it needs.\n- Act on what the observation "
-            "shows; when an action changes nothing, try another.\n- Finish the goal directly once it "
-            "is in reach.\n</guide>")
+    return (
+        "<guide>\n- Read the task and name the objects it needs.\n- Act on what the observation "
+        "shows; when an action changes nothing, try another.\n- Finish the goal directly once it "
+        "is in reach.\n</guide>"
+    )
 
 
 def _curriculum(first: str, last: str, turn: int, rng: random.Random) -> str:
-    task = rng.choice(["collect wood", "collect sapling", "place table", "eat cow", "explore the area"])  # the last: the LLM critic judges
+    task = rng.choice(
+        ["collect wood", "collect sapling", "place table", "eat cow", "explore the area"]
+    )  # the last: the LLM critic judges
     return f"Reasoning: it is doable from the start.\nTask: {task}"
 
 
 def _voyager_action(first: str, last: str, turn: int, rng: random.Random) -> str:
     task = re.search(r"^Task: (.+)$", first, re.MULTILINE)
-    name = re.sub(r"\W+", "_", (task.group(1) if task else "explore").strip().lower()).strip("_") or "explore"
-    code = (f'def {name}(env) -> str:\n    """Walk west and act on what is in front, a few times.\n\n'
-            f'    Returns:\n        What happened.\n    """\n    for _ in range(5):\n'
-            f'        if env.done:\n            return "the episode ended"\n'
-            f'        env.act("Move West")\n        env.act("Do")\n    return "walked and acted"\n')
+    name = (
+        re.sub(r"\W+", "_", (task.group(1) if task else "explore").strip().lower()).strip("_")
+        or "explore"
+    )
+    code = (
+        f'def {name}(env) -> str:\n    """Walk west and act on what is in front, a few times.\n\n'
+        f'    Returns:\n        What happened.\n    """\n    for _ in range(5):\n'
+        f'        if env.done:\n            return "the episode ended"\n'
+        f'        env.act("Move West")\n        env.act("Do")\n    return "walked and acted"\n'
+    )
     return f"Explain: none.\nPlan: 1) walk 2) act on what is in front.\nCode:\n```python\n{code}```"
 
 
 def _critic(first: str, last: str, turn: int, rng: random.Random) -> str:
     success = rng.random() < 0.5
-    return json.dumps({"reasoning": "The inventory shows what changed.", "success": success,
-                       "critique": "" if success else "Walk to the resource first, then use Do."})
+    return json.dumps(
+        {
+            "reasoning": "The inventory shows what changed.",
+            "success": success,
+            "critique": "" if success else "Walk to the resource first, then use Do.",
+        }
+    )
 
 
 def _description(first: str, last: str, turn: int, rng: random.Random) -> str:
@@ -280,9 +345,14 @@ def _dress(text: str, role: str, variant: str, rng: random.Random, max_tokens: i
         style = rng.choice(["**{}:**", "### {}:", "*{}*:"])
         return Reply(text=_LABEL.sub(lambda m: style.format(m.group(1)), text))
     if variant == "think":
-        return Reply(text=f"<think>\nThe user wants the answer in a fixed format. Let me work it out.\n</think>\n\n{text}")
+        return Reply(
+            text="<think>\nThe user wants the answer in a fixed format. Let me work it out.\n"
+            f"</think>\n\n{text}"
+        )
     if variant == "prose":
-        return Reply(text=f"Sure! Here is my answer.\n\n{text}\n\nLet me know if you need anything else.")
+        return Reply(
+            text=f"Sure! Here is my answer.\n\n{text}\n\nLet me know if you need anything else."
+        )
     if variant == "truncated":
         cut = max(1, int(len(text) * rng.uniform(0.3, 0.8)))
         return Reply(text=text[:cut], finish_reason="length", completion_tokens=max_tokens)
@@ -300,13 +370,18 @@ def _as_json(text: str, role: str, rng: random.Random) -> str:
     """The answer as JSON, as models write it when they prefer JSON: the asked-for fields, or
     (half the time, for the prompts that ask for text) the whole text answer under ``answer``,
     bare or in a ```` ```json ```` fence."""
-    fields = {m.group(1).lower(): m.group(2).strip() for m in re.finditer(r"^(\w+):[ \t]*(.*)$", text, re.MULTILINE)}
+    fields = {
+        m.group(1).lower(): m.group(2).strip()
+        for m in re.finditer(r"^(\w+):[ \t]*(.*)$", text, re.MULTILINE)
+    }
     code = re.search(r"```python\n(.*?)```", text, re.DOTALL)
     if role == "inducer":
         call = parse_tool_call(text, set(TOOLS))
         return json.dumps({"tool": call.tool, **native_arguments(call)})
     if role == "actor":
-        return json.dumps({"thought": fields.get("thought", ""), "action": fields.get("action", "")})
+        return json.dumps(
+            {"thought": fields.get("thought", ""), "action": fields.get("action", "")}
+        )
     if role == "critic":
         return f"```json\n{text}\n```"
     own: dict[str, Any] | None = None
@@ -314,11 +389,18 @@ def _as_json(text: str, role: str, rng: random.Random) -> str:
         own = {"guide": re.sub(r"</?guide>", "", text).strip()}
     elif role == "asi":
         script = re.search(r"<script>\n(.*?)</script>", text, re.DOTALL)
-        own = {"functions": code.group(1) if code else "", "script": script.group(1).split("\n")[:-1] if script else []}
+        own = {
+            "functions": code.group(1) if code else "",
+            "script": script.group(1).split("\n")[:-1] if script else [],
+        }
     elif role == "curriculum":
         own = {"reasoning": fields.get("reasoning", ""), "task": fields.get("task", "")}
     elif role == "voyager_action":
-        own = {"explain": fields.get("explain", ""), "plan": fields.get("plan", ""), "code": code.group(1) if code else ""}
+        own = {
+            "explain": fields.get("explain", ""),
+            "plan": fields.get("plan", ""),
+            "code": code.group(1) if code else "",
+        }
     if own is None or rng.random() < 0.5:
         own = {"answer": text}
     written = json.dumps(own, indent=rng.choice([None, 2]))
@@ -334,26 +416,36 @@ def _two_calls(text: str, role: str) -> str:
 
 
 def _wrong(role: str) -> str:
-    return {"actor": "Thought: I will fly.\nAction: fly to the moon",
-            "inducer": "Tool: rewrite_everything\n```python\nprint('hello')\n```",
-            "critic": "The task went fine, I think."}.get(role, "I am not able to help with that request.")
+    return {
+        "actor": "Thought: I will fly.\nAction: fly to the moon",
+        "inducer": "Tool: rewrite_everything\n```python\nprint('hello')\n```",
+        "critic": "The task went fine, I think.",
+    }.get(role, "I am not able to help with that request.")
 
 
 def _native(body: dict[str, Any], text: str, variant: str, rng: random.Random, role: str) -> Reply:
     """A native-tool turn: the clean call as ``tool_calls``, or one of its variants."""
     if variant == "as_text":
         return Reply(text=text)  # the call written as text: the text protocol reads it
-    reply = _voyager_call(body, text) if role == "voyager_action" else native_reply(body, Reply(text=text))
+    reply = (
+        _voyager_call(body, text)
+        if role == "voyager_action"
+        else native_reply(body, Reply(text=text))
+    )
     calls = list(reply.tool_calls or ())
     if not calls:
         return reply
     if variant == "two_calls":
-        calls.append({"name": "view_codebook", "arguments": "{}"} if role == "inducer" else dict(calls[0]))
+        calls.append(
+            {"name": "view_codebook", "arguments": "{}"} if role == "inducer" else dict(calls[0])
+        )
     elif variant == "bad_arguments":
         calls[0] = {**calls[0], "arguments": str(calls[0]["arguments"])[:-1]}
     elif variant == "think":
         reply.text = "<think>Which tool next? The draft first.</think>" + (reply.text or "")
-    reply.tool_calls = [{**c, "id": f"call_{i}_{rng.randrange(10**6)}"} for i, c in enumerate(calls)]
+    reply.tool_calls = [
+        {**c, "id": f"call_{i}_{rng.randrange(10**6)}"} for i, c in enumerate(calls)
+    ]
     return reply
 
 
@@ -373,8 +465,14 @@ listed action at random), ``expert`` (``testing.expert.ExpertActor``: BabyAI's b
 ScienceWorld's task-4 player). Under either, a fitting offered skill is called first."""
 
 
-def serve(port: int, *, variants: float = 0.3, seed: int = 0, model_name: str | None = None,
-          policy: str = "random") -> FakeLLMServer:
+def serve(
+    port: int,
+    *,
+    variants: float = 0.3,
+    seed: int = 0,
+    model_name: str | None = None,
+    policy: str = "random",
+) -> FakeLLMServer:
     """Start the realistic fake on 127.0.0.1:``port`` (0: any free port); the caller stops it."""
     if policy not in POLICIES:
         raise ValueError(f"policy is one of {', '.join(POLICIES)}, got {policy!r}")
@@ -384,4 +482,6 @@ def serve(port: int, *, variants: float = 0.3, seed: int = 0, model_name: str | 
 
         actor = ExpertActor()
     fake = RealisticFake(variants=variants, seed=seed, actor=actor)
-    return FakeLLMServer(callback=fake, model_name=model_name or POLICIES[policy], port=port).start()
+    return FakeLLMServer(
+        callback=fake, model_name=model_name or POLICIES[policy], port=port
+    ).start()

@@ -47,8 +47,18 @@ if TYPE_CHECKING:
     from speedrunner.core.config.schema import MethodConfig
     from speedrunner.core.env import Observation
 
-__all__ = ["ANALYSIS_MODULE", "StateExample", "add_function_rule", "analysis_helper_names", "api_names",
-           "caps_lines", "inducer_caps", "render_analysis_helpers", "render_api_view", "state_example"]
+__all__ = [
+    "ANALYSIS_MODULE",
+    "StateExample",
+    "add_function_rule",
+    "analysis_helper_names",
+    "api_names",
+    "caps_lines",
+    "inducer_caps",
+    "render_analysis_helpers",
+    "render_api_view",
+    "state_example",
+]
 
 ANALYSIS_MODULE = "speedrunner.core.experience"
 """What SpeedRunner's analysis code imports its helpers from."""
@@ -69,7 +79,8 @@ Observe = Callable[[str, int], "Observation"]
 
 @dataclass(frozen=True)
 class StateExample:
-    """One observation as a skill sees it (``env.text`` and ``env.state``), and where it came from."""
+    """One observation as a skill sees it (``env.text`` and ``env.state``), and where it came
+    from."""
 
     text: str
     structured: dict[str, Any] | None
@@ -78,8 +89,9 @@ class StateExample:
 
 
 # ---------------------------------------------------------------------- the view
-def render_api_view(api_module: str, rules: Rules, method_config: MethodConfig, *,
-                    example: StateExample | None) -> str:
+def render_api_view(
+    api_module: str, rules: Rules, method_config: MethodConfig, *, example: StateExample | None
+) -> str:
     """The inducer's view of the skill API and the codebook rules for one batch.
 
     ``method_config`` supplies the skill-call caps (``max_skill_actions``, ``skill_timeout_s``:
@@ -89,10 +101,11 @@ def render_api_view(api_module: str, rules: Rules, method_config: MethodConfig, 
     """
     api = importlib.import_module(api_module)
     sections = [
-        "## Codebook rules (every edit is checked against these)\n" + _rules(api_module, rules, method_config),
+        "## Codebook rules (every edit is checked against these)\n"
+        + _rules(api_module, rules, method_config),
         "## Primitive actions\n" + _primitives(rules),
-        f"## The `env` object (a skill's first parameter, a `{_ENV_TYPE}`)\n" + _class_members(
-            getattr(api, _ENV_TYPE, SkillEnv), prefix="env."),
+        f"## The `env` object (a skill's first parameter, a `{_ENV_TYPE}`)\n"
+        + _class_members(getattr(api, _ENV_TYPE, SkillEnv), prefix="env."),
         f"## The skill API: `from {api_module} import ...`\n" + _api(api),
         "## `env.state`\n" + _state(api, example),
     ]
@@ -110,43 +123,58 @@ def _rules(api_module: str, rules: Rules, cfg: MethodConfig) -> str:
     forbidden = ", ".join(f"`{n}`" for n in sorted(FORBIDDEN_NAMES))
     members = ", ".join(f"`typing.{n}`" for n in sorted(FORBIDDEN_MEMBERS))
     api = importlib.import_module(api_module)
-    example = [n for n in api_names(api_module) if inspect.isfunction(getattr(api, n, None))][:2] or ["..."]
+    example = [n for n in api_names(api_module) if inspect.isfunction(getattr(api, n, None))][
+        :2
+    ] or ["..."]
     lines = [
-        "- The codebook is one Python module: imports at the top, then functions and UPPER_CASE constants "
-        "assigned literals. No classes, `global`/`nonlocal`, `async`, decorators or other top-level statements.",
-        f"- Imports (at the top only): {', '.join(f'`{m}`' for m in sorted(rules.allowed_imports))}, and names from "
-        f"the skill API: `from {api_module} import {', '.join(example)}`. Nothing else, no `import *`, "
-        "no private (`_name`) members.",
-        f"- Forbidden: {forbidden}; {members}; any name or attribute starting with `__`; `getattr`/`setattr`/"
-        "`delattr`/`hasattr` except called with a literal, non-private attribute name.",
+        "- The codebook is one Python module: imports at the top, then functions and UPPER_CASE "
+        "constants assigned literals. No classes, `global`/`nonlocal`, `async`, decorators or "
+        "other top-level statements.",
+        "- Imports (at the top only): "
+        f"{', '.join(f'`{m}`' for m in sorted(rules.allowed_imports))}, and names from "
+        f"the skill API: `from {api_module} import {', '.join(example)}`. Nothing else, "
+        "no `import *`, no private (`_name`) members.",
+        f"- Forbidden: {forbidden}; {members}; any name or attribute starting with `__`; "
+        "`getattr`/`setattr`/`delattr`/`hasattr` except called with a literal, non-private "
+        "attribute name.",
         "- Reserved names (no function may be named so): "
-        + (f"the primitive actions as identifiers ({', '.join(f'`{n}`' for n in reserved)}: the actor takes "
-           "those directly), " if reserved else "")
+        + (
+            "the primitive actions as identifiers "
+            f"({', '.join(f'`{n}`' for n in reserved)}: the actor takes those directly), "
+            if reserved
+            else ""
+        )
         + "the skill API's names, and Python builtins (`max`, `list`, ...).",
-        f"- Public functions (no leading underscore) are what the actor sees and calls: the first parameter must be "
-        f"`{rules.env_param or 'env'}` (the actor's call leaves it out and passes literal arguments only, e.g. "
-        "`name(\"red\", 2)`), and a docstring is required. `_private` helpers are hidden from the actor; any "
-        "function may call any other.",
-        "- How an edit is checked: at once, on the whole module as it would be after the edit. It must parse, "
-        "follow these rules, use only names the module defines (its functions, imports and constants) or "
-        "builtins, and then import cleanly in the sandbox. So a function that calls a new helper is accepted only "
-        "with or after that helper (callees before callers). A rejected edit changes nothing; the reply lists "
-        "every problem with a fix.",
+        "- Public functions (no leading underscore) are what the actor sees and calls: the first "
+        f"parameter must be `{rules.env_param or 'env'}` (the actor's call leaves it out and "
+        'passes literal arguments only, e.g. `name("red", 2)`), and a docstring is required. '
+        "`_private` helpers are hidden from the actor; any function may call any other.",
+        "- How an edit is checked: at once, on the whole module as it would be after the edit. "
+        "It must parse, follow these rules, use only names the module defines (its functions, "
+        "imports and constants) or builtins, and then import cleanly in the sandbox. So a "
+        "function that calls a new helper is accepted only with or after that helper (callees "
+        "before callers). A rejected edit changes nothing; the reply lists every problem with "
+        "a fix.",
         *caps_lines(rules, cfg),
-        f"- `env.scratch` keeps at most {MAX_SCRATCH_CHARS} characters of JSON between the skill calls of one "
-        f"episode, with at most {MAX_SCRATCH_VALUES} JSON values (counted as the commas, brackets and braces of "
-        "its JSON, in strings too); a call that leaves more keeps the scratch of the call before (and says so). "
-        "It is the only state that lasts from one call to the next: each call starts from a fresh copy of the "
-        "module.",
-        f"- A skill's returned value may be at most {MAX_RETURN_BYTES} characters of JSON with at most "
-        f"{MAX_RETURN_VALUES} JSON values (counted the same way); a larger one ends the call with an error. An "
-        f"action string (`env.act`) has at most {MAX_ACTION_CHARS} characters.",
+        f"- `env.scratch` keeps at most {MAX_SCRATCH_CHARS} characters of JSON between the skill "
+        f"calls of one episode, with at most {MAX_SCRATCH_VALUES} JSON values (counted as the "
+        "commas, brackets and braces of its JSON, in strings too); a call that leaves more keeps "
+        "the scratch of the call before (and says so). It is the only state that lasts from one "
+        "call to the next: each call starts from a fresh copy of the module.",
+        f"- A skill's returned value may be at most {MAX_RETURN_BYTES} characters of JSON with at "
+        f"most {MAX_RETURN_VALUES} JSON values (counted the same way); a larger one ends the call "
+        f"with an error. An action string (`env.act`) has at most {MAX_ACTION_CHARS} characters.",
     ]
     return "\n".join(lines)
 
 
-def caps_lines(rules: Rules, cfg: MethodConfig, *, at_cap: str = "the actor's turn ends",
-               episode: str = "episode") -> list[str]:
+def caps_lines(
+    rules: Rules,
+    cfg: MethodConfig,
+    *,
+    at_cap: str = "the actor's turn ends",
+    episode: str = "episode",
+) -> list[str]:
     """The caps a skill is held to, as rule lines: the validator's per-function and library
     caps (from ``rules``) and one call's action and time caps (from the method config
     ``cfg``: ``max_skill_actions``, ``skill_timeout_s``; ``None`` = the episode's remaining
@@ -155,8 +183,9 @@ def caps_lines(rules: Rules, cfg: MethodConfig, *, at_cap: str = "the actor's tu
     what follows a call stopped at the action cap, ``episode`` what the budget belongs to."""
     limits = rules.limits
     return [
-        f"- Caps in force: each function at most {limits.max_function_lines} lines and {limits.max_function_chars} "
-        f"characters, a public docstring at most {limits.max_docstring_chars} characters; the whole library: "
+        f"- Caps in force: each function at most {limits.max_function_lines} lines and "
+        f"{limits.max_function_chars} characters, a public docstring at most "
+        f"{limits.max_docstring_chars} characters; the whole library: "
         f"{_cap(limits.max_functions, 'functions')}, {_cap(limits.max_total_chars, 'characters')}.",
         "- One skill call " + _skill_call_caps(cfg, at_cap, episode),
     ]
@@ -169,11 +198,16 @@ def _cap(value: int | None, what: str) -> str:
 def _skill_call_caps(cfg: MethodConfig, at_cap: str, episode: str) -> str:
     caps = cfg.skill_caps()
     actions, timeout = caps.max_skill_actions, caps.skill_timeout_s
-    text = (f"may take up to the {episode}'s remaining budget of env actions" if actions is None else
-            f"takes at most {actions} primitive actions; at the cap it stops cleanly and {at_cap}")
+    text = (
+        f"may take up to the {episode}'s remaining budget of env actions"
+        if actions is None
+        else f"takes at most {actions} primitive actions; at the cap it stops cleanly and {at_cap}"
+    )
     if timeout is None:
-        text += (f"; it is stopped after {SKILL_TIMEOUT_BASE_S:g} s plus {SKILL_TIMEOUT_PER_ACTION_S:g} s per "
-                 "action it may take (wall-clock time).")
+        text += (
+            f"; it is stopped after {SKILL_TIMEOUT_BASE_S:g} s plus "
+            f"{SKILL_TIMEOUT_PER_ACTION_S:g} s per action it may take (wall-clock time)."
+        )
     else:
         text += f"; it is stopped after {timeout:g} s of wall-clock time."
     return text
@@ -199,20 +233,32 @@ def add_function_rule() -> str:
     from speedrunner.core.codebook.model import Author
 
     probe = AddFunction("def _callee():\n    return 1\n\n\ndef _caller():\n    return _callee()\n")
-    result = apply_edits(Codebook.empty(), [probe], Author(method="probe"),
-                         rules=Rules("probe_api", frozenset(), (), None))
+    result = apply_edits(
+        Codebook.empty(),
+        [probe],
+        Author(method="probe"),
+        rules=Rules("probe_api", frozenset(), (), None),
+    )
     if isinstance(result, EditRejected):
-        return ("One function per `add_function` (imports it needs may precede it): add a helper with its own "
-                "`add_function` before the function that calls it.")
-    return ("One `add_function` may hold several functions (e.g. helpers with their caller), checked "
-            "together as one edit.")
+        return (
+            "One function per `add_function` (imports it needs may precede it): add a helper with "
+            "its own `add_function` before the function that calls it."
+        )
+    return (
+        "One `add_function` may hold several functions (e.g. helpers with their caller), checked "
+        "together as one edit."
+    )
 
 
 def _primitives(rules: Rules) -> str:
     if not rules.primitive_actions:
-        return ("Free-text commands: `env.act(text)` sends any command to the simulator; "
-                "`env.state[\"valid_actions\"]` lists the ones it accepts right now.")
-    return "`env.act(...)` takes exactly one of: " + ", ".join(f"`{a}`" for a in rules.primitive_actions)
+        return (
+            "Free-text commands: `env.act(text)` sends any command to the simulator; "
+            '`env.state["valid_actions"]` lists the ones it accepts right now.'
+        )
+    return "`env.act(...)` takes exactly one of: " + ", ".join(
+        f"`{a}`" for a in rules.primitive_actions
+    )
 
 
 # -------------------------------------------------------------- API and classes
@@ -221,15 +267,21 @@ def _api(api: Any) -> str:
     for name in api_names(api.__name__):
         obj = getattr(api, name)
         if inspect.isclass(obj):
-            head = f"- `class {name}" + (f"({_fields(obj)})`" if dataclasses.is_dataclass(obj) else "`")
+            head = f"- `class {name}" + (
+                f"({_fields(obj)})`" if dataclasses.is_dataclass(obj) else "`"
+            )
             members = _class_members(obj, prefix=".", skip_fields=True)
-            blocks.append(head + _doc(obj) + ("\n" + textwrap.indent(members, "  ") if members else ""))
+            blocks.append(
+                head + _doc(obj) + ("\n" + textwrap.indent(members, "  ") if members else "")
+            )
         elif inspect.isfunction(obj):
             blocks.append(f"- `{_signature(obj, name)}`" + _doc(obj))
         else:
             blocks.append(f"- `{name} = {_short_repr(obj)}`")
     aliases = _aliases(api, "\n".join(blocks))
-    return "\n".join(blocks) + (f"\n(`State` is `{aliases}`, the type of `env.state`.)" if aliases else "")
+    return "\n".join(blocks) + (
+        f"\n(`State` is `{aliases}`, the type of `env.state`.)" if aliases else ""
+    )
 
 
 def _aliases(api: Any, text: str) -> str | None:
@@ -256,11 +308,12 @@ def _doc(obj: Any, *, first_paragraph: bool = False) -> str:
     if first_paragraph:
         doc = doc.split("\n\n", 1)[0]
     lines = doc.splitlines()
-    return (": " + lines[0] if len(lines) == 1 else "\n" + textwrap.indent(doc, "    "))
+    return ": " + lines[0] if len(lines) == 1 else "\n" + textwrap.indent(doc, "    ")
 
 
 def _markdown(doc: str) -> str:
-    """reST literals (double backticks) as the Markdown code (single backticks) a prompt reader expects."""
+    """reST literals (double backticks) as the Markdown code (single backticks) a prompt reader
+    expects."""
     return doc.replace("``", "`")
 
 
@@ -273,7 +326,11 @@ def _fields(cls: type) -> str:
 
 
 def _annotation(value: Any) -> str:
-    return value if isinstance(value, str) else getattr(value, "__name__", str(value)).replace("typing.", "")
+    return (
+        value
+        if isinstance(value, str)
+        else getattr(value, "__name__", str(value)).replace("typing.", "")
+    )
 
 
 def _class_members(cls: type, *, prefix: str, skip_fields: bool = False) -> str:
@@ -286,7 +343,11 @@ def _class_members(cls: type, *, prefix: str, skip_fields: bool = False) -> str:
         if name.startswith("_") or (skip_fields and name in fields):
             continue
         annotation = _resolve_alias(cls, annotation)
-        lines.append(f"- `{prefix}{name}" + (f": {annotation}`" if annotation else "`") + (f": {doc}" if doc else ""))
+        lines.append(
+            f"- `{prefix}{name}"
+            + (f": {annotation}`" if annotation else "`")
+            + (f": {doc}" if doc else "")
+        )
     own: dict[str, Any] = {}
     for klass in reversed(cls.__mro__[:-1]):  # a subclass's override wins
         own.update(vars(klass))
@@ -298,7 +359,9 @@ def _class_members(cls: type, *, prefix: str, skip_fields: bool = False) -> str:
             shown = f"{name} -> {returns[1]}" if len(returns) == 2 else name
             lines.append(f"- `{prefix}{shown}`" + _doc(member, first_paragraph=True))
         elif inspect.isfunction(member):
-            lines.append(f"- `{prefix}{_signature(member, name, hide_first='self')}`" + _doc(member))
+            lines.append(
+                f"- `{prefix}{_signature(member, name, hide_first='self')}`" + _doc(member)
+            )
     return "\n".join(lines)
 
 
@@ -323,15 +386,29 @@ def _attributes(cls: type) -> dict[str, tuple[str | None, str | None]]:
         if not isinstance(node, ast.ClassDef):
             continue
         _collect(node.body, found, lambda t: t.id if isinstance(t, ast.Name) else None)
-        init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        init = next(
+            (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+        )
         if init is not None:
-            _collect(init.body, found, lambda t: t.attr if isinstance(t, ast.Attribute) and isinstance(
-                t.value, ast.Name) and t.value.id == "self" else None)
+            _collect(
+                init.body,
+                found,
+                lambda t: (
+                    t.attr
+                    if isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    else None
+                ),
+            )
     return found
 
 
-def _collect(body: list[ast.stmt], found: dict[str, tuple[str | None, str | None]],
-             target_name: Callable[[ast.expr], str | None]) -> None:
+def _collect(
+    body: list[ast.stmt],
+    found: dict[str, tuple[str | None, str | None]],
+    target_name: Callable[[ast.expr], str | None],
+) -> None:
     for i, stmt in enumerate(body):
         if isinstance(stmt, ast.AnnAssign):
             name, annotation = target_name(stmt.target), ast.unparse(stmt.annotation)
@@ -342,8 +419,13 @@ def _collect(body: list[ast.stmt], found: dict[str, tuple[str | None, str | None
         if name is None:
             continue
         following = body[i + 1] if i + 1 < len(body) else None
-        doc = (_markdown(inspect.cleandoc(following.value.value)) if isinstance(following, ast.Expr)
-               and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str) else None)
+        doc = (
+            _markdown(inspect.cleandoc(following.value.value))
+            if isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+            else None
+        )
         old = found.get(name, (None, None))
         found[name] = (annotation or old[0], doc or old[1])
 
@@ -405,15 +487,20 @@ def state_example(batch: Sequence[Trajectory], observe: Observe | None) -> State
     fresh = observe(t.task, t.seed)
     if fresh.text == stored:
         return StateExample(stored, dict(fresh.structured), where)
-    return StateExample(fresh.text, dict(fresh.structured),
-                        f"a fresh reset of episode {t.index}'s task {t.task} and seed {t.seed}")
+    return StateExample(
+        fresh.text,
+        dict(fresh.structured),
+        f"a fresh reset of episode {t.index}'s task {t.task} and seed {t.seed}",
+    )
 
 
 # --------------------------------------------------------------- analysis helpers
 def analysis_helper_names(module: str = ANALYSIS_MODULE) -> list[str]:
     """The helpers analysis code gets: the module's public functions the method does not keep."""
     mod = importlib.import_module(module)
-    names: Iterable[str] = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
+    names: Iterable[str] = getattr(mod, "__all__", None) or [
+        n for n in vars(mod) if not n.startswith("_")
+    ]
     return [n for n in names if n not in _SETUP_ONLY and inspect.isfunction(getattr(mod, n, None))]
 
 
@@ -422,11 +509,22 @@ def render_analysis_helpers(module: str = ANALYSIS_MODULE) -> str:
     the records they return, for the start message of a method that can run code."""
     mod = importlib.import_module(module)
     names = analysis_helper_names(module)
-    lines = [f"Analysis helpers for `run_python` (already imported: `from {module} import {', '.join(names)}`):"]
-    lines += [f"- `{_signature(getattr(mod, n), n)}`" + _doc(getattr(mod, n), first_paragraph=True) for n in names]
+    lines = [
+        "Analysis helpers for `run_python` (already imported: "
+        f"`from {module} import {', '.join(names)}`):"
+    ]
+    lines += [
+        f"- `{_signature(getattr(mod, n), n)}`" + _doc(getattr(mod, n), first_paragraph=True)
+        for n in names
+    ]
     for cls in (Trajectory, ActorStep):
         fields = ", ".join(f.name for f in dataclasses.fields(cls))
-        methods = ", ".join(_signature(m, n, hide_first="self") for n, m in sorted(vars(cls).items())
-                            if inspect.isfunction(m) and not n.startswith("_") and n not in {"to_json", "from_json"})
-        lines.append(f"- `{cls.__name__}` fields: {fields}" + (f"; methods: {methods}" if methods else ""))
+        methods = ", ".join(
+            _signature(m, n, hide_first="self")
+            for n, m in sorted(vars(cls).items())
+            if inspect.isfunction(m) and not n.startswith("_") and n not in {"to_json", "from_json"}
+        )
+        lines.append(
+            f"- `{cls.__name__}` fields: {fields}" + (f"; methods: {methods}" if methods else "")
+        )
     return "\n".join(lines)

@@ -48,11 +48,15 @@ class Reconciled:
         lines = list(self.repairs)
         if self.in_flight:
             bounds = [c.max_cost_usd for c in self.in_flight]
-            bound = "unknown (no price)" if any(b is None for b in bounds) else f"${sum(bounds):.4f}"
+            bound = (
+                "unknown (no price)" if any(b is None for b in bounds) else f"${sum(bounds):.4f}"
+            )
             lines.append(
-                f"{len(self.in_flight)} call(s) were in flight when the run was killed; the provider "
-                f"may have billed them (at most {bound}). They are listed under 'unaccounted' in "
-                "summary.json and counted in unknown_spend_usd; their answers are asked again.")
+                f"{len(self.in_flight)} call(s) were in flight when the run was killed; the "
+                f"provider may have billed them (at most {bound}). They are listed under "
+                "'unaccounted' in summary.json and counted in unknown_spend_usd; their answers "
+                "are asked again."
+            )
         return "\n".join(lines) or None
 
 
@@ -111,10 +115,13 @@ def reconcile(cache_path: Path, calls_path: Path, namespace: str) -> Reconciled:
         in_flight = cache.take_in_flight(namespace)
         _sync_kills(cache, calls_path, namespace, kills, rebuilt)
         if rebuilt:
-            repairs.append(f"{rebuild}: rebuilt from {calls_path.name} ({stored_back} logged answer(s) "
-                           "stored for replay; none is paid again)")
-        return Reconciled(in_flight, restored_answers=0 if rebuilt else stored_back,
-                          repairs=repairs)
+            repairs.append(
+                f"{rebuild}: rebuilt from {calls_path.name} ({stored_back} logged answer(s) "
+                "stored for replay; none is paid again)"
+            )
+        return Reconciled(
+            in_flight, restored_answers=0 if rebuilt else stored_back, repairs=repairs
+        )
     finally:
         cache.close()
 
@@ -144,19 +151,25 @@ def _open_cache(cache_path: Path) -> tuple[ResponseCache, str | None]:
         if part.exists():
             part.rename(aside.with_name(aside.name + suffix))
     problem = " ".join(problem.split())[:200]
-    return ResponseCache(cache_path), f"{cache_path.name} was unreadable ({problem}; moved to {aside.name})"
+    return ResponseCache(
+        cache_path
+    ), f"{cache_path.name} was unreadable ({problem}; moved to {aside.name})"
 
 
 def _kill_from_row(row: dict[str, Any]) -> InFlight:
     sent_at = row.get("in_flight_at_kill")
     bound = row.get("unknown_usd")
-    return InFlight(str(row.get("call_id")), str(row.get("purpose")),
-                    float(sent_at) if isinstance(sent_at, int | float) else 0.0,
-                    float(bound) if isinstance(bound, int | float) else None)
+    return InFlight(
+        str(row.get("call_id")),
+        str(row.get("purpose")),
+        float(sent_at) if isinstance(sent_at, int | float) else 0.0,
+        float(bound) if isinstance(bound, int | float) else None,
+    )
 
 
-def _sync_kills(cache: ResponseCache, calls_path: Path, namespace: str, logged: list[InFlight],
-                rebuilt: bool) -> None:
+def _sync_kills(
+    cache: ResponseCache, calls_path: Path, namespace: str, logged: list[InFlight], rebuilt: bool
+) -> None:
     """Calls found in flight at kills are in both the log (what the cap counts) and the
     cache's ``lost_in_flight`` (summary.json's ``unaccounted``): each gets what it lacks."""
     in_log = {(c.call_id, c.sent_at) for c in logged}
@@ -169,12 +182,25 @@ def _sync_kills(cache: ResponseCache, calls_path: Path, namespace: str, logged: 
 
 
 def _kill_row(namespace: str, c: InFlight) -> dict[str, Any]:
-    """The log's record of a call in flight at a kill: nothing spent, ``unknown_usd`` its worst case."""
-    return {"ts": time.time(), "namespace": namespace, "purpose": c.purpose, "call_id": c.call_id,
-            "response": None, "usage": {"input_uncached": 0, "input_cached": 0, "output": 0, "reasoning": 0},
-            "cost_usd": None, "spent_usd": 0.0, "unknown_usd": c.max_cost_usd, "cache_hit": False,
-            "scripted": False, "attempts": 0, "error": KILL_ERROR, "log_id": None,
-            "in_flight_at_kill": c.sent_at}
+    """The log's record of a call in flight at a kill: nothing spent, ``unknown_usd`` its worst
+    case."""
+    return {
+        "ts": time.time(),
+        "namespace": namespace,
+        "purpose": c.purpose,
+        "call_id": c.call_id,
+        "response": None,
+        "usage": {"input_uncached": 0, "input_cached": 0, "output": 0, "reasoning": 0},
+        "cost_usd": None,
+        "spent_usd": 0.0,
+        "unknown_usd": c.max_cost_usd,
+        "cache_hit": False,
+        "scripted": False,
+        "attempts": 0,
+        "error": KILL_ERROR,
+        "log_id": None,
+        "in_flight_at_kill": c.sent_at,
+    }
 
 
 def unaccounted(cache_path: Path, namespace: str) -> dict[str, object]:
@@ -191,5 +217,5 @@ def unaccounted(cache_path: Path, namespace: str) -> dict[str, object]:
         "calls_in_flight_at_kills": len(lost),
         "max_usd": None if any(b is None for b in bounds) else round(sum(bounds), 6),
         "note": "requests on the wire when a process was killed: they may have been billed; "
-                "max_usd counts every input byte as a token and all of max_tokens as output",
+        "max_usd counts every input byte as a token and all of max_tokens as output",
     }

@@ -73,7 +73,8 @@ class OpenAIChatProvider(Provider):
 
     # -- overridable by provider_vllm ----------------------------------------------------------
     def _endpoints(self, config: ModelConfig) -> list[str]:
-        """``model.base_url``, else ``OPENAI_BASE_URL``, else the public API (the SDK's own order)."""
+        """``model.base_url``, else ``OPENAI_BASE_URL``, else the public API (the SDK's own
+        order)."""
         url = config.base_url if isinstance(config.base_url, str) else None
         return [url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL]
 
@@ -179,15 +180,26 @@ def _wire_message(m: Message) -> dict[str, Any]:
     if m.role == "tool":
         return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
     if m.tool_calls:
-        return {"role": "assistant", "content": m.content or None, "tool_calls": [
-            {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}}
-            for t in m.tool_calls]}
+        return {
+            "role": "assistant",
+            "content": m.content or None,
+            "tool_calls": [
+                {
+                    "id": t.id,
+                    "type": "function",
+                    "function": {"name": t.name, "arguments": t.arguments},
+                }
+                for t in m.tool_calls
+            ],
+        }
     return {"role": m.role, "content": m.content}
 
 
 def _wire_tool(t: ToolSpec) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": t.name, "description": t.description,
-                                             "parameters": t.parameters}}
+    return {
+        "type": "function",
+        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+    }
 
 
 def _tool_uses(calls: Any) -> tuple[ToolUse, ...]:
@@ -197,7 +209,9 @@ def _tool_uses(calls: Any) -> tuple[ToolUse, ...]:
         fn = getattr(c, "function", None)
         if fn is None:
             continue
-        out.append(ToolUse(id=c.id or f"call_{i}", name=fn.name or "", arguments=fn.arguments or ""))
+        out.append(
+            ToolUse(id=c.id or f"call_{i}", name=fn.name or "", arguments=fn.arguments or "")
+        )
     return tuple(out)
 
 

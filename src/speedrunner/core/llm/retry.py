@@ -146,6 +146,6 @@ def _unscrubbed_message(e: CallFailure, attempts: int, max_attempts: int, what: 
             + " Not retried: check the model name, base_url and request (a retry cannot fix it)."
         )
     return head + (
-        f" Gave up at model.max_attempts={max_attempts}: check that the server at {e.endpoint} is up "
-        "and not overloaded, or raise model.max_attempts / model.timeout_s."
+        f" Gave up at model.max_attempts={max_attempts}: check that the server at {e.endpoint} "
+        "is up and not overloaded, or raise model.max_attempts / model.timeout_s."
     )

@@ -45,11 +45,14 @@ SLOTS_DIR_ENV = "SPEEDRUNNER_LLM_SLOTS_DIR"
 class EndpointLimit(Protocol):
     def __enter__(self) -> object: ...
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> bool | None: ...
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> bool | None: ...
 
 
-def endpoint_limit(provider: str, endpoint: str, limit: int, *, lease_s: float = 900.0) -> EndpointLimit:
+def endpoint_limit(
+    provider: str, endpoint: str, limit: int, *, lease_s: float = 900.0
+) -> EndpointLimit:
     """The limiter for one endpoint: cluster-wide under a Ray-cluster sweep (``ray_limits``),
     machine-wide when ``SPEEDRUNNER_LLM_SLOTS_DIR`` is set, else per process. ``lease_s``
     bounds how long a cluster slot outlives a run killed while holding it."""
@@ -79,15 +82,19 @@ def _private_dir(name: str | Path, *, dir_fd: int | None = None, shown: Path) ->
     try:
         fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except OSError as e:  # ELOOP: a symlink; ENOTDIR: a file
-        raise UnsafeSlotsDirError(f"LLM slot directory {shown} is not a plain directory ({e.strerror}): remove it, "
-                                  f"or point {SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)") from None
+        raise UnsafeSlotsDirError(
+            f"LLM slot directory {shown} is not a plain directory ({e.strerror}): remove it, "
+            f"or point {SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)"
+        ) from None
     st = os.fstat(fd)
     if st.st_uid != os.geteuid() or st.st_mode & 0o077:
         os.close(fd)
         raise UnsafeSlotsDirError(
-            f"LLM slot directory {shown} is owned by uid {st.st_uid} with mode {st.st_mode & 0o7777:04o}: it must be "
-            f"yours (uid {os.geteuid()}) with mode 0700, or another user could take or redirect its slots; "
-            f"chmod 0700 it, or point {SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)")
+            f"LLM slot directory {shown} is owned by uid {st.st_uid} with mode "
+            f"{st.st_mode & 0o7777:04o}: it must be yours (uid {os.geteuid()}) with mode 0700, "
+            "or another user could take or redirect its slots; chmod 0700 it, or point "
+            f"{SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)"
+        )
     return fd
 
 
@@ -103,11 +110,17 @@ class SharedSlots:
         finally:
             os.close(top)
         with contextlib.suppress(FileExistsError):  # for a human looking at the directory
-            fd = os.open("endpoint.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                         dir_fd=self._dir_fd)
+            fd = os.open(
+                "endpoint.txt",
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=self._dir_fd,
+            )
             with os.fdopen(fd, "w") as f:
                 f.write(key + "\n")
-        self._local = threading.BoundedSemaphore(limit)  # this process's threads queue here, not by polling
+        self._local = threading.BoundedSemaphore(
+            limit
+        )  # this process's threads queue here, not by polling
         self._held = threading.local()
 
     def __enter__(self) -> SharedSlots:
@@ -120,8 +133,9 @@ class SharedSlots:
         self._held.fds = [*getattr(self._held, "fds", []), fd]
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         fd = self._held.fds.pop()
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -140,13 +154,20 @@ class SharedSlots:
         for i in range(self.limit):
             name = f"slot{(start + i) % self.limit}"
             try:
-                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self._dir_fd)
+                fd = os.open(
+                    name,
+                    os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                    dir_fd=self._dir_fd,
+                )
             except OSError as e:
                 if e.errno != errno.ELOOP:
                     raise
-                raise UnsafeSlotsDirError(f"LLM slot file {self.dir / name} is a symlink (not followed): someone "
-                                          f"with access to {self.dir} planted it; remove it, or point "
-                                          f"{SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)") from None
+                raise UnsafeSlotsDirError(
+                    f"LLM slot file {self.dir / name} is a symlink (not followed): someone "
+                    f"with access to {self.dir} planted it; remove it, or point "
+                    f"{SLOTS_DIR_ENV} elsewhere (unset, a sweep makes a private one)"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return fd

@@ -81,10 +81,19 @@ class SpendCapReached(RunInterrupted):
     reports it with its own status and exit code.
     """
 
-    def __init__(self, *, scope: str, cap: float, spent: float, in_flight: float, this_call: float) -> None:
-        self.scope, self.cap, self.spent, self.in_flight, self.this_call = scope, cap, spent, in_flight, this_call
+    def __init__(
+        self, *, scope: str, cap: float, spent: float, in_flight: float, this_call: float
+    ) -> None:
+        self.scope, self.cap, self.spent, self.in_flight, self.this_call = (
+            scope,
+            cap,
+            spent,
+            in_flight,
+            this_call,
+        )
         self.overrun = 0.0
-        """Dollars replies cost beyond their reservations before the stop (see ``SpendCap.overrun``)."""
+        """Dollars replies cost beyond their reservations before the stop (see
+        ``SpendCap.overrun``)."""
         self.unknown = 0.0
         """What may have been billed unanswered when the run's cap refused (``SpendCap.lost``)."""
         super().__init__(self._decision())
@@ -97,24 +106,32 @@ class SpendCapReached(RunInterrupted):
         """Why the call was refused, in the figures the check used at that moment. A run's own
         spend is not named here: calls in flight then finish after it (see :meth:`stopped`)."""
         if self.scope == "sweep":
-            return (f"sweep spending cap {usd(self.cap)} reached: the sweep's runs together spent "
-                    f"{usd(self.spent)}, calls in flight may cost up to {usd(self.in_flight)}, and the "
-                    f"next call up to {usd(self.this_call)}")
+            return (
+                f"sweep spending cap {usd(self.cap)} reached: the sweep's runs together spent "
+                f"{usd(self.spent)}, calls in flight may cost up to {usd(self.in_flight)}, and the "
+                f"next call up to {usd(self.this_call)}"
+            )
         left = max(0.0, self.cap - self.spent - self.in_flight)
-        return (f"run spending cap {usd(self.cap)} reached: the next call could cost up to "
-                f"{usd(self.this_call)}, more than the {usd(left)} the cap had left (calls in "
-                "flight counted at their worst case)")
+        return (
+            f"run spending cap {usd(self.cap)} reached: the next call could cost up to "
+            f"{usd(self.this_call)}, more than the {usd(left)} the cap had left (calls in "
+            "flight counted at their worst case)"
+        )
 
     def stopped(self, spent: float | None, in_flight: float | None) -> str:
         """How the stop reads once the run has stopped: the run's spend (``core.llm.spent``) and
         the worst case of its calls still on the wire then, apart."""
         text = f"{self._decision()}. The run spent {usd(spent)}"
         if self.unknown:
-            text += (f"; up to {usd(self.unknown)} more may have been billed for requests that got "
-                     "no answer (summary.json: unknown_spend_usd)")
+            text += (
+                f"; up to {usd(self.unknown)} more may have been billed for requests that got "
+                "no answer (summary.json: unknown_spend_usd)"
+            )
         if self.overrun:
-            text += (f"; replies cost {usd(self.overrun)} more than was reserved for them (the "
-                     "provider billed more than max_tokens allows for)")
+            text += (
+                f"; replies cost {usd(self.overrun)} more than was reserved for them (the "
+                "provider billed more than max_tokens allows for)"
+            )
         if in_flight:
             text += f"; up to {usd(in_flight)} more was in flight when the cap stopped the run"
         return text
@@ -161,9 +178,17 @@ class SpendCap:
         with self._lock:
             if self.reached is not None:
                 raise self._again()
-            if self.cap is not None and self.spent + self.lost + self._in_flight + max_usd > self.cap + _EPS:
-                self.reached = SpendCapReached(scope="run", cap=self.cap, spent=self.spent + self.lost,
-                                             in_flight=self._in_flight, this_call=max_usd)
+            if (
+                self.cap is not None
+                and self.spent + self.lost + self._in_flight + max_usd > self.cap + _EPS
+            ):
+                self.reached = SpendCapReached(
+                    scope="run",
+                    cap=self.cap,
+                    spent=self.spent + self.lost,
+                    in_flight=self._in_flight,
+                    this_call=max_usd,
+                )
                 self.reached.overrun, self.reached.unknown = self.overrun, self.lost
                 raise self.reached
             ledger_id = None
@@ -204,7 +229,11 @@ class SpendCap:
                 return 0.0
             reservation.settled = True
             self._in_flight = max(0.0, self._in_flight - reservation.max_usd)
-            over = max(0.0, cost_usd - reservation.max_usd) if reservation.max_usd != float("inf") else 0.0
+            over = (
+                max(0.0, cost_usd - reservation.max_usd)
+                if reservation.max_usd != float("inf")
+                else 0.0
+            )
             self.overrun += over
             if lost:
                 self.lost += cost_usd
@@ -217,17 +246,21 @@ class SpendCap:
     def snapshot(self) -> dict[str, Any]:
         """The cap's side of summary.json's ``spending`` (the spend itself is the log's)."""
         with self._lock:
-            out: dict[str, Any] = {"max_cost_usd": self.cap, "reached": self.reached is not None,
-                                   # calls hold their worst case only under a cap
-                                   "in_flight_usd": round(self._in_flight, 6) if self.active else None,
-                                   "over_reservation_usd": round(self.overrun, 6)}
+            out: dict[str, Any] = {
+                "max_cost_usd": self.cap,
+                "reached": self.reached is not None,
+                # calls hold their worst case only under a cap
+                "in_flight_usd": round(self._in_flight, 6) if self.active else None,
+                "over_reservation_usd": round(self.overrun, 6),
+            }
             if self.ledger is not None:
                 out["sweep_max_cost_usd"] = self.ledger.cap
             return out
 
     def describe(self, spent: float | None) -> str:
-        """For the progress line: e.g. ``spent $0.4100 of cap $5.0000 (sweep: $3.2000 of $20.0000)``;
-        ``spent`` is the run's spend (``core.llm.spent``)."""
+        """For the progress line: e.g.
+        ``spent $0.4100 of cap $5.0000 (sweep: $3.2000 of $20.0000)``; ``spent`` is the run's
+        spend (``core.llm.spent``)."""
         text = f"spent {usd(spent)}" + (f" of cap {usd(self.cap)}" if self.cap is not None else "")
         if self.lost > _EPS:
             text += f" (+ up to {usd(self.lost)} unanswered, may have been billed)"
@@ -238,7 +271,9 @@ class SpendCap:
     def _again(self) -> SpendCapReached:
         r = self.reached
         assert r is not None
-        again = SpendCapReached(scope=r.scope, cap=r.cap, spent=r.spent, in_flight=r.in_flight, this_call=r.this_call)
+        again = SpendCapReached(
+            scope=r.scope, cap=r.cap, spent=r.spent, in_flight=r.in_flight, this_call=r.this_call
+        )
         again.overrun, again.unknown = r.overrun, r.unknown
         return again
 
@@ -266,15 +301,21 @@ class CallCharge:
         return self.cap is not None and self.cap.active
 
     def before_attempt(self) -> None:
-        """Hold the next attempt's worst case (raises ``SpendCapReached`` if it could cross a cap)."""
+        """Hold the next attempt's worst case (raises ``SpendCapReached`` if it could cross a
+        cap)."""
         if self.capped and self._held is None:
             assert self.cap is not None
             self._held = self.cap.reserve(float("inf") if self.worst is None else self.worst)
 
     def unanswered_attempt(self) -> None:
-        """The attempt timed out, lost its connection or came back unreadable: may have been billed."""
+        """The attempt timed out, lost its connection or came back unreadable: may have been
+        billed."""
         self.unanswered += 1
-        self.unknown_usd = None if self.worst is None or self.unknown_usd is None else self.unknown_usd + self.worst
+        self.unknown_usd = (
+            None
+            if self.worst is None or self.unknown_usd is None
+            else self.unknown_usd + self.worst
+        )
         if self._held is not None:
             assert self.cap is not None
             self.cap.settle_unanswered(self._held)
@@ -345,12 +386,17 @@ class SweepLedger:
         with self._locked() as data:
             runs = data["runs"]
             spent = sum(float(r.get("spent", 0.0)) for r in runs.values())
-            in_flight = sum(float(v) for r in runs.values() for v in r.get("in_flight", {}).values())
+            in_flight = sum(
+                float(v) for r in runs.values() for v in r.get("in_flight", {}).values()
+            )
             if spent + in_flight + max_usd > self.cap + _EPS:
-                raise SpendCapReached(scope="sweep", cap=self.cap, spent=spent, in_flight=in_flight,
-                                    this_call=max_usd)
+                raise SpendCapReached(
+                    scope="sweep", cap=self.cap, spent=spent, in_flight=in_flight, this_call=max_usd
+                )
             rid = uuid.uuid4().hex
-            runs.setdefault(self.run_id, {"spent": 0.0, "in_flight": {}})["in_flight"][rid] = max_usd
+            runs.setdefault(self.run_id, {"spent": 0.0, "in_flight": {}})["in_flight"][rid] = (
+                max_usd
+            )
             return rid
 
     def settle(self, reservation_id: str, cost_usd: float) -> None:
@@ -388,7 +434,10 @@ def read_ledger(path: Path) -> dict[str, Any]:
 
 def _total(data: dict[str, Any]) -> float:
     runs = data["runs"].values()
-    return sum(float(r.get("spent", 0.0)) + sum(float(v) for v in r.get("in_flight", {}).values()) for r in runs)
+    return sum(
+        float(r.get("spent", 0.0)) + sum(float(v) for v in r.get("in_flight", {}).values())
+        for r in runs
+    )
 
 
 def spent_in_log(calls_path: Path) -> float:
@@ -445,5 +494,6 @@ def require_prices(config: RunConfig) -> None:
             f"a spending cap is set (run.max_cost_usd or the sweep's max_cost_usd), but {role} "
             f"{model.name!r} has no price, so no call's cost could be bounded; set one, e.g. "
             f"--set '{role}.prices={{input: 0.75, cached_input: 0.075, output: 4.5}}' (USD per 1M "
-            "tokens), or add the model to speedrunner/data/prices.yaml")
+            "tokens), or add the model to speedrunner/data/prices.yaml"
+        )
     config.method.check_prices()  # e.g. Voyager's retrieval embeddings

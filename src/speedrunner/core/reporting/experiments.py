@@ -58,7 +58,9 @@ def results_view_of(config: dict[str, Any]) -> dict[str, Any]:
             node.pop(path[-1], None)
     speedrun = data.get("speedrun")
     if isinstance(speedrun, dict) and speedrun.get("metric") != "train_success_rolling":
-        speedrun.pop("window", None)  # means nothing to the other metrics (as the run's fingerprint)
+        speedrun.pop(
+            "window", None
+        )  # means nothing to the other metrics (as the run's fingerprint)
     return data
 
 
@@ -147,7 +149,8 @@ def _paths_of(
 
 
 def _section_class(annotation: Any) -> type[Section] | None:
-    """The Section class in an annotation such as ``ModelConfig | None`` or ``SerializeAsAny[X]``."""
+    """The Section class in an annotation such as ``ModelConfig | None`` or
+    ``SerializeAsAny[X]``."""
     if isinstance(annotation, type) and issubclass(annotation, Section):
         return annotation
     if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):

@@ -23,8 +23,10 @@ from speedrunner.core.atomic import atomic_write_bytes
 from speedrunner.core.reporting.aggregate import CURVES, Group, Stat
 
 SCRIPTED_BANNER = "SCRIPTED MODEL — not an LLM: these numbers say nothing about any LLM"
-SVG_PARAMS = {"svg.hashsalt": "speedrunner-report",  # stable ids: the same runs give the same SVG
-              "svg.fonttype": "none"}  # text stays text: searchable, and the SCRIPTED banner checkable
+SVG_PARAMS = {
+    "svg.hashsalt": "speedrunner-report",  # stable ids: the same runs give the same SVG
+    "svg.fonttype": "none",
+}  # text stays text: searchable, and the SCRIPTED banner checkable
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class Plot:
     wide: bool = False
     """Several panels side by side: shown full width."""
     empty: str | None = None
-    """Why the figure shows nothing worth a slot ("all 0 in every run"): the report gives it one line."""
+    """Why the figure shows nothing worth a slot ("all 0 in every run"): the report gives it
+    one line."""
 
     @property
     def collapsed(self) -> str:
@@ -45,7 +48,8 @@ class Plot:
 
 
 def emptiness(values: list[float]) -> str | None:
-    """"no value in any run" or "all 0 in every run" when a figure would show nothing, else None."""
+    """ "no value in any run" or "all 0 in every run" when a figure would show nothing, else
+    None."""
     if not values:
         return "no value in any run"
     return "all 0 in every run" if all(v == 0 for v in values) else None
@@ -80,7 +84,9 @@ def _figure(title: str, groups: list[Group], ncols: int = 1) -> tuple[Figure, li
     partial = any(g.in_progress for g in groups)
     heading = title + ("  (partial: runs in progress are dashed or hollow)" if partial else "")
     if any(g.scripted for g in groups):
-        fig.suptitle(f"{heading}\n{SCRIPTED_BANNER}", color="#b00020", fontsize=10, fontweight="bold")
+        fig.suptitle(
+            f"{heading}\n{SCRIPTED_BANNER}", color="#b00020", fontsize=10, fontweight="bold"
+        )
     else:
         fig.suptitle(heading, fontsize=11)
     return fig, axes
@@ -97,7 +103,9 @@ def _legend(fig: Figure, axes: list) -> None:
         fig.legend(handles, labels, loc="outside lower center", fontsize=7, ncols=1)
 
 
-def _save(fig: Figure, out: Path, name: str, title: str, *, wide: bool = False, empty: str | None = None) -> Plot:
+def _save(
+    fig: Figure, out: Path, name: str, title: str, *, wide: bool = False, empty: str | None = None
+) -> Plot:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
@@ -112,7 +120,11 @@ def _from_zero(ax, axis: str = "y", note: str = "every value is 0") -> None:
     """Every quantity the report plots is >= 0: start its axis at 0, and when every value is 0
     (a scripted run's cost) show 0..1 with a note instead of matplotlib's symmetric -0.04..0.04."""
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
-    data = [v for line in ax.get_lines() for v in (line.get_ydata() if axis == "y" else line.get_xdata())]
+    data = [
+        v
+        for line in ax.get_lines()
+        for v in (line.get_ydata() if axis == "y" else line.get_xdata())
+    ]
     top = max([hi, *data]) if data else hi
     flat = not data or max(abs(float(v)) for v in data) == 0
     limits = (0, 1) if flat else (0, top)
@@ -130,7 +142,13 @@ def _curve_plot(groups: list[Group], out: Path, curve: str, title: str) -> Plot:
     ax.set_ylabel(CURVES[curve])
     ax.grid(alpha=0.3)
     _legend(fig, [ax])
-    return _save(fig, out, curve, title, empty=emptiness([s.mean for g in groups for _, s in g.curves.get(curve, [])]))
+    return _save(
+        fig,
+        out,
+        curve,
+        title,
+        empty=emptiness([s.mean for g in groups for _, s in g.curves.get(curve, [])]),
+    )
 
 
 def _frontier_plot(groups: list[Group], out: Path) -> Plot:
@@ -138,11 +156,23 @@ def _frontier_plot(groups: list[Group], out: Path) -> Plot:
     fig, (ax,) = _figure(title, groups)
     points = []
     for g in groups:
-        cost, prog = g.finals.get("final_eval_cost_per_episode"), g.finals.get("final_eval_progress")
+        cost, prog = (
+            g.finals.get("final_eval_cost_per_episode"),
+            g.finals.get("final_eval_progress"),
+        )
         if cost is None or prog is None:
             continue
-        ax.errorbar([cost.mean], [prog.mean], xerr=[cost.sd or 0.0], yerr=[prog.sd or 0.0], fmt="o",
-                    capsize=3, label=g.label, color=group_color(g), mfc="none" if g.in_progress else None)
+        ax.errorbar(
+            [cost.mean],
+            [prog.mean],
+            xerr=[cost.sd or 0.0],
+            yerr=[prog.sd or 0.0],
+            fmt="o",
+            capsize=3,
+            label=g.label,
+            color=group_color(g),
+            mfc="none" if g.in_progress else None,
+        )
         points.append((cost.mean, prog.mean))
     frontier, best = [], float("-inf")
     for c, p in sorted(points, key=lambda cp: (cp[0], -cp[1])):
@@ -150,30 +180,52 @@ def _frontier_plot(groups: list[Group], out: Path) -> Plot:
             frontier.append((c, p))
             best = p
     if len(frontier) > 1:
-        ax.plot(*zip(*frontier, strict=True), color="grey", linewidth=1, linestyle=":", label="frontier")
+        ax.plot(
+            *zip(*frontier, strict=True), color="grey", linewidth=1, linestyle=":", label="frontier"
+        )
     if not points:
-        ax.text(0.5, 0.5, "no run with a known cost at an evaluation", ha="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no run with a known cost at an evaluation",
+            ha="center",
+            transform=ax.transAxes,
+        )
     else:
         _from_zero(ax, "x", "every cost is 0")
     ax.set_xlabel("cost per evaluation episode, USD (final evaluation)")
     ax.set_ylabel("evaluation progress (final evaluation)")
     ax.grid(alpha=0.3)
     _legend(fig, [ax])
-    return _save(fig, out, "frontier", title, empty=None if points else "no run with a known cost at an evaluation")
+    return _save(
+        fig,
+        out,
+        "frontier",
+        title,
+        empty=None if points else "no run with a known cost at an evaluation",
+    )
 
 
 def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
     title = "Knowledge size per generation"
     fig, axes = _figure(title, groups, ncols=3)
-    panels = [("guide_chars", "guide characters"), ("public_functions", "codebook functions (— public, ·· private)"),
-              ("lines", "codebook lines")]
+    panels = [
+        ("guide_chars", "guide characters"),
+        ("public_functions", "codebook functions (— public, ·· private)"),
+        ("lines", "codebook lines"),
+    ]
     for ax, (metric, label) in zip(axes, panels, strict=True):
         for g in groups:
-            points = [(gen, stats[metric]) for gen, stats in g.knowledge if stats[metric] is not None]
+            points = [
+                (gen, stats[metric]) for gen, stats in g.knowledge if stats[metric] is not None
+            ]
             color = _band(ax, g, points)
             if metric == "public_functions" and color is not None:
-                private = [(gen, stats["private_functions"]) for gen, stats in g.knowledge
-                           if stats["private_functions"] is not None]
+                private = [
+                    (gen, stats["private_functions"])
+                    for gen, stats in g.knowledge
+                    if stats["private_functions"] is not None
+                ]
                 if private:
                     xs, ys = [x for x, _ in private], [s.mean for _, s in private]
                     ax.plot(xs, ys, linestyle=":", marker="s", markersize=3, color=color)
@@ -182,8 +234,13 @@ def _knowledge_plot(groups: list[Group], out: Path) -> Plot:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    sizes = [s.mean for g in groups for _, stats in g.knowledge for m, _label in panels
-             if (s := stats[m]) is not None]
+    sizes = [
+        s.mean
+        for g in groups
+        for _, stats in g.knowledge
+        for m, _label in panels
+        if (s := stats[m]) is not None
+    ]
     return _save(fig, out, "knowledge_size", title, wide=True, empty=emptiness(sizes))
 
 
@@ -201,9 +258,17 @@ def _skills_plot(groups: list[Group], out: Path) -> Plot:
         color = _band(axes[3], g, _generation_points(g, "max_call_depth"))
         dynamic = _generation_points(g, "dynamic_max_call_depth")
         if dynamic:
-            axes[3].plot([x for x, _ in dynamic], [s.mean for _, s in dynamic], linestyle=":", marker="s",
-                         markersize=3, color=color or group_color(g))
-    for ax, curve in zip(axes[:2], ("skill_calls_per_episode", "actions_per_skill_call"), strict=True):
+            axes[3].plot(
+                [x for x, _ in dynamic],
+                [s.mean for _, s in dynamic],
+                linestyle=":",
+                marker="s",
+                markersize=3,
+                color=color or group_color(g),
+            )
+    for ax, curve in zip(
+        axes[:2], ("skill_calls_per_episode", "actions_per_skill_call"), strict=True
+    ):
         ax.set_xlabel("training rollouts")
         ax.set_ylabel(CURVES[curve])
     axes[2].set_ylabel("call-graph density |E|/(|V|(|V|-1))")
@@ -214,10 +279,18 @@ def _skills_plot(groups: list[Group], out: Path) -> Plot:
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    values = [s.mean for g in groups for c in ("skill_calls_per_episode", "actions_per_skill_call")
-              for _, s in g.curves.get(c, [])]
-    values += [s.mean for g in groups for m in ("call_graph_density", "max_call_depth", "dynamic_max_call_depth")
-               for _, s in _generation_points(g, m)]
+    values = [
+        s.mean
+        for g in groups
+        for c in ("skill_calls_per_episode", "actions_per_skill_call")
+        for _, s in g.curves.get(c, [])
+    ]
+    values += [
+        s.mean
+        for g in groups
+        for m in ("call_graph_density", "max_call_depth", "dynamic_max_call_depth")
+        for _, s in _generation_points(g, m)
+    ]
     return _save(fig, out, "skills", title, wide=True, empty=emptiness(values))
 
 
@@ -226,8 +299,13 @@ def _api_tokens_plot(groups: list[Group], out: Path) -> Plot:
     fig, (ax,) = _figure(title, groups)
     drawn = [_band(ax, g, _generation_points(g, "skill_api_tokens")) for g in groups]
     if not any(drawn):
-        ax.text(0.5, 0.5, "no run records skill_api_tokens (no codebook method among them)", ha="center",
-                transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no run records skill_api_tokens (no codebook method among them)",
+            ha="center",
+            transform=ax.transAxes,
+        )
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("tokens of the skills section of the actor's first message")
@@ -241,12 +319,27 @@ def draw_all(groups: list[Group], out: Path) -> list[Plot]:
     """Every figure the issue lists; the skill figure only when a skill method is present."""
     plots = [
         _curve_plot(groups, out, "eval_progress", "Evaluation progress vs training rollouts"),
-        _curve_plot(groups, out, "cost_per_episode", "Cost per episode vs rollouts (actor + amortised sleep)"),
-        _curve_plot(groups, out, "output_tokens_per_episode", "Output tokens per episode vs rollouts"),
-        _curve_plot(groups, out, "llm_calls_per_episode", "Actor LLM calls per episode vs rollouts"),
-        _curve_plot(groups, out, "llm_calls_amortised_per_episode",
-                    "LLM calls per episode vs rollouts (actor + amortised sleep)"),
-        _curve_plot(groups, out, "within_2_llm_calls_share", "Training episodes finished in <= 2 LLM calls"),
+        _curve_plot(
+            groups,
+            out,
+            "cost_per_episode",
+            "Cost per episode vs rollouts (actor + amortised sleep)",
+        ),
+        _curve_plot(
+            groups, out, "output_tokens_per_episode", "Output tokens per episode vs rollouts"
+        ),
+        _curve_plot(
+            groups, out, "llm_calls_per_episode", "Actor LLM calls per episode vs rollouts"
+        ),
+        _curve_plot(
+            groups,
+            out,
+            "llm_calls_amortised_per_episode",
+            "LLM calls per episode vs rollouts (actor + amortised sleep)",
+        ),
+        _curve_plot(
+            groups, out, "within_2_llm_calls_share", "Training episodes finished in <= 2 LLM calls"
+        ),
         _frontier_plot(groups, out),
         _knowledge_plot(groups, out),
     ]

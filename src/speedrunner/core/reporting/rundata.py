@@ -81,7 +81,8 @@ class RunData:
 
     @cached_property
     def train_rows(self) -> list[MetricsRow]:
-        """metrics.jsonl as :class:`MetricsRow` (a row that does not fit is a ``ReportInputError``)."""
+        """metrics.jsonl as :class:`MetricsRow` (a row that does not fit is a
+        ``ReportInputError``)."""
         return _typed(MetricsRow, self.metrics, self.path / "metrics.jsonl")
 
     @cached_property
@@ -102,13 +103,18 @@ class RunData:
         c = self.config
         name = str(c["model"]["name"]) if self.summary is None else self.summary.model
         provider = str(c["model"].get("provider") or implied_provider(name))
-        model = name if provider in ("scripted", implied_provider(name)) else f"{name} via {provider}"
-        return GroupKey(c["benchmark"]["name"], str(c["benchmark"]["task_set"]), c["method"]["name"], model)
+        model = (
+            name if provider in ("scripted", implied_provider(name)) else f"{name} via {provider}"
+        )
+        return GroupKey(
+            c["benchmark"]["name"], str(c["benchmark"]["task_set"]), c["method"]["name"], model
+        )
 
     @property
     def status(self) -> str:
         """``finished``, ``running``, ``interrupted``, ``budget_reached`` or ``failed``; ``not
-        started`` without a summary.json (the run stopped, or is starting, before its loop began)."""
+        started`` without a summary.json (the run stopped, or is starting, before its loop
+        began)."""
         return "not started" if self.summary is None else self.summary.status
 
     @property
@@ -118,9 +124,12 @@ class RunData:
     @property
     def scripted(self) -> bool:
         """True when no LLM played: the summary, the config's provider or any row says so."""
-        return bool((self.summary is not None and self.summary.scripted)
-                    or self.config["model"].get("provider") == "scripted"
-                    or any(r.scripted for r in self.train_rows) or any(e.scripted for e in self.eval_rows))
+        return bool(
+            (self.summary is not None and self.summary.scripted)
+            or self.config["model"].get("provider") == "scripted"
+            or any(r.scripted for r in self.train_rows)
+            or any(e.scripted for e in self.eval_rows)
+        )
 
     @property
     def sleep_every(self) -> int:
@@ -132,13 +141,14 @@ class RunData:
 
     @property
     def sandbox_violations(self) -> int | None:
-        """Protocol violations of the run's sandboxes (``summary.json``); ``None`` before its first summary."""
+        """Protocol violations of the run's sandboxes (``summary.json``); ``None`` before its
+        first summary."""
         return None if self.summary is None else self.summary.sandbox_violations.total
 
     @property
     def spending(self) -> str | None:
-        """Money spent against the spending cap (``summary.json``), e.g. ``spent $0.4100 of cap $5.0000``;
-        None when the run had no cap."""
+        """Money spent against the spending cap (``summary.json``), e.g.
+        ``spent $0.4100 of cap $5.0000``; None when the run had no cap."""
         s = None if self.summary is None else self.summary.spending
         if s is None or (s.max_cost_usd is None and s.sweep_max_cost_usd is None):
             return None
@@ -184,8 +194,12 @@ class RunData:
 
         All of them in memory (a Crafter run at the paper's scale holds hundreds of MB):
         the report itself reads them one at a time (``trajectory_files``, ``read_trajectory``)."""
-        return {split: [t for p in self.trajectory_files(split) if (t := read_trajectory(p)) is not None]
-                for split in ("train", "eval")}
+        return {
+            split: [
+                t for p in self.trajectory_files(split) if (t := read_trajectory(p)) is not None
+            ]
+            for split in ("train", "eval")
+        }
 
     def trajectory_files(self, split: str) -> list[Path]:
         """The stored trajectories of ``split`` in the order of ``trajectories``."""
@@ -214,25 +228,41 @@ def load_run(path: Path) -> RunData:
     try:
         config = json.loads(config_path.read_text("utf-8"))
     except (OSError, json.JSONDecodeError) as e:
-        raise ReportInputError(f"{path} is not a readable run directory: {config_path.name} could not be "
-                               f"read ({e}); pass a directory made by a train entry point") from e
+        raise ReportInputError(
+            f"{path} is not a readable run directory: {config_path.name} could not be "
+            f"read ({e}); pass a directory made by a train entry point"
+        ) from e
     provenance = check_run_format(path, action="reported")
     try:
-        for section, key in (("run", "seed"), ("run", "rollouts"), ("run", "sleep_every"), ("benchmark", "name"),
-                             ("benchmark", "task_set"), ("method", "name"), ("model", "name")):
+        for section, key in (
+            ("run", "seed"),
+            ("run", "rollouts"),
+            ("run", "sleep_every"),
+            ("benchmark", "name"),
+            ("benchmark", "task_set"),
+            ("method", "name"),
+            ("model", "name"),
+        ):
             config[section][key]  # noqa: B018  (every key the report groups and scales by)
     except (KeyError, TypeError) as e:
-        raise ReportInputError(f"{config_path} lacks {section}.{key}: it was not written by a train entry point "
-                               "of this version, or was edited; restore it from config.yaml with "
-                               "`speedrunner validate-config`") from e
+        raise ReportInputError(
+            f"{config_path} lacks {section}.{key}: it was not written by a train entry point "
+            "of this version, or was edited; restore it from config.yaml with "
+            "`speedrunner validate-config`"
+        ) from e
     try:
         summary = stored_summary(path)
     except RecordError as e:
         raise ReportInputError(str(e)) from None
-    run = RunData(path=path, config=config, summary=summary,
-                  metrics=read_jsonl(path / "metrics.jsonl"), evals=read_jsonl(path / "eval.jsonl"),
-                  speedrun=_json(path / "speedrun.json"), extra={"provenance": provenance,
-                                                           "checkpoint": _json(path / "checkpoint.json") or {}})
+    run = RunData(
+        path=path,
+        config=config,
+        summary=summary,
+        metrics=read_jsonl(path / "metrics.jsonl"),
+        evals=read_jsonl(path / "eval.jsonl"),
+        speedrun=_json(path / "speedrun.json"),
+        extra={"provenance": provenance, "checkpoint": _json(path / "checkpoint.json") or {}},
+    )
     run.train_rows, run.eval_rows  # noqa: B018  (a damaged row is an error here, not deep in a table)
     return run
 
@@ -250,12 +280,20 @@ def find_runs(paths: list[Path]) -> list[RunData]:
     found: dict[Path, RunData] = {}
     for given in paths:
         if not given.exists():
-            raise ReportInputError(f"{given} does not exist; pass a run directory (the one with {RUN_MARKER}) "
-                                   "or a folder that contains run directories, such as runs/")
-        candidates = [given] if (given / RUN_MARKER).is_file() else sorted(p.parent for p in given.rglob(RUN_MARKER))
+            raise ReportInputError(
+                f"{given} does not exist; pass a run directory (the one with {RUN_MARKER}) "
+                "or a folder that contains run directories, such as runs/"
+            )
+        candidates = (
+            [given]
+            if (given / RUN_MARKER).is_file()
+            else sorted(p.parent for p in given.rglob(RUN_MARKER))
+        )
         if not candidates:
-            raise ReportInputError(f"{given} holds no run directory (no {RUN_MARKER} at or below it); pass the "
-                                   "directory a train entry point wrote, e.g. runs/babyai/<name>/seed0/r0001")
+            raise ReportInputError(
+                f"{given} holds no run directory (no {RUN_MARKER} at or below it); pass the "
+                "directory a train entry point wrote, e.g. runs/babyai/<name>/seed0/r0001"
+            )
         for run_dir in candidates:
             resolved = run_dir.resolve()
             if resolved not in found:

@@ -26,8 +26,13 @@ def _stat_cells(name: str, s: Stat | None) -> dict[str, str]:
 
 def _key_cells(group: Group) -> dict[str, str]:
     k = group.key
-    return {"benchmark": k.benchmark, "task_set": k.task_set, "method": k.method, "model": k.model,
-            "variant": k.variant}
+    return {
+        "benchmark": k.benchmark,
+        "task_set": k.task_set,
+        "method": k.method,
+        "model": k.model,
+        "variant": k.variant,
+    }
 
 
 def _target(speedrun: dict | None, config: dict) -> str:
@@ -40,19 +45,37 @@ def summary_table(groups: list[Group]) -> Table:
     for g in groups:
         reached = sum(1 for r in g.runs if (r.run.speedrun or {}).get("reached"))
         targets = sorted({_target(r.run.speedrun, r.run.config) for r in g.runs})
-        row = {**_key_cells(g), "seeds": str(len({r.run.seed for r in g.runs})), "runs": str(len(g.runs)),
-               "in_progress": str(len(g.in_progress)),
-               "scripted": fmt(g.scripted), "speedrun_target": "; ".join(targets),
-               "speedrun_reached": f"{reached}/{len(g.runs)}"}
+        row = {
+            **_key_cells(g),
+            "seeds": str(len({r.run.seed for r in g.runs})),
+            "runs": str(len(g.runs)),
+            "in_progress": str(len(g.in_progress)),
+            "scripted": fmt(g.scripted),
+            "speedrun_target": "; ".join(targets),
+            "speedrun_reached": f"{reached}/{len(g.runs)}",
+        }
         for name in FINALS:
             row.update(_stat_cells(name, g.finals.get(name)))
         rows.append(row)
-    columns = [*KEY_COLUMNS, "seeds", "runs", "in_progress", "scripted", *FINALS, "speedrun_target",
-               "speedrun_reached"]
-    notes = {"seeds": "distinct seeds; runs: run directories (a rerun of a seed is one more value)",
-             "in_progress": "runs not finished (running, interrupted or failed): their numbers are partial",
-             **FINALS}
-    return Table("summary", "Experiments (mean ± 1 s.d. over seeds)", columns, rows, list(FINALS), notes)
+    columns = [
+        *KEY_COLUMNS,
+        "seeds",
+        "runs",
+        "in_progress",
+        "scripted",
+        *FINALS,
+        "speedrun_target",
+        "speedrun_reached",
+    ]
+    notes = {
+        "seeds": "distinct seeds; runs: run directories (a rerun of a seed is one more value)",
+        "in_progress": "runs not finished (running, interrupted or failed): "
+        "their numbers are partial",
+        **FINALS,
+    }
+    return Table(
+        "summary", "Experiments (mean ± 1 s.d. over seeds)", columns, rows, list(FINALS), notes
+    )
 
 
 def runs_table(groups: list[Group]) -> Table:
@@ -60,30 +83,58 @@ def runs_table(groups: list[Group]) -> Table:
     for g in groups:
         for r in g.runs:
             run = r.run
-            rows.append({**_key_cells(g), "seed": str(run.seed), "run_id": run.run_id, "status": run.status,
-                         "resumes": str(run.resumes), "scripted": fmt(run.scripted),
-                         "rollouts": f"{len(run.metrics)}/{run.rollouts_planned}",
-                         "final_eval_progress": fmt(r.finals["final_eval_progress"]),
-                         "final_eval_success": fmt(r.finals["final_eval_success"]),
-                         "total_cost_usd": fmt(run.total_cost_usd),
-                         "unknown_spend_usd": fmt(run.unknown_spend_usd),
-                         "sandbox_violations": fmt(run.sandbox_violations),
-                         "experiment": run.settings.fingerprint[:12],
-                         "results_config_sha256": (run.recorded_fingerprint or "")[:12], "path": str(run.path)})
-    columns = [*KEY_COLUMNS, "seed", "run_id", "status", "resumes", "scripted", "rollouts",
-               "final_eval_progress", "final_eval_success", "total_cost_usd", "unknown_spend_usd", "sandbox_violations",
-               "experiment",
-               "results_config_sha256", "path"]
-    notes = {"variant": "what sets the experiment apart from others of the same name (empty: nothing does)",
-             "total_cost_usd": "dollars of every LLM call of the run: training, sleep and evaluation "
-                               "(summary.json spent_usd); empty when a price is unknown or the run did not record it",
-             "unknown_spend_usd": "worst case of attempts that went unanswered (timed out, connection lost) and "
-                                  "may have been billed; not in total_cost_usd (summary.json unknown_spend_usd)",
-             "experiment": "hash of the settings that decide results, seed aside: runs alike in it are one experiment",
-             "results_config_sha256": "the run's own fingerprint of those settings, seed included (checkpoint.json)",
-             "sandbox_violations": "messages from a sandbox that broke the protocol (forged, out of step or "
-                                   "oversized): each ended one skill call or analysis turn and restarted that "
-                                   "sandbox; summary.json has them by train/eval/sleep"}
+            rows.append(
+                {
+                    **_key_cells(g),
+                    "seed": str(run.seed),
+                    "run_id": run.run_id,
+                    "status": run.status,
+                    "resumes": str(run.resumes),
+                    "scripted": fmt(run.scripted),
+                    "rollouts": f"{len(run.metrics)}/{run.rollouts_planned}",
+                    "final_eval_progress": fmt(r.finals["final_eval_progress"]),
+                    "final_eval_success": fmt(r.finals["final_eval_success"]),
+                    "total_cost_usd": fmt(run.total_cost_usd),
+                    "unknown_spend_usd": fmt(run.unknown_spend_usd),
+                    "sandbox_violations": fmt(run.sandbox_violations),
+                    "experiment": run.settings.fingerprint[:12],
+                    "results_config_sha256": (run.recorded_fingerprint or "")[:12],
+                    "path": str(run.path),
+                }
+            )
+    columns = [
+        *KEY_COLUMNS,
+        "seed",
+        "run_id",
+        "status",
+        "resumes",
+        "scripted",
+        "rollouts",
+        "final_eval_progress",
+        "final_eval_success",
+        "total_cost_usd",
+        "unknown_spend_usd",
+        "sandbox_violations",
+        "experiment",
+        "results_config_sha256",
+        "path",
+    ]
+    notes = {
+        "variant": "what sets the experiment apart from others of the same name "
+        "(empty: nothing does)",
+        "total_cost_usd": "dollars of every LLM call of the run: training, sleep and evaluation "
+        "(summary.json spent_usd); empty when a price is unknown or the run did not record it",
+        "unknown_spend_usd": "worst case of attempts that went unanswered (timed out, "
+        "connection lost) and may have been billed; not in total_cost_usd "
+        "(summary.json unknown_spend_usd)",
+        "experiment": "hash of the settings that decide results, seed aside: runs alike in it "
+        "are one experiment",
+        "results_config_sha256": "the run's own fingerprint of those settings, seed included "
+        "(checkpoint.json)",
+        "sandbox_violations": "messages from a sandbox that broke the protocol (forged, out of "
+        "step or oversized): each ended one skill call or analysis turn and restarted that "
+        "sandbox; summary.json has them by train/eval/sleep",
+    }
     return Table("runs", "Runs", columns, rows, [], notes)
 
 
@@ -92,10 +143,22 @@ def curves_table(groups: list[Group]) -> Table:
     for g in groups:
         for name, points in g.curves.items():
             for x, s in points:
-                rows.append({**_key_cells(g), "curve": name, "rollout": str(x), **_stat_cells("value", s),
-                             "n": str(s.n)})
-    return Table("curves", "Curves (one point per batch or evaluation; n = seeds with that point)",
-                 [*KEY_COLUMNS, "curve", "rollout", "value", "n"], rows, ["value"])
+                rows.append(
+                    {
+                        **_key_cells(g),
+                        "curve": name,
+                        "rollout": str(x),
+                        **_stat_cells("value", s),
+                        "n": str(s.n),
+                    }
+                )
+    return Table(
+        "curves",
+        "Curves (one point per batch or evaluation; n = seeds with that point)",
+        [*KEY_COLUMNS, "curve", "rollout", "value", "n"],
+        rows,
+        ["value"],
+    )
 
 
 def knowledge_table(groups: list[Group]) -> Table:
@@ -107,8 +170,13 @@ def knowledge_table(groups: list[Group]) -> Table:
             for name in KNOWLEDGE:
                 row.update(_stat_cells(name, stats[name]))
             rows.append(row)
-    return Table("knowledge", "Knowledge per generation", [*KEY_COLUMNS, "generation", "n", *KNOWLEDGE],
-                 rows, list(KNOWLEDGE))
+    return Table(
+        "knowledge",
+        "Knowledge per generation",
+        [*KEY_COLUMNS, "generation", "n", *KNOWLEDGE],
+        rows,
+        list(KNOWLEDGE),
+    )
 
 
 def answers_table(groups: list[Group]) -> Table:
@@ -119,21 +187,44 @@ def answers_table(groups: list[Group]) -> Table:
             formats = {} if r.run.summary is None else r.run.summary.format
             for role, counts in sorted(formats.items()):
                 cells = counts.model_dump()
-                rows.append({**_key_cells(g), "seed": str(r.run.seed), "run_id": r.run.run_id, "role": role,
-                             **{k: fmt(cells[k]) for k in ANSWER_COUNTS}})
-    notes = {"ok": "turns read in the exact format asked for",
-             "repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
-             "lost": "turns whose form yielded no meaning (no action or tool call, or two different ones)",
-             "truncated": "turns cut off at max_tokens (finish_reason 'length')",
-             "dropped_calls": "tool calls written after a turn's first one; only the first ran (the turn is repaired)",
-             "acted": "actor turns whose action the env took (format and effect are apart: an ok answer may act "
-                      "on nothing)",
-             "refused": "actor turns that changed nothing: no action read, or one the env does not know",
-             "skill_calls": "actor turns that called a skill"}
-    return Table("answers", "How answers were read (turns per role)",
-                 [*NAME_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS], rows, [], notes)
+                rows.append(
+                    {
+                        **_key_cells(g),
+                        "seed": str(r.run.seed),
+                        "run_id": r.run.run_id,
+                        "role": role,
+                        **{k: fmt(cells[k]) for k in ANSWER_COUNTS},
+                    }
+                )
+    notes = {
+        "ok": "turns read in the exact format asked for",
+        "repaired": "turns read only thanks to the tolerant parsers (markdown, <think>, JSON, ...)",
+        "lost": "turns whose form yielded no meaning (no action or tool call, or two "
+        "different ones)",
+        "truncated": "turns cut off at max_tokens (finish_reason 'length')",
+        "dropped_calls": "tool calls written after a turn's first one; only the first ran "
+        "(the turn is repaired)",
+        "acted": "actor turns whose action the env took (format and effect are apart: an ok "
+        "answer may act on nothing)",
+        "refused": "actor turns that changed nothing: no action read, or one the env does not know",
+        "skill_calls": "actor turns that called a skill",
+    }
+    return Table(
+        "answers",
+        "How answers were read (turns per role)",
+        [*NAME_COLUMNS, "seed", "run_id", "role", *ANSWER_COUNTS],
+        rows,
+        [],
+        notes,
+    )
 
 
 def all_tables(groups: list[Group]) -> list[Table]:
-    return [summary_table(groups), runs_table(groups), curves_table(groups), knowledge_table(groups),
-            answers_table(groups), caps_table(groups)]
+    return [
+        summary_table(groups),
+        runs_table(groups),
+        curves_table(groups),
+        knowledge_table(groups),
+        answers_table(groups),
+        caps_table(groups),
+    ]

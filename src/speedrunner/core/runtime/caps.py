@@ -17,8 +17,8 @@ config and docs/caps.md), and every binding is on record:
   (``sleep_caps.py``: what a sleep phase counts, re-exported here);
 - ``max_functions_per_episode`` (ASI): an induction answer with more new functions than it
   allows (the rest are ignored) counts one hit in the sleep record;
-- ``max_inducer_turns`` (methods whose spec declares a multi-turn sleep): a sleep phase that runs out of
-  turns (``ended_by: out_of_turns``) counts one hit in its sleep record.
+- ``max_inducer_turns`` (methods whose spec declares a multi-turn sleep): a sleep phase that
+  runs out of turns (``ended_by: out_of_turns``) counts one hit in its sleep record.
 
 ``metrics.jsonl`` rows (``cap_hits``: the episode's, ``EPISODE_CAPS``; ``sleep_cap_hits``:
 its batch's sleep, ``SLEEP_CAPS``), ``eval.jsonl`` rows (``SKILL_CAPS``) and
@@ -88,8 +88,9 @@ def derived_timeout_s(max_actions: int) -> float:
     return SKILL_TIMEOUT_BASE_S + SKILL_TIMEOUT_PER_ACTION_S * max_actions
 
 
-def resolve_call_caps(max_skill_actions: int | None, skill_timeout_s: float | None,
-                      actions_left: int | None) -> CallCaps:
+def resolve_call_caps(
+    max_skill_actions: int | None, skill_timeout_s: float | None, actions_left: int | None
+) -> CallCaps:
     """The caps of the next skill call from the method's settings and the episode's budget."""
     left = UNKNOWN_LIMIT_ACTIONS if actions_left is None else max(0, actions_left)
     per_call = actions_left is None or (max_skill_actions is not None and max_skill_actions < left)
@@ -108,12 +109,14 @@ def skill_cap_hit(stopped_by: str, caps: CallCaps) -> str | None:
 
 
 def skill_hits(hits: Mapping[str, int] | None) -> dict[str, int]:
-    """One trajectory's skill-call cap hits with every ``SKILL_CAPS`` key (0 when it never bound)."""
+    """One trajectory's skill-call cap hits with every ``SKILL_CAPS`` key (0 when it never
+    bound)."""
     return {name: int((hits or {}).get(name, 0)) for name in SKILL_CAPS}
 
 
 def episode_hits(hits: Mapping[str, int] | None) -> dict[str, int]:
-    """One training trajectory's cap hits with every ``EPISODE_CAPS`` key (0 when it never bound)."""
+    """One training trajectory's cap hits with every ``EPISODE_CAPS`` key (0 when it never
+    bound)."""
     return {name: int((hits or {}).get(name, 0)) for name in EPISODE_CAPS}
 
 

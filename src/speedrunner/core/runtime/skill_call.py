@@ -4,7 +4,8 @@ Only a call of a listed public skill with literal arguments is a skill call. Any
 else that looks like a call — an unknown name, a variable, an expression, a nested call —
 is an invalid action with feedback, like any other unparseable answer. The call itself
 runs in the episode's sandbox behind the ``SkillRunner`` protocol. The types the episode
-and the runner exchange live in ``core/skill_types.py`` (below the sandbox) and are re-exported here.
+and the runner exchange live in ``core/skill_types.py`` (below the sandbox) and are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -15,8 +16,15 @@ from typing import Any
 from speedrunner.core import pyast
 from speedrunner.core.skill_types import SkillCall, SkillOutcome, SkillRunner, Skills
 
-__all__ = ["SkillCall", "SkillOutcome", "SkillRunner", "Skills", "looks_like_call", "outcome_note",
-           "parse_skill_call"]
+__all__ = [
+    "SkillCall",
+    "SkillOutcome",
+    "SkillRunner",
+    "Skills",
+    "looks_like_call",
+    "outcome_note",
+    "parse_skill_call",
+]
 
 
 def looks_like_call(text: str) -> bool:
@@ -55,13 +63,21 @@ def parse_skill_call(text: str, skills: dict[str, str]) -> SkillCall | str:
                 raise ValueError("**kwargs")
             kwargs[kw.arg] = pyast.literal_eval(kw.value)
     except ValueError:
-        return (f"the arguments of {name}(...) must be literals (strings, numbers, True/False/None, "
-                f"lists, tuples, dicts); use {skills[name]}")
+        return (
+            f"the arguments of {name}(...) must be literals (strings, numbers, True/False/None, "
+            f"lists, tuples, dicts); use {skills[name]}"
+        )
     return SkillCall(name, args, kwargs)
 
 
-def outcome_note(call: SkillCall, outcome: SkillOutcome, actions: int, max_chars: int = 300, *,
-                 per_call_cap: bool = True) -> str:
+def outcome_note(
+    call: SkillCall,
+    outcome: SkillOutcome,
+    actions: int,
+    max_chars: int = 300,
+    *,
+    per_call_cap: bool = True,
+) -> str:
     """The concise result the actor sees after the call's final observation; ``per_call_cap``
     False: a ``max_actions`` stop was the episode's budget running out, not the call's cap."""
     took = f"{actions} action{'s' if actions != 1 else ''}"
@@ -69,7 +85,11 @@ def outcome_note(call: SkillCall, outcome: SkillOutcome, actions: int, max_chars
         lines = [line for line in outcome.error.strip().splitlines() if line.strip()]
         what = "raised " + " | ".join(lines[-3:])
     elif outcome.stopped_by == "max_actions":
-        what = "stopped at the per-call action cap" if per_call_cap else "stopped: the episode's action budget is spent"
+        what = (
+            "stopped at the per-call action cap"
+            if per_call_cap
+            else "stopped: the episode's action budget is spent"
+        )
     elif outcome.stopped_by == "timeout":
         what = "stopped at the per-call time limit"
     elif outcome.stopped_by == "episode_done":

@@ -22,7 +22,6 @@ _SEPARATORS = (",", "[", "{")
 _BYTE_SEPARATORS = (b",", b"[", b"{")
 
 
-
 def _reject(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
@@ -38,7 +37,9 @@ def _make_encoder() -> Any:
     try:
         from json.encoder import c_make_encoder, encode_basestring_ascii
 
-        chunks = c_make_encoder(None, _reject, encode_basestring_ascii, None, ":", ",", False, False, False)
+        chunks = c_make_encoder(
+            None, _reject, encode_basestring_ascii, None, ":", ",", False, False, False
+        )
         chunks({"probe": [1.5, None, True]}, 0)
         return lambda message: "".join(chunks(message, 0))
     except (ImportError, TypeError):  # no C accelerator, or its signature changed
@@ -72,7 +73,8 @@ class ProtocolError(Exception):
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as a line of ASCII JSON (raises ``ValueError``/``TypeError`` if not JSON-able)."""
+    """One message as a line of ASCII JSON (raises ``ValueError``/``TypeError`` if not
+    JSON-able)."""
     return _encode(message).encode("ascii") + b"\n"
 
 
@@ -83,8 +85,14 @@ class Channel:
     (the child blocks; the parent never does).
     """
 
-    def __init__(self, read_fd: int, write_fd: int, *, nonblocking: bool = False,
-                 max_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        read_fd: int,
+        write_fd: int,
+        *,
+        nonblocking: bool = False,
+        max_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.max_bytes = max_bytes
@@ -140,7 +148,7 @@ class Channel:
                 raise ProtocolError(f"a message longer than {self.max_bytes} bytes")
             if end >= 0:
                 line = bytes(self._buffer[:end])
-                del self._buffer[:end + 1]
+                del self._buffer[: end + 1]
                 self._scanned = 0
                 return self._decode(line)
             self._scanned = len(self._buffer)
@@ -160,8 +168,10 @@ class Channel:
     def _decode(self, line: bytes) -> dict[str, Any]:
         limit = self.max_values
         if limit is not None and len(line) > limit and (count := separators(line)) > limit:
-            raise ProtocolError(f"a message of {count} JSON values (its commas, [ and {{), more than the {limit} "
-                                "an honest reply to this request can hold; refused unread")
+            raise ProtocolError(
+                f"a message of {count} JSON values (its commas, [ and {{), more than the {limit} "
+                "an honest reply to this request can hold; refused unread"
+            )
         return _decode(line)
 
     def pending(self) -> bool:

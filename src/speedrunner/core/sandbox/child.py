@@ -12,8 +12,8 @@ code. Requests, one at a time:
 - ``{"op": "call", "id", "name", "args", "kwargs", "observation", "max_actions", "scratch"}``:
   run a skill in a fresh namespace of the codebook (its module code run anew, functions
   traced), so nothing an earlier call left there is seen; each primitive action is an
-  ``{"act", "id"}`` message answered by the parent before the skill goes on; ends with ``{"id", "result": {"tree", "returned", "error",
-  "stopped_by", "scratch"}}``;
+  ``{"act", "id"}`` message answered by the parent before the skill goes on; ends with
+  ``{"id", "result": {"tree", "returned", "error", "stopped_by", "scratch"}}``;
 - ``{"op": "run", "id", "code"}`` (analysis mode): exec arbitrary code in a persistent
   namespace; answers ``{"id", "stdout", "error"}``.
 
@@ -81,8 +81,14 @@ def main(argv: list[str]) -> None:
         reply["id"] = request.get("id")
         try:
             channel.send(reply)
-        except (TypeError, ValueError, RecursionError) as e:  # our bug if it happens; say so rather than die
-            channel.send({"id": request.get("id"), "error": f"the sandbox could not encode its reply: {e}"})
+        except (
+            TypeError,
+            ValueError,
+            RecursionError,
+        ) as e:  # our bug if it happens; say so rather than die
+            channel.send(
+                {"id": request.get("id"), "error": f"the sandbox could not encode its reply: {e}"}
+            )
 
 
 def _die_with_parent(parent: int) -> None:
@@ -110,7 +116,9 @@ def _limit(limits: dict[str, int]) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing us
+    signal.signal(
+        signal.SIGXFSZ, signal.SIG_IGN
+    )  # an oversized write fails with EFBIG instead of killing us
 
 
 def _drop_privileges(uid: int) -> None:
@@ -140,10 +148,12 @@ class _UnreadableImports:
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         raise ModuleNotFoundError(
-            f"No module named {name!r} available: under the {self.tier!r} sandbox tier the code runs as uid "
-            f"{os.getuid()}, which cannot read this interpreter's files ({sys.prefix}), so only modules "
-            "imported before the sandbox started can be used (use the bwrap tier, or a Python installation "
-            "other users can read)", name=name)
+            f"No module named {name!r} available: under the {self.tier!r} sandbox tier the code "
+            f"runs as uid {os.getuid()}, which cannot read this interpreter's files "
+            f"({sys.prefix}), so only modules imported before the sandbox started can be used "
+            "(use the bwrap tier, or a Python installation other users can read)",
+            name=name,
+        )
 
 
 def _explain_unreadable_imports(tier: str) -> None:
@@ -206,7 +216,8 @@ class SkillServer:
         return {"loaded": True, "functions": sorted(self.functions)}
 
     def fresh_namespace(self, codebook: CompiledCodebook) -> dict[str, Any]:
-        """The codebook run anew for one call (its module-level prints dropped), functions traced."""
+        """The codebook run anew for one call (its module-level prints dropped), functions
+        traced."""
         discard = Recorder(0, self.env_type)
         with _Capture(discard.write):
             namespace, functions = codebook.instantiate()
@@ -224,7 +235,9 @@ class SkillServer:
         if not isinstance(action, str):
             raise TypeError(f"act() takes an action string, not {type(action).__name__}")
         if len(action) > MAX_ACTION_CHARS:
-            raise ValueError(f"an action has at most {MAX_ACTION_CHARS} characters, not {len(action)}")
+            raise ValueError(
+                f"an action has at most {MAX_ACTION_CHARS} characters, not {len(action)}"
+            )
         self.channel.send({"act": action, "id": self.call_id})
         try:
             reply = self.channel.recv()
@@ -256,16 +269,24 @@ class SkillServer:
                 raise LookupError(f"no skill named {name!r} in the codebook")
             namespace = self.fresh_namespace(self.codebook)
             if name not in namespace:
-                raise LookupError(f"no skill named {name!r} in this run of the codebook's module code")
-            env = self.env_type(observation["text"], observation["structured"],
-                                bool(observation.get("done")), actions_left=request.get("max_actions"),
-                                scratch=json.loads(json.dumps(given)))
+                raise LookupError(
+                    f"no skill named {name!r} in this run of the codebook's module code"
+                )
+            env = self.env_type(
+                observation["text"],
+                observation["structured"],
+                bool(observation.get("done")),
+                actions_left=request.get("max_actions"),
+                scratch=json.loads(json.dumps(given)),
+            )
             with _Capture(rec.write):
                 value = namespace[name](env, *request["args"], **request["kwargs"])
             returned, error = check_returned(value)
         except Stop:
             pass
-        except BaseException as e:  # SystemExit, KeyboardInterrupt and MemoryError included: we go on
+        except (
+            BaseException
+        ) as e:  # SystemExit, KeyboardInterrupt and MemoryError included: we go on
             error = own_traceback(e)
         finally:
             self.recorder = None
@@ -283,8 +304,13 @@ class SkillServer:
             tree["error"] = error
         stopped_by = rec.stopped or ("error" if error is not None else "returned")
         tree["stopped_by"] = stopped_by
-        return {"tree": tree, "returned": returned, "error": error, "stopped_by": stopped_by,
-                "scratch": scratch}
+        return {
+            "tree": tree,
+            "returned": returned,
+            "error": error,
+            "stopped_by": stopped_by,
+            "scratch": scratch,
+        }
 
 
 class AnalysisServer:
@@ -306,7 +332,7 @@ class AnalysisServer:
         def write(text: str) -> int:
             if not isinstance(text, str):
                 raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-            kept = text[:max(budget[0], 0)]
+            kept = text[: max(budget[0], 0)]
             budget[0] -= len(kept)
             budget[1] += len(text) - len(kept)
             out.append(kept)
@@ -314,7 +340,12 @@ class AnalysisServer:
 
         error = None
         started = time.monotonic()
-        linecache.cache[ANALYSIS_FILENAME] = (len(code), None, code.splitlines(True), ANALYSIS_FILENAME)
+        linecache.cache[ANALYSIS_FILENAME] = (
+            len(code),
+            None,
+            code.splitlines(True),
+            ANALYSIS_FILENAME,
+        )
         try:
             with _Capture(write):
                 exec(compile(code, ANALYSIS_FILENAME, "exec"), self.namespace)

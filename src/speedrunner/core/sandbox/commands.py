@@ -46,8 +46,17 @@ NOBODY = 65534
 """The uid/gid untrusted code runs as when the parent is root."""
 
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-              "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives")
+_ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/alternatives",
+)
 _TMP_BYTES = 16 * 1024 * 1024
 
 
@@ -58,7 +67,8 @@ and lets the parent find a double-forked daemon by its uid)."""
 
 
 def drop_to_uid(tier: str = "bwrap") -> int | None:
-    """The uid the child becomes before untrusted code runs (``None``: it already runs unprivileged).
+    """The uid the child becomes before untrusted code runs (``None``: it already runs
+    unprivileged).
 
     A root parent: 65534 under bwrap and unshare (their pid namespaces keep sandboxes apart),
     a fresh uid no process has under rlimits.
@@ -91,7 +101,8 @@ def tool(name: str) -> str | None:
 
 
 def package_root() -> Path:
-    """The directory that holds the ``speedrunner`` package the parent runs (src/ or site-packages)."""
+    """The directory that holds the ``speedrunner`` package the parent runs (src/ or
+    site-packages)."""
     import speedrunner
 
     return Path(speedrunner.__file__).resolve().parent.parent
@@ -164,8 +175,13 @@ def site_packages() -> list[str]:
 def interpreter_paths() -> list[Path]:
     """What the interpreter needs to start and import installed packages, nothing else (fixed for
     the process's life; cached because every sandbox start asks)."""
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
-             Path(sys.executable).parent}
+    paths = {
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.exec_prefix),
+        Path(sys.base_exec_prefix),
+        Path(sys.executable).parent,
+    }
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         value = sysconfig.get_paths().get(key)
         if value:
@@ -173,10 +189,18 @@ def interpreter_paths() -> list[Path]:
     return sorted({p.resolve() for p in paths if p.exists()})
 
 
-def wrap(tier: str, argv: Sequence[str], *, scratch: Path, read_only: Iterable[Path] = (),
-         scratch_bytes: int = 64 * 1024 * 1024, seccomp_fd: int | None = None,
-         root: Path | None = None) -> list[str]:
-    """``argv`` run under ``tier``; ``read_only`` paths are mounted at the same place (bwrap, unshare).
+def wrap(
+    tier: str,
+    argv: Sequence[str],
+    *,
+    scratch: Path,
+    read_only: Iterable[Path] = (),
+    scratch_bytes: int = 64 * 1024 * 1024,
+    seccomp_fd: int | None = None,
+    root: Path | None = None,
+) -> list[str]:
+    """``argv`` run under ``tier``; ``read_only`` paths are mounted at the same place (bwrap,
+    unshare).
 
     ``seccomp_fd`` (bwrap) holds the filter of ``seccomp.py``; the other tiers install it in
     ``enter.py``. ``root`` (unshare) is an empty directory to build the private root on.
@@ -190,24 +214,62 @@ def wrap(tier: str, argv: Sequence[str], *, scratch: Path, read_only: Iterable[P
         if root is None:
             raise ValueError("the unshare tier needs an empty directory to build its root on")
         user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-        setpriv = tool("setpriv")  # unshare itself must die with the run, then --kill-child does the rest
+        setpriv = tool(
+            "setpriv"
+        )  # unshare itself must die with the run, then --kill-child does the rest
         outer = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
-        spec = unshare_root_spec(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes, root=root)
-        return [*outer, unshare, *user, "--mount", "--propagation", "private", "--net", "--pid", "--ipc", "--uts",
-                "--fork", "--kill-child", "--", *enter_prefix(spec), *argv]
+        spec = unshare_root_spec(
+            scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes, root=root
+        )
+        return [
+            *outer,
+            unshare,
+            *user,
+            "--mount",
+            "--propagation",
+            "private",
+            "--net",
+            "--pid",
+            "--ipc",
+            "--uts",
+            "--fork",
+            "--kill-child",
+            "--",
+            *enter_prefix(spec),
+            *argv,
+        ]
     if tier == "bwrap":
-        return [*bwrap_prefix(scratch=scratch, read_only=read_only, scratch_bytes=scratch_bytes,
-                              seccomp_fd=seccomp_fd), "--", *argv]
+        return [
+            *bwrap_prefix(
+                scratch=scratch,
+                read_only=read_only,
+                scratch_bytes=scratch_bytes,
+                seccomp_fd=seccomp_fd,
+            ),
+            "--",
+            *argv,
+        ]
     raise ValueError(f"unknown sandbox tier {tier!r} (tiers: {', '.join(TIERS)})")
 
 
-ENTER_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
-                   "from speedrunner.core.sandbox.enter import main; main(sys.argv[2], sys.argv[3:])")
+ENTER_BOOTSTRAP = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from speedrunner.core.sandbox.enter import main; main(sys.argv[2], sys.argv[3:])"
+)
 
 
 def enter_prefix(spec: dict[str, object]) -> list[str]:
     """``enter.py`` with ``spec``: it sets the sandbox up, then execs the argv that follows."""
-    return [sys.executable, "-I", "-B", "-S", "-c", ENTER_BOOTSTRAP, str(package_root()), json.dumps(spec)]
+    return [
+        sys.executable,
+        "-I",
+        "-B",
+        "-S",
+        "-c",
+        ENTER_BOOTSTRAP,
+        str(package_root()),
+        json.dumps(spec),
+    ]
 
 
 def visible_paths(read_only: Iterable[Path]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -219,35 +281,80 @@ def visible_paths(read_only: Iterable[Path]) -> tuple[list[str], list[tuple[str,
         elif os.path.isdir(link):
             binds.append(link)
     binds += [p for p in _ETC_FILES if os.path.exists(p)]
-    binds += [str(p) for p in _outermost([*interpreter_paths(), package_root(), *(Path(p).resolve() for p in read_only)])]
+    binds += [
+        str(p)
+        for p in _outermost(
+            [*interpreter_paths(), package_root(), *(Path(p).resolve() for p in read_only)]
+        )
+    ]
     return binds, links
 
 
-def unshare_root_spec(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int, root: Path) -> dict[str, object]:
-    """What ``enter.py`` builds under unshare: the same view as bwrap's (see the module docstring)."""
+def unshare_root_spec(
+    *, scratch: Path, read_only: Iterable[Path], scratch_bytes: int, root: Path
+) -> dict[str, object]:
+    """What ``enter.py`` builds under unshare: the same view as bwrap's (see the module
+    docstring)."""
     binds, links = visible_paths(read_only)
     scratch = scratch.resolve()
-    return {"root": str(root), "binds": binds, "symlinks": links, "seccomp": seccomp.supported(),
-            "tmpfs": [("/tmp", _TMP_BYTES, "1777"), ("/dev/shm", _TMP_BYTES, "1777"),
-                      (str(scratch), scratch_bytes, "1777")],
-            "chdir": str(scratch)}
+    return {
+        "root": str(root),
+        "binds": binds,
+        "symlinks": links,
+        "seccomp": seccomp.supported(),
+        "tmpfs": [
+            ("/tmp", _TMP_BYTES, "1777"),
+            ("/dev/shm", _TMP_BYTES, "1777"),
+            (str(scratch), scratch_bytes, "1777"),
+        ],
+        "chdir": str(scratch),
+    }
 
 
-def bwrap_prefix(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int,
-                 seccomp_fd: int | None = None) -> list[str]:
+def bwrap_prefix(
+    *, scratch: Path, read_only: Iterable[Path], scratch_bytes: int, seccomp_fd: int | None = None
+) -> list[str]:
     bwrap = tool("bwrap")
     if bwrap is None:
-        raise FileNotFoundError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+        raise FileNotFoundError(
+            "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+        )
+    args = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY)]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(_TMP_BYTES), "--tmpfs", "/dev/shm",
-             "--perms", "1777", "--size", str(_TMP_BYTES), "--tmpfs", "/tmp"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(_TMP_BYTES),
+        "--tmpfs",
+        "/dev/shm",
+        "--perms",
+        "1777",
+        "--size",
+        str(_TMP_BYTES),
+        "--tmpfs",
+        "/tmp",
+    ]
     args += ["--ro-bind", "/usr", "/usr"]
     for link in _SYSTEM_LINKS:
         if os.path.islink(link):
@@ -257,11 +364,22 @@ def bwrap_prefix(*, scratch: Path, read_only: Iterable[Path], scratch_bytes: int
     for path in _ETC_FILES:
         args += ["--ro-bind-try", path, path]
     made: set[Path] = {Path("/"), Path("/usr"), Path("/tmp"), Path("/dev"), Path("/proc")}
-    for path in _outermost([*interpreter_paths(), package_root(), *(Path(p).resolve() for p in read_only)]):
+    for path in _outermost(
+        [*interpreter_paths(), package_root(), *(Path(p).resolve() for p in read_only)]
+    ):
         args += _parents(path, made) + ["--ro-bind", str(path), str(path)]
     scratch = scratch.resolve()
     args += _parents(scratch, made)
-    args += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", str(scratch), "--chdir", str(scratch)]
+    args += [
+        "--perms",
+        "1777",
+        "--size",
+        str(scratch_bytes),
+        "--tmpfs",
+        str(scratch),
+        "--chdir",
+        str(scratch),
+    ]
     return args
 
 

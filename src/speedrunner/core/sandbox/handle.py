@@ -14,15 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-_READ_ONLY = ("the env's class is read-only in skill code: keep state between calls of one episode in "
-              "env.scratch (a dict of JSON values)")
+_READ_ONLY = (
+    "the env's class is read-only in skill code: keep state between calls of one episode in "
+    "env.scratch (a dict of JSON values)"
+)
 _FIELDS = ("text", "state", "done", "actions_left", "scratch")
 _bound: list[Any] = []
-"""``[send, stop]`` of the child's server: ``send(action) -> reply``, ``stop(reason) -> exception``."""
+"""``[send, stop]`` of the child's server: ``send(action) -> reply``,
+``stop(reason) -> exception``."""
 
 
 def bind(send: Callable[[str], dict[str, Any]], stop: Callable[[str], BaseException]) -> None:
-    """Connect every ``SandboxEnv``'s ``act`` to the child's server (once, before any skill runs)."""
+    """Connect every ``SandboxEnv``'s ``act`` to the child's server (once, before any skill
+    runs)."""
     _bound[:] = [send, stop]
 
 
@@ -44,8 +48,15 @@ class SandboxEnv(metaclass=_ReadOnlyClass):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         raise TypeError("the env's class cannot be subclassed in skill code")
 
-    def __init__(self, text: str, state: dict[str, Any], done: bool = False, *, actions_left: int | None = None,
-                 scratch: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        state: dict[str, Any],
+        done: bool = False,
+        *,
+        actions_left: int | None = None,
+        scratch: dict[str, Any] | None = None,
+    ) -> None:
         self.text = text
         self.state = state
         self.done = done
@@ -54,8 +65,10 @@ class SandboxEnv(metaclass=_ReadOnlyClass):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in _FIELDS:
-            raise AttributeError(f"env has no attribute {name!r} (its attributes: {', '.join(_FIELDS)}); keep "
-                                 "state between calls in env.scratch")
+            raise AttributeError(
+                f"env has no attribute {name!r} (its attributes: {', '.join(_FIELDS)}); keep "
+                "state between calls in env.scratch"
+            )
         object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:

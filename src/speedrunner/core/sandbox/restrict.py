@@ -58,29 +58,117 @@ CODEBOOK_FILENAME = "codebook.py"
 CODEBOOK_MODULE = "codebook"
 """The module name of the codebook's namespace (the ``__module__`` of the classes it defines)."""
 
-ALLOWED_MODULES = ("re", "math", "itertools", "collections", "collections.abc", "functools",
-                   "dataclasses", "typing")
-_HIDDEN_NAMES = {"typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref", "overload", "get_overloads",
-                            "clear_overloads"},
-                 "functools": {"singledispatch", "singledispatchmethod"}}
+ALLOWED_MODULES = (
+    "re",
+    "math",
+    "itertools",
+    "collections",
+    "collections.abc",
+    "functools",
+    "dataclasses",
+    "typing",
+)
+_HIDDEN_NAMES = {
+    "typing": {
+        "get_type_hints",
+        "ForwardRef",
+        "evaluate_forward_ref",
+        "overload",
+        "get_overloads",
+        "clear_overloads",
+    },
+    "functools": {"singledispatch", "singledispatchmethod"},
+}
 """Public names that evaluate strings as code (annotations), which would bypass the checks, or
 that keep a registry across calls (``typing.overload``)."""
-_ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__qualname__", "__init__", "__post_init__", "__len__",
-                              "__iter__", "__next__", "__repr__", "__str__", "__eq__", "__hash__", "__lt__",
-                              "__le__", "__gt__", "__ge__", "__contains__", "__getitem__", "__enter__",
-                              "__exit__"})
+_ALLOWED_DUNDERS = frozenset(
+    {
+        "__name__",
+        "__doc__",
+        "__qualname__",
+        "__init__",
+        "__post_init__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__hash__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__contains__",
+        "__getitem__",
+        "__enter__",
+        "__exit__",
+    }
+)
 _ALLOWED_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_field_defaults", "_make"})
 """Private-looking attributes that are public API (namedtuple's)."""
-_CLASS_DUNDERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
-                            "__slots__", "__match_args__", "__orig_bases__", "__parameters__", "__static_attributes__", "__firstlineno__",
-                            "__abstractmethods__", "_abc_impl"})
+_CLASS_DUNDERS = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__slots__",
+        "__match_args__",
+        "__orig_bases__",
+        "__parameters__",
+        "__static_attributes__",
+        "__firstlineno__",
+        "__abstractmethods__",
+        "_abc_impl",
+    }
+)
 """Entries Python itself puts in a class's namespace."""
-_BLOCKED_ATTRIBUTES = frozenset({
-    "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "gi_frame", "gi_code",
-    "cr_frame", "cr_code", "ag_frame", "ag_code", "co_code", "mro", "format_map"})
-_BLOCKED_BUILTINS = frozenset({
-    "open", "eval", "exec", "compile", "globals", "locals", "vars", "breakpoint", "input", "help", "exit",
-    "quit", "copyright", "credits", "license", "memoryview", "__loader__", "__spec__", "__package__"})
+_BLOCKED_ATTRIBUTES = frozenset(
+    {
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_back",
+        "f_code",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "cr_code",
+        "ag_frame",
+        "ag_code",
+        "co_code",
+        "mro",
+        "format_map",
+    }
+)
+_BLOCKED_BUILTINS = frozenset(
+    {
+        "open",
+        "eval",
+        "exec",
+        "compile",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "input",
+        "help",
+        "exit",
+        "quit",
+        "copyright",
+        "credits",
+        "license",
+        "memoryview",
+        "__loader__",
+        "__spec__",
+        "__package__",
+    }
+)
 
 
 class SkillCodeError(Exception):
@@ -88,8 +176,10 @@ class SkillCodeError(Exception):
 
 
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_READ_ONLY = ("module constants are read-only: keep state between calls of one episode in env.scratch "
-              "(a dict of JSON values that survives a sandbox restart)")
+_READ_ONLY = (
+    "module constants are read-only: keep state between calls of one episode in env.scratch "
+    "(a dict of JSON values that survives a sandbox restart)"
+)
 
 
 def _refuse(*args: Any, **kwargs: Any) -> Any:
@@ -150,7 +240,9 @@ class CompiledCodebook:
         codebook's own functions (public and private), the ones to trace. Raises whatever the
         module's own top-level code raises."""
         self.importer.refresh()
-        module = types.ModuleType(CODEBOOK_MODULE)  # registered: dataclasses look their module up in sys.modules
+        module = types.ModuleType(
+            CODEBOOK_MODULE
+        )  # registered: dataclasses look their module up in sys.modules
         module.__builtins__ = self.builtins  # type: ignore[attr-defined]
         sys.modules[CODEBOOK_MODULE] = module
         namespace = module.__dict__
@@ -160,9 +252,15 @@ class CompiledCodebook:
                 namespace[name] = frozen(value)
         for name, problems in self.refused.items():
             namespace[name] = _refusing(name, problems)
-        functions = [name for name, value in namespace.items()
-                     if name in self.refused or (isinstance(value, types.FunctionType)
-                                                 and value.__code__.co_filename == CODEBOOK_FILENAME)]
+        functions = [
+            name
+            for name, value in namespace.items()
+            if name in self.refused
+            or (
+                isinstance(value, types.FunctionType)
+                and value.__code__.co_filename == CODEBOOK_FILENAME
+            )
+        ]
         return namespace, functions
 
 
@@ -179,7 +277,9 @@ def compile_codebook(source: str, api_module: str) -> CompiledCodebook:
     module_problems: list[str] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            outer = _problems([*stmt.decorator_list, stmt.args, *([stmt.returns] if stmt.returns else [])])
+            outer = _problems(
+                [*stmt.decorator_list, stmt.args, *([stmt.returns] if stmt.returns else [])]
+            )
             inner = _problems(stmt.body)
             module_problems += outer
             if inner:
@@ -189,13 +289,22 @@ def compile_codebook(source: str, api_module: str) -> CompiledCodebook:
             module_problems += _problems([stmt])
         body.append(stmt)
     if module_problems:
-        raise SkillCodeError("the codebook's module-level code is not allowed in a skill:\n  "
-                             + "\n  ".join(module_problems))
+        raise SkillCodeError(
+            "the codebook's module-level code is not allowed in a skill:\n  "
+            + "\n  ".join(module_problems)
+        )
     tree.body = body
     tree = ast.fix_missing_locations(_Rewriter().visit(tree))
-    linecache.cache[CODEBOOK_FILENAME] = (len(source), None, source.splitlines(True), CODEBOOK_FILENAME)
+    linecache.cache[CODEBOOK_FILENAME] = (
+        len(source),
+        None,
+        source.splitlines(True),
+        CODEBOOK_FILENAME,
+    )
     importer = _Importer(api_module)
-    return CompiledCodebook(compile(tree, CODEBOOK_FILENAME, "exec"), refused, _builtins(importer), importer)
+    return CompiledCodebook(
+        compile(tree, CODEBOOK_FILENAME, "exec"), refused, _builtins(importer), importer
+    )
 
 
 def _builtins(importer: _Importer) -> dict[str, Any]:
@@ -217,14 +326,26 @@ def _problems(nodes: list[Any]) -> list[str]:
     for root in nodes:
         for node in ast.walk(root):
             if isinstance(node, ast.Attribute) and not _attribute_allowed(node.attr):
-                found.append(f"line {node.lineno}: attribute {node.attr!r} is not allowed in skill code")
-            elif isinstance(node, ast.Name) and node.id.startswith("__") and node.id not in ("__name__", "__doc__"):
+                found.append(
+                    f"line {node.lineno}: attribute {node.attr!r} is not allowed in skill code"
+                )
+            elif (
+                isinstance(node, ast.Name)
+                and node.id.startswith("__")
+                and node.id not in ("__name__", "__doc__")
+            ):
                 found.append(f"line {node.lineno}: name {node.id!r} is not allowed in skill code")
             elif isinstance(node, ast.ImportFrom) and node.level:
                 found.append(f"line {node.lineno}: relative imports are not allowed in skill code")
-            elif (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("__")
-                  and node.name.endswith("__") and node.name not in _ALLOWED_DUNDERS):
-                found.append(f"line {node.lineno}: a method named {node.name!r} is not allowed in skill code")
+            elif (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name.startswith("__")
+                and node.name.endswith("__")
+                and node.name not in _ALLOWED_DUNDERS
+            ):
+                found.append(
+                    f"line {node.lineno}: a method named {node.name!r} is not allowed in skill code"
+                )
     return found
 
 
@@ -242,13 +363,19 @@ def _check_class(name: Any, bases: tuple[Any, ...], namespace: Any, metaclass: A
         raise SkillCodeError(f"class {name!r}: a metaclass is not allowed in skill code")
     for base in bases:
         if isinstance(base, type) and issubclass(base, type):
-            raise SkillCodeError(f"class {name!r}: deriving from {base.__name__} (a metaclass) is not allowed")
+            raise SkillCodeError(
+                f"class {name!r}: deriving from {base.__name__} (a metaclass) is not allowed"
+            )
     for key in list(namespace):
         if not isinstance(key, str):
             raise SkillCodeError(f"class {name!r}: a non-string attribute name is not allowed")
-        if (key.startswith("__") or key.endswith("__")) and key not in _ALLOWED_DUNDERS | _CLASS_DUNDERS:
-            raise SkillCodeError(f"class {name!r}: defining {key!r} is not allowed in skill code (only "
-                                 f"{', '.join(sorted(_ALLOWED_DUNDERS))})")
+        if (
+            key.startswith("__") or key.endswith("__")
+        ) and key not in _ALLOWED_DUNDERS | _CLASS_DUNDERS:
+            raise SkillCodeError(
+                f"class {name!r}: defining {key!r} is not allowed in skill code (only "
+                f"{', '.join(sorted(_ALLOWED_DUNDERS))})"
+            )
 
 
 def _build_class(func: Any, name: Any, *bases: Any, **kwargs: Any) -> Any:
@@ -289,16 +416,26 @@ _WRAPPER_NAMES = frozenset(functools.WRAPPER_ASSIGNMENTS) | frozenset(functools.
 
 def _check_wrapper_names(assigned: Any, updated: Any, wrapped: Any) -> None:
     for names in (assigned, updated):
-        if isinstance(names, str) or not all(isinstance(n, str) and n in _WRAPPER_NAMES for n in names):
-            raise SkillCodeError(f"functools.update_wrapper/wraps take only the attribute names of "
-                                 f"WRAPPER_ASSIGNMENTS and WRAPPER_UPDATES ({', '.join(sorted(_WRAPPER_NAMES))})")
+        if isinstance(names, str) or not all(
+            isinstance(n, str) and n in _WRAPPER_NAMES for n in names
+        ):
+            raise SkillCodeError(
+                f"functools.update_wrapper/wraps take only the attribute names of "
+                f"WRAPPER_ASSIGNMENTS and WRAPPER_UPDATES ({', '.join(sorted(_WRAPPER_NAMES))})"
+            )
     if isinstance(wrapped, type | types.ModuleType) or not callable(wrapped):
-        raise SkillCodeError("functools.update_wrapper/wraps copy from a function only, not from "
-                             f"{type(wrapped).__name__!r} objects")
+        raise SkillCodeError(
+            "functools.update_wrapper/wraps copy from a function only, not from "
+            f"{type(wrapped).__name__!r} objects"
+        )
 
 
-def _update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
-                    updated: Any = functools.WRAPPER_UPDATES) -> Any:
+def _update_wrapper(
+    wrapper: Any,
+    wrapped: Any,
+    assigned: Any = functools.WRAPPER_ASSIGNMENTS,
+    updated: Any = functools.WRAPPER_UPDATES,
+) -> Any:
     _check_wrapper_names(assigned, updated, wrapped)
     if isinstance(wrapper, type | types.ModuleType):
         raise SkillCodeError("functools.update_wrapper updates a function only")
@@ -306,26 +443,51 @@ def _update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPE
     return functools.update_wrapper(wrapper, wrapped, tuple(assigned), tuple(updated))
 
 
-def _wraps(wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
-           updated: Any = functools.WRAPPER_UPDATES) -> Any:
+def _wraps(
+    wrapped: Any,
+    assigned: Any = functools.WRAPPER_ASSIGNMENTS,
+    updated: Any = functools.WRAPPER_UPDATES,
+) -> Any:
     _check_wrapper_names(assigned, updated, wrapped)
-    return functools.partial(_update_wrapper, wrapped=wrapped, assigned=tuple(assigned), updated=tuple(updated))
+    return functools.partial(
+        _update_wrapper, wrapped=wrapped, assigned=tuple(assigned), updated=tuple(updated)
+    )
 
 
-_MAKE_DATACLASS_OPTIONS = frozenset({"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args",
-                                     "kw_only", "slots", "weakref_slot"})
+_MAKE_DATACLASS_OPTIONS = frozenset(
+    {
+        "init",
+        "repr",
+        "eq",
+        "order",
+        "unsafe_hash",
+        "frozen",
+        "match_args",
+        "kw_only",
+        "slots",
+        "weakref_slot",
+    }
+)
 
 
 def _make_dataclass(cls_name: Any, fields: Any, **options: Any) -> Any:
     refused = sorted(set(options) - _MAKE_DATACLASS_OPTIONS)
     if refused:
-        raise SkillCodeError(f"dataclasses.make_dataclass(..., {refused[0]}=...) is not allowed in skill code")
+        raise SkillCodeError(
+            f"dataclasses.make_dataclass(..., {refused[0]}=...) is not allowed in skill code"
+        )
     fields = list(fields)
     for item in fields:
-        name = item if isinstance(item, str) else (item[0] if isinstance(item, tuple | list) and item else None)
+        name = (
+            item
+            if isinstance(item, str)
+            else (item[0] if isinstance(item, tuple | list) and item else None)
+        )
         if not isinstance(name, str) or name.startswith("_"):
-            raise SkillCodeError(f"dataclasses.make_dataclass: field {name!r} is not allowed (a field name may "
-                                 "not start with an underscore)")
+            raise SkillCodeError(
+                f"dataclasses.make_dataclass: field {name!r} is not allowed (a field name may "
+                "not start with an underscore)"
+            )
     return dataclasses.make_dataclass(cls_name, fields, **options)
 
 
@@ -343,10 +505,19 @@ def _own_class(decorator: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
-_GUARDED = {"functools": {"update_wrapper": _update_wrapper, "wraps": _wraps,
-                          "total_ordering": _own_class(functools.total_ordering)},
-            "dataclasses": {"make_dataclass": _make_dataclass, "dataclass": _own_class(dataclasses.dataclass)}}
-"""Members of allowed modules replaced by checked versions (they read or write attributes by name)."""
+_GUARDED = {
+    "functools": {
+        "update_wrapper": _update_wrapper,
+        "wraps": _wraps,
+        "total_ordering": _own_class(functools.total_ordering),
+    },
+    "dataclasses": {
+        "make_dataclass": _make_dataclass,
+        "dataclass": _own_class(dataclasses.dataclass),
+    },
+}
+"""Members of allowed modules replaced by checked versions (they read or write attributes by
+name)."""
 
 
 def _refusing(name: str, problems: list[str]) -> Callable[..., Any]:
@@ -386,8 +557,9 @@ class _Importer:
 
     def proxy(self, name: str) -> types.ModuleType:
         if name not in self.proxies:
-            self.proxies[name] = _public_view(importlib.import_module(name), _HIDDEN_NAMES.get(name, set()),
-                                              self.mutable)
+            self.proxies[name] = _public_view(
+                importlib.import_module(name), _HIDDEN_NAMES.get(name, set()), self.mutable
+            )
             if name == "collections":
                 _set(self.proxies[name], "abc", self.proxy("collections.abc"))
         return self.proxies[name]
@@ -397,18 +569,23 @@ class _Importer:
         for view, name, value in self.mutable:
             _set(view, name, frozen(value))
 
-    def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
-                 level: int = 0) -> types.ModuleType:
+    def __call__(
+        self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> types.ModuleType:
         if level:
             raise ImportError("relative imports are not allowed in skill code")
         if name not in self.allowed:
-            raise ImportError(f"skill code may not import {name!r}; allowed: {', '.join(self.allowed)}")
+            raise ImportError(
+                f"skill code may not import {name!r}; allowed: {', '.join(self.allowed)}"
+            )
         if fromlist or "." not in name:
             return self.proxy(name)
         top = name.split(".")[0]
         if top in self.allowed:
             return self.proxy(top)
-        return _chain(name, self.proxy(name))  # `import a.b.skill_api` binds `a`: give a stub path to the API only
+        return _chain(
+            name, self.proxy(name)
+        )  # `import a.b.skill_api` binds `a`: give a stub path to the API only
 
 
 class ReadOnlyModule(types.ModuleType):
@@ -416,8 +593,10 @@ class ReadOnlyModule(types.ModuleType):
     outlives the call, so an attribute set on it would be state between calls)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise TypeError(f"module {self.__name__!r} is read-only in skill code: keep state between calls of one "
-                        "episode in env.scratch")
+        raise TypeError(
+            f"module {self.__name__!r} is read-only in skill code: keep state between calls of one "
+            "episode in env.scratch"
+        )
 
     __delattr__ = __setattr__  # type: ignore[assignment]
 
@@ -426,8 +605,9 @@ def _set(module: types.ModuleType, name: str, value: Any) -> None:
     types.ModuleType.__setattr__(module, name, value)
 
 
-def _public_view(module: types.ModuleType, hidden: set[str],
-                 mutable: list[tuple[types.ModuleType, str, Any]]) -> types.ModuleType:
+def _public_view(
+    module: types.ModuleType, hidden: set[str], mutable: list[tuple[types.ModuleType, str, Any]]
+) -> types.ModuleType:
     from speedrunner.core.skill import SkillEnv
 
     view = ReadOnlyModule(module.__name__, module.__doc__)
@@ -436,7 +616,9 @@ def _public_view(module: types.ModuleType, hidden: set[str],
         value = getattr(module, name, None)
         if name in hidden or name.startswith("_") or isinstance(value, types.ModuleType):
             continue
-        if value is SkillEnv:  # the class skill code sees is the env's own: read-only, nothing private
+        if (
+            value is SkillEnv
+        ):  # the class skill code sees is the env's own: read-only, nothing private
             value = SandboxEnv
         value = _GUARDED.get(module.__name__, {}).get(name, value)
         _SHARED.add(id(value))
@@ -473,9 +655,13 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         if node.attr == "format" and isinstance(node.ctx, ast.Load):
-            return ast.copy_location(ast.Call(ast.Name(_FORMAT_HOOK, ast.Load()), [node.value], []), node)
+            return ast.copy_location(
+                ast.Call(ast.Name(_FORMAT_HOOK, ast.Load()), [node.value], []), node
+            )
         if isinstance(node.ctx, ast.Store | ast.Del):
-            node.value = ast.copy_location(ast.Call(ast.Name(_OWN_HOOK, ast.Load()), [node.value], []), node.value)
+            node.value = ast.copy_location(
+                ast.Call(ast.Name(_OWN_HOOK, ast.Load()), [node.value], []), node.value
+            )
         return node
 
 
@@ -495,18 +681,25 @@ def _shared(obj: Any) -> str | None:
     if isinstance(obj, type):
         return None if obj.__module__ == CODEBOOK_MODULE else f"the class {obj.__name__!r}"
     if isinstance(obj, types.FunctionType):
-        return None if obj.__code__.co_filename == CODEBOOK_FILENAME else f"the function {obj.__name__!r}"
+        return (
+            None
+            if obj.__code__.co_filename == CODEBOOK_FILENAME
+            else f"the function {obj.__name__!r}"
+        )
     if id(obj) in _SHARED:
         return f"{type(obj).__name__!r} object of an imported module"
     return None
 
 
 def _writable(obj: Any) -> Any:
-    """``obj`` if skill code may set its attributes, else ``SkillCodeError`` saying where state goes."""
+    """``obj`` if skill code may set its attributes, else ``SkillCodeError`` saying where state
+    goes."""
     what = _shared(obj)
     if what is not None:
-        raise SkillCodeError(f"{what} outlives the skill call, so skill code may not set or delete its attributes: "
-                             "keep state between calls of one episode in env.scratch")
+        raise SkillCodeError(
+            f"{what} outlives the skill call, so skill code may not set or delete its attributes: "
+            "keep state between calls of one episode in env.scratch"
+        )
     return obj
 
 
@@ -517,8 +710,10 @@ class _CheckedFormatter(string.Formatter):
         _, rest = _string.formatter_field_name_split(field_name)
         for is_attribute, name in rest:
             if is_attribute and not _attribute_allowed(name):
-                raise SkillCodeError(f"str.format: field {field_name!r} reads attribute {name!r}, which is not "
-                                     "allowed in skill code")
+                raise SkillCodeError(
+                    f"str.format: field {field_name!r} reads attribute {name!r}, which is not "
+                    "allowed in skill code"
+                )
         return super().get_field(field_name, args, kwargs)
 
 
@@ -532,7 +727,8 @@ def _checked_format(text: str, /, *args: Any, **kwargs: Any) -> str:
 
 
 def _format_attribute(obj: Any) -> Any:
-    """``obj.format`` for skill code: the checked ``str.format`` for a string (or ``str`` itself)."""
+    """``obj.format`` for skill code: the checked ``str.format`` for a string (or ``str``
+    itself)."""
     if obj is str or (isinstance(obj, type) and issubclass(obj, str)):
         return _checked_format
     if isinstance(obj, str):

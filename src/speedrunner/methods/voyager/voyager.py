@@ -152,28 +152,55 @@ def read_task_answer(text: str, finish_reason: str | None = None) -> TaskAnswer:
     body, had_think = strip_think(text)
     repairs = ("think block",) if had_think else ()
     fields = json_fields(body, _TASK_KEYS)
-    if fields and mostly_json(body, fields) and not label_lines(outside_json(body, fields), _TASK_LINE, "Task"):
-        readings = [read_task_answer(f.value) if f.wrapped else TaskAnswer(clean_task(str(f.value))) for f in fields]
+    if (
+        fields
+        and mostly_json(body, fields)
+        and not label_lines(outside_json(body, fields), _TASK_LINE, "Task")
+    ):
+        readings = [
+            read_task_answer(f.value) if f.wrapped else TaskAnswer(clean_task(str(f.value)))
+            for f in fields
+        ]
         tasks = distinct([r.task for r in readings if r.task])
         if len(tasks) > 1:
-            return TaskAnswer("", f"the answer has {len(tasks)} different tasks in JSON "
-                                  f"({'; '.join(map(repr, tasks))}); propose exactly one", (*repairs, "JSON answer"))
+            return TaskAnswer(
+                "",
+                f"the answer has {len(tasks)} different tasks in JSON "
+                f"({'; '.join(map(repr, tasks))}); propose exactly one",
+                (*repairs, "JSON answer"),
+            )
         if not tasks:
-            return TaskAnswer("", readings[0].problem or "the JSON answer holds no task", (*repairs, "JSON answer"))
+            return TaskAnswer(
+                "",
+                readings[0].problem or "the JSON answer holds no task",
+                (*repairs, "JSON answer"),
+            )
         inner = next(r for r in readings if r.task)
         return TaskAnswer(inner.task, None, (*repairs, "JSON answer", *inner.repairs))
     lines = [line for line in label_lines(body, _TASK_LINE, "Task") if clean_task(line.value)]
     tasks = distinct([clean_task(line.value) for line in lines])
     cut = truncated(finish_reason)
     if len(tasks) > 1:
-        return TaskAnswer("", f"the answer has {len(tasks)} different Task lines ({'; '.join(map(repr, tasks))}); "
-                              "propose exactly one", repairs)
+        return TaskAnswer(
+            "",
+            f"the answer has {len(tasks)} different Task lines ({'; '.join(map(repr, tasks))}); "
+            "propose exactly one",
+            repairs,
+        )
     if not tasks:
-        return TaskAnswer("", "the answer has no line 'Task: <the next task>'"
-                              + (" (it was cut off at max_tokens)" if cut else ""), repairs)
-    if cut and not body[lines[-1].end:].strip():
-        return TaskAnswer("", f"the answer was cut off at max_tokens right after its Task line, so the task "
-                              f"{tasks[0]!r} may be incomplete", repairs)
+        return TaskAnswer(
+            "",
+            "the answer has no line 'Task: <the next task>'"
+            + (" (it was cut off at max_tokens)" if cut else ""),
+            repairs,
+        )
+    if cut and not body[lines[-1].end :].strip():
+        return TaskAnswer(
+            "",
+            f"the answer was cut off at max_tokens right after its Task line, so the task "
+            f"{tasks[0]!r} may be incomplete",
+            repairs,
+        )
     fixes = list(repairs)
     if not all(line.exact for line in lines):
         fixes.append("marked-up Task label")
@@ -218,8 +245,14 @@ class _WorldLog:
     cap_hits: dict[str, int] = field(default_factory=dict)
     """Skills stopped by a per-call cap (``max_skill_actions``, ``skill_timeout``) -> count."""
 
-    def add(self, step: ActorStep, calls: list[Completion], attempt: Attempt, summary: dict[str, Any],
-            cap_hit: str | None) -> None:
+    def add(
+        self,
+        step: ActorStep,
+        calls: list[Completion],
+        attempt: Attempt,
+        summary: dict[str, Any],
+        cap_hit: str | None,
+    ) -> None:
         if cap_hit is not None:
             self.cap_hits[cap_hit] = self.cap_hits.get(cap_hit, 0) + 1
         self.steps.append(step)
@@ -252,11 +285,17 @@ class VoyagerMethod(Method):
             return BM25Ranker()
         # embedding requests are paid calls of the run: its cap and cache namespace apply to them
         managed = self.model if isinstance(self.model, ManagedModel) else None
-        return EmbeddingRanker(model=e.name, base_url=e.base_url, api_key_env=e.api_key_env, timeout_s=e.timeout_s,
-                               price_per_million=None if e.prices is None else e.prices.input,
-                               store_dir=self.run_dir / STATE_DIR, calls_log=CallLog(self.run_dir / CALLS_FILE),
-                               namespace=managed.namespace if managed else self.run_dir.name,
-                               spend_cap=managed.spend_cap if managed else None)
+        return EmbeddingRanker(
+            model=e.name,
+            base_url=e.base_url,
+            api_key_env=e.api_key_env,
+            timeout_s=e.timeout_s,
+            price_per_million=None if e.prices is None else e.prices.input,
+            store_dir=self.run_dir / STATE_DIR,
+            calls_log=CallLog(self.run_dir / CALLS_FILE),
+            namespace=managed.namespace if managed else self.run_dir.name,
+            spend_cap=managed.spend_cap if managed else None,
+        )
 
     def _reset_batch(self) -> None:
         """The batch starts from the stored generation and state (also after a kill)."""
@@ -266,7 +305,11 @@ class VoyagerMethod(Method):
 
     def knowledge(self) -> Knowledge:
         """The top-k skills retrieved for the benchmark's instruction, callable by the actor."""
-        names = set(top_k(self.ranker, self.world.eval_query, self.state.active(), self.config.retrieval_top_k))
+        names = set(
+            top_k(
+                self.ranker, self.world.eval_query, self.state.active(), self.config.retrieval_top_k
+            )
+        )
         if not names:
             return Knowledge(self.base.generation)
         shown = [f for f in self.base.functions if f.name in names]
@@ -291,10 +334,16 @@ class VoyagerMethod(Method):
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
         """Store the batch's library as the next generation, with Voyager's state. No LLM call:
         the iterations' calls are already in their own rollouts' costs."""
-        author = Author(method=self.name, batch_index=batch_index, scripted=any(t.scripted for t in batch))
-        final = apply_edits(self.base.record_usage(batch), self.batch_edits, author, rules=self.rules)
+        author = Author(
+            method=self.name, batch_index=batch_index, scripted=any(t.scripted for t in batch)
+        )
+        final = apply_edits(
+            self.base.record_usage(batch), self.batch_edits, author, rules=self.rules
+        )
         if isinstance(final, EditRejected):  # each addition was validated with every earlier one
-            raise RuntimeError(f"Voyager's accepted skills no longer validate together:\n{final.message}")
+            raise RuntimeError(
+                f"Voyager's accepted skills no longer validate together:\n{final.message}"
+            )
         self.base = final.commit(self.run_dir)
         save_state(self.run_dir, self.base.generation, self.work)
         self.state = self.work
@@ -326,14 +375,25 @@ class VoyagerMethod(Method):
             else:
                 if STOP.is_set() or ctx.stop.is_set():
                     raise RunInterrupted(f"train/{spec.index:04d} stopped between two iterations")
-                left = None if budget.max_env_actions is None else budget.max_env_actions - world.actions
+                left = (
+                    None
+                    if budget.max_env_actions is None
+                    else budget.max_env_actions - world.actions
+                )
                 now = self._iteration(env, spec, len(world.steps), now, left, world)
                 continue
             break
         return self._trajectory(spec, env, now, world, stop, started)
 
-    def _iteration(self, env: TextEnv, spec: EpisodeSpec, k: int, now: _Now, actions_left: int | None,
-                   world: _WorldLog) -> _Now:
+    def _iteration(
+        self,
+        env: TextEnv,
+        spec: EpisodeSpec,
+        k: int,
+        now: _Now,
+        actions_left: int | None,
+        world: _WorldLog,
+    ) -> _Now:
         """Iteration ``k`` of this world, from where the world is now; returns where it is after."""
         prefix = f"train/{spec.index:04d}/{k:04d}"
         start = now.structured
@@ -341,92 +401,193 @@ class VoyagerMethod(Method):
         work = self.work
         number = work.iterations
         work.iterations += 1
-        record: dict[str, Any] = {"iteration": number, "world": spec.index, "in_world": k,
-                                  "world_seed": spec.seed, "generation": self.base.generation,
-                                  "actions_left": actions_left}
+        record: dict[str, Any] = {
+            "iteration": number,
+            "world": spec.index,
+            "in_world": k,
+            "world_seed": spec.seed,
+            "generation": self.base.generation,
+            "actions_left": actions_left,
+        }
         reading = FormatTally("action_agent")
         # ALGO LOGIC: the curriculum proposes a task; the skill library is retrieved for it
         if work.task is None:
-            work.task, record["curriculum"] = self._propose(prefix, k, now, actions_left, calls, reading)
+            work.task, record["curriculum"] = self._propose(
+                prefix, k, now, actions_left, calls, reading
+            )
         task, attempt_no = work.task, work.attempts + 1
-        retrieved = top_k(self.ranker, task, work.active(), self.config.retrieval_top_k,
-                          charge_to=f"train/{spec.index:04d}")
+        retrieved = top_k(
+            self.ranker,
+            task,
+            work.active(),
+            self.config.retrieval_top_k,
+            charge_to=f"train/{spec.index:04d}",
+        )
         record.update(task=task, attempt=attempt_no, retrieved=retrieved)
 
         # ALGO LOGIC: the action agent writes a skill, which runs in the world
         native = self.model.native_tools  # model.tool_protocol: native
-        messages = [Message("system", self._action_system() + (NATIVE_NOTE if native else "")),
-                    Message("user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left))]
-        answer = self.model.complete(messages, purpose="inducer", call_id=f"{prefix}/action/0000",
-                                     **({"tools": (SUBMIT_SKILL,)} if native else {}))
+        messages = [
+            Message("system", self._action_system() + (NATIVE_NOTE if native else "")),
+            Message(
+                "user", self._action_prompt(task, attempt_no, retrieved, now.text, actions_left)
+            ),
+        ]
+        answer = self.model.complete(
+            messages,
+            purpose="inducer",
+            call_id=f"{prefix}/action/0000",
+            **({"tools": (SUBMIT_SKILL,)} if native else {}),
+        )
         calls.append(answer)
         code = read_skill_call(answer.text, answer.tool_calls)
-        caps = resolve_call_caps(self.config.max_skill_actions, self.config.skill_timeout_s, actions_left)
+        caps = resolve_call_caps(
+            self.config.max_skill_actions, self.config.skill_timeout_s, actions_left
+        )
         if truncated(answer.finish_reason):
             # Never run a cut answer: its last function may be a helper, its code incomplete.
-            attempt = Attempt(code=code.code or "", plan=code.plan, end=start, end_text=now.text,
-                              error=f"{cut_note(answer.sampling.get('max_tokens'))}; the code was not run "
-                                    "(an incomplete skill never runs)")
+            attempt = Attempt(
+                code=code.code or "",
+                plan=code.plan,
+                end=start,
+                end_text=now.text,
+                error=f"{cut_note(answer.sampling.get('max_tokens'))}; the code was not run "
+                "(an incomplete skill never runs)",
+            )
             form = "lost"
         else:
-            attempt = write_and_run(code, env, now.text, start, base=self.base, draft=self.draft,
-                                    earlier=self.batch_edits, rules=self.rules, support=self.support,
-                                    max_actions=caps.max_actions, timeout_s=caps.timeout_s)
+            attempt = write_and_run(
+                code,
+                env,
+                now.text,
+                start,
+                base=self.base,
+                draft=self.draft,
+                earlier=self.batch_edits,
+                rules=self.rules,
+                support=self.support,
+                max_actions=caps.max_actions,
+                timeout_s=caps.timeout_s,
+            )
             form = code.format
         reading.add(form, answer, dropped_calls=code.dropped_calls)
         cap_hit = None if attempt.stopped_by is None else skill_cap_hit(attempt.stopped_by, caps)
         record["cap_hit"] = cap_hit
-        # ALGO LOGIC: the critic judges the attempt; a success adds the skill, failures retry the task
+        # ALGO LOGIC: the critic judges the attempt; a success adds the skill, failures retry
+        # the task
         if attempt.error is not None:
             verdict = Verdict(False, f"The skill could not run: {attempt.error}", "execution_error")
         else:
-            verdict = (decide_from_state(task, start, attempt.end, self.world.achievements)
-                       or self._llm_critic(prefix, task, attempt_no, start, attempt, calls, reading))
-        record.update(code=attempt.code, main=attempt.main, error=attempt.error,
-                      verdict={"success": verdict.success, "decided_by": verdict.decided_by,
-                               "reasoning": verdict.reasoning, "critique": verdict.critique})
+            verdict = decide_from_state(
+                task, start, attempt.end, self.world.achievements
+            ) or self._llm_critic(prefix, task, attempt_no, start, attempt, calls, reading)
+        record.update(
+            code=attempt.code,
+            main=attempt.main,
+            error=attempt.error,
+            verdict={
+                "success": verdict.success,
+                "decided_by": verdict.decided_by,
+                "reasoning": verdict.reasoning,
+                "critique": verdict.critique,
+            },
+        )
         if verdict.success and attempt.main is not None and attempt.codebook is not None:
             description = self._describe(prefix, attempt, calls)
             self.batch_edits += attempt.edits
             self.draft = attempt.codebook
-            work.add_skill(attempt.main, SkillEntry(description=description, task=task, iteration=number,
-                                                    world=spec.index),
-                           attempt.retired_as if attempt.main in work.skills else None)
+            work.add_skill(
+                attempt.main,
+                SkillEntry(description=description, task=task, iteration=number, world=spec.index),
+                attempt.retired_as if attempt.main in work.skills else None,
+            )
             work.complete(task)
-            record.update(skill_added=attempt.main, retired_as=attempt.retired_as, description=description)
+            record.update(
+                skill_added=attempt.main, retired_as=attempt.retired_as, description=description
+            )
         else:
             work.attempts, work.last_code = attempt_no, attempt.code
             work.last_error, work.last_critique = attempt.error, verdict.critique
             if attempt_no >= self.config.max_task_attempts:
                 work.fail(task)
-        work.last_end = {"inventory": attempt.end.get("inventory", {}), "achievements": attempt.end.get("achievements", [])}
+        work.last_end = {
+            "inventory": attempt.end.get("inventory", {}),
+            "achievements": attempt.end.get("achievements", []),
+        }
         work.scripted = work.scripted or any(c.scripted for c in calls)
-        record.update(completed=list(work.completed), failed=list(work.failed), env_actions=len(attempt.executed),
-                      scripted=any(c.scripted for c in calls), finish_reason=answer.finish_reason,
-                      tool_protocol="native" if native else "text", **reading.record())
-        atomic_write_json(self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}" / f"{k:04d}.json", record)
-        world.add(self._step(k, prefix, now.text, answer, attempt, form), calls, attempt, {
-            key: record.get(key) for key in ("iteration", "in_world", "task", "attempt", "main", "error",
-                                             "skill_added", "cap_hit")} | {"success": verdict.success,
-                                                                           "decided_by": verdict.decided_by},
-                  cap_hit)
+        record.update(
+            completed=list(work.completed),
+            failed=list(work.failed),
+            env_actions=len(attempt.executed),
+            scripted=any(c.scripted for c in calls),
+            finish_reason=answer.finish_reason,
+            tool_protocol="native" if native else "text",
+            **reading.record(),
+        )
+        atomic_write_json(
+            self.run_dir / STATE_DIR / "iterations" / f"{spec.index:04d}" / f"{k:04d}.json", record
+        )
+        world.add(
+            self._step(k, prefix, now.text, answer, attempt, form),
+            calls,
+            attempt,
+            {
+                key: record.get(key)
+                for key in (
+                    "iteration",
+                    "in_world",
+                    "task",
+                    "attempt",
+                    "main",
+                    "error",
+                    "skill_added",
+                    "cap_hit",
+                )
+            }
+            | {"success": verdict.success, "decided_by": verdict.decided_by},
+            cap_hit,
+        )
         return _Now(attempt.end_text, attempt.end, now.done or attempt.done)
 
     # ------------------------------------------------------------ the agents
-    def _propose(self, prefix: str, k: int, now: _Now, actions_left: int | None,
-                 calls: list[Completion], reading: FormatTally) -> tuple[str, dict[str, Any]]:
+    def _propose(
+        self,
+        prefix: str,
+        k: int,
+        now: _Now,
+        actions_left: int | None,
+        calls: list[Completion],
+        reading: FormatTally,
+    ) -> tuple[str, dict[str, Any]]:
         work = self.work
         if not work.completed and not work.failed:
             return self.world.first_task, {"fixed": True}
-        messages = [Message("system", PROMPTS.render("curriculum_system", achievements="\n".join(
-                        f"{i}. {a.replace('_', ' ')}" for i, a in enumerate(self.world.achievements, 1)))),
-                    Message("user", PROMPTS.render("curriculum", state=self._curriculum_state(now.structured, k,
-                                                                                              actions_left),
-                                                   completed=", ".join(work.completed) or "none",
-                                                   failed=", ".join(work.failed) or "none"))]
+        messages = [
+            Message(
+                "system",
+                PROMPTS.render(
+                    "curriculum_system",
+                    achievements="\n".join(
+                        f"{i}. {a.replace('_', ' ')}"
+                        for i, a in enumerate(self.world.achievements, 1)
+                    ),
+                ),
+            ),
+            Message(
+                "user",
+                PROMPTS.render(
+                    "curriculum",
+                    state=self._curriculum_state(now.structured, k, actions_left),
+                    completed=", ".join(work.completed) or "none",
+                    failed=", ".join(work.failed) or "none",
+                ),
+            ),
+        ]
         answers = []
         for ask in range(self.config.max_curriculum_asks):
-            completion = self.model.complete(messages, purpose="curriculum", call_id=f"{prefix}/curriculum/{ask:04d}")
+            completion = self.model.complete(
+                messages, purpose="curriculum", call_id=f"{prefix}/curriculum/{ask:04d}"
+            )
             calls.append(completion)
             answers.append(completion.text)
             proposed = read_task_answer(completion.text, completion.finish_reason)
@@ -434,8 +595,10 @@ class VoyagerMethod(Method):
             if proposed.task:
                 return proposed.task, {"answers": answers, "fallback": False}
             problem = with_cut_note(proposed.problem or "no task was read", completion)
-            messages += [Message("assistant", completion.text),
-                         Message("user", PROMPTS.render("curriculum_reask", problem=problem))]
+            messages += [
+                Message("assistant", completion.text),
+                Message("user", PROMPTS.render("curriculum_reask", problem=problem)),
+            ]
         phrased = [a.replace("_", " ") for a in self.world.achievements]
         fresh = [t for t in phrased if t not in work.completed and t not in work.failed] or phrased
         return fresh[0], {"answers": answers, "fallback": True}
@@ -448,17 +611,24 @@ class VoyagerMethod(Method):
         where = "a new world" if k == 0 else f"the same world, after {k} task attempt(s) in it"
         lines = [f"Where my next skill starts: {where}{left}."]
         if "nearby" in show:
-            seen = ", ".join(f"{o['name']} {o['distance']} steps {o['direction']}"
-                             for o in sorted(start.get("nearby", []), key=lambda o: o["distance"]))
+            seen = ", ".join(
+                f"{o['name']} {o['distance']} steps {o['direction']}"
+                for o in sorted(start.get("nearby", []), key=lambda o: o["distance"])
+            )
             lines.append(f"- nearby: {seen or 'nothing'}")
         if "facing" in show:
             lines.append(f"- facing: {start.get('facing', {}).get('name', 'nothing')}")
         if "status" in show:
-            lines.append("- status: " + ", ".join(f"{k} {v}/9" for k, v in start.get("status", {}).items()))
+            lines.append(
+                "- status: " + ", ".join(f"{k} {v}/9" for k, v in start.get("status", {}).items())
+            )
         inventory = ", ".join(f"{k}: {v}" for k, v in sorted(start.get("inventory", {}).items()))
         lines.append(f"- inventory: {inventory or 'nothing'}")
         if "achievements" in show:
-            lines.append(f"- achievements unlocked in this world: {', '.join(start.get('achievements', [])) or 'none'}")
+            lines.append(
+                "- achievements unlocked in this world: "
+                f"{', '.join(start.get('achievements', [])) or 'none'}"
+            )
         return "\n".join(lines)
 
     def _action_system(self) -> str:
@@ -469,77 +639,156 @@ class VoyagerMethod(Method):
             if inspect.isfunction(obj) and not name.startswith("local_"):
                 doc = (inspect.getdoc(obj) or "").splitlines()
                 lines.append(f"    - `{name}{inspect.signature(obj)}`: {doc[0] if doc else ''}")
-        caps = caps_lines(self.rules, self.config, at_cap="the critic judges what it did", episode="world")
-        return PROMPTS.render("action_system", primitives=", ".join(self.support.primitives),
-                              skill_api="\n".join(lines), api_module=self.support.api_module, caps="\n".join(caps))
+        caps = caps_lines(
+            self.rules, self.config, at_cap="the critic judges what it did", episode="world"
+        )
+        return PROMPTS.render(
+            "action_system",
+            primitives=", ".join(self.support.primitives),
+            skill_api="\n".join(lines),
+            api_module=self.support.api_module,
+            caps="\n".join(caps),
+        )
 
-    def _action_prompt(self, task: str, attempt: int, retrieved: list[str], observation: str,
-                       actions_left: int | None) -> str:
+    def _action_prompt(
+        self,
+        task: str,
+        attempt: int,
+        retrieved: list[str],
+        observation: str,
+        actions_left: int | None,
+    ) -> str:
         sources = {f.name: f.text.strip() for f in split_module(self.draft.source).functions}
         shown = "\n\n".join(f"```python\n{sources[n]}\n```" for n in retrieved if n in sources)
         work = self.work
         if work.last_code is None and work.last_error is None:
             previous = "This is the first attempt at this task."
         else:
-            previous = (f"Code from the last attempt:\n```python\n{(work.last_code or '').strip()}\n```\n"
-                        f"Execution error: {work.last_error or 'none'}\nCritique: {work.last_critique or 'none'}")
+            previous = (
+                f"Code from the last attempt:\n```python\n{(work.last_code or '').strip()}\n```\n"
+                f"Execution error: {work.last_error or 'none'}\n"
+                f"Critique: {work.last_critique or 'none'}"
+            )
         context = f"attempt {attempt} of {self.config.max_task_attempts}"
         if actions_left is not None:
             context += f"; {actions_left} env actions left in this world"
-        return PROMPTS.render("action", task=task, context=context,
-                              retrieved=shown or "(none yet)", previous=previous,
-                              observation=observation[: self.config.max_observation_chars])
+        return PROMPTS.render(
+            "action",
+            task=task,
+            context=context,
+            retrieved=shown or "(none yet)",
+            previous=previous,
+            observation=observation[: self.config.max_observation_chars],
+        )
 
-    def _llm_critic(self, prefix: str, task: str, attempt_no: int, start: dict[str, Any], attempt: Attempt,
-                    calls: list[Completion], reading: FormatTally) -> Verdict:
-        messages = [Message("system", PROMPTS.render("critic_system")),
-                    Message("user", PROMPTS.render(
-                        "critic", task=task, context=f"attempt {attempt_no} of {self.config.max_task_attempts}",
-                        before=state_summary(start), after=state_summary(attempt.end),
-                        returned=repr(attempt.returned)[:500],
-                        observation=attempt.end_text[: self.config.max_observation_chars]))]
+    def _llm_critic(
+        self,
+        prefix: str,
+        task: str,
+        attempt_no: int,
+        start: dict[str, Any],
+        attempt: Attempt,
+        calls: list[Completion],
+        reading: FormatTally,
+    ) -> Verdict:
+        messages = [
+            Message("system", PROMPTS.render("critic_system")),
+            Message(
+                "user",
+                PROMPTS.render(
+                    "critic",
+                    task=task,
+                    context=f"attempt {attempt_no} of {self.config.max_task_attempts}",
+                    before=state_summary(start),
+                    after=state_summary(attempt.end),
+                    returned=repr(attempt.returned)[:500],
+                    observation=attempt.end_text[: self.config.max_observation_chars],
+                ),
+            ),
+        ]
         for ask in range(self.config.max_critic_asks):
-            completion = self.model.complete(messages, purpose="critic", call_id=f"{prefix}/critic/{ask:04d}")
+            completion = self.model.complete(
+                messages, purpose="critic", call_id=f"{prefix}/critic/{ask:04d}"
+            )
             calls.append(completion)
             judged = read_critic(completion.text)
             reading.add(judged.format, completion, role="critic")
             if judged.verdict is not None:
                 return judged.verdict
             problem = with_cut_note(judged.problem or "no verdict", completion)
-            messages += [Message("assistant", completion.text),
-                         Message("user", PROMPTS.render("critic_reask", problem=problem))]
-        return Verdict(False, "The critic gave no usable judgement; try a more direct skill.", "llm_unparseable")
+            messages += [
+                Message("assistant", completion.text),
+                Message("user", PROMPTS.render("critic_reask", problem=problem)),
+            ]
+        return Verdict(
+            False,
+            "The critic gave no usable judgement; try a more direct skill.",
+            "llm_unparseable",
+        )
 
     def _describe(self, prefix: str, attempt: Attempt, calls: list[Completion]) -> str:
         if attempt.main is None or attempt.codebook is None:
             raise RuntimeError("a skill was described before it was validated")  # our bug
-        source = next(f.text for f in split_module(attempt.codebook.source).functions if f.name == attempt.main)
+        source = next(
+            f.text
+            for f in split_module(attempt.codebook.source).functions
+            if f.name == attempt.main
+        )
         completion = self.model.complete(
-            [Message("system", PROMPTS.render("description_system")),
-             Message("user", PROMPTS.render("description", code=source.strip()))],
-            purpose="description", call_id=f"{prefix}/description/0000")
+            [
+                Message("system", PROMPTS.render("description_system")),
+                Message("user", PROMPTS.render("description", code=source.strip())),
+            ],
+            purpose="description",
+            call_id=f"{prefix}/description/0000",
+        )
         calls.append(completion)
         body = strip_think(completion.text)[0]
         fields = json_fields(body, ("description",))
         if fields and mostly_json(body, fields) and isinstance(fields[0].value, str):
             body = fields[0].value  # written as JSON: the description is its string, not the JSON
         text = FENCE.sub("", body).strip()
-        text = re.sub(rf"`?\b{re.escape(attempt.main)}\b`?", "this skill", text)  # no function name in it
-        return " ".join(text.split())[:1200] or f"A skill that completes the task: {self.work.task}."
+        text = re.sub(
+            rf"`?\b{re.escape(attempt.main)}\b`?", "this skill", text
+        )  # no function name in it
+        return (
+            " ".join(text.split())[:1200] or f"A skill that completes the task: {self.work.task}."
+        )
 
     # ------------------------------------------------------------ records
     @staticmethod
-    def _step(k: int, call_id: str, first_text: str, answer: Completion, attempt: Attempt, form: str) -> ActorStep:
+    def _step(
+        k: int, call_id: str, first_text: str, answer: Completion, attempt: Attempt, form: str
+    ) -> ActorStep:
         return ActorStep(
-            index=k, call_id=f"{call_id}/action/0000", observation=first_text, raw_text=answer.text,
-            reasoning=answer.reasoning, thought=attempt.plan, raw_action=attempt.code,
+            index=k,
+            call_id=f"{call_id}/action/0000",
+            observation=first_text,
+            raw_text=answer.text,
+            reasoning=answer.reasoning,
+            thought=attempt.plan,
+            raw_action=attempt.code,
             parsed_action=f"{attempt.main}()" if attempt.tree is not None else None,
-            executed=list(attempt.executed), error=attempt.error if attempt.tree is None else None,
-            usage=answer.usage, cost_usd=answer.cost_usd, latency_s=answer.latency_s, cached=answer.cached,
-            finish_reason=answer.finish_reason, skill_call=attempt.tree, answer_format=form)
+            executed=list(attempt.executed),
+            error=attempt.error if attempt.tree is None else None,
+            usage=answer.usage,
+            cost_usd=answer.cost_usd,
+            latency_s=answer.latency_s,
+            cached=answer.cached,
+            finish_reason=answer.finish_reason,
+            skill_call=attempt.tree,
+            answer_format=form,
+        )
 
-    def _trajectory(self, spec: EpisodeSpec, env: TextEnv, now: _Now, world: _WorldLog, stop: StopReason,
-                    started: float) -> Trajectory:
+    def _trajectory(
+        self,
+        spec: EpisodeSpec,
+        env: TextEnv,
+        now: _Now,
+        world: _WorldLog,
+        stop: StopReason,
+        started: float,
+    ) -> Trajectory:
         usage, cost = Usage(), self.ranker.cost_for(f"train/{spec.index:04d}")  # embeddings, if any
         for c in world.calls:
             usage = usage + c.usage
@@ -549,14 +798,28 @@ class VoyagerMethod(Method):
         if stop == "iteration_end":  # the world had actions, calls and time left: the cap ended it
             cap_hits["max_iterations_per_world"] = 1
         return Trajectory(
-            split=spec.split, index=spec.index, task=spec.task, seed=spec.seed,
+            split=spec.split,
+            index=spec.index,
+            task=spec.task,
+            seed=spec.seed,
             knowledge_version=self.base.generation,
             instruction=f"Voyager tasks in this world: {'; '.join(tasks) or 'none'}",
-            steps=world.steps, final_observation=now.text, stop_reason=stop, success=bool(env.success),
-            progress=float(env.progress()), llm_calls=len(world.calls), env_actions=world.actions, usage=usage,
-            cost_usd=cost, wall_time_s=time.monotonic() - started, scripted=any(c.scripted for c in world.calls),
+            steps=world.steps,
+            final_observation=now.text,
+            stop_reason=stop,
+            success=bool(env.success),
+            progress=float(env.progress()),
+            llm_calls=len(world.calls),
+            env_actions=world.actions,
+            usage=usage,
+            cost_usd=cost,
+            wall_time_s=time.monotonic() - started,
+            scripted=any(c.scripted for c in world.calls),
             final_info=world.info or {"achievements": list(now.structured.get("achievements", []))},
-            sandbox_tier=world.tier, method_info={"iterations": world.iterations}, cap_hits=cap_hits)
+            sandbox_tier=world.tier,
+            method_info={"iterations": world.iterations},
+            cap_hits=cap_hits,
+        )
 
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:

@@ -1,4 +1,5 @@
-"""The tally method's bounds for ``speedrunner estimate``: no LLM call in its sleep, one line a batch."""
+"""The tally method's bounds for ``speedrunner estimate``: no LLM call in its sleep, one line
+a batch."""
 
 from speedrunner.core.config.schema import RunConfig
 from speedrunner.core.estimate.model import MethodBounds
@@ -8,4 +9,6 @@ LINE_BYTES = 80
 
 
 def tally(config: RunConfig, batches: int) -> MethodBounds:
-    return MethodBounds(batches * LINE_BYTES, notes=[f"tally: at most {LINE_BYTES} bytes of notes a batch"])
+    return MethodBounds(
+        batches * LINE_BYTES, notes=[f"tally: at most {LINE_BYTES} bytes of notes a batch"]
+    )
