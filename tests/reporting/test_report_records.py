@@ -21,7 +21,9 @@ def _drop(path, row: int, key: str) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.parametrize(("file", "key"), [("metrics.jsonl", "llm_calls"), ("eval.jsonl", "success_mean")])
+@pytest.mark.parametrize(
+    ("file", "key"), [("metrics.jsonl", "llm_calls"), ("eval.jsonl", "success_mean")]
+)
 def test_a_row_missing_a_required_field_is_a_clear_error(tmp_path, file, key):
     run = shutil.copytree(FORMAT_1, tmp_path / "run")
     _drop(run / file, 1, key)
@@ -37,11 +39,17 @@ def test_the_report_reads_the_typed_rows(tmp_path):
     assert numbers.finals["rollouts_done"] == len(run.train_rows) == 4
     assert numbers.finals["final_eval_rollout"] == run.eval_rows[-1].rollout
     assert numbers.finals["llm_calls_per_episode"] == pytest.approx(
-        sum(r.llm_calls for r in run.train_rows) / 4)
+        sum(r.llm_calls for r in run.train_rows) / 4
+    )
 
 
-@pytest.mark.parametrize(("text", "says"), [("{\"status\": \"finished\"", "cannot be read"),
-                                            ("{\"status\": \"finished\"}", "is not a run summary")])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"status": "finished"', "cannot be read"),
+        ('{"status": "finished"}', "is not a run summary"),
+    ],
+)
 def test_a_broken_summary_is_refused_by_the_report_naming_the_file(tmp_path, capsys, text, says):
     """A damaged summary.json is not read as an empty one (which showed a finished run as running
     with no spend): ``speedrunner report`` exits 2 with the file named, and no traceback."""
@@ -62,3 +70,17 @@ def test_a_run_that_stopped_before_its_first_summary_is_not_shown_as_running(tmp
     run = shutil.copytree(FORMAT_1, tmp_path / "run")
     (run / "summary.json").unlink()
     assert load_run(run).status == "not started"
+
+
+def test_unanswered_attempts_of_unknown_price_are_said_so_not_refused(tmp_path):
+    """A run whose unanswered attempts include an unpriced model stores unknown_spend_usd null:
+    the summary reads back, and the headline says the unanswered spend is unknown."""
+    from speedrunner.cli import main
+
+    run = shutil.copytree(FORMAT_1, tmp_path / "run")
+    summary = json.loads((run / "summary.json").read_text())
+    summary["unknown_spend_usd"] = None
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    headline = (tmp_path / "out" / "tables" / "headline.csv").read_text()
+    assert headline.splitlines()[1].split(",")[-1] == ""  # unknown, not 0

@@ -340,10 +340,10 @@ class RunSummary(_Row):
     spent_usd: Real | None = Field(
         description="Dollars of every LLM call of the run; None if a price is unknown."
     )
-    unknown_spend_usd: Real = Field(
+    unknown_spend_usd: Real | None = Field(
         description=(
             "Worst case of attempts that may have been billed with no answer seen; "
-            "not in spent_usd."
+            "not in spent_usd. None if such an attempt's price is unknown."
         )
     )
     training: TrainingTotals = Field(description="The last checkpoint's training totals.")

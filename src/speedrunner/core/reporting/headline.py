@@ -48,10 +48,10 @@ class HeadlineRow:
     cost_per_episode: float | None
     total_cost: float | None
     total_cost_known: int
-    unknown_spend: float
-    """Worst case of unanswered attempts that may have been billed, over the runs (not in
-    ``total_cost``)."""
     """Runs whose total dollars are known."""
+    unknown_spend: float | None
+    """Worst case of unanswered attempts that may have been billed, over the runs (not in
+    ``total_cost``); ``None`` if such an attempt has no price."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def headline(groups: list[Group], baseline: str = DEFAULT_BASELINE) -> Headline:
                 cost_per_episode=cost.mean if cost else None,
                 total_cost=sum(known) if known and len(known) == len(costs) else None,
                 total_cost_known=len(known),
-                unknown_spend=sum(r.run.unknown_spend_usd for r in g.runs),
+                unknown_spend=_sum_or_none([r.run.unknown_spend_usd for r in g.runs]),
             )
         )
     # Each benchmark's baseline first, the methods compared with it below (otherwise as grouped).
@@ -219,7 +219,9 @@ def display_rows(h: Headline) -> list[list[str]]:
         cost = dollars(r.cost_per_episode) if r.cost_per_episode is not None else "unknown"
         if r.total_cost is not None:
             total = dollars(r.total_cost)
-            if r.unknown_spend > 0:
+            if r.unknown_spend is None:
+                total += " (+ unanswered attempts of unknown price, may have been billed)"
+            elif r.unknown_spend > 0:
                 total += f" (+ up to {dollars(r.unknown_spend)} unanswered, may have been billed)"
         else:
             total = (
@@ -308,3 +310,8 @@ def headline_table(h: Headline) -> Table:
         )
     columns = list(rows[0]) if rows else ["benchmark", "task_set", "method", "model", "variant"]
     return Table("headline", "Headline", columns, rows, [])
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    """The sum, or ``None`` when any part is unknown."""
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)

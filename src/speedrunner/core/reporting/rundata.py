@@ -172,11 +172,14 @@ class RunData:
         return None if spent is None else float(spent)
 
     @property
-    def unknown_spend_usd(self) -> float:
+    def unknown_spend_usd(self) -> float | None:
         """Worst case of the run's attempts that went unanswered (timed out, connection lost):
         they may have been billed (``summary.json`` ``unknown_spend_usd``; never part of
-        ``total_cost_usd``)."""
-        return 0.0 if self.summary is None else float(self.summary.unknown_spend_usd)
+        ``total_cost_usd``). ``None``: such an attempt's model has no price."""
+        if self.summary is None:
+            return 0.0
+        unknown = self.summary.unknown_spend_usd
+        return None if unknown is None else float(unknown)
 
     @property
     def recorded_fingerprint(self) -> str | None:
