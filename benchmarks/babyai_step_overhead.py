@@ -59,7 +59,9 @@ def best_of(runs: int, fn: Callable[[], float]) -> float:
     return min(fn() for _ in range(runs))
 
 
-def measure(steps: int = 3000, task: str = "pick_up_seq_go_to", repeats: int = 3) -> tuple[float, float, float]:
+def measure(
+    steps: int = 3000, task: str = "pick_up_seq_go_to", repeats: int = 3
+) -> tuple[float, float, float]:
     """Seconds per step, best of ``repeats``: raw minigrid, raw + our text, our env over HTTP."""
     actions = action_stream(steps)
     with socket.socket() as s:
@@ -89,8 +91,10 @@ def main() -> None:
     print(f"task={args.task} steps={args.steps} best of {args.repeats}")
     print(f"raw minigrid step         {raw * 1e3:8.3f} ms")
     print(f"raw step + our text       {text * 1e3:8.3f} ms   ({text / raw:5.1f}x raw)")
-    print(f"HTTP step (loopback)      {http * 1e3:8.3f} ms   ({http / raw:5.1f}x raw)  "
-          f"target < 2 ms: {'OK' if http < 2e-3 else 'MISSED'}")
+    print(
+        f"HTTP step (loopback)      {http * 1e3:8.3f} ms   ({http / raw:5.1f}x raw)  "
+        f"target < 2 ms: {'OK' if http < 2e-3 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

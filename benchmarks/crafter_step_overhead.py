@@ -55,10 +55,14 @@ def main() -> None:
     raw_ms = 1000 * statistics.fmean(raw_times)
     our_ms = 1000 * statistics.fmean(our_times)
     print(f"steps: {len(raw_times)} over {worlds} worlds")
-    print(f"raw crafter.Env.step (renders frame): {raw_ms:.3f} ms/step "
-          f"(median {1000 * statistics.median(raw_times):.3f})")
-    print(f"CrafterTextEnv.step (text, no frame): {our_ms:.3f} ms/step "
-          f"(median {1000 * statistics.median(our_times):.3f})")
+    print(
+        f"raw crafter.Env.step (renders frame): {raw_ms:.3f} ms/step "
+        f"(median {1000 * statistics.median(raw_times):.3f})"
+    )
+    print(
+        f"CrafterTextEnv.step (text, no frame): {our_ms:.3f} ms/step "
+        f"(median {1000 * statistics.median(our_times):.3f})"
+    )
     print(f"ratio ours/raw: {our_ms / raw_ms:.3f} (target < 1.1)")
 
 

@@ -31,17 +31,35 @@ class FakeLLMProcess:
 
     def __enter__(self) -> FakeLLMProcess:
         self._child = subprocess.Popen(
-            [sys.executable, str(Path(__file__)), "--benchmark", self.benchmark, "--latency", str(self.latency_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO, env=clean_env())
+            [
+                sys.executable,
+                str(Path(__file__)),
+                "--benchmark",
+                self.benchmark,
+                "--latency",
+                str(self.latency_s),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=clean_env(),
+        )
         assert self._child.stdout is not None
         self.base_url = self._child.stdout.readline().strip()
         if not self.base_url.startswith("http://"):
             self._child.kill()
-            raise RuntimeError(f"the fake LLM server process did not start (said {self.base_url!r})")
+            raise RuntimeError(
+                f"the fake LLM server process did not start (said {self.base_url!r})"
+            )
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._child is not None:
             assert self._child.stdin is not None
             self._child.stdin.close()

@@ -87,11 +87,17 @@ def fmt(x: float) -> str:
 def table(rows: list[Row]) -> str:
     """The rows as one aligned text table (figure, value, target, verdict, detail)."""
     lines = [("figure", "value", "target", "verdict", "detail")]
-    lines += [(r.figure, f"{fmt(r.value)} {r.unit}", r.target_text(), r.verdict(), r.detail) for r in rows]
+    lines += [
+        (r.figure, f"{fmt(r.value)} {r.unit}", r.target_text(), r.verdict(), r.detail) for r in rows
+    ]
     widths = [max(len(line[i]) for line in lines) for i in range(4)]
     out = []
     for n, line in enumerate(lines):
-        out.append("  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths, strict=True)) + "  " + line[4])
+        out.append(
+            "  ".join(cell.ljust(w) for cell, w in zip(line[:4], widths, strict=True))
+            + "  "
+            + line[4]
+        )
         if n == 0:
             out.append("-" * (sum(widths) + 8 + len("detail")))
     return "\n".join(out)
@@ -112,16 +118,24 @@ def fake_actor(benchmark: str):
 
     def reply(body: dict[str, Any]) -> Reply:
         turn = sum(m.get("role") == "assistant" for m in body.get("messages", []))
-        return Reply(text=f"Thought: keep looking.\nAction: {cycle[turn % len(cycle)]}",
-                     prompt_tokens=100, cached_tokens=80, completion_tokens=10)
+        return Reply(
+            text=f"Thought: keep looking.\nAction: {cycle[turn % len(cycle)]}",
+            prompt_tokens=100,
+            cached_tokens=80,
+            completion_tokens=10,
+        )
 
     return reply
 
 
 def fake_model_overrides(base_url: str) -> list[str]:
     """``--set`` overrides pointing a run's actor at the fake server (priced, so cost is logged)."""
-    return ["model.provider=vllm", f"model.base_url={base_url}", "model.name=fake-model",
-            "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}"]
+    return [
+        "model.provider=vllm",
+        f"model.base_url={base_url}",
+        "model.name=fake-model",
+        "model.prices={input: 1.0, cached_input: 0.1, output: 2.0}",
+    ]
 
 
 def clean_env() -> dict[str, str]:
@@ -145,7 +159,7 @@ def process_tree(root: int) -> list[int]:
         except OSError:
             continue  # exited meanwhile
         # the command name may hold spaces and parentheses: the fields follow the last ')'
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         parents[int(entry.name)] = int(fields[1])
     tree, frontier = [root], [root]
     while frontier:
@@ -188,7 +202,9 @@ def unpack_commit(spec: str, tmp: Path) -> Path:
     """Commit ``spec`` of this repository unpacked under ``tmp`` with ``git archive``: the
     "before" side of a before/after comparison, without touching the working tree."""
     target = tmp / f"checkout-{spec}"
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", spec], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", spec], capture_output=True, check=True
+    )
     target.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(target, filter="tar")

@@ -43,9 +43,15 @@ def measure(max_env_actions: int = 40) -> tuple[float, float, int, float]:
     """Prefix reuse of our prompts and of headed prompts, the number of calls, mean prompt chars."""
     benchmark = CrafterBenchmark(CrafterConfig(), rollouts=1, eval_episodes=1)
     env = benchmark.make_env()
-    model = Recording(build_model(ModelConfig(provider="scripted", name="uniform"), namespace="bench"))
+    model = Recording(
+        build_model(ModelConfig(provider="scripted", name="uniform"), namespace="bench")
+    )
     knowledge = Knowledge(1, "Strategy guide", "Collect wood first, then place a table. " * 20)
-    run_episode(env, benchmark.train_episode(0, 0), EpisodeContext(model, knowledge, Budget(None, max_env_actions, 600)))
+    run_episode(
+        env,
+        benchmark.train_episode(0, 0),
+        EpisodeContext(model, knowledge, Budget(None, max_env_actions, 600)),
+    )
     env.close()
     ours = model.prompts
     headed = [p.replace("<user>", f"<user>Turn {i}.\n", 1) for i, p in enumerate(ours)]

@@ -39,17 +39,36 @@ TARGET_GB = 8.0
 
 def peak_rss(episodes: int, calls: int, run_dir: Path, base_url: str) -> tuple[int, int, float]:
     """Peak summed RSS (bytes), the most processes seen at once, and the run's wall time."""
-    cmd = [sys.executable, "-m", "speedrunner.benchmarks.scienceworld.train",
-           "--config_file", str(CONFIGS / "scienceworld" / "react-gpt-t4.yaml"), "--run_dir", str(run_dir),
-           *[a for o in fake_model_overrides(base_url) for a in ("--set", o)],
-           "--set", f"run.rollouts={episodes}", "--set", f"run.sleep_every={episodes}",
-           "--set", f"run.eval_every={episodes}", "--set", "run.eval_episodes=0",
-           "--set", f"run.parallel_episodes={episodes}", "--set", f"benchmark.max_llm_calls={calls}",
-           "--set", f"model.max_concurrency={episodes}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.scienceworld.train",
+        "--config_file",
+        str(CONFIGS / "scienceworld" / "react-gpt-t4.yaml"),
+        "--run_dir",
+        str(run_dir),
+        *[a for o in fake_model_overrides(base_url) for a in ("--set", o)],
+        "--set",
+        f"run.rollouts={episodes}",
+        "--set",
+        f"run.sleep_every={episodes}",
+        "--set",
+        f"run.eval_every={episodes}",
+        "--set",
+        "run.eval_episodes=0",
+        "--set",
+        f"run.parallel_episodes={episodes}",
+        "--set",
+        f"benchmark.max_llm_calls={calls}",
+        "--set",
+        f"model.max_concurrency={episodes}",
+    ]
     started = time.monotonic()
     peak = most = 0
     with tempfile.TemporaryFile() as log:
-        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=clean_env())
+        child = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=clean_env()
+        )
         try:
             while child.poll() is None:
                 rss, n = tree_rss(child.pid)
@@ -61,18 +80,30 @@ def peak_rss(episodes: int, calls: int, run_dir: Path, base_url: str) -> tuple[i
                 child.wait()
         if child.returncode != 0:
             log.seek(0)
-            raise RuntimeError(f"the ScienceWorld run failed ({child.returncode}):\n"
-                               f"{log.read().decode(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"the ScienceWorld run failed ({child.returncode}):\n"
+                f"{log.read().decode(errors='replace')[-2000:]}"
+            )
     return peak, most, time.monotonic() - started
 
 
 def rows(episodes: int = 10, calls: int = 5) -> list[Row]:
-    with FakeLLMServer(callback=fake_actor("scienceworld")) as llm, tempfile.TemporaryDirectory(prefix="perf-sw-") as tmp:
+    with (
+        FakeLLMServer(callback=fake_actor("scienceworld")) as llm,
+        tempfile.TemporaryDirectory(prefix="perf-sw-") as tmp,
+    ):
         peak, most, wall = peak_rss(episodes, calls, Path(tmp) / "run", llm.base_url)
     heap = ScienceWorldConfig().jvm_options
-    return [Row(f"4. peak RSS, {episodes}-episode parallel ScienceWorld batch", peak / 1e9, "GB", TARGET_GB,
-                detail=f"process tree, up to {most} processes; JVM options {heap!r}; {calls} calls per "
-                       f"episode; run took {fmt(wall)} s")]
+    return [
+        Row(
+            f"4. peak RSS, {episodes}-episode parallel ScienceWorld batch",
+            peak / 1e9,
+            "GB",
+            TARGET_GB,
+            detail=f"process tree, up to {most} processes; JVM options {heap!r}; {calls} calls per "
+            f"episode; run took {fmt(wall)} s",
+        )
+    ]
 
 
 def main() -> None:

@@ -34,7 +34,9 @@ def _make(folder: Path) -> None:
     from speedrunner.benchmarks.scienceworld.env import ScienceWorldTextEnv
 
     partial = folder / (ARCHIVE_NAME + ".partial")
-    env = ScienceWorldTextEnv(jvm_options=f"-Xmx512m -XX:+UseSerialGC -XX:ArchiveClassesAtExit={partial}")
+    env = ScienceWorldTextEnv(
+        jvm_options=f"-Xmx512m -XX:+UseSerialGC -XX:ArchiveClassesAtExit={partial}"
+    )
     try:
         for task in ("4-1/train", "3-1/train"):
             env.reset(task, 0)
@@ -53,14 +55,21 @@ class ClassArchive:
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="speedrunner-cds-"))
         self.previous = os.environ.get(OPTIONS)
-        os.environ[OPTIONS] = f"{self.previous or ''} -XX:SharedArchiveFile={self.folder / ARCHIVE_NAME}".strip()
+        os.environ[OPTIONS] = (
+            f"{self.previous or ''} -XX:SharedArchiveFile={self.folder / ARCHIVE_NAME}".strip()
+        )
         env = dict(os.environ)
-        if self.previous is None:   # the maker's own JVM must not read the archive it writes
+        if self.previous is None:  # the maker's own JVM must not read the archive it writes
             env.pop(OPTIONS)
         else:
             env[OPTIONS] = self.previous
-        self.maker = subprocess.Popen([sys.executable, __file__, str(self.folder)], env=env,
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.maker = subprocess.Popen(
+            [sys.executable, __file__, str(self.folder)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def stop(self) -> None:
         try:

@@ -26,14 +26,23 @@ def test_no_two_classes_in_src_share_a_name() -> None:
             if isinstance(node, ast.ClassDef):
                 where[node.name].append(str(path.relative_to(SRC)))
     shared = {name: paths for name, paths in where.items() if len(paths) > 1}
-    assert set(shared) <= SHARED, f"one name, several classes (rename each to say what it is): {shared}"
-    assert set(shared) >= SHARED, f"no longer shared, take them off SHARED: {sorted(SHARED - set(shared))}"
+    assert set(shared) <= SHARED, (
+        f"one name, several classes (rename each to say what it is): {shared}"
+    )
+    assert set(shared) >= SHARED, (
+        f"no longer shared, take them off SHARED: {sorted(SHARED - set(shared))}"
+    )
 
 
 def test_the_sleep_phase_names_its_state() -> None:
     tree = ast.parse(inspect.getsource(speedrunner._Phase))
-    attributes = {node.attr for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    attributes = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
     assert {"method", "batch_index"} <= attributes
     assert not [a for a in attributes if len(a) <= 2], "one- or two-letter attributes of _Phase"
 
@@ -41,7 +50,13 @@ def test_the_sleep_phase_names_its_state() -> None:
 def test_algo_logic_markers_sit_on_the_algorithms() -> None:
     for algorithm in (speedrunner._Phase.run, OPOMethod.sleep, VoyagerMethod._iteration):
         assert MARKER in inspect.getsource(algorithm), algorithm.__qualname__
-    for helper in (speedrunner.SpeedRunnerMethod.sleep, OPOMethod.knowledge, VoyagerMethod.knowledge):
+    for helper in (
+        speedrunner.SpeedRunnerMethod.sleep,
+        OPOMethod.knowledge,
+        VoyagerMethod.knowledge,
+    ):
         lines, first = inspect.getsourcelines(helper)
         above = Path(inspect.getsourcefile(helper) or "").read_text("utf-8").splitlines()[first - 2]
-        assert MARKER not in above + "".join(lines), f"a marker on {helper.__qualname__}, a short helper"
+        assert MARKER not in above + "".join(lines), (
+            f"a marker on {helper.__qualname__}, a short helper"
+        )

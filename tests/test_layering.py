@@ -30,8 +30,19 @@ TOP_FLOORS: list[set[str]] = [
 command line finds a benchmark by name (registry), so a benchmark's train script sits above it."""
 
 CORE_FLOORS: list[set[str]] = [
-    {"atomic", "names", "redact", "interrupt", "seeding", "answers", "answer_counts", "prompts", "argparsing",
-     "pyast", "tempdirs"},
+    {
+        "atomic",
+        "names",
+        "redact",
+        "interrupt",
+        "seeding",
+        "answers",
+        "answer_counts",
+        "prompts",
+        "argparsing",
+        "pyast",
+        "tempdirs",
+    },
     {"registry", "env", "records", "skill_types"},
     {"specs", "benchmark", "env_checker", "skill"},
     {"config", "sandbox"},
@@ -45,6 +56,7 @@ CORE_FLOORS: list[set[str]] = [
     {"tracking"},
 ]
 """``speedrunner.core.<unit>`` floors, lowest first (a unit is a module or a subpackage)."""
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
@@ -60,7 +72,9 @@ def _imports(tree: ast.AST) -> list[tuple[str, int]]:
             if node.module and node.module.split(".")[0] == "speedrunner":
                 found.append((node.module, node.lineno))
         elif isinstance(node, ast.Import):
-            found.extend((a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "speedrunner")
+            found.extend(
+                (a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "speedrunner"
+            )
     return found
 
 
@@ -69,11 +83,15 @@ def _floor(module: str) -> tuple[str, int, int]:
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "speedrunner"
     top_floor = next((i for i, units in enumerate(TOP_FLOORS) if top in units), None)
-    assert top_floor is not None, f"{module}: speedrunner.{top} is on no floor of TOP_FLOORS; add it"
+    assert top_floor is not None, (
+        f"{module}: speedrunner.{top} is on no floor of TOP_FLOORS; add it"
+    )
     if top != "core" or len(parts) < 3:
         return top, top_floor, -1
     core_floor = next((i for i, units in enumerate(CORE_FLOORS) if parts[2] in units), None)
-    assert core_floor is not None, f"{module}: core.{parts[2]} is on no floor of CORE_FLOORS; add it"
+    assert core_floor is not None, (
+        f"{module}: core.{parts[2]} is on no floor of CORE_FLOORS; add it"
+    )
     return f"core.{parts[2]}", top_floor, core_floor
 
 
@@ -100,25 +118,36 @@ def _all_edges() -> list[tuple[str, str, str]]:
 
 def test_every_import_goes_down_a_floor() -> None:
     bad = [f"{where}: {a} imports {b}" for a, b, where in _all_edges() if not _allowed(a, b)]
-    assert not bad, ("imports against the layering (docs/architecture.md); move the code down:\n"
-                     + "\n".join(bad))
+    assert not bad, (
+        "imports against the layering (docs/architecture.md); move the code down:\n"
+        + "\n".join(bad)
+    )
 
 
 def test_every_unit_is_on_a_floor() -> None:
-    top_units = {p.stem if p.is_file() else p.name for p in SRC.iterdir()
-                 if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name != "__init__.py"}
-    core_units = {p.stem if p.is_file() else p.name for p in (SRC / "core").iterdir()
-                  if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name != "__init__.py"}
+    top_units = {
+        p.stem if p.is_file() else p.name
+        for p in SRC.iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name != "__init__.py"
+    }
+    core_units = {
+        p.stem if p.is_file() else p.name
+        for p in (SRC / "core").iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name != "__init__.py"
+    }
     assert top_units - set().union(*TOP_FLOORS) == set()
     assert core_units - set().union(*CORE_FLOORS) == set()
 
 
-@pytest.mark.parametrize(("importer", "imported"), [
-    ("speedrunner.core.sandbox.skills", "speedrunner.core.runtime.skill_call"),
-    ("speedrunner.core.method", "speedrunner.core.runtime.episode"),
-    ("speedrunner.methods.asi.method", "speedrunner.benchmarks.babyai"),
-    ("speedrunner.core.runtime.loop", "speedrunner.methods.react"),
-])
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("speedrunner.core.sandbox.skills", "speedrunner.core.runtime.skill_call"),
+        ("speedrunner.core.method", "speedrunner.core.runtime.episode"),
+        ("speedrunner.methods.asi.method", "speedrunner.benchmarks.babyai"),
+        ("speedrunner.core.runtime.loop", "speedrunner.methods.react"),
+    ],
+)
 def test_the_check_refuses_an_upward_import(importer: str, imported: str) -> None:
     """The imports this layering was fixed for (and two more) would be caught again."""
     assert not _allowed(importer, imported)
@@ -142,7 +171,7 @@ def test_no_import_cycle_between_modules() -> None:
         stack.append(mod)
         for nxt in sorted(graph.get(mod, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt in graph and nxt not in state and (cycle := visit(nxt)):
                 return cycle
         state[mod] = 2

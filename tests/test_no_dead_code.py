@@ -18,9 +18,15 @@ unused: the list never outlives them)."""
 
 def _corpus() -> list[Path]:
     files = [p for d in ("src", "tests", "benchmarks", "scripts") for p in (REPO / d).rglob("*.py")]
-    files += [p for p in (REPO / "src").rglob("*") if p.suffix in (".yaml", ".yml", ".txt", ".json")]
-    files += list((REPO / "docs").rglob("*.md")) + [REPO / "README.md", REPO / "SPEEDRUN.md", REPO / "mkdocs.yml",
-                                                    REPO / "pyproject.toml"]
+    files += [
+        p for p in (REPO / "src").rglob("*") if p.suffix in (".yaml", ".yml", ".txt", ".json")
+    ]
+    files += list((REPO / "docs").rglob("*.md")) + [
+        REPO / "README.md",
+        REPO / "SPEEDRUN.md",
+        REPO / "mkdocs.yml",
+        REPO / "pyproject.toml",
+    ]
     return [p for p in files if p.is_file() and p != Path(__file__).resolve()]  # KNOWN names no use
 
 
@@ -30,8 +36,11 @@ def unreferenced(root: Path, words: Counter[str]) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.parse(path.read_text("utf-8")).body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
-                    and not node.name.startswith("__") and words[node.name] <= 1:
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and not node.name.startswith("__")
+                and words[node.name] <= 1
+            ):
                 found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
     return found
 
@@ -44,7 +53,8 @@ def test_every_top_level_definition_in_src_is_referenced() -> None:
     known = {f"{path} {name}" for path, names in KNOWN.items() for name in names}
     found = {f"{line.split(':')[0]} {line.split()[-1]}" for line in dead}
     assert found <= known, "defined but never used (delete them, or use them):\n" + "\n".join(
-        line for line in dead if f"{line.split(':')[0]} {line.split()[-1]}" not in known)
+        line for line in dead if f"{line.split(':')[0]} {line.split()[-1]}" not in known
+    )
     assert known <= found, f"no longer unused, take them off KNOWN: {sorted(known - found)}"
 
 

@@ -12,12 +12,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
-                                reason="needs git and a git checkout")
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or not (REPO / ".git").exists(),
+    reason="needs git and a git checkout",
+)
 
 
 def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_no_tracked_symlink_points_outside_the_repo() -> None:
@@ -33,8 +37,18 @@ def test_no_tracked_symlink_points_outside_the_repo() -> None:
     assert not outside, f"tracked symlinks that break in every other clone: {outside}"
 
 
-@pytest.mark.parametrize("path", [".venv/bin/python", ".venv-scale", "my-configs/speedrunner-gpt-t4.yaml",
-                                  "report/report.html", "runs/babyai/x/config.resolved.json"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".venv/bin/python",
+        ".venv-scale",
+        "my-configs/speedrunner-gpt-t4.yaml",
+        "report/report.html",
+        "runs/babyai/x/config.resolved.json",
+    ],
+)
 def test_what_the_readme_commands_write_by_default_is_ignored(path: str) -> None:
     r = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "--no-index", path])
-    assert r.returncode == 0, f"{path} would show up as untracked in `git status`; add it to .gitignore"
+    assert r.returncode == 0, (
+        f"{path} would show up as untracked in `git status`; add it to .gitignore"
+    )

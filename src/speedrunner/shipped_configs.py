@@ -19,8 +19,11 @@ def list_configs() -> list[str]:
     ``<benchmark>/<name>.yaml`` are configs; deeper folders hold data they name (a recorded
     script next to its demo config); ``sweeps/`` holds sweep files, not run configs."""
     root = configs_root()
-    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.glob("*/*.yaml")
-                  if p.parent.name != "sweeps")
+    return sorted(
+        str(p.relative_to(root).with_suffix(""))
+        for p in root.glob("*/*.yaml")
+        if p.parent.name != "sweeps"
+    )
 
 
 def shipped_config_path(name: str) -> Path:

@@ -53,7 +53,8 @@ def test_the_token_file_is_readable_only_by_its_user_and_removed_at_stop(runtime
 
 
 def test_servers_on_the_same_port_of_two_nodes_sharing_a_home_keep_their_own_tokens(
-        runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     files = {}
     for host in ("node-a", "node-b"):
         monkeypatch.setattr(socket, "gethostname", lambda host=host: host)
@@ -88,8 +89,11 @@ def test_a_token_file_left_by_a_killed_server_is_removed_by_the_next(runtime: Pa
 
 
 def test_a_run_pointed_at_another_users_server_starts_its_own_or_says_how_to_get_the_token(
-        runtime: Path, capsys) -> None:
-    other = start_in_thread(ServerSettings(port=0), token_file=False)  # its token is in no file of ours
+    runtime: Path, capsys
+) -> None:
+    other = start_in_thread(
+        ServerSettings(port=0), token_file=False
+    )  # its token is in no file of ours
     try:
         config = BabyAIConfig(server_url=other.url, autostart_server=False)
         with pytest.raises(PreflightError, match=r"refuses this run \(401\).*babyai-server-"):

@@ -129,9 +129,11 @@ if sys.argv[2] == "hang":
 @pytest.mark.parametrize("how", ["exit", "sigkill"])
 def test_no_orphan_server_when_the_owner_exits(how: str) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    owner = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT, url,
-                              "hang" if how == "sigkill" else "exit"],
-                             stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_SCRIPT, url, "hang" if how == "sigkill" else "exit"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     server_pid = int(owner.stdout.readline())  # type: ignore[union-attr]
     if how == "sigkill":  # no atexit: the server must notice its parent is gone
         owner.send_signal(signal.SIGKILL)
@@ -190,16 +192,24 @@ def test_skill_api_over_an_env() -> None:
 
 
 def test_skill_views_are_pure_functions_of_the_dict() -> None:
-    view = {"carrying": {"type": "key", "color": "red"}, "walls": {"left": 2},
-            "objects": [{"type": "door", "color": "blue", "state": "locked", "dx": 2, "dy": 3},
-                        {"type": "ball", "color": "green", "dx": 0, "dy": 1}]}
+    view = {
+        "carrying": {"type": "key", "color": "red"},
+        "walls": {"left": 2},
+        "objects": [
+            {"type": "door", "color": "blue", "state": "locked", "dx": 2, "dy": 3},
+            {"type": "ball", "color": "green", "dx": 0, "dy": 1},
+        ],
+    }
     objs = skill_api.visible_objects(view)
     assert [o.name for o in objs] == ["green ball", "blue door"]
     assert skill_api.in_front(view) == objs[0]
     assert skill_api.find(view, "the blue door").state == "locked"  # type: ignore[union-attr]
     assert skill_api.find(view, "red ball") is None
     assert skill_api.carrying(view) == "red key"
-    assert skill_api.wall_distance(view, "left") == 2 and skill_api.wall_distance(view, "forward") is None
+    assert (
+        skill_api.wall_distance(view, "left") == 2
+        and skill_api.wall_distance(view, "forward") is None
+    )
 
 
 def test_env_passes_check_text_env() -> None:
@@ -207,7 +217,9 @@ def test_env_passes_check_text_env() -> None:
 
     srv = start_in_thread()
     try:
-        env = BabyAIBenchmark(BabyAIConfig(server_url=srv.url), rollouts=1, eval_episodes=1).make_env()
+        env = BabyAIBenchmark(
+            BabyAIConfig(server_url=srv.url), rollouts=1, eval_episodes=1
+        ).make_env()
         for kind in (*TASK_KINDS, "mixed"):
             check_text_env(env, kind, 12345)
         env.close()

@@ -39,7 +39,9 @@ def server_url():
     server.server_close()
 
 
-def test_a_request_whose_connection_is_closed_under_it_fails_as_server_unavailable(server_url, monkeypatch) -> None:
+def test_a_request_whose_connection_is_closed_under_it_fails_as_server_unavailable(
+    server_url, monkeypatch
+) -> None:
     conn = ServerConnection(server_url, timeout_s=5)
     connect = conn._connect
 
@@ -49,7 +51,8 @@ def test_a_request_whose_connection_is_closed_under_it_fails_as_server_unavailab
 
         def request(*args, **kwargs) -> None:
             send(*args, **kwargs)
-            conn.close()   # the shutdown path closing it between sending and reading the answer
+            conn.close()  # the shutdown path closing it between sending and reading the answer
+
         http_conn.request = request  # type: ignore[method-assign]
         return http_conn
 

@@ -17,17 +17,21 @@ DEPLOY = Path(__file__).parents[2] / "BALROG" / "deploy_env.py"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(DEPLOY), *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, str(DEPLOY), *args], capture_output=True, text=True, timeout=60
+    )
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["deploy.prot=8080"], "did you mean 'deploy.port'"),
-    (["port=8080"], "did you mean 'deploy.port'"),
-    (["deploy.port=eighty"], "deploy.port must be a int"),
-    (["deploy.port"], "expected key=value"),
-    (["deploy.verbose=maybe"], "deploy.verbose must be a bool"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["deploy.prot=8080"], "did you mean 'deploy.port'"),
+        (["port=8080"], "did you mean 'deploy.port'"),
+        (["deploy.port=eighty"], "deploy.port must be a int"),
+        (["deploy.port"], "expected key=value"),
+        (["deploy.verbose=maybe"], "deploy.verbose must be a bool"),
+    ],
+)
 def test_argument_errors_exit_2(args: list[str], needle: str) -> None:
     result = run(*args)
     assert result.returncode == 2, result.stderr
@@ -40,7 +44,9 @@ def test_help_lists_keys() -> None:
     assert result.returncode == 0 and "deploy.episode_ttl_s" in result.stdout
 
 
-def test_deploy_serves_on_the_given_port_to_its_user_only(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_deploy_serves_on_the_given_port_to_its_user_only(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     """The user's command keeps working, and the server it starts writes its token (mode 0600)
     where the runs the user starts find it; a request without it gets 401. Stopping the server
     removes the file, and the token is never printed."""
@@ -49,15 +55,25 @@ def test_deploy_serves_on_the_given_port_to_its_user_only(tmp_path: Path, monkey
     from speedrunner.benchmarks.babyai.config import BabyAIConfig
 
     runtime = tmp_path / "runtime"
-    monkeypatch.setenv(auth.RUNTIME_DIR_ENV, str(runtime))  # for the server (its environment) and for us
+    monkeypatch.setenv(
+        auth.RUNTIME_DIR_ENV, str(runtime)
+    )  # for the server (its environment) and for us
     monkeypatch.delenv(auth.TOKEN_ENV, raising=False)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     token_file = auth.token_path(port)
-    proc = subprocess.Popen([sys.executable, str(DEPLOY), f"deploy.port={port}",
-                             "deploy.max_episodes=3", "deploy.episode_ttl_s=60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(DEPLOY),
+            f"deploy.port={port}",
+            "deploy.max_episodes=3",
+            "deploy.episode_ttl_s=60",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline, health = time.monotonic() + 30, None
         while time.monotonic() < deadline and health is None:

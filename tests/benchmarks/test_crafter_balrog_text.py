@@ -50,7 +50,9 @@ def _replay(world: dict[str, Any]) -> list[tuple[str, str, bool]]:
         assert structured["inventory"] == held, where
         assert structured["status"] == {k: step["inventory"][k] for k in STATUS}, where
         assert structured["achievements"] == sorted(step["achievements"]), where
-        states.append((res.observation.text, step["text"], balrog_view_is_broken(env._env._player.pos)))
+        states.append(
+            (res.observation.text, step["text"], balrog_view_is_broken(env._env._player.pos))
+        )
     return states
 
 
@@ -69,8 +71,10 @@ def test_text_matches_balrog_on_recorded_worlds() -> None:
             if ours != theirs and len(mismatches) < 3:
                 mismatches.append(f"ours:\n{ours}\nBALROG:\n{theirs}")
     rate = identical / compared
-    summary = (f"BALROG text match: {identical}/{compared} states identical ({100 * rate:.1f}%); "
-               f"{excluded} edge-of-map states excluded")
+    summary = (
+        f"BALROG text match: {identical}/{compared} states identical ({100 * rate:.1f}%); "
+        f"{excluded} edge-of-map states excluded"
+    )
     print(summary)
     assert compared > 0
     assert rate >= MIN_MATCH, summary + "\n\n" + "\n\n".join(mismatches)
@@ -85,9 +89,13 @@ class Plant:
         self.ripe = ripe
 
 
-def stub_env(area: tuple[int, int], pos: tuple[int, int], facing: tuple[int, int] = (0, 1),
-             materials: dict[tuple[int, int], str] | None = None,
-             objects: dict[tuple[int, int], object] | None = None) -> SimpleNamespace:
+def stub_env(
+    area: tuple[int, int],
+    pos: tuple[int, int],
+    facing: tuple[int, int] = (0, 1),
+    materials: dict[tuple[int, int], str] | None = None,
+    objects: dict[tuple[int, int], object] | None = None,
+) -> SimpleNamespace:
     """A world of grass with the given materials and objects; just what ``observe`` reads."""
     names = [None, "grass", "sand", "tree", "water"]
     mat_map = np.full(area, names.index("grass"), dtype=np.uint8)
@@ -98,25 +106,39 @@ def stub_env(area: tuple[int, int], pos: tuple[int, int], facing: tuple[int, int
     for cell, obj in (objects or {}).items():
         obj_map[cell] = len(placed)
         placed.append(obj)
-    world = SimpleNamespace(area=area, _mat_map=mat_map, _mat_names=dict(enumerate(names)),
-                            _obj_map=obj_map, _objects=placed)
+    world = SimpleNamespace(
+        area=area,
+        _mat_map=mat_map,
+        _mat_names=dict(enumerate(names)),
+        _obj_map=obj_map,
+        _objects=placed,
+    )
     inventory = {"health": 9, "food": 9, "drink": 9, "energy": 9, "wood": 0}
-    player = SimpleNamespace(pos=np.array(pos), facing=np.array(facing), sleeping=False,
-                             inventory=inventory, achievements={})
+    player = SimpleNamespace(
+        pos=np.array(pos),
+        facing=np.array(facing),
+        sleeping=False,
+        inventory=inventory,
+        achievements={},
+    )
     return SimpleNamespace(_world=world, _player=player, _step=1)
 
 
 def test_listing_follows_column_scan_and_ties_go_west() -> None:
     """Kinds appear in the order the west-to-east column scan meets them; of two cells at the
     same distance the west-most wins; a creature hides the ground it stands on."""
-    env = stub_env((20, 20), (10, 10),
-                   materials={(11, 9): "tree", (9, 11): "tree", (6, 10): "water", (10, 12): "sand"},
-                   objects={(10, 12): Cow()})
+    env = stub_env(
+        (20, 20),
+        (10, 10),
+        materials={(11, 9): "tree", (9, 11): "tree", (6, 10): "water", (10, 12): "sand"},
+        objects={(10, 12): Cow()},
+    )
     text, structured = observe(env)
     assert text.startswith(
         "You see:\n- grass 1 step to your west\n- water 4 steps to your west\n"
         "- tree 2 steps to your south-west\n- cow 2 steps to your south\n\n"
-        "You face grass at your front.\n\nYour status:\n- health: 9/9\n")
+        "You face grass at your front.\n\nYour status:\n- health: 9/9\n"
+    )
     assert text.endswith("- energy: 9/9\n\nYou have nothing in your inventory.")
     assert [o["name"] for o in structured["nearby"]] == ["grass", "water", "tree", "cow"]
     json.dumps(structured)
@@ -132,8 +154,10 @@ def test_near_the_north_west_corner_the_view_is_described() -> None:
     """BALROG sees nothing here (its bug); we list what the image shows."""
     env = stub_env((20, 20), (1, 0), facing=(-1, 0), materials={(0, 0): "tree", (3, 2): "water"})
     text, structured = observe(env)
-    assert text.startswith("You see:\n- tree 1 step to your west\n- grass 1 step to your south\n"
-                           "- water 4 steps to your south-east\n\nYou face tree at your front.")
+    assert text.startswith(
+        "You see:\n- tree 1 step to your west\n- grass 1 step to your south\n"
+        "- water 4 steps to your south-east\n\nYou face tree at your front."
+    )
     assert all(o["dx"] >= -1 and o["dy"] >= 0 for o in structured["nearby"])
 
 

@@ -31,8 +31,13 @@ print(steps, digest.hexdigest())
 
 def _start(junk: int, hash_seed: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    return subprocess.Popen([sys.executable, "-c", PLAY, str(junk)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", PLAY, str(junk)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _result(proc: subprocess.Popen[str]) -> str:

@@ -42,9 +42,15 @@ def action_script(seed: int, n: int) -> list[str]:
 
 def test_action_names_map_to_crafter_indices() -> None:
     expected = {
-        "Noop": "noop", "Move West": "move_left", "Move East": "move_right",
-        "Move North": "move_up", "Move South": "move_down", "Do": "do", "Sleep": "sleep",
-        "Place Table": "place_table", "Make Iron Sword": "make_iron_sword",
+        "Noop": "noop",
+        "Move West": "move_left",
+        "Move East": "move_right",
+        "Move North": "move_up",
+        "Move South": "move_down",
+        "Do": "do",
+        "Sleep": "sleep",
+        "Place Table": "place_table",
+        "Make Iron Sword": "make_iron_sword",
     }
     assert len(ACTION_NAMES) == 17
     for name, inner in expected.items():
@@ -81,7 +87,9 @@ def test_prompt_describes_every_action_and_numbers_the_achievements() -> None:
     assert "\n- Make Iron Pickaxe: craft an iron pickaxe" in shown
     assert tuple(sorted(ACHIEVEMENT_ORDER)) == ACHIEVEMENTS
     numbered = [line for line in env.instruction.splitlines() if line[:1].isdigit()]
-    assert numbered == [f"{i}. {a.replace('_', ' ').title()}" for i, a in enumerate(ACHIEVEMENT_ORDER, 1)]
+    assert numbered == [
+        f"{i}. {a.replace('_', ' ').title()}" for i, a in enumerate(ACHIEVEMENT_ORDER, 1)
+    ]
     assert numbered[0] == "1. Collect Wood" and numbered[-1] == "22. Collect Diamond"
 
 
@@ -116,8 +124,10 @@ def test_steps_match_raw_env_step_by_step() -> None:
             assert (res.reward, res.done) == (r_raw, d_raw), f"step {steps}"
             assert res.info["achievements"] == unlocked
             assert res.observation.structured["inventory"] == {
-                k: v for k, v in info["inventory"].items()
-                if k not in ("health", "food", "drink", "energy") and v > 0}
+                k: v
+                for k, v in info["inventory"].items()
+                if k not in ("health", "food", "drink", "energy") and v > 0
+            }
             assert res.observation.structured["status"]["health"] == info["inventory"]["health"]
             if res.done:
                 break
@@ -130,17 +140,35 @@ def _play(seed: int, actions: list[str], area: tuple[int, int] = (64, 64)) -> li
     rows = [{"action": None, "text": env.reset("crafter", seed).text}]
     for action in actions:
         res = env.step(action)
-        rows.append({"action": action, "text": res.observation.text, "reward": res.reward,
-                     "done": res.done})
+        rows.append(
+            {"action": action, "text": res.observation.text, "reward": res.reward, "done": res.done}
+        )
         if res.done:
             break
     return rows
 
 
 def test_golden_text() -> None:
-    actions = ["Do", "Move West", "Move West", "Move North", "Move North", "Move North",
-               "Do", "Do", "Do", "Do", "Do", "Place Table", "Make Wood Pickaxe", "Move South",
-               "Sleep", "Noop", "Move East", "Do"]
+    actions = [
+        "Do",
+        "Move West",
+        "Move West",
+        "Move North",
+        "Move North",
+        "Move North",
+        "Do",
+        "Do",
+        "Do",
+        "Do",
+        "Do",
+        "Place Table",
+        "Make Wood Pickaxe",
+        "Move South",
+        "Sleep",
+        "Noop",
+        "Move East",
+        "Do",
+    ]
     rows = _play(7, actions)
     if os.environ.get("SPEEDRUNNER_REGEN_FIXTURES"):
         GOLDEN.write_text(json.dumps({"seed": 7, "steps": rows}, indent=1) + "\n")
@@ -205,7 +233,11 @@ def test_benchmark_specs() -> None:
     bench = CrafterBenchmark(CrafterConfig(area=list(SMALL)), rollouts=20, eval_episodes=5)
     spec = bench.train_episode(3, 4)
     assert (spec.split, spec.index, spec.task, spec.seed) == (
-        "train", 4, "crafter", episode_seed(3, "train", 4))
+        "train",
+        4,
+        "crafter",
+        episode_seed(3, "train", 4),
+    )
     evals = bench.eval_episodes(3)
     assert [e.index for e in evals] == list(range(5)) and {e.split for e in evals} == {"eval"}
     assert evals == bench.eval_episodes(3)

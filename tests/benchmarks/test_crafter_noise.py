@@ -19,13 +19,19 @@ def pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_noise_crafter_calls_is_compiled() -> None:
-    assert hasattr(internals._noise3, "py_func"), "numba is missing: Crafter resets run in pure Python"
+    assert hasattr(internals._noise3, "py_func"), (
+        "numba is missing: Crafter resets run in pure Python"
+    )
 
 
-def test_compiled_noise_equals_the_pure_python_noise_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_noise_equals_the_pure_python_noise_bit_for_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rng = random.Random(0)
-    points = [(rng.uniform(-70, 70), rng.uniform(-70, 70), rng.choice([0, 3, 6, 7, 8]) + rng.random())
-              for _ in range(3000)]  # Crafter's inputs: cell coordinates over a frequency, a z offset
+    points = [
+        (rng.uniform(-70, 70), rng.uniform(-70, 70), rng.choice([0, 3, 6, 7, 8]) + rng.random())
+        for _ in range(3000)
+    ]  # Crafter's inputs: cell coordinates over a frequency, a z offset
     seeds = (0, 1, 2**31 - 1, rng.randrange(2**31))
 
     def noise() -> list[float]:
@@ -40,7 +46,9 @@ def test_a_world_is_the_same_compiled_or_not(monkeypatch: pytest.MonkeyPatch) ->
     def world(seed: int) -> tuple[bytes, list[tuple[str, tuple[int, int]]]]:
         env = crafter.Env(area=(64, 64), seed=seed)
         env.reset()
-        return env._world._mat_map.tobytes(), [(type(o).__name__, tuple(o.pos)) for o in env._world.objects]
+        return env._world._mat_map.tobytes(), [
+            (type(o).__name__, tuple(o.pos)) for o in env._world.objects
+        ]
 
     compiled = world(7)
     pure_python(monkeypatch)

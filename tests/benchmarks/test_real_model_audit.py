@@ -16,16 +16,23 @@ real_model = sys.modules.setdefault("real_model", importlib.util.module_from_spe
 _spec.loader.exec_module(real_model)  # (registered first: its dataclasses look their module up)
 
 
-
 def test_an_action_line_names_a_listed_action_with_its_description_or_alone():
     actions, help_ = ["turn left", "go forward"], {"turn left": "rotate 90 degrees in place"}
-    assert real_model.names_listed_action("Action: Turn left (rotate 90 degrees in place)", actions, help_)
+    assert real_model.names_listed_action(
+        "Action: Turn left (rotate 90 degrees in place)", actions, help_
+    )
     assert real_model.names_listed_action("Action: rotate 90 degrees in place", actions, help_)
     assert not real_model.names_listed_action("Action: jump", actions, help_)
-    assert not real_model.names_listed_action("Thought: turn left", actions, help_)  # no Action line
+    assert not real_model.names_listed_action(
+        "Thought: turn left", actions, help_
+    )  # no Action line
     # ScienceWorld's commands are whole: more words make another command
-    assert real_model.names_listed_action("Action: Go to kitchen.", ["go to kitchen"], {}, whole=True)
-    assert not real_model.names_listed_action("Action: go to kitchen now", ["go to kitchen"], {}, whole=True)
+    assert real_model.names_listed_action(
+        "Action: Go to kitchen.", ["go to kitchen"], {}, whole=True
+    )
+    assert not real_model.names_listed_action(
+        "Action: go to kitchen now", ["go to kitchen"], {}, whole=True
+    )
 
 
 @pytest.mark.slow
@@ -44,14 +51,41 @@ def test_a_scienceworld_turn_names_a_valid_command_by_replay_and_acts_only_if_un
         env.close()
     run = tmp_path / "run"
     (run / "episodes" / "train").mkdir(parents=True)
-    (run / "config.resolved.json").write_text(json.dumps({"benchmark": {
-        "simplification": "easy", "env_step_limit": 10000, "jvm_options": "-Xmx512m -XX:+UseSerialGC"}}))
-    steps = [{"raw_text": f"Thought: x\nAction: {valid.upper()}.", "observation": "start", "executed": [valid],
-              "usage": {"output": 20}},
-             {"raw_text": "Action: move the agent to the yellow box", "observation": reply,
-              "executed": ["move the agent to the yellow box"], "usage": {"output": 30}}]
-    (run / "episodes" / "train" / "000000.json").write_text(json.dumps(
-        {"task": task, "seed": seed, "steps": steps, "final_observation": "No known action matches that input."}))
+    (run / "config.resolved.json").write_text(
+        json.dumps(
+            {
+                "benchmark": {
+                    "simplification": "easy",
+                    "env_step_limit": 10000,
+                    "jvm_options": "-Xmx512m -XX:+UseSerialGC",
+                }
+            }
+        )
+    )
+    steps = [
+        {
+            "raw_text": f"Thought: x\nAction: {valid.upper()}.",
+            "observation": "start",
+            "executed": [valid],
+            "usage": {"output": 20},
+        },
+        {
+            "raw_text": "Action: move the agent to the yellow box",
+            "observation": reply,
+            "executed": ["move the agent to the yellow box"],
+            "usage": {"output": 30},
+        },
+    ]
+    (run / "episodes" / "train" / "000000.json").write_text(
+        json.dumps(
+            {
+                "task": task,
+                "seed": seed,
+                "steps": steps,
+                "final_observation": "No known action matches that input.",
+            }
+        )
+    )
     row = real_model.audit(run, real_model.Row("scienceworld", "react", "after"))
     assert (row.actor_turns, row.acted) == (2, 1)
     assert (row.naming, row.naming_acted) == (1, 1)

@@ -48,15 +48,18 @@ def raw() -> Iterator[Any]:
 def test_split_sizes_match_package(raw: Any) -> None:
     for task_id, name in TASK_IDS.items():
         raw.load(name, 0, "easy")
-        for split, listed in (("train", raw.get_variations_train()),
-                              ("dev", raw.get_variations_dev()),
-                              ("test", raw.get_variations_test())):
+        for split, listed in (
+            ("train", raw.get_variations_train()),
+            ("dev", raw.get_variations_dev()),
+            ("test", raw.get_variations_test()),
+        ):
             assert list(variations(task_id, split)) == list(listed), (task_id, split)
 
 
 @pytest.mark.parametrize("task_id", [*TASK_SETS["t3"], *TASK_SETS["t4"]])
-def test_gold_path_through_our_interface_succeeds(env: ScienceWorldTextEnv, raw: Any,
-                                                  task_id: str) -> None:
+def test_gold_path_through_our_interface_succeeds(
+    env: ScienceWorldTextEnv, raw: Any, task_id: str
+) -> None:
     ref = parse_task(f"{task_id}/test", 0)
     raw.load(ref.task_name, ref.variation, "easy", generateGoldPath=True)
     gold = raw.get_gold_action_sequence()
@@ -150,7 +153,8 @@ class _CountingServer:
 
 @pytest.mark.parametrize("task_id", ["4-2", "3-1", "3-3"])
 def test_an_episode_starts_from_one_world_build_exactly_as_the_packages_reset(
-        env: ScienceWorldTextEnv, raw: Any, task_id: str) -> None:
+    env: ScienceWorldTextEnv, raw: Any, task_id: str
+) -> None:
     """The JVM's ``reset`` is ``load`` again: the env builds the world once and takes the
     package's first move itself. The observations (and the valid commands) then match the
     package's ``load`` + ``reset`` move for move."""
@@ -166,10 +170,21 @@ def test_an_episode_starts_from_one_world_build_exactly_as_the_packages_reset(
         raw.load(ref.task_name, ref.variation, "easy")
         text, info = raw.reset()
         assert ours.text == text and ours.structured["valid_actions"] == info["valid"]
-        assert (ours.structured["look"], ours.structured["inventory"]) == (info["look"], info["inv"])
-        for action in ("look around", info["valid"][len(info["valid"]) // 2], "inventory", "open door"):
+        assert (ours.structured["look"], ours.structured["inventory"]) == (
+            info["look"],
+            info["inv"],
+        )
+        for action in (
+            "look around",
+            info["valid"][len(info["valid"]) // 2],
+            "inventory",
+            "open door",
+        ):
             mine, theirs = env.step(action), raw.step(action)
-            assert mine.observation.text == theirs[0] and mine.observation.structured["valid_actions"] == theirs[3]["valid"]
+            assert (
+                mine.observation.text == theirs[0]
+                and mine.observation.structured["valid_actions"] == theirs[3]["valid"]
+            )
             assert mine.info["score"] == theirs[3]["score"] and mine.done == theirs[2]
             if mine.done:
                 break
@@ -187,15 +202,19 @@ def test_jvm_options_reach_the_jvm_and_close_stops_it() -> None:
     """Also: an option that makes HotSpot log a warning at start-up (``UseLargePages`` on a
     machine without large pages) no longer takes the place of the port py4j reads on stdout."""
     options = "-Xmx256m -XX:+UseSerialGC -XX:+UseLargePages"
-    bare = subprocess.run(["java", "-XX:+UseLargePages", "-version"], capture_output=True, text=True, timeout=60)
-    warns_on_stdout = "[warning]" in bare.stdout   # false only where large pages are configured
+    bare = subprocess.run(
+        ["java", "-XX:+UseLargePages", "-version"], capture_output=True, text=True, timeout=60
+    )
+    warns_on_stdout = "[warning]" in bare.stdout  # false only where large pages are configured
     env = ScienceWorldTextEnv(jvm_options=options)
     assert env._sim is None  # lazy: nothing started yet
     env.reset("3-1/train#0", 0)
     proc = env._sim._gateway.java_process
     with open(f"/proc/{proc.pid}/environ", "rb") as f:
         environ = f.read().split(b"\0")
-    assert f"JAVA_TOOL_OPTIONS={QUIET_STDOUT_FLAGS} {options} {DETERMINISM_FLAGS}".encode() in environ
+    assert (
+        f"JAVA_TOOL_OPTIONS={QUIET_STDOUT_FLAGS} {options} {DETERMINISM_FLAGS}".encode() in environ
+    )
     assert os.environ.get("JAVA_TOOL_OPTIONS") != options
     env.close()
     assert proc.poll() is not None
@@ -218,9 +237,17 @@ print(env.step("look around").observation.text)
 
 
 def test_same_seed_same_first_observation_across_processes(env: ScienceWorldTextEnv) -> None:
-    outs = [subprocess.run([sys.executable, "-c", FIRST_OBS], capture_output=True, text=True,
-                           timeout=120, check=True, env={**os.environ, "PYTHONHASHSEED": s}).stdout
-            for s in ("1", "2")]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", FIRST_OBS],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": s},
+        ).stdout
+        for s in ("1", "2")
+    ]
     assert outs[0] == outs[1] and "This room is called" in outs[0]
     here = env.reset("4-3/test", 1234).text
     assert outs[0].startswith(here)

@@ -26,10 +26,16 @@ def restore_logging():
 
 def test_py4j_logs_are_silenced_on_stop_and_others_are_not(restore_logging, caplog) -> None:
     caplog.set_level(logging.INFO)
-    as_py4j_does = compile("import logging\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
-                           "    logging.exception('Exception while sending command.')\n", PY4J_FILE, "exec")
+    as_py4j_does = compile(
+        "import logging\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+        "    logging.exception('Exception while sending command.')\n",
+        PY4J_FILE,
+        "exec",
+    )
     quiet_py4j()
-    logging.getLogger("py4j.java_gateway").error("An error occurred while trying to connect to the Java server")
+    logging.getLogger("py4j.java_gateway").error(
+        "An error occurred while trying to connect to the Java server"
+    )
     exec(as_py4j_does, {})
     logging.getLogger("speedrunner.test").error("still heard")
     assert [r.getMessage() for r in caplog.records] == ["still heard"]

@@ -22,20 +22,24 @@ def test_task_string_grammar() -> None:
     assert variations("3-3", "dev") == range(450, 675)
 
 
-@pytest.mark.parametrize(("task", "message"), [
-    ("4-9", "unknown ScienceWorld task id '4-9'"),
-    ("4-1/tset", "did you mean 'test'"),
-    ("4-1/test#12", "variation 12 is not in the test split of 4-1 .225..299."),
-    ("4-1/test#x", "must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ("4-9", "unknown ScienceWorld task id '4-9'"),
+        ("4-1/tset", "did you mean 'test'"),
+        ("4-1/test#12", "variation 12 is not in the test split of 4-1 .225..299."),
+        ("4-1/test#x", "must be an integer"),
+    ],
+)
 def test_bad_task_strings_say_what_to_do(task: str, message: str) -> None:
     with pytest.raises(EnvError, match=message):
         parse_task(task, 0)
 
 
 def _bench(task_set: str, rollouts: int = 20, n_eval: int = 30) -> ScienceWorldBenchmark:
-    return ScienceWorldBenchmark(ScienceWorldConfig(task_set=task_set), rollouts=rollouts,
-                                 eval_episodes=n_eval)
+    return ScienceWorldBenchmark(
+        ScienceWorldConfig(task_set=task_set), rollouts=rollouts, eval_episodes=n_eval
+    )
 
 
 def test_t3t4_trains_on_t3_then_t4() -> None:

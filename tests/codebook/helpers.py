@@ -8,8 +8,12 @@ from speedrunner.core.codebook import Author, Codebook, Problem, Rules, apply_ed
 from speedrunner.core.codebook.candidate import Candidate
 
 API = "fake_skill_api"
-RULES = Rules(api_module=API, api_names=frozenset({"find", "SkillEnv", "ACTIONS"}),
-              primitive_actions=("go forward", "pick up", "Move West", "focus on OBJ"), smoke_test=None)
+RULES = Rules(
+    api_module=API,
+    api_names=frozenset({"find", "SkillEnv", "ACTIONS"}),
+    primitive_actions=("go forward", "pick up", "Move West", "focus on OBJ"),
+    smoke_test=None,
+)
 AUTHOR = Author(method="speedrunner", batch_index=3, scripted=False)
 
 
@@ -48,13 +52,13 @@ def go_to(env, name: str, steps: int = 10) -> bool:
     return False
 '''
 
-STEP = '''
+STEP = """
 def _step(env, name):
     target = find(env.state, name)
     if target is None:
         return False
     env.act("go forward")
     return target.distance <= 1
-'''
+"""
 
 IMPORT_FIND = f"from {API} import find"

@@ -10,7 +10,10 @@ from speedrunner import cli, train_cli
 
 
 def _all_parsers() -> list[argparse.ArgumentParser]:
-    found, todo = [], [cli._parser(), train_cli.build_parser("python -m speedrunner.benchmarks.babyai.train")]
+    found, todo = (
+        [],
+        [cli._parser(), train_cli.build_parser("python -m speedrunner.benchmarks.babyai.train")],
+    )
     while todo:
         parser = todo.pop()
         found.append(parser)
@@ -28,14 +31,26 @@ def test_every_parser_and_subparser_refuses_abbreviations() -> None:
 
 def test_config_does_not_silently_mean_config_file(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
-        train_cli.main("babyai", "speedrunner.benchmarks.babyai.train", ["--config", "configs/babyai/opo-scripted-seq.yaml"])
+        train_cli.main(
+            "babyai",
+            "speedrunner.benchmarks.babyai.train",
+            ["--config", "configs/babyai/opo-scripted-seq.yaml"],
+        )
     assert e.value.code == 2
     assert "unrecognized arguments: --config" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["leaderboard", "append", "--allow", "x"], ["sweep", "f.yaml", "--dry"],
-                                  ["report", "runs", "--o", "x"]])
-def test_subcommands_refuse_abbreviations_too(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["leaderboard", "append", "--allow", "x"],
+        ["sweep", "f.yaml", "--dry"],
+        ["report", "runs", "--o", "x"],
+    ],
+)
+def test_subcommands_refuse_abbreviations_too(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
     assert e.value.code == 2

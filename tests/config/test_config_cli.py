@@ -36,14 +36,21 @@ def test_validate_config_prints_the_resolved_config(
           sampling: {temperature: 0.4}
         benchmark: {name: scienceworld, task_set: t3}
     """)
-    rc, out, err = run_cli(capsys, "validate-config", str(path), "--quick_test", "--set", "run.seed=5")
+    rc, out, err = run_cli(
+        capsys, "validate-config", str(path), "--quick_test", "--set", "run.seed=5"
+    )
     assert rc == 0, err
     resolved = json.loads(out)
     assert resolved == loader.load(path, quick_test=True, overrides=["run.seed=5"]).resolved_json()
     # Resolved means every layer applied and every default filled in.
     assert resolved["run"]["seed"] == 5
     assert resolved["run"]["rollouts"] == 4
-    assert resolved["model"]["sampling"] == {"temperature": 0.4, "top_p": 1.0, "max_tokens": 4096, "seed": None}
+    assert resolved["model"]["sampling"] == {
+        "temperature": 0.4,
+        "top_p": 1.0,
+        "max_tokens": 4096,
+        "seed": None,
+    }
     assert resolved["method"]["guide_max_chars"] == 6000
     assert resolved["benchmark"]["max_llm_calls"] == 5
     assert f"{path}: valid" in err
@@ -67,7 +74,9 @@ def test_validate_config_on_a_bad_file_prints_only_errors(
 
 
 def test_validate_config_says_what_the_train_command_would_say(
-    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     unimplemented_speedrunner: None,
 ) -> None:
     path = write_config("""
@@ -80,9 +89,10 @@ def test_validate_config_says_what_the_train_command_would_say(
     assert ": valid" not in err
 
 
-
 def test_validate_config_needs_no_api_key_but_says_the_run_will(
-    write_config: WriteConfig, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Checking a file needs no secret (the README's own example runs without a key); the
     train command still refuses before it makes anything."""
@@ -120,14 +130,23 @@ def test_configs_list_shows_every_shipped_config(capsys: pytest.CaptureFixture[s
     run_configs = [p for p in configs_root().glob("*/*.yaml") if p.parent.name != "sweeps"]
     assert len(names) == len(run_configs)  # recorded data below is not a config
     assert not any(n.startswith("sweeps/") for n in names)  # sweep files are not run configs
-    assert {"babyai/react-gpt-seq", "crafter/voyager-gpt-crafter", "scienceworld/speedrunner-gpt-t4"} <= set(names)
+    assert {
+        "babyai/react-gpt-seq",
+        "crafter/voyager-gpt-crafter",
+        "scienceworld/speedrunner-gpt-t4",
+    } <= set(names)
 
 
 def test_configs_are_package_data() -> None:
     root = configs_root()
     assert root.is_relative_to(Path(speedrunner.__file__).parent)
-    assert shipped_config_path("babyai/react-gpt-seq.yaml") == root / "babyai" / "react-gpt-seq.yaml"
-    assert shipped_config_path("configs/babyai/react-gpt-seq") == root / "babyai" / "react-gpt-seq.yaml"
+    assert (
+        shipped_config_path("babyai/react-gpt-seq.yaml") == root / "babyai" / "react-gpt-seq.yaml"
+    )
+    assert (
+        shipped_config_path("configs/babyai/react-gpt-seq")
+        == root / "babyai" / "react-gpt-seq.yaml"
+    )
 
 
 def test_configs_copy_is_rerun_safe_and_keeps_edits(
@@ -144,7 +163,7 @@ def test_configs_copy_is_rerun_safe_and_keeps_edits(
     os.utime(dest, ns=(1_000_000_000, 1_000_000_000))
     rc, out, _ = run_cli(capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", "mine")
     assert rc == 0 and "unchanged" in out
-    assert dest.stat().st_mtime_ns == 1_000_000_000   # not even rewritten
+    assert dest.stat().st_mtime_ns == 1_000_000_000  # not even rewritten
 
     edited = shipped.replace(b"seed: 0", b"seed: 1")
     assert edited != shipped
@@ -154,7 +173,9 @@ def test_configs_copy_is_rerun_safe_and_keeps_edits(
     assert str(dest) in err and "--overwrite" in err
     assert dest.read_bytes() == edited
 
-    rc, out, _ = run_cli(capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", str(dest), "--overwrite")
+    rc, out, _ = run_cli(
+        capsys, "configs", "copy", "scienceworld/speedrunner-gpt-t4", str(dest), "--overwrite"
+    )
     assert rc == 0 and "overwritten" in out
     assert dest.read_bytes() == shipped
 
@@ -168,7 +189,9 @@ def test_configs_copy_by_short_name_to_a_file_name(
     assert dest.read_bytes() == shipped_config_path("crafter/react-qwen-crafter").read_bytes()
 
 
-def test_configs_copy_unknown_name_suggests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_configs_copy_unknown_name_suggests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, out, err = run_cli(capsys, "configs", "copy", "babyai/react-gpt-seg", str(tmp_path))
     assert rc == 2 and out == ""
     assert "no shipped config 'babyai/react-gpt-seg'" in err
@@ -181,13 +204,23 @@ def test_configs_copy_works_outside_the_repo(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     copy = subprocess.run(
         [sys.executable, "-m", "speedrunner.cli", "configs", "copy", "babyai/opo-gpt-seq", "."],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert copy.returncode == 0, copy.stderr
-    assert (tmp_path / "opo-gpt-seq.yaml").read_bytes() == shipped_config_path("babyai/opo-gpt-seq").read_bytes()
+    assert (tmp_path / "opo-gpt-seq.yaml").read_bytes() == shipped_config_path(
+        "babyai/opo-gpt-seq"
+    ).read_bytes()
     check = subprocess.run(
         [sys.executable, "-m", "speedrunner.cli", "validate-config", "opo-gpt-seq.yaml"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout)["method"]["name"] == "opo"

@@ -67,7 +67,12 @@ CASES = {
           name: babyai
         """,
         "babyai",
-        ["line 3", "unknown section 'methd'", "did you mean 'method'", "valid sections: run, method"],
+        [
+            "line 3",
+            "unknown section 'methd'",
+            "did you mean 'method'",
+            "valid sections: run, method",
+        ],
     ),
     "unknown_key": (
         """
@@ -211,7 +216,7 @@ def test_validate_config_reports_file_key_line_and_fix(
     path = write_config(text, name=f"{case}.yaml")
     rc, out, err = validate(capsys, str(path))
     assert rc == 2
-    assert out == ""                      # no resolved config for a bad file
+    assert out == ""  # no resolved config for a bad file
     assert f"{case}.yaml" in err
     for part in expected:
         assert part in err, f"{part!r} missing from:\n{err}"
@@ -254,7 +259,9 @@ def test_missing_file_names_it_and_suggests_a_near_name(
     assert not (tmp_path / "mine").exists() and not (tmp_path / "runs").exists()
 
 
-def test_a_directory_is_not_a_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_directory_is_not_a_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, _, err = validate(capsys, str(tmp_path))
     assert rc == 2
     assert "is a directory, not a file" in err
@@ -282,7 +289,9 @@ def test_all_problems_are_reported_at_once(write_config: WriteConfig, loader: Co
     assert "line 9: benchmark.max_llm_calls" in text
 
 
-def test_duplicate_key_is_an_error_with_both_lines(write_config: WriteConfig, loader: ConfigLoader) -> None:
+def test_duplicate_key_is_an_error_with_both_lines(
+    write_config: WriteConfig, loader: ConfigLoader
+) -> None:
     path = write_config("""
         method:
           name: react
@@ -291,7 +300,10 @@ def test_duplicate_key_is_an_error_with_both_lines(write_config: WriteConfig, lo
           max_llm_calls: 30
           max_llm_calls: 10
     """)
-    with pytest.raises(ConfigError, match=r"line 6: key 'benchmark.max_llm_calls' appears twice \(first on line 5\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"line 6: key 'benchmark.max_llm_calls' appears twice \(first on line 5\)",
+    ):
         loader.load(path)
 
 
@@ -315,26 +327,37 @@ def test_set_override_errors_name_the_set_layer_and_hint_to_quote(
     assert "expected dotted.key=value" in err
 
 
-def test_schedule_that_does_not_fit_is_refused(write_config: WriteConfig, loader: ConfigLoader) -> None:
+def test_schedule_that_does_not_fit_is_refused(
+    write_config: WriteConfig, loader: ConfigLoader
+) -> None:
     path = write_config("""
         run: {rollouts: 200, sleep_every: 10, eval_every: 25}
         method: {name: react}
         benchmark: {name: babyai}
     """)
-    with pytest.raises(ConfigError, match=r"line 1: .*eval_every \(25\) must be a multiple of sleep_every \(10\)"):
+    with pytest.raises(
+        ConfigError, match=r"line 1: .*eval_every \(25\) must be a multiple of sleep_every \(10\)"
+    ):
         loader.load(path)
 
 
-def test_api_key_pasted_into_api_key_env_is_refused(write_config: WriteConfig, loader: ConfigLoader) -> None:
+def test_api_key_pasted_into_api_key_env_is_refused(
+    write_config: WriteConfig, loader: ConfigLoader
+) -> None:
     path = write_config("""
         method: {name: react}
         model:
           api_key_env: sk-proj-abcdefghijklmnop1234
         benchmark: {name: babyai}
     """)
-    with pytest.raises(ConfigError, match=r"line 3: model.api_key_env: .*NAME of the environment variable"):
+    with pytest.raises(
+        ConfigError, match=r"line 3: model.api_key_env: .*NAME of the environment variable"
+    ):
         loader.load(path)
-    assert loader.load(path, overrides=["model.api_key_env=MY_OPENAI_KEY"]).config.model.api_key_env == "MY_OPENAI_KEY"
+    assert (
+        loader.load(path, overrides=["model.api_key_env=MY_OPENAI_KEY"]).config.model.api_key_env
+        == "MY_OPENAI_KEY"
+    )
 
 
 # ----------------------------------------------------------- entry-point combinations
@@ -363,17 +386,44 @@ REACT_CRAFTER = """
 @pytest.mark.parametrize(
     ("text", "which", "expected"),
     [
-        pytest.param(SCIENCEWORLD, "babyai",
-                     ["line 4", "benchmark 'scienceworld'", "runs 'babyai'",
-                      "speedrunner train --config_file"], id="scienceworld_config_to_babyai"),
-        pytest.param(REACT_CRAFTER, "scienceworld",
-                     ["line 4", "benchmark 'crafter'", "runs 'scienceworld'"], id="crafter_config_to_scienceworld"),
-        pytest.param(VOYAGER, "crafter",
-                     ["line 2", "method.name 'voyager'", "python -m speedrunner.benchmarks.crafter.train_voyager"],
-                     id="voyager_via_crafter_train"),
-        pytest.param(REACT_CRAFTER, "voyager",
-                     ["line 2", "method.name is 'react'", "runs only method 'voyager'",
-                      "speedrunner train --config_file"], id="react_via_train_voyager"),
+        pytest.param(
+            SCIENCEWORLD,
+            "babyai",
+            [
+                "line 4",
+                "benchmark 'scienceworld'",
+                "runs 'babyai'",
+                "speedrunner train --config_file",
+            ],
+            id="scienceworld_config_to_babyai",
+        ),
+        pytest.param(
+            REACT_CRAFTER,
+            "scienceworld",
+            ["line 4", "benchmark 'crafter'", "runs 'scienceworld'"],
+            id="crafter_config_to_scienceworld",
+        ),
+        pytest.param(
+            VOYAGER,
+            "crafter",
+            [
+                "line 2",
+                "method.name 'voyager'",
+                "python -m speedrunner.benchmarks.crafter.train_voyager",
+            ],
+            id="voyager_via_crafter_train",
+        ),
+        pytest.param(
+            REACT_CRAFTER,
+            "voyager",
+            [
+                "line 2",
+                "method.name is 'react'",
+                "runs only method 'voyager'",
+                "speedrunner train --config_file",
+            ],
+            id="react_via_train_voyager",
+        ),
     ],
 )
 def test_config_for_another_entry_point_is_refused(
@@ -388,7 +438,9 @@ def test_config_for_another_entry_point_is_refused(
     path = write_config(text, name="other.yaml")
     monkeypatch.chdir(tmp_path)
     before = {p.name for p in tmp_path.iterdir()}
-    rc, err = train(capsys, which, "--config_file", str(path), "--run_dir", str(tmp_path / "pinned"))
+    rc, err = train(
+        capsys, which, "--config_file", str(path), "--run_dir", str(tmp_path / "pinned")
+    )
     assert rc == 2
     assert "other.yaml" in err
     for part in expected:
@@ -441,13 +493,19 @@ def test_python_m_entry_points_exit_2_on_a_foreign_config(
     """The real modules are wired to the right benchmark and entry point."""
     # Voyager's entry point is a Crafter one: a plain Crafter config is foreign there.
     foreign = {"babyai": "crafter", "voyager": "crafter"}.get(which, "babyai")
-    path = write_config(f"""
+    path = write_config(
+        f"""
         method: {{name: react}}
         benchmark: {{name: {foreign}}}
-    """, name="foreign.yaml")
+    """,
+        name="foreign.yaml",
+    )
     proc = subprocess.run(
         [sys.executable, "-m", TRAIN[which][1], "--config_file", str(path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
     assert "foreign.yaml" in proc.stderr

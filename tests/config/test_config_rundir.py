@@ -92,34 +92,43 @@ def test_run_ids_skip_past_existing_ones(
     assert create_run_dir(loaded) == parent / "r0008"
 
 
-def test_model_label_in_the_path(loader: ConfigLoader, write_config: WriteConfig, tmp_path: Path) -> None:
+def test_model_label_in_the_path(
+    loader: ConfigLoader, write_config: WriteConfig, tmp_path: Path
+) -> None:
     qwen = write_config(f"""
-        run: {{output_root: {tmp_path / 'out'}}}
+        run: {{output_root: {tmp_path / "out"}}}
         method: {{name: opo}}
         model: {{provider: vllm, name: Qwen/Qwen3.5-35B-A3B, base_url: "http://127.0.0.1:5012/v1"}}
         benchmark: {{name: scienceworld, task_set: t3t4}}
     """)
     path = create_run_dir(loader.load(qwen))
     assert path.relative_to(tmp_path / "out").parts == (
-        "scienceworld", "opo-Qwen3.5-35B-A3B-t3t4", "seed0", "r0001")
+        "scienceworld",
+        "opo-Qwen3.5-35B-A3B-t3t4",
+        "seed0",
+        "r0001",
+    )
 
     scripted = loader.load(qwen, overrides=["model={provider: scripted, name: whatever}"])
     assert create_run_dir(scripted).parent.parent.name == "opo-scripted-t3t4"
 
 
-def test_the_provider_is_part_of_the_experiment(loader: ConfigLoader, write_config: WriteConfig,
-                                                 tmp_path: Path) -> None:
+def test_the_provider_is_part_of_the_experiment(
+    loader: ConfigLoader, write_config: WriteConfig, tmp_path: Path
+) -> None:
     """The same model name on OpenAI and on a vLLM server are two experiments, never r0001/r0002
     of one (the report would average them)."""
     openai = write_config(f"""
-        run: {{output_root: {tmp_path / 'out'}}}
+        run: {{output_root: {tmp_path / "out"}}}
         method: {{name: react}}
         model: {{provider: openai, name: gpt-5.4-mini}}
         benchmark: {{name: babyai}}
     """)
-    served = loader.load(openai, overrides=["model.provider=vllm", "model.base_url=http://127.0.0.1:5012/v1"])
+    served = loader.load(
+        openai, overrides=["model.provider=vllm", "model.base_url=http://127.0.0.1:5012/v1"]
+    )
     a, b = create_run_dir(loader.load(openai)), create_run_dir(served)
-    assert a.parent.parent.name == "react-gpt-5.4-mini-seq"          # the usual layout is unchanged
+    assert a.parent.parent.name == "react-gpt-5.4-mini-seq"  # the usual layout is unchanged
     assert b.parent.parent.name == "react-gpt-5.4-mini_vllm-seq"
     assert a.name == b.name == "r0001"
 
@@ -162,8 +171,12 @@ def test_provenance_is_complete_and_byte_exact(
     assert prov["run_id"] == "pinned"
     assert prov["scripted_model"] is False
     # The commit of the checkout holding the code (None only when it is not in git).
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(speedrunner.__file__).parent,
-                          capture_output=True, text=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"],
+        cwd=Path(speedrunner.__file__).parent,
+        capture_output=True,
+        text=True,
+    )
     if head.returncode == 0:
         assert prov["git_commit"] == head.stdout.strip()
         assert re.fullmatch(r"[0-9a-f]{40}", prov["git_commit"])
@@ -182,10 +195,19 @@ def test_api_keys_never_reach_the_run_dir(
     gemini_key = "AIzaSyFAKE0123456789abcdefghijk"
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("GEMINI_API_KEY", gemini_key)
-    monkeypatch.setattr(sys, "argv", [
-        "train.py", "--config_file", str(config_file), SECRET,
-        f"--openai-key={SECRET}", "api_key=hunter2hunter2", f"GEMINI={gemini_key}",
-    ])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "train.py",
+            "--config_file",
+            str(config_file),
+            SECRET,
+            f"--openai-key={SECRET}",
+            "api_key=hunter2hunter2",
+            f"GEMINI={gemini_key}",
+        ],
+    )
     loaded = loader.load(config_file, overrides=["run.seed=1", "model.api_key_env=OPENAI_API_KEY"])
     run_dir = create_run_dir(loaded, run_dir=tmp_path / "run")
 
@@ -215,7 +237,7 @@ def test_run_dir_that_is_not_empty_is_refused(
     empty.mkdir()
     assert create_run_dir(loaded, run_dir=empty) == empty
     with pytest.raises(ConfigError, match="not empty"):
-        create_run_dir(loaded, run_dir=empty)   # a second run into the same pinned dir
+        create_run_dir(loaded, run_dir=empty)  # a second run into the same pinned dir
 
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
@@ -234,10 +256,15 @@ def test_train_entry_point_creates_the_run_dir_and_refuses_to_reuse_it(
     assert train_cli.main(*BABYAI_TRAIN, ["--config_file", str(config_file)]) == 0
     assert train_cli.main(*BABYAI_TRAIN, ["--config_file", str(config_file)]) == 0
     parent = Path("runs/babyai/react-gpt-5.4-mini-seq/seed2")
-    assert [(c[1], c[2]) for c in no_run] == [(parent / "r0001", "r0001"), (parent / "r0002", "r0002")]
+    assert [(c[1], c[2]) for c in no_run] == [
+        (parent / "r0001", "r0001"),
+        (parent / "r0002", "r0002"),
+    ]
     assert (parent / "r0001" / "config.yaml").read_bytes() == RAW_CONFIG
 
-    rc = train_cli.main(*BABYAI_TRAIN, ["--config_file", str(config_file), "--run_dir", str(parent / "r0001")])
+    rc = train_cli.main(
+        *BABYAI_TRAIN, ["--config_file", str(config_file), "--run_dir", str(parent / "r0001")]
+    )
     assert rc == 2
     assert "is not empty; runs are never overwritten" in capsys.readouterr().err
     assert len(no_run) == 2
@@ -248,12 +275,19 @@ def test_train_entry_point_creates_the_run_dir_and_refuses_to_reuse_it(
 
 @pytest.fixture
 def existing_run(loader: ConfigLoader, config_file: Path, tmp_path: Path) -> Path:
-    return create_run_dir(loader.load(config_file, overrides=["run.seed=4"]), run_dir=tmp_path / "run")
+    return create_run_dir(
+        loader.load(config_file, overrides=["run.seed=4"]), run_dir=tmp_path / "run"
+    )
 
 
 @pytest.mark.parametrize(
     "extra",
-    [["--set", "run.seed=9"], ["--quick_test"], ["--config_file", "x.yaml"], ["--run_dir", "elsewhere"]],
+    [
+        ["--set", "run.seed=9"],
+        ["--quick_test"],
+        ["--config_file", "x.yaml"],
+        ["--run_dir", "elsewhere"],
+    ],
     ids=["set", "quick_test", "config_file", "run_dir"],
 )
 def test_resume_takes_no_other_layers(
@@ -287,7 +321,10 @@ def test_resume_of_a_non_run_directory_is_a_clear_error(
 
     assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'nowhere'}: the directory does not exist" in err and "not a SpeedRunner" not in err
+    assert (
+        f"{tmp_path / 'nowhere'}: the directory does not exist" in err
+        and "not a SpeedRunner" not in err
+    )
     assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(plain / "notes.txt")]) == 2
     assert "notes.txt: not a directory" in capsys.readouterr().err
     assert no_run == []
@@ -308,7 +345,9 @@ def test_resume_with_the_wrong_benchmark_names_the_right_entry_point(
     assert train_cli.main(*CRAFTER_TRAIN, ["--resume", str(existing_run)]) == 2
     err = capsys.readouterr().err
     assert "is a babyai run" in err
-    assert f"speedrunner train --resume {existing_run}" in err  # the generic command resumes any run
+    assert (
+        f"speedrunner train --resume {existing_run}" in err
+    )  # the generic command resumes any run
     assert no_run == []
 
 
@@ -329,7 +368,8 @@ def test_resume_continues_the_same_run_with_the_same_config(
     after = {p: p.read_bytes() for p in all_files(existing_run)}
     provenance = existing_run / "provenance.json"
     assert {p: b for p, b in after.items() if p != provenance} == {
-        p: b for p, b in before.items() if p != provenance}
+        p: b for p, b in before.items() if p != provenance
+    }
     old, new = json.loads(before[provenance]), json.loads(after[provenance])
     assert new.pop("resumes")[0]["overrides"] == [] and "resumes" not in old
     assert new == old
@@ -339,27 +379,41 @@ def test_resume_continues_the_same_run_with_the_same_config(
 def test_resume_may_change_operational_keys_and_records_it(
     existing_run: Path, no_run: list[tuple[Any, Path, str]]
 ) -> None:
-    rc = train_cli.main(*BABYAI_TRAIN, ["--resume", str(existing_run), "--set", "model.timeout_s=33",
-                                        "--set", "run.parallel_episodes=1"])
+    rc = train_cli.main(
+        *BABYAI_TRAIN,
+        [
+            "--resume",
+            str(existing_run),
+            "--set",
+            "model.timeout_s=33",
+            "--set",
+            "run.parallel_episodes=1",
+        ],
+    )
     assert rc == 0
     [(config, _, _)] = no_run
-    assert config.model.timeout_s == 33 and config.run.parallel_episodes == 1 and config.run.seed == 4
+    assert (
+        config.model.timeout_s == 33 and config.run.parallel_episodes == 1 and config.run.seed == 4
+    )
     resolved = json.loads((existing_run / "config.resolved.json").read_text())
     assert resolved["model"]["timeout_s"] == 33
     resumes = json.loads((existing_run / "provenance.json").read_text())["resumes"]
     assert resumes[-1]["overrides"] == ["model.timeout_s=33", "run.parallel_episodes=1"]
 
 
-def test_a_run_directory_in_use_is_refused(existing_run: Path, capsys: pytest.CaptureFixture[str],
-                                           no_run: list[tuple[Any, Path, str]]) -> None:
+def test_a_run_directory_in_use_is_refused(
+    existing_run: Path, capsys: pytest.CaptureFixture[str], no_run: list[tuple[Any, Path, str]]
+) -> None:
     from speedrunner.core.rundir import run_lock
 
     with run_lock(existing_run):  # another process is running or resuming it
         assert train_cli.main(*BABYAI_TRAIN, ["--resume", str(existing_run)]) == 2
         assert f"is in use by PID {os.getpid()}" in capsys.readouterr().err
         # A new run pinned to the busy directory is told who holds it, not "not empty".
-        rc = train_cli.main(*BABYAI_TRAIN, ["--config_file", str(existing_run / "config.yaml"),
-                                            "--run_dir", str(existing_run)])
+        rc = train_cli.main(
+            *BABYAI_TRAIN,
+            ["--config_file", str(existing_run / "config.yaml"), "--run_dir", str(existing_run)],
+        )
         assert rc == 2
         assert f"in use by PID {os.getpid()}" in capsys.readouterr().err
     assert no_run == []

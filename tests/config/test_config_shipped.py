@@ -15,8 +15,10 @@ from .conftest import WriteConfig
 SHIPPED = list_configs()
 # Names kept for compatibility; each must be an exact copy of a conventionally named config.
 ALIASES = {"crafter/voyager_crafter": "crafter/voyager-gpt-crafter"}
-DEMOS = {"babyai/opo-scripted-seq",     # the offline demo (README main job)
-         "crafter/voyager-scripted-crafter"}  # the recorded Voyager demo: 2 worlds, not 200
+DEMOS = {
+    "babyai/opo-scripted-seq",  # the offline demo (README main job)
+    "crafter/voyager-scripted-crafter",
+}  # the recorded Voyager demo: 2 worlds, not 200
 
 TASK_SETS = {"babyai": ["seq"], "crafter": ["crafter"], "scienceworld": ["t3", "t4", "t3t4"]}
 METHODS = ["react", "opo", "speedrunner", "speedrunner_no_cl", "asi"]
@@ -91,8 +93,11 @@ def test_every_experiment_has_a_config() -> None:
     for benchmark, task_sets in TASK_SETS.items():
         for task_set in task_sets:
             expected |= {f"{benchmark}/{m}-gpt-{task_set}" for m in METHODS}
-            expected |= {f"{benchmark}/{m}-{model}-{task_set}"
-                         for m in ("react", "speedrunner") for model in ("gemini", "qwen")}
+            expected |= {
+                f"{benchmark}/{m}-{model}-{task_set}"
+                for m in ("react", "speedrunner")
+                for model in ("gemini", "qwen")
+            }
     expected.add("crafter/voyager-gpt-crafter")
     missing = expected - set(SHIPPED)
     assert not missing, sorted(missing)
@@ -128,7 +133,9 @@ def test_every_shipped_file_points_at_the_protocol_and_at_documents_that_exist(r
 
     text = (configs_root() / rel).read_text("utf-8")
     comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
-    assert any("(docs/protocol.md)" in line for line in comments), f"{rel}: no comment names (docs/protocol.md)"
+    assert any("(docs/protocol.md)" in line for line in comments), (
+        f"{rel}: no comment names (docs/protocol.md)"
+    )
     for doc in re.findall(r"\(([\w./-]+\.md)\)", "\n".join(comments)):
         assert (REPO / doc).is_file(), f"{rel} names {doc}, which the project does not have"
 
@@ -142,8 +149,16 @@ def test_protocol_doc_states_the_numbers_the_code_uses() -> None:
     """docs/protocol.md is what the config headers cite: its schedule and budgets must be
     the defaults the code applies (checked above against the configs themselves)."""
     doc = (REPO / "docs" / "protocol.md").read_text("utf-8")
-    for needle in ("| 200 |", "every 10", "every 50", "30 fixed episodes", "30 LLM calls",
-                   "100 LLM calls", "2,000 environment actions", "episode_wall_clock_s: 1800"):
+    for needle in (
+        "| 200 |",
+        "every 10",
+        "every 50",
+        "30 fixed episodes",
+        "30 LLM calls",
+        "100 LLM calls",
+        "2,000 environment actions",
+        "episode_wall_clock_s: 1800",
+    ):
         assert needle in doc, needle
     from speedrunner.core.llm.prices import load_price_table  # noqa: PLC0415
 

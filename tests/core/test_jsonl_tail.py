@@ -16,7 +16,9 @@ def _rows(n: int) -> bytes:
     return b"".join(json.dumps({"i": i, "pad": "x" * 500}).encode() + b"\n" for i in range(n))
 
 
-@pytest.mark.parametrize("torn", [b'{"i": 9', b'{"pad": "' + b"y" * 200_000])  # shorter and longer than a read chunk
+@pytest.mark.parametrize(
+    "torn", [b'{"i": 9', b'{"pad": "' + b"y" * 200_000]
+)  # shorter and longer than a read chunk
 def test_repair_cuts_only_the_torn_line(tmp_path: Path, torn: bytes) -> None:
     path = tmp_path / "llm_calls.jsonl"
     whole = _rows(300)

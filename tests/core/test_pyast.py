@@ -31,7 +31,9 @@ def codebook(tag: int) -> str:
     """A codebook-sized module, different for every ``tag`` (so no cache answers it)."""
     return f"# version {tag}\n" + "\n".join(
         f"def f{i}(env, x: int = {i}) -> str:\n    '''Doc.'''\n"
-        f"    return env.act([{{'a': (x, [1, 2, {{3: 4}}])}}][0]['a'])\n" for i in range(60))
+        f"    return env.act([{{'a': (x, [1, 2, {{3: 4}}])}}][0]['a'])\n"
+        for i in range(60)
+    )
 
 
 class _Cycle:
@@ -82,8 +84,12 @@ def test_the_harness_reproduces_the_interpreter_bug_with_bare_ast_parse(switchy:
     source = codebook(-1)
     errors = hammer(lambda t, r: ast.parse(source))
     if not errors:
-        pytest.skip(f"Python {sys.version.split()[0]} builds ASTs from several threads without the error")
-    assert all(isinstance(e, SystemError) and "recursion depth mismatch" in str(e) for e in errors), errors[:3]
+        pytest.skip(
+            f"Python {sys.version.split()[0]} builds ASTs from several threads without the error"
+        )
+    assert all(
+        isinstance(e, SystemError) and "recursion depth mismatch" in str(e) for e in errors
+    ), errors[:3]
 
 
 def test_parallel_parsing_paths_never_collide(switchy: None) -> None:
@@ -92,8 +98,11 @@ def test_parallel_parsing_paths_never_collide(switchy: None) -> None:
     signatures = {"go_to": "go_to(target: str, n: int = 1)", "f0": "f0(x: int = 0)"}
 
     def parse_once(thread: int, r: int) -> None:
-        parsed = parse_answer(f"Thought: go.\nAction: go_to('red ball {thread}-{r}', n={r})", ["look"],
-                              skills=signatures)
+        parsed = parse_answer(
+            f"Thought: go.\nAction: go_to('red ball {thread}-{r}', n={r})",
+            ["look"],
+            skills=signatures,
+        )
         assert parsed.skill_call is not None and parsed.skill_call.kwargs == {"n": r}, parsed
         source = codebook(thread * 1000 + r)
         functions = pyast.top_level_functions(source)
@@ -117,6 +126,13 @@ def test_no_parse_in_the_parent_escapes_the_lock() -> None:
     (``sandbox/restrict.py``) runs one skill at a time in its own process."""
     allowed = {SRC / "core" / "pyast.py", SRC / "core" / "sandbox" / "restrict.py"}
     bare = re.compile(r"\bast\.(parse|literal_eval)\(|\bfrom ast import\b")
-    found = [f"{path.relative_to(SRC)}:{n}" for path in sorted(SRC.rglob("*.py")) if path not in allowed
-             for n, line in enumerate(path.read_text().splitlines(), 1) if bare.search(line)]
-    assert found == [], "parse through speedrunner.core.pyast (one lock for every thread): " + ", ".join(found)
+    found = [
+        f"{path.relative_to(SRC)}:{n}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path not in allowed
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if bare.search(line)
+    ]
+    assert found == [], (
+        "parse through speedrunner.core.pyast (one lock for every thread): " + ", ".join(found)
+    )

@@ -10,15 +10,18 @@ from speedrunner.core import redact
 from speedrunner.core.redact import REDACTED, register_secret, scrub, scrub_json
 
 
-@pytest.mark.parametrize("text", [
-    "error: sk-abcdefgh12345678 was refused",
-    "key AIzaSyA1234567890abcdefghijk in a URL",
-    "API_KEY = hunter2hunter2",
-    "api-key: hunter2hunter2",
-    "https://alice:wonderland@example.com/v1",
-    "https://example.com/v1?model=x&token=s3cr3t",
-    "GET /v1?sig=abc;page=2",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "error: sk-abcdefgh12345678 was refused",
+        "key AIzaSyA1234567890abcdefghijk in a URL",
+        "API_KEY = hunter2hunter2",
+        "api-key: hunter2hunter2",
+        "https://alice:wonderland@example.com/v1",
+        "https://example.com/v1?model=x&token=s3cr3t",
+        "GET /v1?sig=abc;page=2",
+    ],
+)
 def test_every_secret_shape_is_redacted(text: str) -> None:
     assert REDACTED in scrub(text)
     assert REDACTED in scrub_json({"nested": [text]})["nested"][0]
@@ -38,8 +41,36 @@ def test_ordinary_strings_are_left_alone() -> None:
 
 def test_the_shortcut_agrees_with_the_patterns_on_random_strings() -> None:
     """Strings the shortcut lets through unscrubbed are exactly those no pattern changes."""
-    pieces = ["sk", "-", "sk-", "AIza", "api", "API", "_", "key", "KEY", "=", ":", "/", "//", "@", "?", "&", ";",
-              "token", "sig", "password", "abcdefgh12345678", "Z" * 22, " ", "\n", "https", "'", '"', "x"]
+    pieces = [
+        "sk",
+        "-",
+        "sk-",
+        "AIza",
+        "api",
+        "API",
+        "_",
+        "key",
+        "KEY",
+        "=",
+        ":",
+        "/",
+        "//",
+        "@",
+        "?",
+        "&",
+        ";",
+        "token",
+        "sig",
+        "password",
+        "abcdefgh12345678",
+        "Z" * 22,
+        " ",
+        "\n",
+        "https",
+        "'",
+        '"',
+        "x",
+    ]
     rng = random.Random(0)
     through = 0
     for _ in range(20_000):

@@ -13,7 +13,9 @@ from speedrunner.core import interrupt
 from speedrunner.core.interrupt import RunInterrupted, add_stop_hook, handle_stop_signals
 
 
-def test_ctrl_c_runs_each_stop_hook_once_and_a_failing_hook_does_not_stop_the_stop(monkeypatch) -> None:
+def test_ctrl_c_runs_each_stop_hook_once_and_a_failing_hook_does_not_stop_the_stop(
+    monkeypatch,
+) -> None:
     monkeypatch.setattr(interrupt, "_STOP_HOOKS", [])
     calls: list[str] = []
 
@@ -25,7 +27,7 @@ def test_ctrl_c_runs_each_stop_hook_once_and_a_failing_hook_does_not_stop_the_st
 
     add_stop_hook(broken)
     add_stop_hook(quiet)
-    add_stop_hook(quiet)   # registered twice: runs once
+    add_stop_hook(quiet)  # registered twice: runs once
     with pytest.raises(RunInterrupted) as stopped, handle_stop_signals():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)  # the handler raises out of it

@@ -17,14 +17,18 @@ class _Terminal:
         self.lines.append(line)
 
 
-def test_a_missing_browser_and_bwrap_are_named_at_the_end_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_browser_and_bwrap_are_named_at_the_end_of_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     present = {"java"}
     monkeypatch.setattr(shutil, "which", lambda cmd: f"/usr/bin/{cmd}" if cmd in present else None)
     terminal = _Terminal()
     conftest.pytest_terminal_summary(terminal, 0, None)
     (line,) = terminal.lines
     assert line.startswith("NOT TESTED here for lack of system packages:")
-    assert "browser test" in line and "bubblewrap sandbox tier" in line and "ScienceWorld" not in line
+    assert (
+        "browser test" in line and "bubblewrap sandbox tier" in line and "ScienceWorld" not in line
+    )
     assert "apt-get install bubblewrap chromium chromium-driver" in line
     assert all("missing" in h for h in conftest.pytest_report_header(None))
 
@@ -55,6 +59,8 @@ def test_ci_installs_into_a_virtual_environment_it_makes() -> None:
     ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text("utf-8").splitlines()
     commands = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
     made = next(i for i, c in enumerate(commands) if c.startswith("python3 -m venv"))
-    activated = next(i for i, c in enumerate(commands) if c.startswith("source") and "activate" in c)
+    activated = next(
+        i for i, c in enumerate(commands) if c.startswith("source") and "activate" in c
+    )
     installed = commands.index('pip install -e ".[dev]"')
     assert made < activated < installed < commands.index("python -m pytest -q")

@@ -29,7 +29,9 @@ def _age(path: Path, seconds: float) -> None:
     os.utime(path, (then, then))
 
 
-def test_a_killed_runs_sandbox_scratch_is_removed_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_runs_sandbox_scratch_is_removed_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A process SIGKILLed with a sandbox open leaves its scratch directory; the next process
     that opens a sandbox removes it once it is an hour old, and keeps the live and the recent."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -42,8 +44,12 @@ def test_a_killed_runs_sandbox_scratch_is_removed_by_the_next_run(tmp_path: Path
         print(p.scratch, flush=True)
         time.sleep(60)
     """)
-    killed = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    killed = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     left = Path(killed.stdout.readline().strip())
     killed.send_signal(signal.SIGKILL)
     killed.wait()
@@ -66,13 +72,17 @@ def test_a_killed_runs_sandbox_scratch_is_removed_by_the_next_run(tmp_path: Path
     assert made.name.startswith(f"{PREFIX}{os.getpid()}-")
 
 
-def test_the_sweep_runs_once_per_process_and_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sweep_runs_once_per_process_and_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Not at every sandbox start: ``/tmp`` may hold thousands of entries."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(tempdirs, "_swept", set())
     sweeps: list[str] = []
     real = tempdirs.remove_stale
-    monkeypatch.setattr(tempdirs, "remove_stale", lambda prefix: sweeps.append(prefix) or real(prefix))
+    monkeypatch.setattr(
+        tempdirs, "remove_stale", lambda prefix: sweeps.append(prefix) or real(prefix)
+    )
     for _ in range(3):
         tempdirs.process_temp_dir("speedrunner-a-")
     tempdirs.process_temp_dir("speedrunner-b-")

@@ -10,8 +10,13 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-GUIDES = ("README.md", "docs/getting-started.md", "docs/contributing.md", "docs/real-model.md",
-          "docs/fake-llm.md")
+GUIDES = (
+    "README.md",
+    "docs/getting-started.md",
+    "docs/contributing.md",
+    "docs/real-model.md",
+    "docs/fake-llm.md",
+)
 COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
 """A short or full commit hash (hex with both a digit and a letter, so no word or number)."""
 BEFORE_AFTER_ROW = re.compile(r"^\|.*\|\s*(before|after)\b[^|]*\|", re.I | re.M)
@@ -48,5 +53,7 @@ def test_measured_pages_sit_under_performance_and_concepts_explain() -> None:
     assert measured <= performance, measured - performance
     for page in sections["Concepts"]:
         text = (REPO / "docs" / page).read_text("utf-8")
-        assert not re.search(r"^#+ Measured", text, re.M), f"{page}: a measurement write-up under Concepts"
+        assert not re.search(r"^#+ Measured", text, re.M), (
+            f"{page}: a measurement write-up under Concepts"
+        )
         assert not COMMIT.search(text), f"{page}: names a commit"

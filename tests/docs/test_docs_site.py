@@ -25,7 +25,9 @@ SECTIONS = {"run", "method", "model", "inducer", "benchmark", "speedrun", "loggi
 
 
 def _hooks():
-    spec = importlib.util.spec_from_file_location("mkdocs_hooks", REPO / "scripts" / "mkdocs_hooks.py")
+    spec = importlib.util.spec_from_file_location(
+        "mkdocs_hooks", REPO / "scripts" / "mkdocs_hooks.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -48,9 +50,24 @@ def _fences(text: str) -> list[tuple[str, str]]:
 
 
 def _build(root: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
-                           "-d", str(out)], cwd=root, capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(root / "mkdocs.yml"),
+            "-d",
+            str(out),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 def test_the_site_builds_strictly_with_every_page_and_generated_reference(tmp_path: Path) -> None:
@@ -58,13 +75,23 @@ def test_the_site_builds_strictly_with_every_page_and_generated_reference(tmp_pa
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "WARNING" not in proc.stderr, proc.stderr[-4000:]
     config = (tmp_path / "site" / "reference" / "config-keys" / "index.html").read_text("utf-8")
-    for key in ("run.sleep_every", "model.sampling.temperature", "speedrun.metric", "logging.wandb.project",
-                "method.guide_max_chars", "method.retrieval_top_k", "benchmark.server_url", "benchmark.jvm_options"):
+    for key in (
+        "run.sleep_every",
+        "model.sampling.temperature",
+        "speedrun.metric",
+        "logging.wandb.project",
+        "method.guide_max_chars",
+        "method.retrieval_top_k",
+        "benchmark.server_url",
+        "benchmark.jvm_options",
+    ):
         assert key in config, key
     cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text("utf-8")
     assert "--config_file" in cli and "--print-sbatch" in cli and "--allow-scripted" in cli
     api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text("utf-8")
-    assert "restore" in api and "eval_episodes" in api  # mkdocstrings rendered the protocols' methods
+    assert (
+        "restore" in api and "eval_episodes" in api
+    )  # mkdocstrings rendered the protocols' methods
     leaderboard = (tmp_path / "site" / "leaderboard" / "index.html").read_text("utf-8")
     assert "--8&lt;--" not in leaderboard and "Workflow" in leaderboard  # SPEEDRUN.md was included
 
@@ -75,12 +102,16 @@ def test_a_broken_link_or_a_missing_page_fails_the_build(tmp_path: Path, breakag
     root = tmp_path / "repo"
     root.mkdir()
     for name in ("docs", "scripts", "src"):
-        (root / name).symlink_to(REPO / name) if name != "docs" else shutil.copytree(REPO / "docs", root / "docs")
+        (root / name).symlink_to(REPO / name) if name != "docs" else shutil.copytree(
+            REPO / "docs", root / "docs"
+        )
     for name in ("mkdocs.yml", "SPEEDRUN.md"):
         shutil.copy(REPO / name, root / name)
     if breakage == "link":
         page = root / "docs" / "methods.md"
-        page.write_text(page.read_text("utf-8") + "\nSee [the old page](no-such-page.md).\n", "utf-8")
+        page.write_text(
+            page.read_text("utf-8") + "\nSee [the old page](no-such-page.md).\n", "utf-8"
+        )
     else:
         (root / "docs" / "caps.md").unlink()
     proc = _build(root, tmp_path / "site")
@@ -102,9 +133,11 @@ def _base_config(fragment: dict) -> Path:
     if method == "voyager":
         return REPO / "configs" / "crafter" / "voyager-gpt-crafter.yaml"
     bench = (fragment.get("benchmark") or {}).get("name", "babyai")
-    return {"babyai": REPO / "configs" / "babyai" / "opo-gpt-seq.yaml",
-            "crafter": REPO / "configs" / "crafter" / "react-gpt-crafter.yaml",
-            "scienceworld": REPO / "configs" / "scienceworld" / "react-gpt-t4.yaml"}[bench]
+    return {
+        "babyai": REPO / "configs" / "babyai" / "opo-gpt-seq.yaml",
+        "crafter": REPO / "configs" / "crafter" / "react-gpt-crafter.yaml",
+        "scienceworld": REPO / "configs" / "scienceworld" / "react-gpt-t4.yaml",
+    }[bench]
 
 
 def test_every_yaml_block_in_the_docs_is_checked() -> None:
@@ -122,7 +155,9 @@ def _kind(data: object) -> str | None:
 
 
 @pytest.mark.parametrize(("label", "text"), _yaml_blocks(), ids=[b[0] for b in _yaml_blocks()])
-def test_a_config_snippet_loads_with_the_project_loader(tmp_path: Path, label: str, text: str) -> None:
+def test_a_config_snippet_loads_with_the_project_loader(
+    tmp_path: Path, label: str, text: str
+) -> None:
     from speedrunner.catalog import config_loader
     from speedrunner.core.config.loader import deep_merge
     from speedrunner.sweep.spec import load_sweep
@@ -215,9 +250,14 @@ def test_the_help_of_every_command_the_docs_show_runs() -> None:
     console = Path(sys.executable).parent / "speedrunner"
     for name in sorted(names):
         words = name.split()
-        argv = ([sys.executable, "-m", words[2]] if words[0] == "python"
-                else [str(console) if console.exists() else "speedrunner", *words[1:]])
-        proc = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=120, cwd=REPO)
+        argv = (
+            [sys.executable, "-m", words[2]]
+            if words[0] == "python"
+            else [str(console) if console.exists() else "speedrunner", *words[1:]]
+        )
+        proc = subprocess.run(
+            [*argv, "--help"], capture_output=True, text=True, timeout=120, cwd=REPO
+        )
         assert proc.returncode == 0 and "usage:" in proc.stdout, (name, proc.stderr[-2000:])
 
 
@@ -226,7 +266,9 @@ def test_every_script_the_docs_run_is_in_the_repo() -> None:
     for page in PAGES:
         text = page.read_text("utf-8")
         for block in [body for lang, body in _fences(text) if lang in SHELL]:
-            for path in re.findall(r"(?:^|\s|python )((?:benchmarks|scripts|BALROG)/[\w/.-]+\.(?:py|sh))", block, re.M):
+            for path in re.findall(
+                r"(?:^|\s|python )((?:benchmarks|scripts|BALROG)/[\w/.-]+\.(?:py|sh))", block, re.M
+            ):
                 if not (REPO / path).is_file():
                     missing.append(f"{page.relative_to(REPO)}: {path}")
     assert not missing, missing
@@ -240,9 +282,12 @@ def test_the_readme_is_short_and_every_link_in_it_resolves() -> None:
     assert len(readme.splitlines()) <= 200
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
     local = [link for link in links if "://" not in link]
-    assert len(local) >= 20 and all((REPO / link).exists() for link in local), \
-        [link for link in local if not (REPO / link).exists()]
+    assert len(local) >= 20 and all((REPO / link).exists() for link in local), [
+        link for link in local if not (REPO / link).exists()
+    ]
     anchors = re.findall(r"\]\(#([^)]+)\)", readme)
-    headings = {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-")
-                for h in re.findall(r"^#+ (.+)$", readme, re.M)}
+    headings = {
+        re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", readme, re.M)
+    }
     assert set(anchors) <= headings, set(anchors) - headings

@@ -35,7 +35,9 @@ FUNCTIONS = '''def go_forward_n(env, n: int) -> str:
         text = env.act("go forward")
     return text
 '''
-SLOW_FUNCTIONS = FUNCTIONS.replace("    text = env.text\n", "    text = env.text\n    for _ in range(2_000_000):\n        pass\n")
+SLOW_FUNCTIONS = FUNCTIONS.replace(
+    "    text = env.text\n", "    text = env.text\n    for _ in range(2_000_000):\n        pass\n"
+)
 _CALL = re.compile(rf"{SKILL}\((\d+)\)")
 _ACTION = re.compile(r"^Action:\s*(.+?)\s*$", re.MULTILINE)
 _SUMMARY_ACTION = re.compile(r"^\s+action: (.+?)(?:  -> .*)?$", re.MULTILINE)
@@ -52,15 +54,23 @@ def grouped(actions: list[str] | tuple[str, ...], start: int = 0) -> str:
 class ASIFakeLLM:
     """Callback for ``FakeLLMServer``; ``levels`` are the (kind, seed) pairs the run may play."""
 
-    def __init__(self, levels: list[tuple[str, int]], *, add_skill: bool = True,
-                 script_override: list[str] | None = None, slow_skill: bool = False) -> None:
+    def __init__(
+        self,
+        levels: list[tuple[str, int]],
+        *,
+        add_skill: bool = True,
+        script_override: list[str] | None = None,
+        slow_skill: bool = False,
+    ) -> None:
         self.by_start = {}
         for kind, seed in levels:
             level = make_level(kind, seed)
             self.by_start[(level.mission, observe(level)[0])] = (kind, seed)
         self.add_skill = add_skill
         self.script_override = script_override
-        self.slow_skill = slow_skill  # the skill burns ~0.2 s of CPU first, so a kill can land inside it
+        self.slow_skill = (
+            slow_skill  # the skill burns ~0.2 s of CPU first, so a kill can land inside it
+        )
         self.inductions = 0
         self._lock = threading.Lock()
 
@@ -72,7 +82,9 @@ class ASIFakeLLM:
 
     def _act(self, messages: list[dict]) -> Reply:
         first = messages[1]["content"]
-        key = next((k for k in self.by_start if f"Your goal is to {k[0]}" in first and k[1] in first), None)
+        key = next(
+            (k for k in self.by_start if f"Your goal is to {k[0]}" in first and k[1] in first), None
+        )
         if key is None:
             return Reply(text="Thought: I do not know this level.\nAction: turn left")
         solution = bot_actions(*self.by_start[key])
@@ -87,7 +99,11 @@ class ASIFakeLLM:
             return Reply(text="Thought: done.\nAction: turn left")
         skill_offered = f"{SKILL}(" in first
         action = grouped(solution, done) if skill_offered else solution[done]
-        return Reply(text=f"Thought: the expert's move.\nAction: {action}", prompt_tokens=100, completion_tokens=10)
+        return Reply(
+            text=f"Thought: the expert's move.\nAction: {action}",
+            prompt_tokens=100,
+            completion_tokens=10,
+        )
 
     def _induce(self, prompt: str) -> Reply:
         with self._lock:
@@ -103,5 +119,9 @@ class ASIFakeLLM:
         if self.script_override is not None:
             script = self.script_override
         functions = (SLOW_FUNCTIONS if self.slow_skill else FUNCTIONS) if self.add_skill else ""
-        text = f"<functions>\n```python\n{functions}```\n</functions>\n<script>\n" + "\n".join(script) + "\n</script>"
+        text = (
+            f"<functions>\n```python\n{functions}```\n</functions>\n<script>\n"
+            + "\n".join(script)
+            + "\n</script>"
+        )
         return Reply(text=text, prompt_tokens=800, completion_tokens=200)

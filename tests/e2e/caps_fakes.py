@@ -28,7 +28,10 @@ def add_function_blocks(source: str) -> list[str]:
     starts = [n.lineno for n in body if isinstance(n, ast.FunctionDef)]
     first = body[0].lineno
     bounds = [first, *starts[1:], len(lines) + 1]
-    return ["".join(lines[a - 1:b - 1]).strip() + "\n" for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [
+        "".join(lines[a - 1 : b - 1]).strip() + "\n"
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
 
 
 class InstallingInducer:
@@ -42,10 +45,17 @@ class InstallingInducer:
         turn = sum(m["role"] == "assistant" for m in messages)
         installed = f"def {self.skill}(" in messages[1]["content"]
         if installed or turn >= len(self.blocks):
-            return Reply(text="The codebook is ready.\nTool: submit\nInstalled the hand-written skills.",
-                         prompt_tokens=2000, completion_tokens=20)
-        return Reply(text=f"Adding the next function of the library.\nTool: add_function\n```python\n"
-                          f"{self.blocks[turn]}```", prompt_tokens=2000, completion_tokens=400)
+            return Reply(
+                text="The codebook is ready.\nTool: submit\nInstalled the hand-written skills.",
+                prompt_tokens=2000,
+                completion_tokens=20,
+            )
+        return Reply(
+            text=f"Adding the next function of the library.\nTool: add_function\n```python\n"
+            f"{self.blocks[turn]}```",
+            prompt_tokens=2000,
+            completion_tokens=400,
+        )
 
 
 class OneCallActor:
@@ -63,8 +73,12 @@ class OneCallActor:
         first = messages[1]["content"]
         action = self.call(first) if f"{self.inducer.skill}(" in first else None
         thought = "The library plays this for me." if action else "No skill for this yet."
-        return Reply(text=f"<think>Look at the skills first.</think>\nThought: {thought}\n"
-                          f"Action: {action or self.primitive}", prompt_tokens=1500, completion_tokens=30)
+        return Reply(
+            text=f"<think>Look at the skills first.</think>\nThought: {thought}\n"
+            f"Action: {action or self.primitive}",
+            prompt_tokens=1500,
+            completion_tokens=30,
+        )
 
 
 def crafter_fake() -> OneCallActor:
@@ -72,8 +86,10 @@ def crafter_fake() -> OneCallActor:
     return OneCallActor(inducer, lambda first: "keep_playing()", "Noop")
 
 
-_MISSIONS = [re.compile(r"pick up (?:the|a) (\w+ \w+), then go to (?:the|a) (\w+ \w+)"),
-             re.compile(r"go to (?:the|a) (\w+ \w+) after you pick up (?:the|a) (\w+ \w+)")]
+_MISSIONS = [
+    re.compile(r"pick up (?:the|a) (\w+ \w+), then go to (?:the|a) (\w+ \w+)"),
+    re.compile(r"go to (?:the|a) (\w+ \w+) after you pick up (?:the|a) (\w+ \w+)"),
+]
 
 
 def babyai_call(first: str) -> str | None:
@@ -87,5 +103,7 @@ def babyai_call(first: str) -> str | None:
 
 
 def babyai_fake() -> OneCallActor:
-    inducer = InstallingInducer((CODEBOOKS / "babyai_pick_up_then_go_to.py").read_text(), "pick_up_then_go_to")
+    inducer = InstallingInducer(
+        (CODEBOOKS / "babyai_pick_up_then_go_to.py").read_text(), "pick_up_then_go_to"
+    )
     return OneCallActor(inducer, babyai_call, "turn left")

@@ -53,7 +53,7 @@ GO_FORWARD_N_V2 = '''def go_forward_n(env, n: int) -> str:
         text = step_forward(env)
     return text
 '''
-FORWARD_RUNS = '''import collections
+FORWARD_RUNS = """import collections
 runs = collections.Counter()
 for t in episodes(generation=0):
     k = 0
@@ -65,11 +65,11 @@ for t in episodes(generation=0):
             k = 0
 print("episodes", [t.index for t in episodes()], "successes", len(episodes(success=True)))
 print("forward runs", sorted(runs.items()))
-'''
-SKILL_CALLS = '''calls = [c for t in episodes(skill="go_forward_n") for c in t.skill_calls()]
+"""
+SKILL_CALLS = """calls = [c for t in episodes(skill="go_forward_n") for c in t.skill_calls()]
 print("go_forward_n calls", len(calls), "errors", sum(1 for c in calls if c["tree"]["error"]),
       "actions", sum(len(c["actions"]) for c in calls))
-'''
+"""
 SLOW = "import time\ntime.sleep(1.5)\n"
 
 
@@ -81,24 +81,50 @@ def tool(name: str, code: str | None = None) -> str:
 def inducer_turns(*, code: bool, learn: bool, slow: bool = False) -> tuple[list[str], list[str]]:
     """The scripted answers of the first and the second sleep phase."""
     pre = SLOW if slow else ""
-    look0 = tool("run_python", pre + FORWARD_RUNS) if code else "Let me read an episode.\nTool: view_episode 0"
-    look1 = tool("run_python", pre + SKILL_CALLS) if code else "Let me look at the counts.\nTool: view_codebook"
+    look0 = (
+        tool("run_python", pre + FORWARD_RUNS)
+        if code
+        else "Let me read an episode.\nTool: view_episode 0"
+    )
+    look1 = (
+        tool("run_python", pre + SKILL_CALLS)
+        if code
+        else "Let me look at the counts.\nTool: view_codebook"
+    )
     if not learn:
         return [look0, "Tool: submit\nnothing to learn"], [look1, "Tool: submit\nnothing to learn"]
-    first = [look0, tool("add_function", FUNCTIONS), tool("add_function", TURN_AROUND),
-             "Tool: submit\nadded go_forward_n and turn_around"]
-    check = [tool("test_skill 2 0", f"{SKILL}(2)\n")] if code else []  # try the rewrite on episode 2's start
-    second = [look1, tool("add_function", STEP_FORWARD), tool(f"edit_function {SKILL}", GO_FORWARD_N_V2), *check,
-              "Tool: make_private step_forward", "Tool: delete_function turn_around",
-              "Tool: submit\nfactored out a private step helper; dropped the unused turn_around"]
+    first = [
+        look0,
+        tool("add_function", FUNCTIONS),
+        tool("add_function", TURN_AROUND),
+        "Tool: submit\nadded go_forward_n and turn_around",
+    ]
+    check = (
+        [tool("test_skill 2 0", f"{SKILL}(2)\n")] if code else []
+    )  # try the rewrite on episode 2's start
+    second = [
+        look1,
+        tool("add_function", STEP_FORWARD),
+        tool(f"edit_function {SKILL}", GO_FORWARD_N_V2),
+        *check,
+        "Tool: make_private step_forward",
+        "Tool: delete_function turn_around",
+        "Tool: submit\nfactored out a private step helper; dropped the unused turn_around",
+    ]
     return first, second
 
 
 class SpeedRunnerFakeLLM(ASIFakeLLM):
     """``ASIFakeLLM``'s expert actor, and the scripted inducer above."""
 
-    def __init__(self, levels: list[tuple[str, int]], *, code: bool = True, learn: bool = True,
-                 slow: bool = False) -> None:
+    def __init__(
+        self,
+        levels: list[tuple[str, int]],
+        *,
+        code: bool = True,
+        learn: bool = True,
+        slow: bool = False,
+    ) -> None:
         super().__init__(levels)
         self.turns = inducer_turns(code=code, learn=learn, slow=slow)
         self.inducer_calls = 0

@@ -30,12 +30,34 @@ LEVELS = [(KIND, episode_seed(0, "train", i)) for i in range(ROLLOUTS)]
 
 
 def asi_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "speedrunner.benchmarks.babyai.train",
-            "--config_file", str(REPO / "configs" / "babyai" / "asi-gpt-seq.yaml"), "--run_dir", str(run_dir),
-            "--set", "model.provider=vllm", "--set", f"model.base_url={url}", "--set", "model.name=fake-model",
-            "--set", f"run.rollouts={ROLLOUTS}", "--set", "run.sleep_every=2", "--set", "run.eval_every=2",
-            "--set", "run.eval_episodes=0", "--set", "run.parallel_episodes=2",
-            "--set", "benchmark.max_llm_calls=60", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.babyai.train",
+        "--config_file",
+        str(REPO / "configs" / "babyai" / "asi-gpt-seq.yaml"),
+        "--run_dir",
+        str(run_dir),
+        "--set",
+        "model.provider=vllm",
+        "--set",
+        f"model.base_url={url}",
+        "--set",
+        "model.name=fake-model",
+        "--set",
+        f"run.rollouts={ROLLOUTS}",
+        "--set",
+        "run.sleep_every=2",
+        "--set",
+        "run.eval_every=2",
+        "--set",
+        "run.eval_episodes=0",
+        "--set",
+        "run.parallel_episodes=2",
+        "--set",
+        "benchmark.max_llm_calls=60",
+        *extra,
+    ]
 
 
 def play(tmp: Path, fake: ASIFakeLLM, *extra: str) -> Path:
@@ -59,7 +81,10 @@ def test_a_skill_induced_in_sleep_is_called_next_batch_and_saves_llm_calls(tmp_p
     assert f"def {SKILL}(env, n: int) -> str:" in (with_skill / "codebook" / "gen_1.py").read_text()
     assert SKILL not in (without / "codebook" / "gen_1.py").read_text()
     sleep = json.loads((with_skill / "sleep" / "asi_0000.json").read_text())
-    assert [i["added"] for i in sleep["inductions"]] == [[SKILL], []]  # append-only: the second is skipped
+    assert [i["added"] for i in sleep["inductions"]] == [
+        [SKILL],
+        [],
+    ]  # append-only: the second is skipped
     assert "exists" in sleep["inductions"][1]["skipped"][0]
 
     provenance = json.loads((with_skill / "provenance.json").read_text())
@@ -79,9 +104,15 @@ def test_replay_verification_keeps_a_skill_only_when_the_replay_succeeds_with_it
     kept = play(tmp_path / "kept", ASIFakeLLM(LEVELS), "--set", "method.replay_verify=true")
     sleep = json.loads((kept / "sleep" / "asi_0000.json").read_text())
     first = sleep["inductions"][0]
-    assert first["replay"]["success"] and SKILL in first["replay"]["called"] and first["added"] == [SKILL]
+    assert (
+        first["replay"]["success"]
+        and SKILL in first["replay"]["called"]
+        and first["added"] == [SKILL]
+    )
 
-    broken = ASIFakeLLM(LEVELS, script_override=["turn left"])  # a script that does not solve the level
+    broken = ASIFakeLLM(
+        LEVELS, script_override=["turn left"]
+    )  # a script that does not solve the level
     dropped = play(tmp_path / "dropped", broken, "--set", "method.replay_verify=true")
     sleep = json.loads((dropped / "sleep" / "asi_0000.json").read_text())
     assert all(i["added"] == [] and "replay" in i["rejected"] for i in sleep["inductions"])
@@ -107,10 +138,16 @@ class Killer:
                 self.killed = True
                 os.kill(self.pid, signal.SIGKILL)
                 from speedrunner.testing.fake_llm_server import Reply
+
                 return Reply.error(500)
             reply = self.fake(body)
             (self.after if self.killed else self.answered).append(body_key(body))
-            if not self.killed and self.pid is not None and self.when == "skill" and f"{SKILL}(" in (reply.text or ""):
+            if (
+                not self.killed
+                and self.pid is not None
+                and self.when == "skill"
+                and f"{SKILL}(" in (reply.text or "")
+            ):
                 self.killed = True
                 threading.Timer(0.05, os.kill, (self.pid, signal.SIGKILL)).start()
             return reply
@@ -123,7 +160,9 @@ def reference(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("when", ["sleep", "skill"])
-def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterrupted_run(tmp_path, reference, when):
+def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterrupted_run(
+    tmp_path, reference, when
+):
     killer = Killer(ASIFakeLLM(LEVELS, slow_skill=True), when)
     server = start_server(killer)
     run_dir = tmp_path / "killed" / "run"
@@ -132,7 +171,10 @@ def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterru
         killer.pid = proc.pid
         proc.communicate(timeout=600)
         assert killer.killed and proc.returncode == -signal.SIGKILL
-        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)], timeout=600)
+        resumed = run(
+            [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(run_dir)],
+            timeout=600,
+        )
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -140,10 +182,14 @@ def test_sigkill_in_an_asi_sleep_or_a_skill_call_then_resume_equals_an_uninterru
     for index in range(ROLLOUTS):
         mine, theirs = episode(run_dir, index), episode(reference, index)
         assert [s["executed"] for s in mine["steps"]] == [s["executed"] for s in theirs["steps"]]
-    assert (run_dir / "codebook" / "gen_2.py").read_bytes() == (reference / "codebook" / "gen_2.py").read_bytes()
+    assert (run_dir / "codebook" / "gen_2.py").read_bytes() == (
+        reference / "codebook" / "gen_2.py"
+    ).read_bytes()
     # No answered call was asked again: what the killed run got plus what the resumed run asked
     # is exactly what one uninterrupted run asks.
     assert not set(killer.after) & set(killer.answered)
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
-    paid = collections.Counter((c["call_id"]) for c in calls if not c["cache_hit"] and c["error"] is None)
+    paid = collections.Counter(
+        (c["call_id"]) for c in calls if not c["cache_hit"] and c["error"] is None
+    )
     assert all(n == 1 for n in paid.values())

@@ -57,12 +57,20 @@ class ServerKiller:
         return policy_reply(body)
 
 
-def play(tmp_path: Path, name: str, killer: ServerKiller | None, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+def play(
+    tmp_path: Path, name: str, killer: ServerKiller | None, *extra: str
+) -> tuple[subprocess.CompletedProcess, Path]:
     server = FakeLLMServer(callback=killer or policy_reply, model_name="fake-model").start()
     run_dir = tmp_path / name
     try:
-        proc = subprocess.Popen(train_cmd("babyai", "react-gpt-seq.yaml", run_dir, server.base_url, *MORE, *extra),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=clean_env())
+        proc = subprocess.Popen(
+            train_cmd("babyai", "react-gpt-seq.yaml", run_dir, server.base_url, *MORE, *extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=clean_env(),
+        )
         if killer is not None:
             killer.pid = proc.pid
         out, err = proc.communicate(timeout=300)
@@ -85,7 +93,9 @@ def test_the_runs_own_server_is_restarted_and_results_are_unchanged(tmp_path: Pa
         assert rows(run_dir / name) == rows(ref_dir / name), name
     paid = [r for r in read_jsonl(run_dir / "llm_calls.jsonl") if not r["cache_hit"]]
     ref_paid = [r for r in read_jsonl(ref_dir / "llm_calls.jsonl") if not r["cache_hit"]]
-    assert sorted(r["call_id"] for r in paid) == sorted(r["call_id"] for r in ref_paid)  # nothing paid twice
+    assert sorted(r["call_id"] for r in paid) == sorted(
+        r["call_id"] for r in ref_paid
+    )  # nothing paid twice
 
 
 def test_restarts_are_bounded(tmp_path: Path) -> None:
@@ -102,8 +112,12 @@ def test_a_server_the_user_started_is_not_restarted(tmp_path: Path) -> None:
     from speedrunner.benchmarks.babyai.benchmark import free_port, probe
 
     port = free_port()
-    shared = subprocess.Popen([sys.executable, str(REPO / "BALROG" / "deploy_env.py"), f"deploy.port={port}"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env())
+    shared = subprocess.Popen(
+        [sys.executable, str(REPO / "BALROG" / "deploy_env.py"), f"deploy.port={port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=clean_env(),
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -135,10 +149,22 @@ def test_a_resume_deletes_what_its_killed_predecessor_left(tmp_path: Path) -> No
         policy = KillingPolicy(kill_at=6)
         llm = FakeLLMServer(callback=policy, model_name="fake-model").start()
         run_dir = tmp_path / "run"
-        cmd = train_cmd("babyai", "react-gpt-seq.yaml", run_dir, llm.base_url, "--set",
-                        f"benchmark.server_url={shared.url}")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                env=clean_env())
+        cmd = train_cmd(
+            "babyai",
+            "react-gpt-seq.yaml",
+            run_dir,
+            llm.base_url,
+            "--set",
+            f"benchmark.server_url={shared.url}",
+        )
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=clean_env(),
+        )
         policy.pid = proc.pid
         proc.communicate(timeout=300)
         assert proc.returncode == -9
@@ -147,7 +173,10 @@ def test_a_resume_deletes_what_its_killed_predecessor_left(tmp_path: Path) -> No
         resumed = run([*cmd[:3], "--resume", str(run_dir)])
         llm.stop()
         assert resumed.returncode == 0, resumed.stderr[-3000:]
-        assert f"deleted {left} episode(s) an earlier process of this run left behind" in resumed.stderr
+        assert (
+            f"deleted {left} episode(s) an earlier process of this run left behind"
+            in resumed.stderr
+        )
         assert len(shared.store) == 0
     finally:
         shared.shutdown()

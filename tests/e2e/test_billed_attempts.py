@@ -20,8 +20,16 @@ from .harness import policy_reply, run, train_cmd
 pytestmark = pytest.mark.slow
 
 PRICE_IN, PRICE_OUT = 1.0, 2.0  # harness.PRICES (cached input is billed as input here: the most)
-SMALL = ("--set", "run.parallel_episodes=1", "--set", "model.sampling.max_tokens=512",
-         "--set", "model.max_attempts=3", "--set", "model.timeout_s=0.5")
+SMALL = (
+    "--set",
+    "run.parallel_episodes=1",
+    "--set",
+    "model.sampling.max_tokens=512",
+    "--set",
+    "model.max_attempts=3",
+    "--set",
+    "model.timeout_s=0.5",
+)
 CAP = 0.02
 
 
@@ -54,8 +62,17 @@ class Provider:
 def _capped_run(tmp_path: Path, mode: str):
     provider = Provider(mode)
     with FakeLLMServer(callback=provider, model_name="fake-model") as server:
-        proc = run(train_cmd("babyai", "react-gpt-seq.yaml", tmp_path / "run", server.base_url, *SMALL,
-                             "--set", f"run.max_cost_usd={CAP}"))
+        proc = run(
+            train_cmd(
+                "babyai",
+                "react-gpt-seq.yaml",
+                tmp_path / "run",
+                server.base_url,
+                *SMALL,
+                "--set",
+                f"run.max_cost_usd={CAP}",
+            )
+        )
         billed = provider.billed
     return proc, provider, billed, json.loads((tmp_path / "run" / "summary.json").read_text())
 
@@ -68,10 +85,15 @@ def test_attempts_answered_too_late_count_and_the_bill_stays_under_the_cap(tmp_p
     assert billed <= summary["spent_usd"] + summary["unknown_spend_usd"] + 1e-9
 
 
-def test_a_provider_billing_past_max_tokens_is_stopped_at_the_cap_and_flagged(tmp_path: Path) -> None:
+def test_a_provider_billing_past_max_tokens_is_stopped_at_the_cap_and_flagged(
+    tmp_path: Path,
+) -> None:
     proc, provider, billed, summary = _capped_run(tmp_path, "over")
     assert proc.returncode == CAP_EXIT_CODE, proc.stderr[-3000:]
-    assert "more than its worst case" in proc.stderr and "more than was reserved" in summary["status_reason"]
+    assert (
+        "more than its worst case" in proc.stderr
+        and "more than was reserved" in summary["status_reason"]
+    )
     assert summary["spending"]["over_reservation_usd"] > 0
     overrun = max(provider.charges) * 2 / 3  # one call's output beyond max_tokens, at most
     assert billed <= CAP + overrun + 1e-9

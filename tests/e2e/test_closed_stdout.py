@@ -21,7 +21,11 @@ def test_a_closed_stdout_stops_the_run_resumably(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
         _train("--config_file", str(CONFIG), "--quick_test", "--run_dir", str(run_dir)),
-        cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cwd=REPO,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.readline()  # what `| head -1` reads, then it exits
     proc.stdout.close()
@@ -33,10 +37,18 @@ def test_a_closed_stdout_stops_the_run_resumably(tmp_path: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     assert (summary["status"], summary["status_reason"]) == ("interrupted", "stdout closed")
 
-    resumed = subprocess.run(_train("--resume", str(run_dir)), cwd=REPO, env=clean_env(),
-                             capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        _train("--resume", str(run_dir)),
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "finished"
-    episodes = [json.loads(line)["index"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    episodes = [
+        json.loads(line)["index"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
     assert sorted(episodes) == list(range(summary["training"]["episodes"])) and episodes

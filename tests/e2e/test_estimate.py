@@ -47,20 +47,44 @@ def test_every_shipped_config_gets_a_table(name: str) -> None:
 
 
 def test_the_command_needs_no_key_and_no_network(tmp_path: Path) -> None:
-    env = {k: v for k, v in clean_env().items() if k not in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")}
-    env.update(http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")  # any network use fails
+    env = {
+        k: v
+        for k, v in clean_env().items()
+        if k not in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
+    }
+    env.update(
+        http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9"
+    )  # any network use fails
     config = REPO / "configs" / "scienceworld" / "speedrunner-gemini-t4.yaml"
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "estimate", str(config), "--json"],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "speedrunner.cli", "estimate", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     actor = next(r for r in data["roles"] if r["role"] == "actor")
     assert actor["calls_max"] == 100 * 200  # ScienceWorld: 100 calls per episode, 200 rollouts
     inducer = next(r for r in data["roles"] if r["role"] == "inducer")
     assert inducer["calls_max"] == 20 * 20  # max_inducer_turns per sleep phase, 20 sleep phases
-    sweep = subprocess.run([sys.executable, "-m", "speedrunner.cli", "sweep",
-                            str(REPO / "configs" / "sweeps" / "paper-babyai.yaml"), "--estimate"],
-                           capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    sweep = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "speedrunner.cli",
+            "sweep",
+            str(REPO / "configs" / "sweeps" / "paper-babyai.yaml"),
+            "--estimate",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=REPO,
+    )
     assert sweep.returncode == 0, sweep.stderr
     assert "worst case $" in sweep.stdout.splitlines()[-1]
 
@@ -89,7 +113,9 @@ CASES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_worst_case_bounds_a_real_run_and_a_pilot_gives_the_typical_case(tmp_path: Path, case: str) -> None:
+def test_the_worst_case_bounds_a_real_run_and_a_pilot_gives_the_typical_case(
+    tmp_path: Path, case: str
+) -> None:
     benchmark, config_name, *extra = CASES[case]
     extra = [*extra, "--set", "model.sampling.max_tokens=256"]
     server = FakeLLMServer(callback=MaxBilling(), model_name="fake-model").start()
@@ -101,8 +127,13 @@ def test_the_worst_case_bounds_a_real_run_and_a_pilot_gives_the_typical_case(tmp
         server.stop()
     assert proc.returncode == 0, proc.stderr[-2000:]
     spent = sum(r["spent_usd"] for r in read_jsonl(run_dir / "llm_calls.jsonl"))
-    overrides = ["model.provider=vllm", f"model.base_url={url}", "model.name=fake-model",
-                 PRICES, *[x for x in extra if x != "--set"]]
+    overrides = [
+        "model.provider=vllm",
+        f"model.base_url={url}",
+        "model.name=fake-model",
+        PRICES,
+        *[x for x in extra if x != "--set"],
+    ]
     config = _load(REPO / "configs" / benchmark / config_name, *overrides, quick=True)
     e = estimate(config, pilots=[run_dir])
     assert e.usd_max is not None and 0 < spent <= e.usd_max
@@ -127,8 +158,12 @@ def test_wall_time_follows_latency_and_concurrency() -> None:
     # One call at a time: every call back to back.
     assert one.wall_s_max == pytest.approx(2.0 * sum(r.calls_max for r in one.roles))
     assert one.wall_s_min == pytest.approx(2.0 * sum(r.calls_min for r in one.roles))
-    assert many.wall_s_max < one.wall_s_max / 5  # ten episodes side by side; the sleep stays sequential
-    assert estimate(config, latency_s=4.0, concurrency=1).wall_s_max == pytest.approx(2 * one.wall_s_max)
+    assert (
+        many.wall_s_max < one.wall_s_max / 5
+    )  # ten episodes side by side; the sleep stays sequential
+    assert estimate(config, latency_s=4.0, concurrency=1).wall_s_max == pytest.approx(
+        2 * one.wall_s_max
+    )
 
 
 def test_a_model_without_a_price_says_how_to_set_one() -> None:
@@ -144,10 +179,14 @@ def test_the_shipped_t4_worst_case_is_bounded_by_the_context_window_and_says_so(
     config = _load(REPO / "configs" / "scienceworld" / "speedrunner-gpt-t4.yaml")
     e = estimate(config)
     window = 400_000
-    assert [(u.model, u.tokens, u.origin) for u in e.context_windows] == [("gpt-5.4-mini", window, "table")]
+    assert [(u.model, u.tokens, u.origin) for u in e.context_windows] == [
+        ("gpt-5.4-mini", window, "table")
+    ]
     for role in e.roles:
         assert role.input_tokens_max <= role.calls_max * window, role
-    flagged = estimate(config, context_tokens=window)  # the same bound as the command-line flag gives
+    flagged = estimate(
+        config, context_tokens=window
+    )  # the same bound as the command-line flag gives
     assert [r.input_tokens_max for r in e.roles] == [r.input_tokens_max for r in flagged.roles]
     text = format_estimate(e)
     assert "bounded by gpt-5.4-mini's context window of 400,000 tokens (built-in table" in text
@@ -163,32 +202,67 @@ def test_every_shipped_model_has_a_context_window() -> None:
 def test_model_context_tokens_bounds_an_unknown_model_and_must_be_a_number() -> None:
     path = REPO / "configs" / "babyai" / "opo-gpt-seq.yaml"
     unbounded = estimate(_load(path, "model.name=my-own-model"))
-    assert [(u.model, u.tokens, u.origin) for u in unbounded.context_windows] == [("my-own-model", None, None)]
+    assert [(u.model, u.tokens, u.origin) for u in unbounded.context_windows] == [
+        ("my-own-model", None, None)
+    ]
     text = format_estimate(unbounded)
     assert "UNBOUNDED for my-own-model" in text and "model.context_tokens: N" in text
     bounded = estimate(_load(path, "model.name=my-own-model", "model.context_tokens=8192"))
     assert [(u.tokens, u.origin) for u in bounded.context_windows] == [(8192, "config")]
-    assert "bounded by my-own-model's context window of 8,192 tokens (model.context_tokens)" in format_estimate(bounded)
+    assert (
+        "bounded by my-own-model's context window of 8,192 tokens (model.context_tokens)"
+        in format_estimate(bounded)
+    )
     for role in bounded.roles:
         assert role.input_tokens_max <= role.calls_max * 8192
-    assert sum(r.input_tokens_max for r in bounded.roles) < sum(r.input_tokens_max for r in unbounded.roles)
+    assert sum(r.input_tokens_max for r in bounded.roles) < sum(
+        r.input_tokens_max for r in unbounded.roles
+    )
     # The flag still overrides the config.
-    assert estimate(_load(path, "model.context_tokens=8192"), context_tokens=4096).context_windows[0].tokens == 4096
+    assert (
+        estimate(_load(path, "model.context_tokens=8192"), context_tokens=4096)
+        .context_windows[0]
+        .tokens
+        == 4096
+    )
     with pytest.raises(ConfigError, match="model.context_tokens: Input should be a valid integer"):
         _load(path, "model.context_tokens=lots")
-    proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "estimate", str(path),
-                           "--set", "model.context_tokens=0"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "model.context_tokens" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "speedrunner.cli",
+            "estimate",
+            str(path),
+            "--set",
+            "model.context_tokens=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        proc.returncode == 2
+        and "model.context_tokens" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
 
 
-@pytest.mark.parametrize("command", [
-    ["estimate", str(REPO / "configs" / "scienceworld" / "speedrunner-gpt-t4.yaml")],
-    ["configs", "list"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["estimate", str(REPO / "configs" / "scienceworld" / "speedrunner-gpt-t4.yaml")],
+        ["configs", "list"],
+    ],
+)
 def test_a_closed_pipe_ends_the_command_quietly(command: list[str]) -> None:
     """``speedrunner estimate ... | head``: the reader is gone before the output is written."""
-    proc = subprocess.Popen([sys.executable, "-m", "speedrunner.cli", *command], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "speedrunner.cli", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before the child has started up: its first write finds no reader
     err = proc.stderr.read().decode()
@@ -199,7 +273,14 @@ def test_a_closed_pipe_ends_the_command_quietly(command: list[str]) -> None:
 def test_an_inducer_on_another_provider_keeps_its_own_context_window() -> None:
     """The actor's ``model.context_tokens`` belongs to the actor's model: a Gemini inducer is
     bounded by Gemini's window, not by the actor's smaller one."""
-    config = _load(REPO / "configs" / "babyai" / "speedrunner-gpt-seq.yaml", "model.context_tokens=1000",
-                   "inducer.provider=gemini", "inducer.name=gemini-3-flash-preview")
+    config = _load(
+        REPO / "configs" / "babyai" / "speedrunner-gpt-seq.yaml",
+        "model.context_tokens=1000",
+        "inducer.provider=gemini",
+        "inducer.name=gemini-3-flash-preview",
+    )
     windows = {u.model: (u.tokens, u.origin) for u in estimate(config).context_windows}
-    assert windows == {"gpt-5.4-mini": (1000, "config"), "gemini-3-flash-preview": (1_048_576, "table")}
+    assert windows == {
+        "gpt-5.4-mini": (1000, "config"),
+        "gemini-3-flash-preview": (1_048_576, "table"),
+    }

@@ -31,12 +31,20 @@ class Launched:
     """A train subprocess whose stderr is read line by line as it comes."""
 
     def __init__(self, cmd: list[str]) -> None:
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     cwd=REPO, env=clean_env())
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=clean_env(),
+        )
         self.err: list[str] = []
         self.out: list[str] = []
-        self._threads = [threading.Thread(target=self._pump, args=(s, b), daemon=True)
-                         for s, b in ((self.proc.stderr, self.err), (self.proc.stdout, self.out))]
+        self._threads = [
+            threading.Thread(target=self._pump, args=(s, b), daemon=True)
+            for s, b in ((self.proc.stderr, self.err), (self.proc.stdout, self.out))
+        ]
         for t in self._threads:
             t.start()
 
@@ -48,7 +56,9 @@ class Launched:
         deadline = time.monotonic() + timeout
         while not predicate():
             if self.proc.poll() is not None:
-                raise AssertionError(f"the run exited early ({self.proc.returncode}):\n{''.join(self.err)[-3000:]}")
+                raise AssertionError(
+                    f"the run exited early ({self.proc.returncode}):\n{''.join(self.err)[-3000:]}"
+                )
             if time.monotonic() > deadline:
                 self.proc.kill()
                 raise AssertionError(f"timed out waiting; stderr:\n{''.join(self.err)[-3000:]}")
@@ -76,16 +86,29 @@ def retrying(launched: Launched) -> bool:
     return "retrying in" in launched.stderr
 
 
-@pytest.mark.parametrize("signums, code", [
-    ((signal.SIGINT,), 130),
-    ((signal.SIGINT, signal.SIGINT), 130),   # a double Ctrl-C still ends with the message
-    ((signal.SIGTERM,), 143),
-], ids=["ctrl-c", "double-ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "signums, code",
+    [
+        ((signal.SIGINT,), 130),
+        ((signal.SIGINT, signal.SIGINT), 130),  # a double Ctrl-C still ends with the message
+        ((signal.SIGTERM,), 143),
+    ],
+    ids=["ctrl-c", "double-ctrl-c", "sigterm"],
+)
 def test_a_signal_ends_a_retry_back_off_at_once(tmp_path: Path, signums, code) -> None:
     # Connection refused on every attempt; 20 attempts of back-off would take many minutes.
     run_dir = tmp_path / "run"
-    launched = Launched(train_cmd("babyai", "react-gpt-seq.yaml", run_dir, "http://127.0.0.1:9/v1",
-                                  "--skip_preflight", "--set", "model.max_attempts=20"))
+    launched = Launched(
+        train_cmd(
+            "babyai",
+            "react-gpt-seq.yaml",
+            run_dir,
+            "http://127.0.0.1:9/v1",
+            "--skip_preflight",
+            "--set",
+            "model.max_attempts=20",
+        )
+    )
     launched.wait_for(lambda: retrying(launched))
     rc, took = launched.signal_and_wait(*signums)
     assert rc == code, launched.stderr[-3000:]
@@ -97,13 +120,24 @@ def test_a_signal_ends_a_retry_back_off_at_once(tmp_path: Path, signums, code) -
 
 
 def test_a_signal_ends_a_hanging_request_and_the_run_resumes(tmp_path: Path) -> None:
-    hanging = FakeLLMServer(default=Reply(text="Thought: x\nAction: turn left", delay_s=300.0),
-                            model_name="fake-model").start()
+    hanging = FakeLLMServer(
+        default=Reply(text="Thought: x\nAction: turn left", delay_s=300.0), model_name="fake-model"
+    ).start()
     run_dir = tmp_path / "run"
     try:
-        launched = Launched(train_cmd("babyai", "react-gpt-seq.yaml", run_dir, hanging.base_url,
-                                      "--set", "model.timeout_s=600"))
-        launched.wait_for(lambda: any(r.path.endswith("/chat/completions") for r in hanging.requests))
+        launched = Launched(
+            train_cmd(
+                "babyai",
+                "react-gpt-seq.yaml",
+                run_dir,
+                hanging.base_url,
+                "--set",
+                "model.timeout_s=600",
+            )
+        )
+        launched.wait_for(
+            lambda: any(r.path.endswith("/chat/completions") for r in hanging.requests)
+        )
         rc, took = launched.signal_and_wait(signal.SIGTERM)
     finally:
         hanging.stop()
@@ -115,8 +149,15 @@ def test_a_signal_ends_a_hanging_request_and_the_run_resumes(tmp_path: Path) -> 
 
     server = start_server(policy_reply)
     try:
-        resumed = run([*train_cmd("babyai", "react-gpt-seq.yaml", run_dir, server.base_url)[:3],
-                       "--resume", str(run_dir), "--set", f"model.base_url={server.base_url}"])
+        resumed = run(
+            [
+                *train_cmd("babyai", "react-gpt-seq.yaml", run_dir, server.base_url)[:3],
+                "--resume",
+                str(run_dir),
+                "--set",
+                f"model.base_url={server.base_url}",
+            ]
+        )
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -126,8 +167,16 @@ def test_a_signal_ends_a_hanging_request_and_the_run_resumes(tmp_path: Path) -> 
 def test_a_server_answering_503_is_interrupted_in_back_off(tmp_path: Path) -> None:
     down = FakeLLMServer(default=Reply.error(503), model_name="fake-model").start()
     try:
-        launched = Launched(train_cmd("babyai", "react-gpt-seq.yaml", tmp_path / "run", down.base_url,
-                                      "--set", "model.max_attempts=20"))
+        launched = Launched(
+            train_cmd(
+                "babyai",
+                "react-gpt-seq.yaml",
+                tmp_path / "run",
+                down.base_url,
+                "--set",
+                "model.max_attempts=20",
+            )
+        )
         launched.wait_for(lambda: retrying(launched))
         rc, took = launched.signal_and_wait(signal.SIGINT)
     finally:
@@ -148,8 +197,16 @@ def test_a_signal_ends_a_sleep_phase_request_in_the_main_thread(tmp_path: Path) 
     server = start_server(reply)
     run_dir = tmp_path / "run"
     try:
-        launched = Launched(train_cmd("babyai", "opo-gpt-seq.yaml", run_dir, server.base_url,
-                                      "--set", "model.timeout_s=600"))
+        launched = Launched(
+            train_cmd(
+                "babyai",
+                "opo-gpt-seq.yaml",
+                run_dir,
+                server.base_url,
+                "--set",
+                "model.timeout_s=600",
+            )
+        )
         launched.wait_for(guide_asked.is_set)
         rc, took = launched.signal_and_wait(signal.SIGINT)
     finally:

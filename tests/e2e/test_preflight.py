@@ -100,8 +100,13 @@ def test_a_model_the_server_does_not_serve_exits_2(tmp_path, capsys, fake_llm) -
 
 def test_the_inducer_endpoint_is_checked_too(tmp_path, capsys, fake_llm) -> None:
     down = f"http://127.0.0.1:{closed_port()}/v1"
-    rc = train(tmp_path, *vllm(fake_llm.base_url), "inducer.provider=vllm", f"inducer.base_url={down}",
-               "inducer.name=fake-model")
+    rc = train(
+        tmp_path,
+        *vllm(fake_llm.base_url),
+        "inducer.provider=vllm",
+        f"inducer.base_url={down}",
+        "inducer.name=fake-model",
+    )
     assert rc == 2
     assert "inducer.provider vllm" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
@@ -115,8 +120,14 @@ def test_gemini_is_checked_with_models_get(monkeypatch) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "fake-key")
     server = FakeLLMServer(model_name="gemini-3-flash-preview").start()
     try:
-        config = config_loader().load(REPO / "configs" / "babyai" / "react-gemini-seq.yaml",
-                                      overrides=[f"model.base_url={server.base_url}"]).config
+        config = (
+            config_loader()
+            .load(
+                REPO / "configs" / "babyai" / "react-gemini-seq.yaml",
+                overrides=[f"model.base_url={server.base_url}"],
+            )
+            .config
+        )
         check_model_endpoints(config.model)  # the fake Gemini API knows the model: no error
         with pytest.raises(PreflightError, match="knows no model 'gemini-nope'"):
             check_model_endpoints(config.model.model_copy(update={"name": "gemini-nope"}))
@@ -139,8 +150,12 @@ def test_the_babyai_server_url_answered_by_another_service_exits_2(
 
 def test_a_remote_babyai_server_that_is_down_exits_2(tmp_path, capsys, fake_llm) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    rc = train(tmp_path, *vllm(fake_llm.base_url), f"benchmark.server_url={url}",
-               "benchmark.autostart_server=false")
+    rc = train(
+        tmp_path,
+        *vllm(fake_llm.base_url),
+        f"benchmark.server_url={url}",
+        "benchmark.autostart_server=false",
+    )
     assert rc == 2
     err = capsys.readouterr().err
     assert url in err and "no BabyAI-Text server answers" in err and "deploy_env.py" in err
@@ -149,16 +164,25 @@ def test_a_remote_babyai_server_that_is_down_exits_2(tmp_path, capsys, fake_llm)
 
 def test_skip_preflight_goes_on_to_make_the_run_dir(tmp_path, monkeypatch) -> None:
     calls: list[Path] = []
-    monkeypatch.setattr(train_cli, "_run", lambda config, run_dir, run_id, session: calls.append(run_dir) or 0)
+    monkeypatch.setattr(
+        train_cli, "_run", lambda config, run_dir, run_id, session: calls.append(run_dir) or 0
+    )
     url = f"http://127.0.0.1:{closed_port()}/v1"
     assert train(tmp_path, *vllm(url), extra=("--skip_preflight",)) == 0
     assert calls == [tmp_path / "run"]
-    assert json.loads((tmp_path / "run" / "config.resolved.json").read_text())["model"]["base_url"] == url
+    assert (
+        json.loads((tmp_path / "run" / "config.resolved.json").read_text())["model"]["base_url"]
+        == url
+    )
 
 
-def test_a_local_babyai_url_with_nothing_there_is_fine_with_autostart(tmp_path, fake_llm, monkeypatch) -> None:
+def test_a_local_babyai_url_with_nothing_there_is_fine_with_autostart(
+    tmp_path, fake_llm, monkeypatch
+) -> None:
     calls: list[Path] = []
-    monkeypatch.setattr(train_cli, "_run", lambda config, run_dir, run_id, session: calls.append(run_dir) or 0)
+    monkeypatch.setattr(
+        train_cli, "_run", lambda config, run_dir, run_id, session: calls.append(run_dir) or 0
+    )
     url = f"http://127.0.0.1:{closed_port()}"
     assert train(tmp_path, *vllm(fake_llm.base_url), f"benchmark.server_url={url}") == 0
     assert calls == [tmp_path / "run"]

@@ -27,9 +27,16 @@ METHODS = {
     "scienceworld": ("react", "opo", "asi", "speedrunner", "speedrunner_no_cl"),
 }
 SUFFIX = {"babyai": "seq", "crafter": "crafter", "scienceworld": "t4"}
-CASES = [(b, m, "text") for b, ms in METHODS.items() for m in ms] + [("babyai", "speedrunner", "native"),
-                                                                    ("crafter", "voyager", "native")]
-INDUCER = {"opo": "guide", "speedrunner": "inducer", "speedrunner_no_cl": "inducer", "voyager": "inducer"}
+CASES = [(b, m, "text") for b, ms in METHODS.items() for m in ms] + [
+    ("babyai", "speedrunner", "native"),
+    ("crafter", "voyager", "native"),
+]
+INDUCER = {
+    "opo": "guide",
+    "speedrunner": "inducer",
+    "speedrunner_no_cl": "inducer",
+    "voyager": "inducer",
+}
 """The sleep-phase (Voyager: action-agent) calls every quick run makes; ASI induces only from a
 successful episode, which BabyAI's expert actor plays (a fake that picks listed actions at
 random rarely does in four)."""
@@ -38,13 +45,21 @@ random rarely does in four)."""
 @pytest.mark.parametrize("bench, method, protocol", CASES)
 def test_a_quick_run_finishes_against_the_realistic_fake(tmp_path, bench, method, protocol):
     expert = (bench, method) == ("babyai", "asi")
-    fake = RealisticFake(variants=0.3, seed=0, actor=BabyAIExpert.for_run(0, "seq", 8) if expert else None)
+    fake = RealisticFake(
+        variants=0.3, seed=0, actor=BabyAIExpert.for_run(0, "seq", 8) if expert else None
+    )
     server = FakeLLMServer(callback=fake, model_name="fake-model").start()
     run_dir = tmp_path / "run"
     try:
-        cmd = train_cmd(bench, f"{method}-gpt-{SUFFIX[bench]}.yaml", run_dir, server.base_url,
-                        "--set", f"model.tool_protocol={protocol}",
-                        *(["--set", "benchmark.max_llm_calls=30"] if expert else []))
+        cmd = train_cmd(
+            bench,
+            f"{method}-gpt-{SUFFIX[bench]}.yaml",
+            run_dir,
+            server.base_url,
+            "--set",
+            f"model.tool_protocol={protocol}",
+            *(["--set", "benchmark.max_llm_calls=30"] if expert else []),
+        )
         if method == "voyager":
             cmd[2] = "speedrunner.benchmarks.crafter.train_voyager"
         proc = run(cmd, timeout=600)
@@ -54,15 +69,18 @@ def test_a_quick_run_finishes_against_the_realistic_fake(tmp_path, bench, method
     assert [m["rollout"] for m in read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
     assert (run_dir / "summary.json").is_file()
     calls = read_jsonl(run_dir / "llm_calls.jsonl")
-    assert len(calls) == len(server.chat_requests()) > 0          # every answer recorded once
+    assert len(calls) == len(server.chat_requests()) > 0  # every answer recorded once
     served = collections.Counter(k.split("/")[1] for k in fake.counts.elements())
-    assert sum(n for k, n in served.items() if k != "clean") > 0    # the run met real-model variants
+    assert sum(n for k, n in served.items() if k != "clean") > 0  # the run met real-model variants
     purposes = {c["purpose"] for c in calls}
     if method in INDUCER or expert:
         assert INDUCER.get(method, "inducer") in purposes
     if expert:  # episodes succeeded, and ASI induced from them
-        inductions = [n for p in sorted((run_dir / "sleep").glob("asi_*.json"))
-                      for n in json.loads(p.read_text())["inductions"]]
+        inductions = [
+            n
+            for p in sorted((run_dir / "sleep").glob("asi_*.json"))
+            for n in json.loads(p.read_text())["inductions"]
+        ]
         assert inductions and any(n["added"] for n in inductions)
     if protocol == "native":
         assert all(c.get("tools_offered") for c in calls if c["purpose"] == "inducer")

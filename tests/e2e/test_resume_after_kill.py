@@ -36,35 +36,54 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill", ["at:5", "at:30", "guide", "at:60"], ids=["eval0", "wake", "sleep", "final-eval"])
+@pytest.mark.parametrize(
+    "kill", ["at:5", "at:30", "guide", "at:60"], ids=["eval0", "wake", "sleep", "final-eval"]
+)
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, reference, kill):
     ref_dir, ref_requests = reference
-    policy = KillingPolicy(kill_at=int(kill[3:]) if kill.startswith("at:") else None, kill_on_guide=kill == "guide")
+    policy = KillingPolicy(
+        kill_at=int(kill[3:]) if kill.startswith("at:") else None, kill_on_guide=kill == "guide"
+    )
     run_dir = tmp_path / "run"
-    server = start_server(policy)   # the same endpoint serves the killed and the resumed process
+    server = start_server(policy)  # the same endpoint serves the killed and the resumed process
     try:
         code, _ = launch(server, run_dir, policy)
-        assert policy.killed and code == -9                   # really killed by SIGKILL
-        assert json.loads((run_dir / "summary.json").read_text())["status"] == "running"   # never finished
-        resumed = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(run_dir)])
+        assert policy.killed and code == -9  # really killed by SIGKILL
+        assert (
+            json.loads((run_dir / "summary.json").read_text())["status"] == "running"
+        )  # never finished
+        resumed = run(
+            [sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(run_dir)]
+        )
     finally:
         server.stop()
     assert resumed.returncode == 0, resumed.stderr[-2000:]
 
     for name in ("metrics.jsonl", "eval.jsonl"):
         assert rows(run_dir / name) == rows(ref_dir / name), name
-    assert [p.name for p in sorted((run_dir / "episodes" / "train").iterdir())] == \
-        [p.name for p in sorted((ref_dir / "episodes" / "train").iterdir())]
+    assert [p.name for p in sorted((run_dir / "episodes" / "train").iterdir())] == [
+        p.name for p in sorted((ref_dir / "episodes" / "train").iterdir())
+    ]
     # Calls answered before the kill were replayed from the cache, not paid again: the answered
     # calls plus the resumed run's calls are exactly the uninterrupted run's calls.
-    assert collections.Counter(policy.answered) + collections.Counter(policy.after_kill) == \
-        collections.Counter(ref_requests)
+    assert collections.Counter(policy.answered) + collections.Counter(
+        policy.after_kill
+    ) == collections.Counter(ref_requests)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["training"]["episodes"] == 4
 
 
 def test_resume_refuses_overrides(tmp_path, reference):
     ref_dir, _ = reference
-    proc = run([sys.executable, "-m", "speedrunner.benchmarks.crafter.train", "--resume", str(ref_dir),
-                "--set", "run.seed=3"])
+    proc = run(
+        [
+            sys.executable,
+            "-m",
+            "speedrunner.benchmarks.crafter.train",
+            "--resume",
+            str(ref_dir),
+            "--set",
+            "run.seed=3",
+        ]
+    )
     assert proc.returncode == 2 and "run.seed cannot change on --resume" in proc.stderr

@@ -23,9 +23,19 @@ QUERY = "QUERYSECRET42"
 PLANTED = (OPENAI_KEY, GEMINI_KEY, VLLM_KEY, USERINFO, QUERY)
 
 
-def run_train(tmp_path: Path, config: str, *sets: str, env: dict[str, str], preflight: bool) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--config_file",
-           str(REPO / "configs" / "babyai" / config), "--quick_test", "--run_dir", str(tmp_path / "run")]
+def run_train(
+    tmp_path: Path, config: str, *sets: str, env: dict[str, str], preflight: bool
+) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.babyai.train",
+        "--config_file",
+        str(REPO / "configs" / "babyai" / config),
+        "--quick_test",
+        "--run_dir",
+        str(tmp_path / "run"),
+    ]
     if not preflight:
         cmd.append("--skip_preflight")
     for s in sets:
@@ -39,23 +49,46 @@ def with_userinfo(url: str) -> str:
 
 CASES = {
     # provider, config, --set values, environment, the key a gateway echoes
-    "openai-echoed-key-and-userinfo": ("react-gpt-seq.yaml", lambda u: [f"model.base_url={with_userinfo(u)}",
-                                       "model.name=fake-model"], {"OPENAI_API_KEY": OPENAI_KEY}, OPENAI_KEY),
-    "openai-key-in-query": ("react-gpt-seq.yaml", lambda u: [f"model.base_url={u}?key={QUERY}",
-                            "model.name=fake-model"], {"OPENAI_API_KEY": OPENAI_KEY}, OPENAI_KEY),
-    "vllm-echoed-key": ("react-qwen-seq.yaml", lambda u: [f"model.base_url={u}", "model.name=fake-model",
-                        "model.sampling.seed=1"], {"VLLM_API_KEY": VLLM_KEY}, VLLM_KEY),
-    "gemini-echoed-key": ("react-gemini-seq.yaml", lambda u: [f"model.base_url={u.removesuffix('/v1')}?token={QUERY}",
-                          "model.name=fake-model"], {"GEMINI_API_KEY": GEMINI_KEY}, GEMINI_KEY),
+    "openai-echoed-key-and-userinfo": (
+        "react-gpt-seq.yaml",
+        lambda u: [f"model.base_url={with_userinfo(u)}", "model.name=fake-model"],
+        {"OPENAI_API_KEY": OPENAI_KEY},
+        OPENAI_KEY,
+    ),
+    "openai-key-in-query": (
+        "react-gpt-seq.yaml",
+        lambda u: [f"model.base_url={u}?key={QUERY}", "model.name=fake-model"],
+        {"OPENAI_API_KEY": OPENAI_KEY},
+        OPENAI_KEY,
+    ),
+    "vllm-echoed-key": (
+        "react-qwen-seq.yaml",
+        lambda u: [f"model.base_url={u}", "model.name=fake-model", "model.sampling.seed=1"],
+        {"VLLM_API_KEY": VLLM_KEY},
+        VLLM_KEY,
+    ),
+    "gemini-echoed-key": (
+        "react-gemini-seq.yaml",
+        lambda u: [
+            f"model.base_url={u.removesuffix('/v1')}?token={QUERY}",
+            "model.name=fake-model",
+        ],
+        {"GEMINI_API_KEY": GEMINI_KEY},
+        GEMINI_KEY,
+    ),
 }
 
 
 @pytest.mark.parametrize("preflight", [False, True], ids=["run", "preflight"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_planted_secrets_reach_no_file_and_no_stream(tmp_path: Path, case: str, preflight: bool) -> None:
+def test_planted_secrets_reach_no_file_and_no_stream(
+    tmp_path: Path, case: str, preflight: bool
+) -> None:
     config, sets, env, echoed = CASES[case]
-    server = FakeLLMServer(default=Reply(status=401, error_message=f"Incorrect API key provided: {echoed}"),
-                           model_name="fake-model").start()
+    server = FakeLLMServer(
+        default=Reply(status=401, error_message=f"Incorrect API key provided: {echoed}"),
+        model_name="fake-model",
+    ).start()
     url = server.base_url
     if preflight:  # the endpoint is down: the pre-flight error names it, without its secrets
         server.stop()
@@ -68,27 +101,50 @@ def test_planted_secrets_reach_no_file_and_no_stream(tmp_path: Path, case: str, 
     texts = {"stdout": proc.stdout, "stderr": proc.stderr}
     run_dir = tmp_path / "run"
     if run_dir.exists():
-        texts |= {str(p): p.read_bytes().decode("utf-8", "replace") for p in run_dir.rglob("*") if p.is_file()}
+        texts |= {
+            str(p): p.read_bytes().decode("utf-8", "replace")
+            for p in run_dir.rglob("*")
+            if p.is_file()
+        }
     for where, text in texts.items():
         for secret in PLANTED:
             assert secret not in text, f"{secret} leaked into {where}"
     if not preflight:
-        assert (run_dir / "llm_calls.jsonl").exists() and "<redacted>" in (run_dir / "llm_calls.jsonl").read_text()
+        assert (run_dir / "llm_calls.jsonl").exists() and "<redacted>" in (
+            run_dir / "llm_calls.jsonl"
+        ).read_text()
 
 
-def test_a_resume_asks_again_for_a_base_url_whose_credentials_were_not_stored(tmp_path: Path) -> None:
+def test_a_resume_asks_again_for_a_base_url_whose_credentials_were_not_stored(
+    tmp_path: Path,
+) -> None:
     from .harness import policy_reply, run
 
     server = FakeLLMServer(callback=policy_reply, model_name="fake-model").start()
     url = with_userinfo(server.base_url)
     try:
-        first = run_train(tmp_path, "react-qwen-seq.yaml", f"model.base_url={url}", "model.name=fake-model",
-                          env={}, preflight=True)
+        first = run_train(
+            tmp_path,
+            "react-qwen-seq.yaml",
+            f"model.base_url={url}",
+            "model.name=fake-model",
+            env={},
+            preflight=True,
+        )
         assert first.returncode == 0, first.stderr[-3000:]
-        resume = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(tmp_path / "run")]
+        resume = [
+            sys.executable,
+            "-m",
+            "speedrunner.benchmarks.babyai.train",
+            "--resume",
+            str(tmp_path / "run"),
+        ]
         refused = run(resume)
         assert refused.returncode == 2
-        assert "model.base_url held credentials" in refused.stderr and "--set model.base_url=URL" in refused.stderr
+        assert (
+            "model.base_url held credentials" in refused.stderr
+            and "--set model.base_url=URL" in refused.stderr
+        )
         again = run([*resume, "--set", f"model.base_url={url}"])
         assert again.returncode == 0, again.stderr[-3000:]
     finally:

@@ -22,16 +22,32 @@ from .harness import REPO, KillingPolicy, clean_env, run, train_cmd
 
 pytestmark = pytest.mark.slow
 
-MANY_IN_FLIGHT = ("--set", "run.rollouts=8", "--set", "run.sleep_every=8", "--set", "run.eval_every=8",
-                  "--set", "run.parallel_episodes=8", "--set", "run.eval_episodes=0")
+MANY_IN_FLIGHT = (
+    "--set",
+    "run.rollouts=8",
+    "--set",
+    "run.sleep_every=8",
+    "--set",
+    "run.eval_every=8",
+    "--set",
+    "run.parallel_episodes=8",
+    "--set",
+    "run.eval_episodes=0",
+)
 
 
 def paid_rows(run_dir: Path) -> list[dict]:
-    return [r for r in read_jsonl(run_dir / "llm_calls.jsonl") if not r["cache_hit"] and r["error"] is None]
+    return [
+        r
+        for r in read_jsonl(run_dir / "llm_calls.jsonl")
+        if not r["cache_hit"] and r["error"] is None
+    ]
 
 
 @pytest.mark.parametrize("kill_at", [9, 21])
-def test_the_log_lists_every_answered_call_once_and_bounds_what_was_in_flight(tmp_path: Path, kill_at: int) -> None:
+def test_the_log_lists_every_answered_call_once_and_bounds_what_was_in_flight(
+    tmp_path: Path, kill_at: int
+) -> None:
     from speedrunner.testing.fake_llm_server import FakeLLMServer
 
     policy = KillingPolicy(kill_at=kill_at)

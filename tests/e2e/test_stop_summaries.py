@@ -66,7 +66,9 @@ def _stop(tmp_path: Path, how: str, *extra: str) -> tuple[int, str, str, Path]:
     policy = StoppingPolicy(how)
     run_dir = tmp_path / "run"
     with FakeLLMServer(callback=policy, model_name="fake-model") as server:
-        cmd = train_cmd("babyai", "opo-gpt-seq.yaml", run_dir, server.base_url, *ONE_AT_A_TIME, *extra)
+        cmd = train_cmd(
+            "babyai", "opo-gpt-seq.yaml", run_dir, server.base_url, *ONE_AT_A_TIME, *extra
+        )
         proc = prewarmed.popen(cmd, cwd=REPO, env=clean_env())
         policy.pid = proc.pid
         out, err = proc.communicate(timeout=300)
@@ -78,32 +80,47 @@ def _assert_true_summary(run_dir: Path, out: str, status: str) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
     assert summary["status"] == status and summary["ended_at"] is not None
-    assert checkpoint["totals"]["episodes"] >= 2, "the stop was meant to come after the first checkpoint"
+    assert checkpoint["totals"]["episodes"] >= 2, (
+        "the stop was meant to come after the first checkpoint"
+    )
     assert summary["training"] == checkpoint["totals"]
     assert summary["elapsed_s"] == checkpoint["elapsed_s"] > 0
     assert summary["knowledge_version"] == checkpoint["knowledge_version"]
     evals = read_jsonl(run_dir / "eval.jsonl")
-    assert [e["rollout"] for e in summary["eval"]] == [e["rollout"] for e in evals] == checkpoint["eval_points_done"]
-    logged = sum(r["spent_usd"] for r in read_jsonl(run_dir / "llm_calls.jsonl") if r["error"] is None)
+    assert (
+        [e["rollout"] for e in summary["eval"]]
+        == [e["rollout"] for e in evals]
+        == checkpoint["eval_points_done"]
+    )
+    logged = sum(
+        r["spent_usd"] for r in read_jsonl(run_dir / "llm_calls.jsonl") if r["error"] is None
+    )
     spent = summary["spent_usd"]
     assert spent == pytest.approx(logged, abs=1e-9) and spent > 0
     assert summary["spending"]["spent_usd"] == spent
     last = [line for line in out.splitlines() if line.startswith("run summary")][-1]
-    assert last.startswith(f"run summary [{status}]: {checkpoint['totals']['episodes']} training episodes")
+    assert last.startswith(
+        f"run summary [{status}]: {checkpoint['totals']['episodes']} training episodes"
+    )
     assert f"| spent {usd(spent)} " in last
     return summary
 
 
-@pytest.mark.parametrize("how, code, reason", [("SIGINT", 130, "Ctrl-C"), ("SIGTERM", 143, "SIGTERM")])
-def test_a_signal_leaves_the_checkpoints_totals_and_the_spend(tmp_path: Path, how: str, code: int,
-                                                               reason: str) -> None:
+@pytest.mark.parametrize(
+    "how, code, reason", [("SIGINT", 130, "Ctrl-C"), ("SIGTERM", 143, "SIGTERM")]
+)
+def test_a_signal_leaves_the_checkpoints_totals_and_the_spend(
+    tmp_path: Path, how: str, code: int, reason: str
+) -> None:
     rc, out, err, run_dir = _stop(tmp_path, how)
     assert rc == code, err[-3000:]
     summary = _assert_true_summary(run_dir, out, "interrupted")
     assert summary["status_reason"] == reason
 
 
-def test_a_model_failing_for_good_leaves_the_checkpoints_totals_and_the_spend(tmp_path: Path) -> None:
+def test_a_model_failing_for_good_leaves_the_checkpoints_totals_and_the_spend(
+    tmp_path: Path,
+) -> None:
     rc, out, err, run_dir = _stop(tmp_path, "fail")
     assert rc == 1, err[-3000:]
     summary = _assert_true_summary(run_dir, out, "failed")
@@ -115,7 +132,7 @@ def test_a_budget_stop_shows_one_spent_figure_everywhere(tmp_path: Path) -> None
     assert rc == 3, err[-3000:]
     summary = _assert_true_summary(run_dir, out, "budget_reached")
     spent = usd(summary["spent_usd"])
-    message = err[err.index("stopped: run spending cap"):]
+    message = err[err.index("stopped: run spending cap") :]
     assert f"The run spent {spent} ({run_dir / 'summary.json'} has it as spent_usd)" in message
     assert f"The run spent {spent}" in summary["status_reason"]
     assert message.count("$") == summary["status_reason"].count("$")  # no other dollar figure

@@ -27,8 +27,9 @@ TRAIN = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train"]
 def tmpfs(where: Path, size: str, *, read_only: bool = False) -> Iterator[Path]:
     where.mkdir(parents=True, exist_ok=True)
     options = f"size={size}" + (",ro" if read_only else "")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or 'mount failed'})")
     try:
@@ -42,13 +43,17 @@ def remount(where: Path, options: str) -> None:
 
 
 def train(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*TRAIN, *args], capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env=clean_env())
+    return subprocess.run(
+        [*TRAIN, *args], capture_output=True, text=True, timeout=300, cwd=REPO, env=clean_env()
+    )
 
 
 def test_a_full_disk_stops_with_where_and_how_then_resume_finishes(tmp_path: Path) -> None:
     reference = tmp_path / "reference"
-    assert train("--config_file", SCRIPTED, "--quick_test", "--run_dir", str(reference)).returncode == 0
+    assert (
+        train("--config_file", SCRIPTED, "--quick_test", "--run_dir", str(reference)).returncode
+        == 0
+    )
 
     with tmpfs(tmp_path / "small", "96k") as disk:
         run_dir = disk / "run"
@@ -69,11 +74,15 @@ def test_a_read_only_place_is_refused_before_anything_runs(tmp_path: Path) -> No
     with tmpfs(tmp_path / "ro", "1m", read_only=True) as ro:
         proc = train("--config_file", SCRIPTED, "--quick_test", "--run_dir", str(ro / "run"))
     assert proc.returncode == 2, proc.stderr[-3000:]
-    assert "cannot create the run directory" in proc.stderr and "Read-only file system" in proc.stderr
+    assert (
+        "cannot create the run directory" in proc.stderr and "Read-only file system" in proc.stderr
+    )
     assert "--run_dir" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_resuming_a_run_on_a_read_only_mount_is_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_resuming_a_run_on_a_read_only_mount_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
     with tmpfs(tmp_path / "disk", "64m") as disk:
         run_dir = disk / "run"
         made = train("--config_file", SCRIPTED, "--quick_test", "--run_dir", str(run_dir))
@@ -104,8 +113,13 @@ rundir.create_run_dir(loaded, run_dir=sys.argv[2])
 
 def test_a_kill_during_creation_leaves_no_half_made_run_directory(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILL_DURING_CREATION, SCRIPTED, str(run_dir)],
-                            capture_output=True, text=True, cwd=REPO, env=clean_env())
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_DURING_CREATION, SCRIPTED, str(run_dir)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=clean_env(),
+    )
     assert killed.returncode == -9, killed.stderr
     assert not run_dir.exists() or not any(run_dir.iterdir())
 

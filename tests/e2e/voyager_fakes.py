@@ -37,7 +37,9 @@ def _step_towards(env, dx: int, dy: int) -> str:
     return env.act("Move South" if dy > 0 else "Move North")
 '''
 
-COLLECT_WOOD = HELPER + '''
+COLLECT_WOOD = (
+    HELPER
+    + '''
 
 def collect_wood(env) -> str:
     """Walk to the nearest tree and hit it until one more piece of wood is held.
@@ -61,7 +63,10 @@ def collect_wood(env) -> str:
         _step_towards(env, tree["dx"], tree["dy"])
     return "no wood collected"
 '''
-COLLECT_WOOD_V2 = COLLECT_WOOD.replace("one more piece of wood is held.", "one more piece of wood is held (Version 2).")
+)
+COLLECT_WOOD_V2 = COLLECT_WOOD.replace(
+    "one more piece of wood is held.", "one more piece of wood is held (Version 2)."
+)
 BROKEN = '''def collect_wood(env) -> str:
     """Collect wood (a first try that gives up at once).
 
@@ -99,7 +104,9 @@ IRON_SWORD = '''def craft_iron_sword(env) -> str:
     """
     return collect_wood(env)
 '''
-DESCRIPTION = "Walks to what the task needs and uses it, step by step, until the inventory shows the result."
+DESCRIPTION = (
+    "Walks to what the task needs and uses it, step by step, until the inventory shows the result."
+)
 
 
 def code_answer(code: str) -> str:
@@ -121,26 +128,42 @@ class VoyagerFakeLLM:
         system, user = messages[0]["content"], messages[1]["content"] if len(messages) > 1 else ""
         reasked = any(m["role"] == "assistant" for m in messages)
         if "next immediate task" in system:
-            return Reply(text=self.curriculum(user, reasked), prompt_tokens=300, completion_tokens=20)
+            return Reply(
+                text=self.curriculum(user, reasked), prompt_tokens=300, completion_tokens=20
+            )
         if "writes Python skills for Crafter" in system:
             text = self.action(user)
-            if any(t.get("function", {}).get("name") == "submit_skill" for t in body.get("tools") or ()):
+            if any(
+                t.get("function", {}).get("name") == "submit_skill" for t in body.get("tools") or ()
+            ):
                 code = text.split("```python\n", 1)[1].rsplit("```", 1)[0]
-                call = {"name": "submit_skill", "arguments": json.dumps({"plan": _line(text, "Plan"), "code": code})}
+                call = {
+                    "name": "submit_skill",
+                    "arguments": json.dumps({"plan": _line(text, "Plan"), "code": code}),
+                }
                 return Reply(text=None, tool_calls=[call], prompt_tokens=900, completion_tokens=200)
             return Reply(text=text, prompt_tokens=900, completion_tokens=200)
         if "assesses my progress" in system:
             return Reply(text=self.critic(user, reasked), prompt_tokens=400, completion_tokens=30)
         if "writes a description" in system:
             return Reply(text=DESCRIPTION, prompt_tokens=200, completion_tokens=25)
-        return Reply(text=self.actor(messages), prompt_tokens=500, cached_tokens=300, completion_tokens=10)
+        return Reply(
+            text=self.actor(messages), prompt_tokens=500, cached_tokens=300, completion_tokens=10
+        )
 
     @staticmethod
     def curriculum(user: str, reasked: bool) -> str:
-        completed, failed = _line(user, "Completed tasks so far"), _line(user, "Failed tasks that are too hard")
+        completed, failed = (
+            _line(user, "Completed tasks so far"),
+            _line(user, "Failed tasks that are too hard"),
+        )
         held = _line(user, "- inventory")
         if completed == "collect wood" and failed == "none":
-            return "Reasoning: explore.\nTask: explore the area" if reasked else "I think we should look around."
+            return (
+                "Reasoning: explore.\nTask: explore the area"
+                if reasked
+                else "I think we should look around."
+            )
         if completed == "collect wood" and "wood:" not in held:
             return "Reasoning: wood again, better.\nTask: Collect wood."
         if completed == "collect wood":
@@ -150,7 +173,10 @@ class VoyagerFakeLLM:
     @staticmethod
     def action(user: str) -> str:
         task, context = _line(user, "Task"), _line(user, "Context")
-        library = re.split(r"\n(?:Code from the last attempt|This is the first attempt)", user.split("Skills in my library", 1)[1])[0]
+        library = re.split(
+            r"\n(?:Code from the last attempt|This is the first attempt)",
+            user.split("Skills in my library", 1)[1],
+        )[0]
         if task == "collect wood":
             if "def collect_wood" in library:
                 return code_answer(COLLECT_WOOD_V2)
@@ -165,8 +191,13 @@ class VoyagerFakeLLM:
             return json.dumps({"reasoning": "It saw more.", "success": True, "critique": ""})
         if _line(user, "Context").startswith("attempt 1") and not reasked:
             return "Looks fine to me."
-        return json.dumps({"reasoning": "Nothing new was found.", "success": False,
-                           "critique": "Collect wood first, then walk further."})
+        return json.dumps(
+            {
+                "reasoning": "Nothing new was found.",
+                "success": False,
+                "critique": "Collect wood first, then walk further.",
+            }
+        )
 
     @staticmethod
     def actor(messages: list[dict]) -> str:
@@ -207,4 +238,6 @@ class CappedVoyagerFakeLLM(VoyagerFakeLLM):
 
     @staticmethod
     def action(user: str) -> str:
-        return code_answer(WAIT_FOREVER if _line(user, "Context").startswith("attempt 1") else THINK_FOREVER)
+        return code_answer(
+            WAIT_FOREVER if _line(user, "Context").startswith("attempt 1") else THINK_FOREVER
+        )

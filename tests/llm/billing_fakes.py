@@ -48,8 +48,13 @@ class BilledTimeouts(Biller):
         out = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         prompt = self.bill(body, out)
         late = self.requests % 2 == 1
-        return Reply(text="a long answer", prompt_tokens=prompt, completion_tokens=out,
-                     finish_reason="length", delay_s=self.late_s if late else 0.0)
+        return Reply(
+            text="a long answer",
+            prompt_tokens=prompt,
+            completion_tokens=out,
+            finish_reason="length",
+            delay_s=self.late_s if late else 0.0,
+        )
 
 
 class OverBilling(Biller):

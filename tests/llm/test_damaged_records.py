@@ -36,13 +36,30 @@ def _calls(run_dir: Path, url: str) -> list[str]:
     """The run's calls, in order (paid, or replayed when the cache has them)."""
     config = SimpleNamespace(run=SimpleNamespace(max_cost_usd=1.0))
     cap = spend_cap(config, "run", run_dir / CACHE, run_dir / LOG)  # type: ignore[arg-type]
-    model = build_model(ModelConfig(provider="vllm", name="fake-model", base_url=url, prices=PRICES,
-                                    sampling={"max_tokens": 100}, max_attempts=1),
-                        namespace="run", cache_path=run_dir / CACHE, calls_log_path=run_dir / LOG,
-                        spend_cap=cap, backoff=TINY)
+    model = build_model(
+        ModelConfig(
+            provider="vllm",
+            name="fake-model",
+            base_url=url,
+            prices=PRICES,
+            sampling={"max_tokens": 100},
+            max_attempts=1,
+        ),
+        namespace="run",
+        cache_path=run_dir / CACHE,
+        calls_log_path=run_dir / LOG,
+        spend_cap=cap,
+        backoff=TINY,
+    )
     try:
-        return [model.complete([Message("user", f"question {i} " + "x" * 2000)], purpose="actor",
-                               call_id=f"train/{i:06d}/actor/0000").text for i in range(CALLS)]
+        return [
+            model.complete(
+                [Message("user", f"question {i} " + "x" * 2000)],
+                purpose="actor",
+                call_id=f"train/{i:06d}/actor/0000",
+            ).text
+            for i in range(CALLS)
+        ]
     finally:
         model.close()
 
@@ -50,7 +67,7 @@ def _calls(run_dir: Path, url: str) -> list[str]:
 def _tear_last_line(run_dir: Path) -> None:
     data = (run_dir / LOG).read_bytes()
     start = data.rstrip(b"\n").rfind(b"\n") + 1
-    (run_dir / LOG).write_bytes(data[:start + (len(data) - start) // 2])
+    (run_dir / LOG).write_bytes(data[: start + (len(data) - start) // 2])
 
 
 def _flip_a_byte(run_dir: Path) -> None:
@@ -84,21 +101,29 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_a_damaged_run_resumes_without_paying_again_or_losing_spend(tmp_path: Path, damage: str) -> None:
+def test_a_damaged_run_resumes_without_paying_again_or_losing_spend(
+    tmp_path: Path, damage: str
+) -> None:
     damage_fn, said = DAMAGE[damage]
-    with FakeLLMServer(default=Reply(text="the answer", prompt_tokens=500, completion_tokens=50),
-                       model_name="fake-model") as server:
+    with FakeLLMServer(
+        default=Reply(text="the answer", prompt_tokens=500, completion_tokens=50),
+        model_name="fake-model",
+    ) as server:
         run_dir = tmp_path / "run"
         answers = _calls(run_dir, server.base_url)
         paid = len(server.chat_requests())
         spent = CallLogTotals(run_dir / LOG).read().spent_usd
         damage_fn(run_dir)
 
-        reconciled = reconcile(run_dir / CACHE, run_dir / LOG, "run")  # the resume, as train_cli runs it
+        reconciled = reconcile(
+            run_dir / CACHE, run_dir / LOG, "run"
+        )  # the resume, as train_cli runs it
         resumed = _calls(run_dir, server.base_url)
         assert len(server.chat_requests()) == paid == CALLS  # nothing logged was paid again
     assert resumed == answers
-    assert spent and CallLogTotals(run_dir / LOG).read().spent_usd == pytest.approx(spent)  # spend kept
+    assert spent and CallLogTotals(run_dir / LOG).read().spent_usd == pytest.approx(
+        spent
+    )  # spend kept
     message = reconciled.message() or ""
     assert said in message and "\n" not in message.strip()  # one line says what was repaired
     kept = [p.name for p in run_dir.iterdir() if ".damaged" in p.name]  # moved aside, never deleted
@@ -108,8 +133,10 @@ def test_a_damaged_run_resumes_without_paying_again_or_losing_spend(tmp_path: Pa
 
 
 def test_a_damaged_line_is_kept_beside_the_log_as_it_was(tmp_path: Path) -> None:
-    with FakeLLMServer(default=Reply(text="the answer", prompt_tokens=500, completion_tokens=50),
-                       model_name="fake-model") as server:
+    with FakeLLMServer(
+        default=Reply(text="the answer", prompt_tokens=500, completion_tokens=50),
+        model_name="fake-model",
+    ) as server:
         run_dir = tmp_path / "run"
         _calls(run_dir, server.base_url)
         lines = (run_dir / LOG).read_bytes().splitlines(keepends=True)
@@ -118,6 +145,8 @@ def test_a_damaged_line_is_kept_beside_the_log_as_it_was(tmp_path: Path) -> None
         reconcile(run_dir / CACHE, run_dir / LOG, "run")
     assert (run_dir / (LOG + ".damaged")).read_bytes() == damaged
     rows = (run_dir / LOG).read_bytes().splitlines(keepends=True)
-    assert rows[0] == lines[0] and rows[1:CALLS - 1] == lines[2:]  # the rest as it was, in order
-    assert len(rows) == CALLS and b'"restored"' in rows[-1]  # the answer's row is back, from the cache
+    assert rows[0] == lines[0] and rows[1 : CALLS - 1] == lines[2:]  # the rest as it was, in order
+    assert (
+        len(rows) == CALLS and b'"restored"' in rows[-1]
+    )  # the answer's row is back, from the cache
     assert os.path.getsize(run_dir / LOG) > 0

@@ -28,15 +28,22 @@ FLOAT_SLACK = 1e-9
 
 def _model(url: str, cap: SpendCap, tmp_path: Path, **config):
     config = {"max_attempts": 3, "timeout_s": 5.0, "sampling": {"max_tokens": 1000}, **config}
-    return build_model(ModelConfig(provider="vllm", name="fake-model", base_url=url, prices=PRICES, **config),
-                       namespace="run", cache_path=tmp_path / "llm_cache.sqlite",
-                       calls_log_path=tmp_path / "llm_calls.jsonl", spend_cap=cap, backoff=TINY)
+    return build_model(
+        ModelConfig(provider="vllm", name="fake-model", base_url=url, prices=PRICES, **config),
+        namespace="run",
+        cache_path=tmp_path / "llm_cache.sqlite",
+        calls_log_path=tmp_path / "llm_calls.jsonl",
+        spend_cap=cap,
+        backoff=TINY,
+    )
 
 
 def _call_until_refused(model, limit: int = 40) -> SpendCapReached:
     for i in range(limit):
         try:
-            model.complete([Message("user", f"question {i} " + "x" * 300)], purpose="actor", call_id=f"c{i}")
+            model.complete(
+                [Message("user", f"question {i} " + "x" * 300)], purpose="actor", call_id=f"c{i}"
+            )
         except LLMError:
             continue  # failed for good: the run would go on to its next call
         except SpendCapReached as e:
@@ -67,11 +74,15 @@ def test_attempts_billed_after_the_timeout_count_against_the_cap(tmp_path: Path)
     assert resumed.spent + resumed.lost >= provider.billed - FLOAT_SLACK
 
 
-def test_a_provider_billing_past_max_tokens_is_flagged_and_stopped_at_the_next_call(tmp_path: Path, caplog) -> None:
+def test_a_provider_billing_past_max_tokens_is_flagged_and_stopped_at_the_next_call(
+    tmp_path: Path, caplog
+) -> None:
     provider = OverBilling()
     cap = SpendCap(cap=0.02)
-    with caplog.at_level(logging.WARNING, logger="speedrunner.core.llm.client"), \
-            FakeLLMServer(callback=provider, model_name="fake-model") as server:
+    with (
+        caplog.at_level(logging.WARNING, logger="speedrunner.core.llm.client"),
+        FakeLLMServer(callback=provider, model_name="fake-model") as server,
+    ):
         model = _model(server.base_url, cap, tmp_path)
         stop = _call_until_refused(model)
         model.close()
@@ -90,18 +101,24 @@ def test_a_provider_billing_past_max_tokens_is_flagged_and_stopped_at_the_next_c
     assert CallLogTotals(tmp_path / "llm_calls.jsonl").read().over_reservation == len(rows)
 
 
-def test_a_retry_the_cap_refuses_leaves_the_late_attempt_logged_at_its_worst_case(tmp_path: Path) -> None:
+def test_a_retry_the_cap_refuses_leaves_the_late_attempt_logged_at_its_worst_case(
+    tmp_path: Path,
+) -> None:
     """The first attempt times out (billed); the cap has room for one attempt only, so the
     retry is refused before it is sent, and the late attempt stays counted, in the log too."""
     provider = BilledTimeouts(late_s=0.6)
     with FakeLLMServer(callback=provider, model_name="fake-model") as server:
         probe = _model(server.base_url, SpendCap(cap=None), tmp_path / "probe", timeout_s=0.3)
-        worst = probe._max_cost([Message("user", "question 0 " + "x" * 300)], probe.sampling_for({}))
+        worst = probe._max_cost(
+            [Message("user", "question 0 " + "x" * 300)], probe.sampling_for({})
+        )
         probe.close()
         cap = SpendCap(cap=worst * 1.5)
         model = _model(server.base_url, cap, tmp_path, timeout_s=0.3)
         with pytest.raises(SpendCapReached):
-            model.complete([Message("user", "question 0 " + "x" * 300)], purpose="actor", call_id="c0")
+            model.complete(
+                [Message("user", "question 0 " + "x" * 300)], purpose="actor", call_id="c0"
+            )
         model.close()
     assert provider.requests == 1 and provider.billed <= cap.cap
     assert cap.lost == pytest.approx(worst) and cap.spent == 0.0

@@ -20,6 +20,7 @@ def test_sixty_clients_connecting_at_once_are_all_accepted_at_once() -> None:
     body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]})
 
     with FakeLLMServer(latency_s=0.05) as server:
+
         def call() -> None:
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
             barrier.wait()
@@ -27,7 +28,12 @@ def test_sixty_clients_connecting_at_once_are_all_accepted_at_once() -> None:
                 started = time.monotonic()
                 conn.connect()
                 connect_s.append(time.monotonic() - started)
-                conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+                conn.request(
+                    "POST",
+                    "/v1/chat/completions",
+                    body=body,
+                    headers={"Content-Type": "application/json"},
+                )
                 statuses.append(conn.getresponse().status)
             except OSError as e:
                 errors.append(repr(e))

@@ -10,7 +10,9 @@ from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.preflight import PROBE_LIMIT, check_model_endpoints
 from speedrunner.testing.fake_llm_server import FakeLLMServer, Reply
 
-COUNTING = ", ".join(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"] * 6)
+COUNTING = ", ".join(
+    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"] * 6
+)
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +33,9 @@ def honours_limit(body: dict) -> Reply:
 
 def tool_as_content(body: dict) -> Reply:
     if body.get("tools"):
-        return Reply(text='{"name": "get_time", "arguments": {}}', finish_reason="stop", completion_tokens=12)
+        return Reply(
+            text='{"name": "get_time", "arguments": {}}', finish_reason="stop", completion_tokens=12
+        )
     return honours_limit(body)
 
 
@@ -45,7 +49,9 @@ def test_an_endpoint_that_ignores_the_length_limit_is_named_with_its_fix(provide
         warnings = check_model_endpoints(config(server, provider=provider))
         (probe,) = [r.body for r in server.probes]
         assert server.chat_requests() == []  # kept apart from the requests a test counts
-    assert probe["max_tokens"] == PROBE_LIMIT  # openai against a non-OpenAI host sends max_tokens too
+    assert (
+        probe["max_tokens"] == PROBE_LIMIT
+    )  # openai against a non-OpenAI host sends max_tokens too
     (warning,) = warnings
     assert f"ignored the length limit: asked for at most {PROBE_LIMIT} tokens" in warning
     assert "it wrote 109" in warning and "n_predict" in warning
@@ -54,7 +60,9 @@ def test_an_endpoint_that_ignores_the_length_limit_is_named_with_its_fix(provide
 def test_openai_s_own_length_key_ignored_names_the_vllm_provider(monkeypatch):
     from speedrunner.core.llm import provider_openai
 
-    monkeypatch.setattr(provider_openai.OpenAIChatProvider, "length_param", lambda self, e: "max_completion_tokens")
+    monkeypatch.setattr(
+        provider_openai.OpenAIChatProvider, "length_param", lambda self, e: "max_completion_tokens"
+    )
     with FakeLLMServer(probe=ignores_limit, model_name="fake-model") as server:
         (warning,) = check_model_endpoints(config(server, provider="openai"))
     assert "sent as max_completion_tokens" in warning and "set model.provider: vllm" in warning
@@ -68,6 +76,13 @@ def test_an_endpoint_that_honours_the_limit_gets_no_warning():
 
 def test_native_tools_returned_as_content_are_named_with_the_setting_that_fixes_it():
     with FakeLLMServer(probe=tool_as_content, model_name="fake-model") as server:
-        (warning,) = check_model_endpoints(config(server, provider="vllm", tool_protocol="native"), role="inducer")
-        assert check_model_endpoints(config(server, provider="vllm")) == []  # text protocol: not asked
-    assert "returned the tool call as message content" in warning and "inducer.tool_protocol: text" in warning
+        (warning,) = check_model_endpoints(
+            config(server, provider="vllm", tool_protocol="native"), role="inducer"
+        )
+        assert (
+            check_model_endpoints(config(server, provider="vllm")) == []
+        )  # text protocol: not asked
+    assert (
+        "returned the tool call as message content" in warning
+        and "inducer.tool_protocol: text" in warning
+    )

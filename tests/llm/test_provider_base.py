@@ -35,8 +35,12 @@ class PlainProvider(Provider):
 
     def call(self, request: ProviderRequest) -> ProviderResult:
         self.requests.append(request)
-        return ProviderResult(text=self.text, reasoning=None, usage=Usage(output=len(self.text.split())),
-                              finish_reason="stop")
+        return ProviderResult(
+            text=self.text,
+            reasoning=None,
+            usage=Usage(output=len(self.text.split())),
+            finish_reason="stop",
+        )
 
 
 class ToolProvider(PlainProvider):
@@ -53,8 +57,13 @@ class ToolProvider(PlainProvider):
     def call(self, request: ProviderRequest) -> ProviderResult:
         result = super().call(request)
         if request.tools:
-            return ProviderResult(text="", reasoning=None, usage=Usage(output=3), finish_reason="tool_calls",
-                                  tool_calls=(ToolUse("c1", request.tools[0].name, "{}"),))
+            return ProviderResult(
+                text="",
+                reasoning=None,
+                usage=Usage(output=3),
+                finish_reason="tool_calls",
+                tool_calls=(ToolUse("c1", request.tools[0].name, "{}"),),
+            )
         return result
 
 
@@ -66,13 +75,25 @@ def _model(provider: Provider, tmp_path: Path | None = None, **config) -> Manage
 
 def test_a_plugin_provider_with_only_call_gets_the_safe_defaults(tmp_path: Path) -> None:
     provider = PlainProvider()
-    assert (provider.supports_tools, provider.accepts_stop(), provider.length_param("x")) == (False, False, "max_tokens")
+    assert (provider.supports_tools, provider.accepts_stop(), provider.length_param("x")) == (
+        False,
+        False,
+        "max_tokens",
+    )
     model = _model(provider, tmp_path, tool_protocol="native")
-    assert model.native_tools is False and model.sends_stop is False  # native asked, but no tools here
-    first = model.complete([Message("user", "hi")], purpose="actor", call_id="c/0", stop=["\nObservation:"])
+    assert (
+        model.native_tools is False and model.sends_stop is False
+    )  # native asked, but no tools here
+    first = model.complete(
+        [Message("user", "hi")], purpose="actor", call_id="c/0", stop=["\nObservation:"]
+    )
     assert "stop" not in provider.requests[0].sampling and provider.requests[0].tools == ()
-    again = model.complete([Message("user", "hi")], purpose="actor", call_id="c/0", stop=["\nObservation:"])
-    assert again.cached and again.text == first.text and len(provider.requests) == 1  # on_replay's default
+    again = model.complete(
+        [Message("user", "hi")], purpose="actor", call_id="c/0", stop=["\nObservation:"]
+    )
+    assert (
+        again.cached and again.text == first.text and len(provider.requests) == 1
+    )  # on_replay's default
     with pytest.raises(ValueError, match="native_tools is false"):
         model.complete([Message("user", "hi")], purpose="actor", call_id="c/1", tools=[TOOL])
 
@@ -89,20 +110,33 @@ def test_declared_capabilities_reach_the_wrapper_and_the_preflight() -> None:
     provider = ToolProvider(LONG)
     model = _model(provider, tool_protocol="native")
     assert model.native_tools and model.sends_stop
-    answer = model.complete([Message("user", "hi")], purpose="inducer", call_id="c/0", tools=[TOOL], stop=["X"])
-    assert [c.name for c in answer.tool_calls] == ["noop"] and provider.requests[-1].sampling["stop"] == ["X"]
+    answer = model.complete(
+        [Message("user", "hi")], purpose="inducer", call_id="c/0", tools=[TOOL], stop=["X"]
+    )
+    assert [c.name for c in answer.tool_calls] == ["noop"] and provider.requests[-1].sampling[
+        "stop"
+    ] == ["X"]
 
-    config = ModelConfig(provider="vllm", base_url="http://unused", name="plugin-model", tool_protocol="native")
+    config = ModelConfig(
+        provider="vllm", base_url="http://unused", name="plugin-model", tool_protocol="native"
+    )
     (warning,) = probe_endpoint(provider, "plugin://local", "model", config)
     assert f"asked for at most {PROBE_LIMIT} tokens (sent as max_new_tokens)" in warning
-    assert [bool(r.tools) for r in provider.requests[-2:]] == [False, True]  # the tool probe went out too
+    assert [bool(r.tools) for r in provider.requests[-2:]] == [
+        False,
+        True,
+    ]  # the tool probe went out too
 
 
-def test_gemini_names_its_own_length_field_when_a_server_ignores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gemini_names_its_own_length_field_when_a_server_ignores_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from speedrunner.core.llm.provider_gemini import GeminiProvider
 
     monkeypatch.setenv("GEMINI_API_KEY", "fake-gemini")
-    with FakeLLMServer(probe=lambda body: Reply(text=LONG, completion_tokens=60), model_name="g") as server:
+    with FakeLLMServer(
+        probe=lambda body: Reply(text=LONG, completion_tokens=60), model_name="g"
+    ) as server:
         config = ModelConfig(provider="gemini", name="g", base_url=server.base_url, max_attempts=1)
         provider = GeminiProvider(config)
         (warning,) = probe_endpoint(provider, provider.endpoints[0], "model", config)

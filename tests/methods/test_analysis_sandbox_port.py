@@ -54,10 +54,16 @@ class _Session:
 def _method(tmp_path: Path, open_analysis) -> SpeedRunnerMethod:
     turns = ["Tool: run_python\n```python\nprint(len(episodes()))\n```", "Tool: submit"]
     model = PolicyModel(lambda messages, purpose, call_id: turns[int(call_id.rsplit("/", 1)[1])])
-    support = SkillSupport(api_module=API, api_names=(), primitives=("turn left", "go forward"),
-                           open_skills=lambda skills: None, smoke_test=lambda source: None,
-                           replay=lambda *a: ReplayResult(success=True), sandbox_tier="bwrap",
-                           open_analysis=open_analysis)
+    support = SkillSupport(
+        api_module=API,
+        api_names=(),
+        primitives=("turn left", "go forward"),
+        open_skills=lambda skills: None,
+        smoke_test=lambda source: None,
+        replay=lambda *a: ReplayResult(success=True),
+        sandbox_tier="bwrap",
+        open_analysis=open_analysis,
+    )
     ctx = MethodContext(run_dir=tmp_path, inducer=model, benchmark="babyai", skills=support)
     m = SpeedRunnerMethod(SpeedRunnerConfig(), ctx)
     m.restore(0)
@@ -65,10 +71,21 @@ def _method(tmp_path: Path, open_analysis) -> SpeedRunnerMethod:
 
 
 def _batch(tmp_path: Path) -> list[Trajectory]:
-    t = Trajectory(split="train", index=0, task="goto", seed=1, knowledge_version=0,
-                   instruction="go")
-    t.steps = [ActorStep(index=0, call_id="a", observation="o", raw_text="", reasoning=None,
-                         thought="t", parsed_action="go forward", executed=["go forward"])]
+    t = Trajectory(
+        split="train", index=0, task="goto", seed=1, knowledge_version=0, instruction="go"
+    )
+    t.steps = [
+        ActorStep(
+            index=0,
+            call_id="a",
+            observation="o",
+            raw_text="",
+            reasoning=None,
+            thought="t",
+            parsed_action="go forward",
+            executed=["go forward"],
+        )
+    ]
     save_trajectory(tmp_path, t)
     return [t]
 
@@ -85,8 +102,12 @@ def test_run_python_runs_in_the_session_the_skill_support_opens(tmp_path: Path) 
     m.sleep(_batch(tmp_path), batch_index=0)
 
     # Only this run's training episodes are mounted (the codebook folder too, once it exists).
-    assert opened == [{"mounts": [tmp_path / "episodes" / "train", tmp_path / "codebook"],
-                       "preload": ("speedrunner.core.experience",)}]
+    assert opened == [
+        {
+            "mounts": [tmp_path / "episodes" / "train", tmp_path / "codebook"],
+            "preload": ("speedrunner.core.experience",),
+        }
+    ]
     assert session.ran[-1] == "print(len(episodes()))\n" and session.closed
     turn = json.loads((tmp_path / "sleep" / "batch_0000" / "turn_0000.json").read_text())
     assert turn["result"] == "ran 2"  # the setup ran first, then the inducer's code
@@ -108,8 +129,14 @@ def test_the_runs_skill_support_opens_analysis_under_its_tier(tmp_path: Path) ->
     from speedrunner.core.runtime.skill_support import build_skill_support
 
     repo = Path(__file__).resolve().parents[2]
-    config = config_loader().load(repo / "configs" / "babyai" / "speedrunner-scripted-seq.yaml",
-                                  overrides=["run.sandbox=rlimits"]).config
+    config = (
+        config_loader()
+        .load(
+            repo / "configs" / "babyai" / "speedrunner-scripted-seq.yaml",
+            overrides=["run.sandbox=rlimits"],
+        )
+        .config
+    )
     support = build_skill_support(config, lambda: None)  # type: ignore[arg-type, return-value]
     try:
         assert support.open_analysis is not None

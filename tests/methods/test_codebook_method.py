@@ -31,17 +31,29 @@ SKILL = '''def turn_around(env) -> str:
     env.act("turn left")
     return env.act("turn left")
 '''
-METHODS = [(ASIMethod, ASIConfig), (SpeedRunnerMethod, SpeedRunnerConfig),
-           (SpeedRunnerNoCLMethod, SpeedRunnerNoCLConfig)]
+METHODS = [
+    (ASIMethod, ASIConfig),
+    (SpeedRunnerMethod, SpeedRunnerConfig),
+    (SpeedRunnerNoCLMethod, SpeedRunnerNoCLConfig),
+]
 
 
 def _context(tmp_path, skills: bool = True) -> MethodContext:
     support = SkillSupport(
-        api_module=API, api_names=(), primitives=("turn left", "turn right", "go forward", "pick up", "drop", "toggle"),
-        open_skills=lambda skills: None, smoke_test=lambda source: None,
-        replay=lambda *a: ReplayResult(success=True), sandbox_tier="fake")
-    return MethodContext(run_dir=tmp_path, inducer=PolicyModel(lambda *a: ""), benchmark="babyai",
-                         skills=support if skills else None)
+        api_module=API,
+        api_names=(),
+        primitives=("turn left", "turn right", "go forward", "pick up", "drop", "toggle"),
+        open_skills=lambda skills: None,
+        smoke_test=lambda source: None,
+        replay=lambda *a: ReplayResult(success=True),
+        sandbox_tier="fake",
+    )
+    return MethodContext(
+        run_dir=tmp_path,
+        inducer=PolicyModel(lambda *a: ""),
+        benchmark="babyai",
+        skills=support if skills else None,
+    )
 
 
 class _OneSkill(CodebookMethod[ASIConfig]):
@@ -57,7 +69,9 @@ class _OneSkill(CodebookMethod[ASIConfig]):
 def test_each_codebook_method_is_one(method, config) -> None:
     assert issubclass(method, CodebookMethod)
     for shared in ("knowledge", "restore"):
-        assert getattr(method, shared) is getattr(CodebookMethod, shared), f"{method.__name__}.{shared}"
+        assert getattr(method, shared) is getattr(CodebookMethod, shared), (
+            f"{method.__name__}.{shared}"
+        )
 
 
 @pytest.mark.parametrize(("method", "config"), [*METHODS, (_OneSkill, ASIConfig)])
@@ -65,7 +79,9 @@ def test_a_stored_generation_is_restored_and_shown_to_the_actor(tmp_path, method
     m = method(config(), _context(tmp_path))
     m.restore(0)
     assert m.knowledge().version == 0 and m.knowledge().skills is None
-    one = apply_edits(m.codebook, [AddFunction(SKILL)], Author(method=m.name, batch_index=0), rules=m.rules)
+    one = apply_edits(
+        m.codebook, [AddFunction(SKILL)], Author(method=m.name, batch_index=0), rules=m.rules
+    )
     one.commit(tmp_path)
     fresh = method(config(), _context(tmp_path))
     fresh.restore(1)
@@ -75,6 +91,8 @@ def test_a_stored_generation_is_restored_and_shown_to_the_actor(tmp_path, method
 
 
 @pytest.mark.parametrize(("method", "config"), METHODS)
-def test_a_codebook_method_without_skill_support_says_how_to_start_it(tmp_path, method, config) -> None:
+def test_a_codebook_method_without_skill_support_says_how_to_start_it(
+    tmp_path, method, config
+) -> None:
     with pytest.raises(ConfigError, match="start it through a train entry point"):
         method(config(), _context(tmp_path, skills=False))

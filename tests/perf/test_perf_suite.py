@@ -59,9 +59,15 @@ def test_harness_overhead_is_measured_per_turn_of_real_episodes() -> None:
 def test_tree_rss_sums_the_children_of_a_process() -> None:
     from perf_common import tree_rss
 
-    child = subprocess.Popen([sys.executable, "-c",
-                              "import sys, time; b = bytearray(200_000_000); sys.stdout.write('x'); "
-                              "sys.stdout.flush(); time.sleep(30)"], stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; b = bytearray(200_000_000); sys.stdout.write('x'); "
+            "sys.stdout.flush(); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         assert child.stdout is not None and child.stdout.read(1) == b"x"
         alone, _ = tree_rss(child.pid)
@@ -75,10 +81,17 @@ def test_tree_rss_sums_the_children_of_a_process() -> None:
 
 def test_babyai_client_side_does_not_import_the_level_generator() -> None:
     """A run's start-up: the episodes are played on the server, minigrid is not needed here."""
-    code = ("import sys, speedrunner.benchmarks.babyai.benchmark, speedrunner.train_cli; "
-            "print('minigrid' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    code = (
+        "import sys, speedrunner.benchmarks.babyai.benchmark, speedrunner.train_cli; "
+        "print('minigrid' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -88,9 +101,23 @@ def test_run_all_smoke_prints_every_figure_with_a_number(tmp_path: Path) -> None
     start JVMs and sandboxes and are covered by their pieces above and by the full run."""
     out_json = tmp_path / "perf.json"
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "run_all.py"), "--smoke", "--only", "2", "3",
-                           "--json", str(out_json)], capture_output=True, text=True, timeout=240, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "run_all.py"),
+            "--smoke",
+            "--only",
+            "2",
+            "3",
+            "--json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(out_json.read_text())["rows"]
     figures = [r["figure"] for r in rows]
@@ -106,16 +133,19 @@ def test_run_all_smoke_prints_every_figure_with_a_number(tmp_path: Path) -> None
 
 
 def test_a_failing_figure_is_a_row_with_its_error_and_the_suite_exits_1(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import run_all
     from perf_common import Row
 
     def broken(smoke: bool) -> list[Row]:
         raise RuntimeError("the JVM did not start")
 
-    monkeypatch.setattr(run_all, "SECTIONS", {
-        "1": ("works", lambda smoke: [Row("1. works", 0.2, "ms", 0.5)]),
-        "4": ("broken", broken)})
+    monkeypatch.setattr(
+        run_all,
+        "SECTIONS",
+        {"1": ("works", lambda smoke: [Row("1. works", 0.2, "ms", 0.5)]), "4": ("broken", broken)},
+    )
     assert run_all.main(["--json", str(tmp_path / "t.json")]) == 1
     rows = json.loads((tmp_path / "t.json").read_text())["rows"]
     assert [r["figure"] for r in rows] == ["1. works", "4. broken"]

@@ -33,14 +33,27 @@ NAMED_HOOKS = {
     Benchmark: ("start_run", "recover", "eval_metrics", "close"),
     Method: ("train_batch", "own_training"),
     TextEnv: ("action_descriptions", "prompt_actions", "step_limit", "close"),
-    MethodConfig: ("check_runnable", "check_prices", "skill_caps", "analysis_code_timeout_s", "own_work_caps"),
+    MethodConfig: (
+        "check_runnable",
+        "check_prices",
+        "skill_caps",
+        "analysis_code_timeout_s",
+        "own_work_caps",
+    ),
     Provider: ("supports_tools", "accepts_stop", "length_param", "on_replay"),
     Model: ("native_tools",),
 }
 """The optional hooks the runner, the CLI and the sandbox call, and the capabilities the LLM
 wrapper, the pre-flight and the methods read, by the base that declares each."""
-DECLARED_ELSEWHERE = {"max_steps", "env_step_limit", "max_tokens_param", "sandbox_tier", "sandbox_requested",
-                      "finish_reason", "sampling"}
+DECLARED_ELSEWHERE = {
+    "max_steps",
+    "env_step_limit",
+    "max_tokens_param",
+    "sandbox_tier",
+    "sandbox_requested",
+    "finish_reason",
+    "sampling",
+}
 """Names once probed by ``getattr``: the step limits envs were asked for, the OpenAI provider's
 length field, the tier fields of ``SkillSupport`` (``sandbox.tiers.TierChoice``) and the fields
 of ``Completion`` the answer readers count."""
@@ -61,7 +74,11 @@ def _hook_names() -> set[str]:
             if issubclass(cls, MethodConfig) and cls is not BaseModel:
                 names |= _members(cls) | set(config.model_fields)
     names |= DECLARED_ELSEWHERE
-    return names - {"name", "model", "endpoints"}  # required data of every object of its kind, not hooks
+    return names - {
+        "name",
+        "model",
+        "endpoints",
+    }  # required data of every object of its kind, not hooks
 
 
 def _literal_names(call: ast.Call, loops: dict[str, set[str]]) -> set[str]:
@@ -80,9 +97,16 @@ def _literal_names(call: ast.Call, loops: dict[str, set[str]]) -> set[str]:
 def _loop_literals(tree: ast.AST) -> dict[str, set[str]]:
     loops: dict[str, set[str]] = {}
     for node in ast.walk(tree):
-        if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
-                and isinstance(node.iter, ast.Tuple | ast.List)):
-            strings = {e.value for e in node.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, ast.Tuple | ast.List)
+        ):
+            strings = {
+                e.value
+                for e in node.iter.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            }
             loops.setdefault(node.target.id, set()).update(strings)
     return loops
 
@@ -96,14 +120,21 @@ def test_no_hook_is_looked_up_by_name_outside_testing() -> None:
         tree = ast.parse(path.read_text("utf-8"))
         loops = _loop_literals(tree)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("getattr", "hasattr")):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+            ):
                 for name in sorted(_literal_names(node, loops) & hooks):
-                    found.append(f"{path.relative_to(SRC)}:{node.lineno}: {node.func.id}(..., {name!r})")
+                    found.append(
+                        f"{path.relative_to(SRC)}:{node.lineno}: {node.func.id}(..., {name!r})"
+                    )
     assert found == [], "call the hook on its base class instead:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize(("base", "hook"), [(b, h) for b, hooks in NAMED_HOOKS.items() for h in hooks])
+@pytest.mark.parametrize(
+    ("base", "hook"), [(b, h) for b, hooks in NAMED_HOOKS.items() for h in hooks]
+)
 def test_each_hook_is_declared_on_its_base_with_a_default(base: type, hook: str) -> None:
     assert hook in vars(base), f"{base.__name__} does not declare {hook}"
     assert not getattr(getattr(base, hook), "__isabstractmethod__", False)
@@ -136,8 +167,12 @@ class MinimalEnv(TextEnv):
 
     def step(self, action: str) -> StepResult:
         self.value += {"inc": 1, "dec": -1, "noop": 0}[action]
-        return StepResult(Observation(f"The counter shows {self.value}."), float(self.success), self.success,
-                          {"value": self.value})
+        return StepResult(
+            Observation(f"The counter shows {self.value}."),
+            float(self.success),
+            self.success,
+            {"value": self.value},
+        )
 
     def progress(self) -> float:
         return min(1.0, max(0.0, self.value / 2))
@@ -175,14 +210,24 @@ class MinimalMethod(Method):
 
 def _config() -> RunConfig:
     run = RunSection(rollouts=4, sleep_every=2, eval_every=4, eval_episodes=2, parallel_episodes=1)
-    return RunConfig(run=run, method=MethodConfig(name="minimal"),
-                     benchmark=BenchmarkConfig(name="minimal", task_set="count", max_llm_calls=6))
+    return RunConfig(
+        run=run,
+        method=MethodConfig(name="minimal"),
+        benchmark=BenchmarkConfig(name="minimal", task_set="count", max_llm_calls=6),
+    )
 
 
 def _run(tmp_path: Path, benchmark: Benchmark, method: Method | None = None) -> dict[str, Any]:
     model = PolicyModel(smart_policy)
-    Runner(_config(), tmp_path, benchmark=benchmark, method=method or MinimalMethod(), actor=model,
-           run_id="r0001", scripted=False).run()
+    Runner(
+        _config(),
+        tmp_path,
+        benchmark=benchmark,
+        method=method or MinimalMethod(),
+        actor=model,
+        run_id="r0001",
+        scripted=False,
+    ).run()
     return json.loads((tmp_path / "summary.json").read_text("utf-8"))
 
 
@@ -190,7 +235,9 @@ def test_minimal_subclasses_run_through_the_loop(tmp_path: Path) -> None:
     summary = _run(tmp_path, MinimalBenchmark())
     assert summary["status"] == "finished" and summary["training"]["episodes"] == 4
     metrics = read_jsonl(tmp_path / "metrics.jsonl")
-    assert [m["knowledge_version"] for m in metrics] == [0, 0, 1, 1] and all(m["success"] for m in metrics)
+    assert [m["knowledge_version"] for m in metrics] == [0, 0, 1, 1] and all(
+        m["success"] for m in metrics
+    )
     evals = read_jsonl(tmp_path / "eval.jsonl")
     assert [e["rollout"] for e in evals] == [0, 4]
     assert all("benchmark_metrics" not in e for e in evals)  # the default eval_metrics adds nothing
@@ -232,7 +279,9 @@ def test_overridden_hooks_are_called(tmp_path: Path) -> None:
     assert summary["status"] == "finished"
     assert [d for _, d in bench.started] == [tmp_path] and bench.started[0][0].startswith("r0001-")
     assert [r["error"] for r in read_jsonl(tmp_path / "env_restarts.jsonl")] == ["backend died"]
-    assert [e["benchmark_metrics"] for e in read_jsonl(tmp_path / "eval.jsonl")] == [{"mean_value": 2.0}] * 2
+    assert [e["benchmark_metrics"] for e in read_jsonl(tmp_path / "eval.jsonl")] == [
+        {"mean_value": 2.0}
+    ] * 2
 
 
 def test_a_missing_required_part_is_named_when_the_class_is_built() -> None:
@@ -264,9 +313,18 @@ def test_an_object_that_does_not_subclass_the_base_is_refused_with_the_fix(tmp_p
         train_episode = MinimalBenchmark.train_episode
         eval_episodes = MinimalBenchmark.eval_episodes
 
-    with pytest.raises(TypeError, match=r"does not subclass speedrunner\.core\.benchmark\.Benchmark.*add-benchmark"):
-        Runner(_config(), tmp_path, benchmark=Structural(), method=MinimalMethod(),  # type: ignore[arg-type]
-               actor=PolicyModel(smart_policy), run_id="r0001", scripted=False)
+    with pytest.raises(
+        TypeError, match=r"does not subclass speedrunner\.core\.benchmark\.Benchmark.*add-benchmark"
+    ):
+        Runner(
+            _config(),
+            tmp_path,
+            benchmark=Structural(),
+            method=MinimalMethod(),  # type: ignore[arg-type]
+            actor=PolicyModel(smart_policy),
+            run_id="r0001",
+            scripted=False,
+        )
 
 
 def test_method_config_hooks_default_to_nothing_and_shipped_configs_fill_them() -> None:
@@ -275,12 +333,20 @@ def test_method_config_hooks_default_to_nothing_and_shipped_configs_fill_them() 
     plain = MethodConfig(name="plain")
     plain.check_runnable()
     plain.check_prices()
-    assert (plain.skill_caps(), plain.analysis_code_timeout_s(), plain.own_work_caps()) == (SkillCaps(), None, [])
-    speedrunner = load_entry_point(METHODS.get("speedrunner").config)(max_skill_actions=7, max_functions=3)
+    assert (plain.skill_caps(), plain.analysis_code_timeout_s(), plain.own_work_caps()) == (
+        SkillCaps(),
+        None,
+        [],
+    )
+    speedrunner = load_entry_point(METHODS.get("speedrunner").config)(
+        max_skill_actions=7, max_functions=3
+    )
     assert speedrunner.skill_caps() == SkillCaps(max_skill_actions=7, max_functions=3)
     assert speedrunner.analysis_code_timeout_s() == speedrunner.analysis_timeout_s
     assert any("run_python" in c for c in speedrunner.own_work_caps())
-    voyager = load_entry_point(METHODS.get("voyager").config)(embedding={"name": "e", "api_key_env": "NO_SUCH_KEY_SET"})
+    voyager = load_entry_point(METHODS.get("voyager").config)(
+        embedding={"name": "e", "api_key_env": "NO_SUCH_KEY_SET"}
+    )
     with pytest.raises(ConfigError, match="method.embedding.prices"):
         voyager.check_prices()
     with pytest.raises(ConfigError, match=r"\$NO_SUCH_KEY_SET"):
@@ -301,6 +367,14 @@ def test_shipped_benchmarks_methods_and_envs_subclass_the_bases() -> None:
         if spec.factory is None:
             continue
         factory = load_entry_point(spec.factory)
-        method = inspect.signature(factory).return_annotation if not inspect.isclass(factory) else factory
-        method_cls = load_entry_point(f"{factory.__module__}:{method}") if isinstance(method, str) else method
+        method = (
+            inspect.signature(factory).return_annotation
+            if not inspect.isclass(factory)
+            else factory
+        )
+        method_cls = (
+            load_entry_point(f"{factory.__module__}:{method}")
+            if isinstance(method, str)
+            else method
+        )
         assert issubclass(method_cls, Method), name

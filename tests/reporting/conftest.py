@@ -31,13 +31,42 @@ from ..e2e import prewarmed
 from ..e2e.harness import REPO, clean_env, run
 
 BABYAI = REPO / "configs" / "babyai"
-OPO = ("--config_file", str(BABYAI / "opo-scripted-seq.yaml"), "--set", "run.rollouts=10", "--set",
-       "run.sleep_every=2", "--set", "run.eval_every=4", "--set", "run.eval_episodes=2")
-SPEEDRUNNER = ("--config_file", str(BABYAI / "speedrunner-scripted-seq.yaml"), "--set", "run.rollouts=50",
-               "--set", "run.eval_every=20", "--set", "run.eval_episodes=2",
-               "--set", "method.max_skill_actions=100")  # a binding cap: its stops and counts are shown
-REACT = ("--config_file", str(BABYAI / "react-gpt-seq.yaml"), "--set", "model.provider=scripted", "--set",
-         "run.rollouts=2", "--set", "run.sleep_every=2", "--set", "run.eval_episodes=0")
+OPO = (
+    "--config_file",
+    str(BABYAI / "opo-scripted-seq.yaml"),
+    "--set",
+    "run.rollouts=10",
+    "--set",
+    "run.sleep_every=2",
+    "--set",
+    "run.eval_every=4",
+    "--set",
+    "run.eval_episodes=2",
+)
+SPEEDRUNNER = (
+    "--config_file",
+    str(BABYAI / "speedrunner-scripted-seq.yaml"),
+    "--set",
+    "run.rollouts=50",
+    "--set",
+    "run.eval_every=20",
+    "--set",
+    "run.eval_episodes=2",
+    "--set",
+    "method.max_skill_actions=100",
+)  # a binding cap: its stops and counts are shown
+REACT = (
+    "--config_file",
+    str(BABYAI / "react-gpt-seq.yaml"),
+    "--set",
+    "model.provider=scripted",
+    "--set",
+    "run.rollouts=2",
+    "--set",
+    "run.sleep_every=2",
+    "--set",
+    "run.eval_episodes=0",
+)
 MARKUP = '</script><b id="injected">run text is shown as text</b>'
 """Run files are untrusted text: the report must show this literally, never as markup."""
 INVALID = "Thought: (scripted test answer) an action that does not exist.\nAction: fly away"
@@ -55,11 +84,20 @@ class FixtureRuns:
 
 
 def _train(run_dir: Path, *args: str) -> prewarmed.Process | subprocess.Popen:
-    cmd = [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", *args, "--run_dir", str(run_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "speedrunner.benchmarks.babyai.train",
+        *args,
+        "--run_dir",
+        str(run_dir),
+    ]
     return prewarmed.popen(cmd, cwd=REPO, env=clean_env())
 
 
-def _signal_after_first_batch(proc: prewarmed.Process | subprocess.Popen, run_dir: Path, sig: signal.Signals) -> None:
+def _signal_after_first_batch(
+    proc: prewarmed.Process | subprocess.Popen, run_dir: Path, sig: signal.Signals
+) -> None:
     metrics = run_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -68,10 +106,14 @@ def _signal_after_first_batch(proc: prewarmed.Process | subprocess.Popen, run_di
             break
         time.sleep(0.01)
     if sig == signal.SIGSTOP:
-        assert proc.poll() is None, f"the run ended before it could be paused mid-way ({proc.returncode})"
+        assert proc.poll() is None, (
+            f"the run ended before it could be paused mid-way ({proc.returncode})"
+        )
         return
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == -sig, f"the run was not killed mid-way ({proc.returncode}): {stderr[-2000:]}"
+    assert proc.returncode == -sig, (
+        f"the run was not killed mid-way ({proc.returncode}): {stderr[-2000:]}"
+    )
 
 
 def _finish(proc: prewarmed.Process | subprocess.Popen) -> None:
@@ -85,8 +127,12 @@ def fixture_runs(tmp_path_factory) -> Iterator[FixtureRuns]:
     opo = {seed: root / f"opo-seed{seed}" for seed in (0, 1, 2)}
     speedrunner, react = root / "speedrunner-seed0", root / "react-seed0"
     script = root / "react-script.yaml"
-    script.write_text(yaml.safe_dump([f"Thought: (scripted test answer) {MARKUP}\nAction: turn left",
-                                      INVALID] + ["Action: turn left"] * 28))
+    script.write_text(
+        yaml.safe_dump(
+            [f"Thought: (scripted test answer) {MARKUP}\nAction: turn left", INVALID]
+            + ["Action: turn left"] * 28
+        )
+    )
     done = _train(opo[0], *OPO)
     demo = _train(speedrunner, *SPEEDRUNNER)
     invalid = _train(react, *REACT, "--set", f"model.script={script}")
@@ -95,11 +141,14 @@ def fixture_runs(tmp_path_factory) -> Iterator[FixtureRuns]:
     try:
         _signal_after_first_batch(killed, opo[1], signal.SIGKILL)
         _signal_after_first_batch(paused, opo[2], signal.SIGSTOP)
-        resume = run([sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(opo[1])], timeout=300)
+        resume = run(
+            [sys.executable, "-m", "speedrunner.benchmarks.babyai.train", "--resume", str(opo[1])],
+            timeout=300,
+        )
         assert resume.returncode == 0, resume.stderr[-3000:]
         for proc in (done, demo, invalid):
             _finish(proc)
         yield FixtureRuns(root, opo, speedrunner, react)
     finally:
-        paused.kill()            # SIGKILL works on a stopped process; its BabyAI server follows it
+        paused.kill()  # SIGKILL works on a stopped process; its BabyAI server follows it
         paused.communicate(timeout=60)

@@ -89,14 +89,31 @@ def write_run(path: Path, spec: Spec) -> Path:
     ]
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     evals = [
-        eval_row(rollout=0, success_mean=0.0, progress_mean=0.0, cost_mean_usd=spec.cost,
-                 per_episode=[], scripted=False),
-        eval_row(rollout=rollouts, success_mean=spec.success, progress_mean=spec.success,
-                 cost_mean_usd=spec.cost, per_episode=[], scripted=False),
+        eval_row(
+            rollout=0,
+            success_mean=0.0,
+            progress_mean=0.0,
+            cost_mean_usd=spec.cost,
+            per_episode=[],
+            scripted=False,
+        ),
+        eval_row(
+            rollout=rollouts,
+            success_mean=spec.success,
+            progress_mean=spec.success,
+            cost_mean_usd=spec.cost,
+            per_episode=[],
+            scripted=False,
+        ),
     ]
     (path / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
-    summary = summary_doc(run_id=path.name, status="finished", model=config["model"]["name"],
-                          scripted=config["model"]["provider"] == "scripted", spent_usd=spec.spent,
-                          unknown_spend_usd=spec.unknown_spend)
+    summary = summary_doc(
+        run_id=path.name,
+        status="finished",
+        model=config["model"]["name"],
+        scripted=config["model"]["provider"] == "scripted",
+        spent_usd=spec.spent,
+        unknown_spend_usd=spec.unknown_spend,
+    )
     (path / "summary.json").write_text(json.dumps(summary))
     return path

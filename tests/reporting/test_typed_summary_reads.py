@@ -10,9 +10,16 @@ from pathlib import Path
 from ..e2e.harness import REPO
 
 SRC = REPO / "src" / "speedrunner"
-READERS = [SRC / "sweep", SRC / "core" / "reporting", SRC / "leaderboard", SRC / "core" / "wandb_log.py",
-           SRC / "core" / "tracking.py", SRC / "core" / "estimate", SRC / "core" / "runtime" / "run_summary.py",
-           SRC / "train_cli.py"]
+READERS = [
+    SRC / "sweep",
+    SRC / "core" / "reporting",
+    SRC / "leaderboard",
+    SRC / "core" / "wandb_log.py",
+    SRC / "core" / "tracking.py",
+    SRC / "core" / "estimate",
+    SRC / "core" / "runtime" / "run_summary.py",
+    SRC / "train_cli.py",
+]
 
 
 def _name(node: ast.expr) -> str:
@@ -28,7 +35,11 @@ def untyped_reads(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         read = None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+        ):
             read = node.func.value
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             read = node.value
@@ -46,7 +57,11 @@ def test_no_reader_looks_a_summary_key_up_by_name():
 
 def test_the_check_finds_a_dict_read_and_passes_a_write_to_wandb(tmp_path):
     source = tmp_path / "reader.py"
-    source.write_text("def f(run, summary):\n    run.summary['k'] = 1\n"
-                      "    return run.summary.get('status'), summary['spent_usd'], summary.status\n")
+    source.write_text(
+        "def f(run, summary):\n    run.summary['k'] = 1\n"
+        "    return run.summary.get('status'), summary['spent_usd'], summary.status\n"
+    )
     assert [hit.split(": ", 1)[1] for hit in untyped_reads(source)] == [
-        "run.summary.get('status')", "summary['spent_usd']"]
+        "run.summary.get('status')",
+        "summary['spent_usd']",
+    ]

@@ -73,7 +73,9 @@ class CounterBenchmark(Benchmark):
         return EpisodeSpec("train", index, "count", episode_seed(run_seed, "train", index))
 
     def eval_episodes(self, run_seed: int) -> list[EpisodeSpec]:
-        return [EpisodeSpec("eval", i, "count", episode_seed(run_seed, "eval", i)) for i in range(3)]
+        return [
+            EpisodeSpec("eval", i, "count", episode_seed(run_seed, "eval", i)) for i in range(3)
+        ]
 
     def close(self) -> None:
         pass
@@ -96,7 +98,13 @@ class PolicyModel(Model):
         with self._lock:
             self.calls.append((purpose, call_id, list(messages)))
         text = self.policy(messages, purpose, call_id)
-        return Completion(text=text, usage=Usage(100, 20, 10, 0), cost_usd=self.cost, provider="fake", model="fake")
+        return Completion(
+            text=text,
+            usage=Usage(100, 20, 10, 0),
+            cost_usd=self.cost,
+            provider="fake",
+            model="fake",
+        )
 
 
 def smart_policy(messages, purpose, call_id) -> str:
@@ -104,5 +112,9 @@ def smart_policy(messages, purpose, call_id) -> str:
     if purpose != "actor":
         return "<guide>Press inc until the counter equals the target.</guide>"
     target = int(re.search(r"equal (\d+)", messages[1].content).group(1))
-    value = int(re.findall(r"counter shows (-?\d+)", messages[-1].content)[-1]) if messages[-1].role == "user" else 0
+    value = (
+        int(re.findall(r"counter shows (-?\d+)", messages[-1].content)[-1])
+        if messages[-1].role == "user"
+        else 0
+    )
     return "Thought: count up.\nAction: inc" if value < target else "Thought: wait.\nAction: noop"

@@ -23,7 +23,9 @@ def test_a_run_whose_turns_never_act_says_so_everywhere(tmp_path, capsys):
     actor = summary["format"]["actor"]
     assert actor["ok"] == actor["turns"] > 0 and actor["lost"] == 0  # the form was fine ...
     assert (actor["acted"], actor["refused"]) == (0, actor["turns"])  # ... and nothing happened
-    assert summary["actor_warning"].startswith(f"only 0 of {actor['turns']} actor turns made the env act")
+    assert summary["actor_warning"].startswith(
+        f"only 0 of {actor['turns']} actor turns made the env act"
+    )
     row = read_jsonl(tmp_path / "metrics.jsonl")[0]
     assert row["actor_turns"]["refused"] == row["actor_turns"]["turns"] == row["llm_calls"]
     steps = json.loads(next((tmp_path / "episodes").rglob("*.json")).read_text())["steps"]

@@ -21,7 +21,9 @@ from speedrunner.core.trajectory import Trajectory
 from .fakes import CounterEnv, PolicyModel
 
 SPEC = EpisodeSpec("train", 0, "count", 2)
-SKILLS = Skills(1, "def wait(n): ...", {"wait": "wait(n: int) -> int", "hang": "hang() -> None"}, "counter_api")
+SKILLS = Skills(
+    1, "def wait(n): ...", {"wait": "wait(n: int) -> int", "hang": "hang() -> None"}, "counter_api"
+)
 
 
 class WaitingRunner:
@@ -65,22 +67,31 @@ class LimitedEnv(CounterEnv):
         return dataclasses.replace(result, done=result.done or self.steps >= self.step_limit)
 
 
-def play(answers: list[str], *, calls=None, actions=None, env=None, **caps) -> tuple[Trajectory, WaitingRunner]:
+def play(
+    answers: list[str], *, calls=None, actions=None, env=None, **caps
+) -> tuple[Trajectory, WaitingRunner]:
     runner = WaitingRunner()
 
     def policy(messages, purpose, call_id):
         turn = sum(m.role == "assistant" for m in messages)
         return f"Action: {answers[min(turn, len(answers) - 1)]}"
 
-    ctx = EpisodeContext(PolicyModel(policy), Knowledge(1, "Skills", "wait(n)", skills=SKILLS),
-                         Budget(calls, actions, 60.0), open_skills=lambda skills: runner, **caps)
+    ctx = EpisodeContext(
+        PolicyModel(policy),
+        Knowledge(1, "Skills", "wait(n)", skills=SKILLS),
+        Budget(calls, actions, 60.0),
+        open_skills=lambda skills: runner,
+        **caps,
+    )
     return run_episode(env or CounterEnv(), SPEC, ctx), runner
 
 
 def test_by_default_a_skill_call_may_take_the_rest_of_the_episode_in_one_llm_call():
     traj, runner = play(["noop", "wait(5000)"], calls=5, actions=2000)
     assert runner.received == [(1999, derived_timeout_s(1999))]
-    assert traj.llm_calls == 2 and traj.env_actions == 2000 and traj.stop_reason == "max_env_actions"
+    assert (
+        traj.llm_calls == 2 and traj.env_actions == 2000 and traj.stop_reason == "max_env_actions"
+    )
     assert traj.cap_hits == {}  # the episode's own budget ended the call: not a cap hit
     assert "the episode's action budget is spent" in traj.final_observation
 
@@ -121,10 +132,17 @@ def test_a_trajectory_stored_before_caps_were_counted_loads_with_none():
     assert Trajectory.from_json(data).cap_hits == {}
 
 
-@pytest.mark.parametrize(("setting", "left", "cap", "per_call"), [
-    (None, 2000, 2000, False), (50, 2000, 50, True), (50, 30, 30, False), (None, None, 10_000, True),
-    (3000, 2000, 2000, False), (None, 0, 0, False),
-])
+@pytest.mark.parametrize(
+    ("setting", "left", "cap", "per_call"),
+    [
+        (None, 2000, 2000, False),
+        (50, 2000, 50, True),
+        (50, 30, 30, False),
+        (None, None, 10_000, True),
+        (3000, 2000, 2000, False),
+        (None, 0, 0, False),
+    ],
+)
 def test_resolution_of_the_action_cap(setting, left, cap, per_call):
     caps = resolve_call_caps(setting, None, left)
     assert (caps.max_actions, caps.per_call_cap) == (cap, per_call)

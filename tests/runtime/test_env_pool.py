@@ -48,7 +48,7 @@ def test_close_waits_for_a_held_env_and_never_closes_it_under_its_thread() -> No
     envs: list[Env] = []
     pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
     with pool.env():
-        pass   # one free env
+        pass  # one free env
     worker, release = hold_an_env(pool)
     threading.Timer(0.3, release.set).start()
     started = time.monotonic()
@@ -63,8 +63,8 @@ def test_an_env_still_held_after_the_wait_is_closed_by_its_thread_on_return() ->
     envs: list[Env] = []
     pool = EnvPool(lambda: envs.append(Env()) or envs[-1])
     worker, release = hold_an_env(pool)
-    pool.close(wait_s=0.05)              # gives up waiting (a request still on the wire)
-    assert envs[0].closed == 0           # not closed under the request
+    pool.close(wait_s=0.05)  # gives up waiting (a request still on the wire)
+    assert envs[0].closed == 0  # not closed under the request
     release.set()
     worker.join(5)
     assert envs[0].closed == 1 and not envs[0].closed_while_used
@@ -101,13 +101,34 @@ def test_a_codebook_runs_sleep_phase_borrows_the_episodes_envs(tmp_path, monkeyp
 
     made: list[object] = []
     make_env = BabyAIBenchmark.make_env
-    monkeypatch.setattr(BabyAIBenchmark, "make_env", lambda self: made.append(make_env(self)) or made[-1])
+    monkeypatch.setattr(
+        BabyAIBenchmark, "make_env", lambda self: made.append(make_env(self)) or made[-1]
+    )
     observed: list[str] = []
     first_observation = skill_support.first_observation
-    monkeypatch.setattr(skill_support, "first_observation",
-                        lambda envs, task, seed: observed.append(task) or first_observation(envs, task, seed))
+    monkeypatch.setattr(
+        skill_support,
+        "first_observation",
+        lambda envs, task, seed: observed.append(task) or first_observation(envs, task, seed),
+    )
     config = REPO / "configs" / "babyai" / "speedrunner-scripted-seq.yaml"
-    assert train_cli.main("babyai", "speedrunner.benchmarks.babyai.train", [
-        "--config_file", str(config), "--run_dir", str(tmp_path / "run"), "--set", "run.rollouts=20",
-        "--set", "run.eval_every=20", "--set", "run.eval_episodes=0"]) == 0
+    assert (
+        train_cli.main(
+            "babyai",
+            "speedrunner.benchmarks.babyai.train",
+            [
+                "--config_file",
+                str(config),
+                "--run_dir",
+                str(tmp_path / "run"),
+                "--set",
+                "run.rollouts=20",
+                "--set",
+                "run.eval_every=20",
+                "--set",
+                "run.eval_episodes=0",
+            ],
+        )
+        == 0
+    )
     assert observed and len(made) == 10

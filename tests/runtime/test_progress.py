@@ -23,19 +23,33 @@ def test_progress_runs_show_mean_progress_not_success(capsys: pytest.CaptureFixt
     reporter.batch_finished(version=1)
     reporter.training_episode(True, 1.0, index=2)
     out = capsys.readouterr().out
-    assert "knowledge v1 ready" in out and "episodes done 3/4 (episode 2: success)" in out and "ETA" in out
+    assert (
+        "knowledge v1 ready" in out
+        and "episodes done 3/4 (episode 2: success)" in out
+        and "ETA" in out
+    )
 
 
 def test_a_resumed_run_carries_its_metric_forward(capsys: pytest.CaptureFixture[str]) -> None:
-    reporter = ProgressReporter(10, scripted=True, totals=Totals(episodes=2, successes=1),
-                                metric="success", spend=lambda: "spent unknown")
+    reporter = ProgressReporter(
+        10,
+        scripted=True,
+        totals=Totals(episodes=2, successes=1),
+        metric="success",
+        spend=lambda: "spent unknown",
+    )
     reporter.training_episode(True, 1.0, index=2)
     out = capsys.readouterr().out
-    assert out.startswith("[scripted] ") and "episodes done 3/10 (episode 2: success) | success 67%" in out
+    assert (
+        out.startswith("[scripted] ")
+        and "episodes done 3/10 (episode 2: success) | success 67%" in out
+    )
     assert "| spent unknown |" in out
 
 
-def test_the_first_episode_to_finish_is_not_called_episode_1(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_first_episode_to_finish_is_not_called_episode_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Episodes of a batch finish out of order: index 9 succeeding first while episode 0
     fails must not read as "episode 1/200 success"."""
     reporter = ProgressReporter(200, scripted=False)
@@ -55,8 +69,13 @@ def test_on_an_80_column_terminal_the_scripted_label_cuts_nothing() -> None:
 
     out = io.StringIO()
     console = Console(width=80, force_terminal=True, file=out, color_system=None)
-    reporter = ProgressReporter(200, scripted=True, console=console, totals=Totals(episodes=150, successes=149),
-                                spend=lambda: "spent $12.8456")
+    reporter = ProgressReporter(
+        200,
+        scripted=True,
+        console=console,
+        totals=Totals(episodes=150, successes=149),
+        spend=lambda: "spent $12.8456",
+    )
     reporter.phase("eval at rollout 4: success_mean 0.000 over 2 episodes")
     reporter.training_episode(True, 1.0, index=150)
     reporter.close()

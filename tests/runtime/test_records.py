@@ -40,10 +40,16 @@ def test_the_rows_the_loop_writes_are_the_schema_with_no_key_left_undeclared(tmp
     _round_trip(EvalRow, evals)
 
 
-def test_a_key_the_loop_writes_but_the_schema_does_not_declare_stops_the_write(tmp_path, monkeypatch):
+def test_a_key_the_loop_writes_but_the_schema_does_not_declare_stops_the_write(
+    tmp_path, monkeypatch
+):
     fields = skill_metrics.episode_fields
-    monkeypatch.setattr(skill_metrics, "episode_fields", lambda t: {**fields(t), "undeclared_field": 1})
-    runner, _ = make_runner(tmp_path, PolicyModel(smart_policy), make_config(rollouts=2, eval_episodes=0))
+    monkeypatch.setattr(
+        skill_metrics, "episode_fields", lambda t: {**fields(t), "undeclared_field": 1}
+    )
+    runner, _ = make_runner(
+        tmp_path, PolicyModel(smart_policy), make_config(rollouts=2, eval_episodes=0)
+    )
     with pytest.raises(ValidationError, match="undeclared_field"):
         runner.run()
 
@@ -82,9 +88,14 @@ def test_the_summary_the_loop_writes_is_the_model_and_every_reader_reads_it(tmp_
     runner, _ = make_runner(tmp_path, PolicyModel(smart_policy, cost=0.01), config)
     result = runner.run()
     stored = read_summary(tmp_path)
-    assert stored == result.summary and _summary_bytes(stored) == (tmp_path / "summary.json").read_text()
+    assert (
+        stored == result.summary
+        and _summary_bytes(stored) == (tmp_path / "summary.json").read_text()
+    )
     assert stored.status == "finished" and stored.training.episodes == 2
-    assert stored.final_eval is not None and stored.final_eval.rollout == stored.eval[-1].rollout == 2
+    assert (
+        stored.final_eval is not None and stored.final_eval.rollout == stored.eval[-1].rollout == 2
+    )
     assert "per_episode" not in json.loads((tmp_path / "summary.json").read_text())["final_eval"]
 
 
@@ -94,11 +105,14 @@ def test_an_undeclared_summary_key_is_refused():
         RunSummary.model_validate({**doc, "undeclared": 1})
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    (None, "is missing"),
-    ("{half written", "cannot be read"),
-    ('{"status": "finished"}', "run_id: Field required"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (None, "is missing"),
+        ("{half written", "cannot be read"),
+        ('{"status": "finished"}', "run_id: Field required"),
+    ],
+)
 def test_a_missing_or_malformed_summary_is_an_error_naming_the_file(tmp_path, text, says):
     if text is not None:
         (tmp_path / "summary.json").write_text(text)

@@ -33,8 +33,11 @@ class FakeRunner:
     def call(self, call, *, step, observation, max_actions, timeout_s) -> SkillOutcome:
         self.calls.append(call)
         if call.kwargs.get("explode"):
-            return SkillOutcome({"name": call.name, "error": "ValueError: boom"},
-                                error="Traceback ...\nValueError: boom", stopped_by="error")
+            return SkillOutcome(
+                {"name": call.name, "error": "ValueError: boom"},
+                error="Traceback ...\nValueError: boom",
+                stopped_by="error",
+            )
         tree = {"name": call.name, "args": call.args, "actions": []}
         value = observation["structured"]["value"]
         while value < call.args[0]:
@@ -53,15 +56,19 @@ class FakeRunner:
 
 def calls_skill_then_waits(messages, purpose, call_id) -> str:
     if len(messages) == 2:
-        return 'Thought: use the skill.\nAction: count_to(3)'
+        return "Thought: use the skill.\nAction: count_to(3)"
     return "Thought: done?\nAction: noop"
 
 
 def run(policy, *, runner=None, calls=30, actions=None, max_skill_actions=50):
     runner = runner or FakeRunner()
-    ctx = EpisodeContext(PolicyModel(policy), Knowledge(1, "Skills", "count_to(n)", skills=SKILLS),
-                         Budget(calls, actions, 60.0), open_skills=lambda skills: runner,
-                         max_skill_actions=max_skill_actions)
+    ctx = EpisodeContext(
+        PolicyModel(policy),
+        Knowledge(1, "Skills", "count_to(n)", skills=SKILLS),
+        Budget(calls, actions, 60.0),
+        open_skills=lambda skills: runner,
+        max_skill_actions=max_skill_actions,
+    )
     return run_episode(CounterEnv(), SPEC, ctx), runner
 
 
@@ -71,10 +78,19 @@ def test_one_skill_call_is_one_llm_call_and_many_recorded_env_actions() -> None:
     assert traj.llm_calls == 1 and traj.env_actions == 3
     (step,) = traj.steps
     assert step.parsed_action == "count_to(3)" and step.executed == ["inc", "inc", "inc"]
-    assert step.skill_call["actions"][-1] == {"action": "inc", "observation": "The counter shows 3."}
+    assert step.skill_call["actions"][-1] == {
+        "action": "inc",
+        "observation": "The counter shows 3.",
+    }
     assert traj.sandbox_tier == "test-double" and runner.closed
-    assert traj.skill_calls() == [{"step": 0, "call": "count_to(3)", "tree": step.skill_call,
-                                   "actions": ["inc", "inc", "inc"]}]
+    assert traj.skill_calls() == [
+        {
+            "step": 0,
+            "call": "count_to(3)",
+            "tree": step.skill_call,
+            "actions": ["inc", "inc", "inc"],
+        }
+    ]
     assert traj.primitive_actions() == ["inc", "inc", "inc"]
     assert "-> 3 actions: inc, inc, inc" in traj.summary()
 
@@ -111,7 +127,9 @@ def test_a_skill_error_reaches_the_actor_and_the_episode_goes_on() -> None:
         return "Action: inc"
 
     traj, _ = run(policy, calls=2)
-    assert re.search(r"\[skill count_to\(3, explode=True\) took 0 actions; raised .*ValueError: boom\]", seen[0])
+    assert re.search(
+        r"\[skill count_to\(3, explode=True\) took 0 actions; raised .*ValueError: boom\]", seen[0]
+    )
     assert traj.steps[0].error is None and traj.steps[0].skill_call["error"] == "ValueError: boom"
     assert traj.env_actions == 1
 
@@ -131,8 +149,12 @@ def test_the_sandbox_opens_before_the_first_model_call_and_closes_with_the_episo
         events.append("model")
         return calls_skill_then_waits(messages, purpose, call_id)
 
-    ctx = EpisodeContext(PolicyModel(policy), Knowledge(1, "Skills", "count_to(n)", skills=SKILLS),
-                         Budget(3, None, 60.0), open_skills=lambda skills: events.append("open") or runner)
+    ctx = EpisodeContext(
+        PolicyModel(policy),
+        Knowledge(1, "Skills", "count_to(n)", skills=SKILLS),
+        Budget(3, None, 60.0),
+        open_skills=lambda skills: events.append("open") or runner,
+    )
     traj = run_episode(CounterEnv(), SPEC, ctx)
     assert events[:2] == ["open", "model"] and events.count("open") == 1
     assert traj.success and runner.closed and traj.sandbox_tier == "test-double"
@@ -140,7 +162,11 @@ def test_the_sandbox_opens_before_the_first_model_call_and_closes_with_the_episo
 
 def test_without_skills_no_sandbox_opens() -> None:
     opened: list[Skills] = []
-    ctx = EpisodeContext(PolicyModel(lambda m, p, c: "Action: inc"), Knowledge(0, "", ""),
-                         Budget(3, None, 60.0), open_skills=lambda skills: opened.append(skills))
+    ctx = EpisodeContext(
+        PolicyModel(lambda m, p, c: "Action: inc"),
+        Knowledge(0, "", ""),
+        Budget(3, None, 60.0),
+        open_skills=lambda skills: opened.append(skills),
+    )
     traj = run_episode(CounterEnv(), SPEC, ctx)
     assert traj.env_actions == 3 and opened == []

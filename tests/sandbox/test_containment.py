@@ -54,10 +54,13 @@ def test_a_huge_print_is_capped_and_the_rest_counted(runner) -> None:
     still_works(runner)
 
 
-@pytest.mark.parametrize("skill, message", [
-    ("exits", "SystemExit: 3"),
-    ("calls_exit", "NameError: name 'exit' is not defined"),
-])
+@pytest.mark.parametrize(
+    "skill, message",
+    [
+        ("exits", "SystemExit: 3"),
+        ("calls_exit", "NameError: name 'exit' is not defined"),
+    ],
+)
 def test_exiting_is_an_error_not_an_exit(runner, skill, message) -> None:
     pid = runner.pid
     outcome = call(runner, skill)
@@ -66,26 +69,33 @@ def test_exiting_is_an_error_not_an_exit(runner, skill, message) -> None:
     assert runner.pid == pid
 
 
-@pytest.mark.parametrize("skill, message", [
-    ("import_os", "skill code may not import 'os'"),  # fork bombs, files, env, signals, os._exit
-    ("import_socket", "skill code may not import 'socket'"),
-    ("import_signal", "skill code may not import 'signal'"),
-    ("import_builtins", "skill code may not import 'builtins'"),
-    ("import_importlib", "skill code may not import 'importlib'"),
-    ("dunder_import", "name '__import__' is not allowed in skill code"),
-    ("getattr_escape", "getattr(..., '__class__') is not allowed in skill code"),
-    ("subclasses_escape", "attribute '__class__' is not allowed in skill code"),
-    ("module_escape", "has no attribute 'sys'"),
-    ("opens_a_file", "NameError: name 'open' is not defined"),
-])
+@pytest.mark.parametrize(
+    "skill, message",
+    [
+        (
+            "import_os",
+            "skill code may not import 'os'",
+        ),  # fork bombs, files, env, signals, os._exit
+        ("import_socket", "skill code may not import 'socket'"),
+        ("import_signal", "skill code may not import 'signal'"),
+        ("import_builtins", "skill code may not import 'builtins'"),
+        ("import_importlib", "skill code may not import 'importlib'"),
+        ("dunder_import", "name '__import__' is not allowed in skill code"),
+        ("getattr_escape", "getattr(..., '__class__') is not allowed in skill code"),
+        ("subclasses_escape", "attribute '__class__' is not allowed in skill code"),
+        ("module_escape", "has no attribute 'sys'"),
+        ("opens_a_file", "NameError: name 'open' is not defined"),
+    ],
+)
 def test_what_skills_may_not_touch_is_refused_with_a_reason(runner, skill, message) -> None:
     outcome = call(runner, skill)
     assert outcome.stopped_by == "error" and message in outcome.error, outcome.error
     still_works(runner)
 
 
-@pytest.mark.parametrize("skill, kind", [("returns_object", "object"), ("returns_set", "set"),
-                                          ("returns_nan", "float")])
+@pytest.mark.parametrize(
+    "skill, kind", [("returns_object", "object"), ("returns_set", "set"), ("returns_nan", "float")]
+)
 def test_a_value_that_cannot_be_sent_back_is_an_error(runner, skill, kind) -> None:
     outcome = call(runner, skill)
     assert outcome.stopped_by == "error"
@@ -99,6 +109,11 @@ def test_a_parent_side_step_failure_propagates_and_the_runner_recovers(runner) -
         raise ConnectionError("env server died")
 
     with pytest.raises(ConnectionError):
-        runner.call(SkillCall("forward", [1]), step=broken_step, observation={"text": "", "structured": {"value": 0}, "done": False},
-                    max_actions=5, timeout_s=5)
+        runner.call(
+            SkillCall("forward", [1]),
+            step=broken_step,
+            observation={"text": "", "structured": {"value": 0}, "done": False},
+            max_actions=5,
+            timeout_s=5,
+        )
     still_works(runner)

@@ -38,13 +38,16 @@ def world_readable_dir() -> Path:
 def write_package(root: Path, top: str, api: str = "") -> None:
     (root / top).mkdir(parents=True)
     (root / top / "__init__.py").write_text("")
-    (root / top / "api.py").write_text(api or textwrap.dedent("""\
+    (root / top / "api.py").write_text(
+        api
+        or textwrap.dedent("""\
         __all__ = ["twice"]
         PRIMITIVE_ACTIONS = ("inc", "noop")
 
         def twice(x):
             return 2 * x
-    """))
+    """)
+    )
     for p in [root, *root.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
 
@@ -67,20 +70,37 @@ def editable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     top = f"plugedit_{root.name[-8:].replace('-', '_')}"
     project = root / "project"
     write_package(project, top)
-    (project / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools>=64"]
         build-backend = "setuptools.build_meta"
         [project]
-        name = "{top.replace('_', '-')}"
+        name = "{top.replace("_", "-")}"
         version = "0.1"
         [tool.setuptools]
         packages = ["{top}"]
-    """))
+    """)
+    )
     target = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(target), "-e", str(project)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            "-e",
+            str(project),
+        ],
+        check=True,
+        capture_output=True,
+    )
     import site
 
     before = list(sys.meta_path)
@@ -93,8 +113,9 @@ def editable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 @pytest.mark.parametrize("install", ["source_tree", "editable"])
 @pytest.mark.parametrize("tier", TIERS)
-def test_a_plug_in_skill_api_imports_in_the_sandbox(tier: str, install: str,
-                                                    request: pytest.FixtureRequest) -> None:
+def test_a_plug_in_skill_api_imports_in_the_sandbox(
+    tier: str, install: str, request: pytest.FixtureRequest
+) -> None:
     top = request.getfixturevalue(install)
     check = ImportCheck(f"{top}.api", tier)
     try:
@@ -104,8 +125,9 @@ def test_a_plug_in_skill_api_imports_in_the_sandbox(tier: str, install: str,
 
 
 @pytest.mark.parametrize("install", ["source_tree", "editable"])
-def test_the_plug_in_package_is_read_only_and_alone_inside_bwrap(install: str,
-                                                                 request: pytest.FixtureRequest) -> None:
+def test_the_plug_in_package_is_read_only_and_alone_inside_bwrap(
+    install: str, request: pytest.FixtureRequest
+) -> None:
     if "bwrap" not in TIERS:
         pytest.skip("bubblewrap is not installed here")
     top = request.getfixturevalue(install)
@@ -115,15 +137,17 @@ def test_the_plug_in_package_is_read_only_and_alone_inside_bwrap(install: str,
     process = SandboxProcess("bwrap", ProcessLimits(), mode="analysis", preload=[f"{top}.api"])
     try:
         request_id = SandboxProcess.new_request_id()
-        code = "\n".join([
-            "import os",
-            "try:",
-            f"    open({str(package / 'new.py')!r}, 'w')",
-            "    print('written')",
-            "except OSError as e:",
-            "    print('errno', e.errno)",
-            f"print('secret visible', os.path.exists({str(package.parent / 'secret.env')!r}))",
-        ])
+        code = "\n".join(
+            [
+                "import os",
+                "try:",
+                f"    open({str(package / 'new.py')!r}, 'w')",
+                "    print('written')",
+                "except OSError as e:",
+                "    print('errno', e.errno)",
+                f"print('secret visible', os.path.exists({str(package.parent / 'secret.env')!r}))",
+            ]
+        )
         process.start_request({"op": "run", "id": request_id, "code": code}, deadline=_soon())
         reply = process.receive(_soon())
     finally:
@@ -153,17 +177,31 @@ def api_with_an_unseen_dependency(monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     (root / "lib" / f"{dep}.py").write_text("VALUE = 1\n")
     monkeypatch.syspath_prepend(str(root / "lib"))
     monkeypatch.syspath_prepend(str(root / "src"))
-    monkeypatch.setitem(BENCHMARKS._specs, "babyai",
-                        dataclasses.replace(BENCHMARKS.get("babyai"), skill_api=f"{top}.api"))
+    monkeypatch.setitem(
+        BENCHMARKS._specs,
+        "babyai",
+        dataclasses.replace(BENCHMARKS.get("babyai"), skill_api=f"{top}.api"),
+    )
     yield f"{top}.api"
     shutil.rmtree(root, ignore_errors=True)
 
 
 def test_a_skill_api_the_sandbox_cannot_import_is_refused_before_the_run(
-        api_with_an_unseen_dependency: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api_with_an_unseen_dependency: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = str(REPO / "configs" / "babyai" / "speedrunner-scripted-seq.yaml")
-    small = ["--set", "run.rollouts=2", "--set", "run.sleep_every=1", "--set", "run.eval_every=2",
-             "--set", "run.eval_episodes=1", "--set", "run.sandbox=rlimits"]
+    small = [
+        "--set",
+        "run.rollouts=2",
+        "--set",
+        "run.sleep_every=1",
+        "--set",
+        "run.eval_every=2",
+        "--set",
+        "run.eval_episodes=1",
+        "--set",
+        "run.sandbox=rlimits",
+    ]
 
     rc = cli.main(["validate-config", config, *small])
     err = capsys.readouterr().err
@@ -173,11 +211,12 @@ def test_a_skill_api_the_sandbox_cannot_import_is_refused_before_the_run(
     assert "pip install -e" in err  # the fix
 
     run_dir = tmp_path / "run"
-    rc = train_cli.main("babyai", "speedrunner.benchmarks.babyai.train",
-                        ["--config_file", config, "--run_dir", str(run_dir), "--skip_preflight",
-                         *small])
+    rc = train_cli.main(
+        "babyai",
+        "speedrunner.benchmarks.babyai.train",
+        ["--config_file", config, "--run_dir", str(run_dir), "--skip_preflight", *small],
+    )
     err = capsys.readouterr().err
     assert rc == 2, err
     assert api_with_an_unseen_dependency in err and "Traceback" not in err
     assert not run_dir.exists()  # nothing ran, nothing was paid for
-

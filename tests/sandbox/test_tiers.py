@@ -36,7 +36,9 @@ def test_a_forced_tier_is_the_one_that_runs(tier) -> None:
         resolve_tier("docker")
 
 
-def test_the_rlimits_tier_warns_once(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rlimits_tier_warns_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tiers_module, "_warned", type(tiers_module._warned)())
     with caplog.at_level(logging.WARNING, logger="speedrunner.core.sandbox.tiers"):
         resolve_tier("rlimits")
@@ -50,28 +52,44 @@ def test_the_child_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("http_proxy", "http://p.invalid")
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     env = child_env(Path("/scratch/x"))
-    assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                        "MKL_NUM_THREADS"}
+    assert set(env) <= {
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "LC_ALL",
+        "OPENBLAS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+    }
     assert env["HOME"] == env["TMPDIR"] == "/scratch/x"
 
 
 def test_bwrap_mounts_only_what_the_child_needs(tmp_path: Path) -> None:
     if "bwrap" not in available_tiers():
-        pytest.skip("the bubblewrap tier is not tested: bwrap does not work on this machine "
-                    "(apt-get install bubblewrap, see the README's Set-up)")
+        pytest.skip(
+            "the bubblewrap tier is not tested: bwrap does not work on this machine "
+            "(apt-get install bubblewrap, see the README's Set-up)"
+        )
     experience = tmp_path / "experience"
     experience.mkdir()
     argv = wrap("bwrap", ["python"], scratch=tmp_path / "scratch", read_only=[experience])
     binds = [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")]
     assert ("/", "/") not in binds and all(a == b for a, b in binds)
-    assert (str(experience), str(experience)) in binds and ("--bind" not in argv)  # nothing writable
+    assert (str(experience), str(experience)) in binds and (
+        "--bind" not in argv
+    )  # nothing writable
     assert "--unshare-net" in argv and "--die-with-parent" in argv and argv[-2:] == ["--", "python"]
-    assert str(package_root()) in [b for b, _ in binds] or any(package_root().is_relative_to(b) for b, _ in binds)
+    assert str(package_root()) in [b for b, _ in binds] or any(
+        package_root().is_relative_to(b) for b, _ in binds
+    )
 
 
 def test_the_child_imports_speedrunner_from_the_parents_source_tree(tier) -> None:
     with open_analysis_session(tier=tier) as session:
-        result = session.run("import speedrunner, sys\nprint(speedrunner.__file__)\nprint(sys.flags.isolated)", 10)
+        result = session.run(
+            "import speedrunner, sys\nprint(speedrunner.__file__)\nprint(sys.flags.isolated)", 10
+        )
     path, isolated = result.stdout.split()
     assert Path(path).resolve().is_relative_to(package_root()) and isolated == "1"
 

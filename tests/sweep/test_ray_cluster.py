@@ -45,10 +45,15 @@ sweep) reads it from ``RAY_AUTH_TOKEN_PATH``, as every node of a real cluster ne
 def cluster_env() -> dict[str, str]:
     """Token authentication on, as recent Ray turns it on for ``ray start --head``; the token
     lives in the test's own file, never in ``~/.ray``."""
-    out = {**env(), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
-           # A killed node is declared dead after 3 failed health checks a second apart (Ray's
-           # defaults: 5 checks 3 s apart); each check still has Ray's 10 s to answer.
-           "RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+    out = {
+        **env(),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "token",
+        # A killed node is declared dead after 3 failed health checks a second apart (Ray's
+        # defaults: 5 checks 3 s apart); each check still has Ray's 10 s to answer.
+        "RAY_health_check_period_ms": "1000",
+        "RAY_health_check_failure_threshold": "3",
+    }
     if TOKEN_FILE is not None:
         out["RAY_AUTH_TOKEN_PATH"] = str(TOKEN_FILE)
     return out
@@ -66,25 +71,50 @@ class Cluster:
         self.temp, port = temp, _port()
         self.address = f"127.0.0.1:{port}"
         self.worker: subprocess.Popen | None = None
-        self.head = subprocess.Popen([RAY, "start", "--head", f"--port={port}", f"--temp-dir={temp}",
-                                      "--include-dashboard=false", '--resources={"head_node": 1}', *self.COMMON],
-                                     env=cluster_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True, cwd=temp)
+        self.head = subprocess.Popen(
+            [
+                RAY,
+                "start",
+                "--head",
+                f"--port={port}",
+                f"--temp-dir={temp}",
+                "--include-dashboard=false",
+                '--resources={"head_node": 1}',
+                *self.COMMON,
+            ],
+            env=cluster_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=temp,
+        )
         deadline = time.monotonic() + 120
         while not _listening(port):
-            assert self.head.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
+            assert self.head.poll() is None and time.monotonic() < deadline, (
+                "the Ray head did not start"
+            )
             time.sleep(0.5)
 
     def two_nodes(self) -> tuple[str, subprocess.Popen]:
         """The head and a live second node (started anew if a test killed the last one)."""
         if self.worker is None or self.worker.poll() is not None:
-            self.worker = subprocess.Popen([RAY, "start", f"--address={self.address}",
-                                            '--resources={"second_node": 1}', *self.COMMON], env=cluster_env(),
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                           start_new_session=True, cwd=self.temp)
+            self.worker = subprocess.Popen(
+                [
+                    RAY,
+                    "start",
+                    f"--address={self.address}",
+                    '--resources={"second_node": 1}',
+                    *self.COMMON,
+                ],
+                env=cluster_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.temp,
+            )
         deadline = time.monotonic() + 60
         while (alive := nodes_alive(self.address)) != 2 and time.monotonic() < deadline:
-            time.sleep(1)   # joining, or a killed node not yet seen dead
+            time.sleep(1)  # joining, or a killed node not yet seen dead
         assert alive == 2, f"{alive} Ray nodes alive, not 2: the second node did not join"
         return self.address, self.worker
 
@@ -101,7 +131,7 @@ def ray_cluster():
     import tempfile
 
     global TOKEN_FILE
-    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))   # unix socket paths must stay short
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # unix socket paths must stay short
     TOKEN_FILE = temp / "auth_token"
     TOKEN_FILE.write_text(secrets.token_hex(32))
     made = None
@@ -137,9 +167,18 @@ def kill_session(proc: subprocess.Popen) -> None:
 
 
 def nodes_alive(address: str) -> int:
-    probe = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address='{address}', log_to_driver=False); "
-                            "print(sum(n['Alive'] for n in ray.nodes()))"], env=cluster_env(), capture_output=True,
-                           text=True, timeout=120)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import ray; ray.init(address='{address}', log_to_driver=False); "
+            "print(sum(n['Alive'] for n in ray.nodes()))",
+        ],
+        env=cluster_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return int(probe.stdout.strip().splitlines()[-1]) if probe.returncode == 0 else 0
 
 
@@ -152,16 +191,21 @@ def test_a_sweep_on_two_nodes_survives_the_loss_of_one(cluster, tmp_path):
 
     address, worker = cluster
 
-    answered: collections.Counter = collections.Counter()    # prompt digest -> times answered
+    answered: collections.Counter = collections.Counter()  # prompt digest -> times answered
 
     def policy(body):
-        answered[messages_digest([Message(role=m["role"], content=m["content"]) for m in body["messages"]])] += 1
+        answered[
+            messages_digest(
+                [Message(role=m["role"], content=m["content"]) for m in body["messages"]]
+            )
+        ] += 1
         time.sleep(0.05)  # a run takes long enough to be caught mid-way
         return policy_reply(body)
 
     server = FakeLLMServer(callback=policy, model_name="fake-model").start()
     path = tmp_path / "cluster.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: cluster
         configs: [{BABYAI}/react-gpt-seq.yaml]
         output_root: {tmp_path / "out"}
@@ -179,39 +223,68 @@ def test_a_sweep_on_two_nodes_survives_the_loss_of_one(cluster, tmp_path):
           benchmark.max_llm_calls: 6
         grid:
           run.seed: [0, 1, 2, 3]
-    """))
+    """)
+    )
     runs = load_sweep(path).runs
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "speedrunner.cli", "sweep", str(path), "--backend", "ray",
-                                 "--address", address], env=cluster_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=tmp_path)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "speedrunner.cli",
+                "sweep",
+                str(path),
+                "--backend",
+                "ray",
+                "--address",
+                address,
+            ],
+            env=cluster_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
         # One CPU per node and per run: two runs at a time, one on each node. Kill the second
         # node while both are mid-run.
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
-            going = [r for r in runs if (r.run_dir / "summary.json").exists()
-                     and json.loads((r.run_dir / "summary.json").read_text())["status"] == "running"
-                     and len(list((r.run_dir / "episodes" / "train").glob("*.json"))) >= 2]
+            going = [
+                r
+                for r in runs
+                if (r.run_dir / "summary.json").exists()
+                and json.loads((r.run_dir / "summary.json").read_text())["status"] == "running"
+                and len(list((r.run_dir / "episodes" / "train").glob("*.json"))) >= 2
+            ]
             if len(going) == 2 or proc.poll() is not None:
                 break
             time.sleep(0.2)
         assert len(going) == 2, "the two nodes never ran a run each at once: " + (
-            "".join(proc.communicate()) if proc.poll() is not None else "")
-        kill_session(worker)                       # the node's raylet, its workers and their runs die
+            "".join(proc.communicate()) if proc.poll() is not None else ""
+        )
+        kill_session(worker)  # the node's raylet, its workers and their runs die
         out, err = proc.communicate(timeout=400)
     finally:
         server.stop()
     assert proc.returncode == 0, out[-3000:] + err[-3000:]
     for r in runs:
         assert json.loads((r.run_dir / "summary.json").read_text())["status"] == "finished"
-    nodes = {line.split("=== Ray node ", 1)[1].strip() for r in runs
-             for line in r.log_file.read_text().splitlines() if line.startswith("=== Ray node ")}
-    assert len(nodes) == 2, out                                    # runs landed on both nodes
-    assert "Ray retried the task, which resumed the run" in out     # the sweep says what happened
-    resumed = [r for r in runs if json.loads((r.run_dir / "provenance.json").read_text()).get("resumes")]
-    assert len(resumed) == 1                                        # only the killed node's run
+    nodes = {
+        line.split("=== Ray node ", 1)[1].strip()
+        for r in runs
+        for line in r.log_file.read_text().splitlines()
+        if line.startswith("=== Ray node ")
+    }
+    assert len(nodes) == 2, out  # runs landed on both nodes
+    assert "Ray retried the task, which resumed the run" in out  # the sweep says what happened
+    resumed = [
+        r for r in runs if json.loads((r.run_dir / "provenance.json").read_text()).get("resumes")
+    ]
+    assert len(resumed) == 1  # only the killed node's run
     attempts = {r.run_id: r.log_file.read_text().count("=== Ray node ") for r in runs}
-    assert attempts == {r.run_id: 2 if r in resumed else 1 for r in runs}, attempts   # nothing run again
+    assert attempts == {r.run_id: 2 if r in resumed else 1 for r in runs}, (
+        attempts
+    )  # nothing run again
     paid: collections.Counter = collections.Counter()
     paid_prompts: collections.Counter = collections.Counter()
     for r in runs:
@@ -220,8 +293,8 @@ def test_a_sweep_on_two_nodes_survives_the_loss_of_one(cluster, tmp_path):
             if not row["cache_hit"] and row["response"] is not None:
                 paid[(row["namespace"], row["call_id"])] += 1
                 paid_prompts[row["messages_sha256"]] += 1
-    assert max(paid.values()) == 1                                  # no call paid twice
-    assert not paid_prompts - answered                              # every paid answer came from the server
+    assert max(paid.values()) == 1  # no call paid twice
+    assert not paid_prompts - answered  # every paid answer came from the server
     # The server answered each request once, but the one the killed node had in flight (answered,
     # never recorded, asked again by the resumed run).
     assert sum((answered - paid_prompts).values()) <= 1, answered - paid_prompts
@@ -232,15 +305,38 @@ def test_a_driver_without_the_clusters_token_is_told_what_to_set(cluster, tmp_pa
     the sweep exits 2 naming what a machine needs to join, and starts nothing."""
     address, _ = cluster
     path = tmp_path / "s.yaml"
-    path.write_text(f"name: s\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n")
-    for mode in ("token", None):       # with RAY_AUTH_MODE=token, and without it
-        e = {k: v for k, v in cluster_env().items() if k not in ("RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")}
+    path.write_text(
+        f"name: s\nconfigs: [{BABYAI}/react-gpt-seq.yaml]\noutput_root: {tmp_path / 'out'}\n"
+    )
+    for mode in ("token", None):  # with RAY_AUTH_MODE=token, and without it
+        e = {
+            k: v
+            for k, v in cluster_env().items()
+            if k not in ("RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
+        }
         e.update(HOME=str(tmp_path / "home"), **({"RAY_AUTH_MODE": mode} if mode else {}))
-        proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "sweep", str(path), "--backend", "ray",
-                               "--address", address], env=e, capture_output=True, text=True, timeout=180,
-                              cwd=tmp_path)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "speedrunner.cli",
+                "sweep",
+                str(path),
+                "--backend",
+                "ray",
+                "--address",
+                address,
+            ],
+            env=e,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-        assert "RAY_AUTH_MODE=token" in proc.stderr and "ray get-auth-token --generate" in proc.stderr
+        assert (
+            "RAY_AUTH_MODE=token" in proc.stderr and "ray get-auth-token --generate" in proc.stderr
+        )
         assert "RAY_AUTH_TOKEN_PATH" in proc.stderr, proc.stderr[-2000:]
         assert not (tmp_path / "out").exists()
 
@@ -270,7 +366,8 @@ def test_one_llm_limit_per_endpoint_holds_across_the_clusters_nodes(cluster, tmp
     server = FakeLLMServer(callback=policy, model_name="fake-model").start()
     url = server.base_url.rstrip("/")
     path = tmp_path / "limited.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: limited
         configs: [{BABYAI}/react-gpt-seq.yaml]
         output_root: {tmp_path / "out"}
@@ -289,17 +386,37 @@ def test_one_llm_limit_per_endpoint_holds_across_the_clusters_nodes(cluster, tmp
           benchmark.max_llm_calls: 5
         grid:
           run.seed: [0, 1, 2, 3]
-    """))
+    """)
+    )
     try:
-        proc = subprocess.run([sys.executable, "-m", "speedrunner.cli", "sweep", str(path), "--backend", "ray",
-                               "--address", address], env=cluster_env(), capture_output=True, text=True,
-                              timeout=600, cwd=tmp_path)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "speedrunner.cli",
+                "sweep",
+                str(path),
+                "--backend",
+                "ray",
+                "--address",
+                address,
+            ],
+            env=cluster_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    nodes = {line.split("=== Ray node ", 1)[1].strip() for r in load_sweep(path).runs
-             for line in r.log_file.read_text().splitlines() if line.startswith("=== Ray node ")}
-    assert len(nodes) == 2                                          # runs on both nodes at once
+    nodes = {
+        line.split("=== Ray node ", 1)[1].strip()
+        for r in load_sweep(path).runs
+        for line in r.log_file.read_text().splitlines()
+        if line.startswith("=== Ray node ")
+    }
+    assert len(nodes) == 2  # runs on both nodes at once
     assert state["calls"] > 20 and state["peak"] == 1, state
     # The cluster's one limiter held it (not this machine's slot files, which on a real
     # cluster every node would have on its own).

@@ -36,7 +36,7 @@ def test_a_lost_limiter_leaves_the_limit_held_per_process(monkeypatch, capsys):
     threads = [threading.Thread(target=call) for _ in range(6)]
     [t.start() for t in threads]
     [t.join(timeout=30) for t in threads]
-    assert state["done"] == 18             # every call went through
-    assert state["peak"] == 2              # and the limit still held, within this process
+    assert state["done"] == 18  # every call went through
+    assert state["peak"] == 2  # and the limit still held, within this process
     warnings = [line for line in capsys.readouterr().err.splitlines() if "unreachable" in line]
     assert len(warnings) == 1 and "2 call(s) in flight by itself" in warnings[0]

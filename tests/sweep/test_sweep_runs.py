@@ -28,7 +28,8 @@ RESULT_FILES = ("metrics.jsonl", "eval.jsonl")
 
 def sweep_file(where: Path, output_root: Path, *, name: str = "tiny", extra: str = "") -> Path:
     path = where / f"{output_root.name}.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: {name}
         configs: [{BABYAI}/opo-scripted-seq.yaml, {BABYAI}/react-gpt-seq.yaml]
         output_root: {output_root}
@@ -43,7 +44,8 @@ def sweep_file(where: Path, output_root: Path, *, name: str = "tiny", extra: str
         grid:
           run.seed: [0, 1]
         {extra}
-    """))
+    """)
+    )
     return path
 
 
@@ -72,9 +74,13 @@ def results(output_root: Path) -> dict[str, object]:
     for run in load_sweep(output_root.parent / f"{output_root.name}.yaml").runs:
         rel = run.run_dir.relative_to(output_root)
         for name in RESULT_FILES:
-            out[f"{rel}/{name}"] = [strip(json.loads(line)) for line in (run.run_dir / name).read_text().splitlines()]
+            out[f"{rel}/{name}"] = [
+                strip(json.loads(line)) for line in (run.run_dir / name).read_text().splitlines()
+            ]
         for episode in sorted((run.run_dir / "episodes").rglob("*.json")):
-            out[f"{rel}/{episode.relative_to(run.run_dir)}"] = strip(json.loads(episode.read_text()))
+            out[f"{rel}/{episode.relative_to(run.run_dir)}"] = strip(
+                json.loads(episode.read_text())
+            )
     return out
 
 
@@ -89,7 +95,9 @@ def reference(tmp_path_factory):
     """The same sweep, uninterrupted."""
     tmp = tmp_path_factory.mktemp("sweep")
     path = sweep_file(tmp, tmp / "reference")
-    proc = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=300, cwd=tmp)
+    proc = subprocess.run(
+        sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=300, cwd=tmp
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return tmp, path, proc.stdout
 
@@ -101,8 +109,10 @@ def test_a_local_sweep_runs_every_run_to_the_end(reference):
     assert len(runs) == 4
     # One BabyAI server serves the whole sweep: every run was pointed at it.
     url = stdout.split("one BabyAI server for this machine's runs at ")[1].split()[0]
-    assert {json.loads((r.run_dir / "config.resolved.json").read_text())["benchmark"]["server_url"]
-            for r in runs} == {url}
+    assert {
+        json.loads((r.run_dir / "config.resolved.json").read_text())["benchmark"]["server_url"]
+        for r in runs
+    } == {url}
     for r in runs:
         summary = json.loads((r.run_dir / "summary.json").read_text())
         assert summary["status"] == "finished" and summary["training"]["episodes"] == 3
@@ -115,7 +125,9 @@ def test_a_local_sweep_runs_every_run_to_the_end(reference):
 
     # A rerun finds every run finished and starts nothing.
     before = {r.run_id: (r.run_dir / "llm_calls.jsonl").read_bytes() for r in runs}
-    again = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp)
+    again = subprocess.run(
+        sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stdout.count("] finished*") == 4 and "BabyAI server" not in again.stdout
     assert {r.run_id: (r.run_dir / "llm_calls.jsonl").read_bytes() for r in runs} == before
@@ -127,22 +139,40 @@ def test_a_sweep_killed_mid_way_finishes_on_the_rerun_with_identical_results(ref
     root = tmp / "killed"
     path = sweep_file(tmp, root)
     runs = load_sweep(path).runs
-    proc = subprocess.Popen(sweep_cmd(path), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=tmp, start_new_session=True)  # its own process group: kill it whole
+    proc = subprocess.Popen(
+        sweep_cmd(path),
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp,
+        start_new_session=True,
+    )  # its own process group: kill it whole
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if any(len(list((r.run_dir / "episodes" / "train").glob("*.json"))) >= 1 for r in runs if r.run_dir.exists()):
+        if any(
+            len(list((r.run_dir / "episodes" / "train").glob("*.json"))) >= 1
+            for r in runs
+            if r.run_dir.exists()
+        ):
             break
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -signal.SIGKILL
-    statuses = [json.loads((r.run_dir / "summary.json").read_text())["status"]
-                if (r.run_dir / "summary.json").exists() else "missing" for r in runs]
+    statuses = [
+        json.loads((r.run_dir / "summary.json").read_text())["status"]
+        if (r.run_dir / "summary.json").exists()
+        else "missing"
+        for r in runs
+    ]
     assert statuses.count("finished") < 4, statuses  # really killed mid-way
-    calls_before = {r.run_id: real_calls(r.run_dir) if (r.run_dir / "llm_calls.jsonl").exists() else []
-                    for r in runs}
+    calls_before = {
+        r.run_id: real_calls(r.run_dir) if (r.run_dir / "llm_calls.jsonl").exists() else []
+        for r in runs
+    }
 
-    rerun = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=300, cwd=tmp)
+    rerun = subprocess.run(
+        sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=300, cwd=tmp
+    )
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     assert results(root) == results(tmp / "reference")
     # No call was paid twice: each call_id was answered by the model once over both attempts,
@@ -154,23 +184,31 @@ def test_a_sweep_killed_mid_way_finishes_on_the_rerun_with_identical_results(ref
         assert answered == collections.Counter(real_calls(ref.run_dir))
         assert collections.Counter(calls_before[r.run_id]) <= answered
     assert any(calls_before.values())  # the killed attempt had answered calls ...
-    assert any("=== sweep resume" in r.log_file.read_text() for r in runs)  # ... and the rerun resumed
+    assert any(
+        "=== sweep resume" in r.log_file.read_text() for r in runs
+    )  # ... and the rerun resumed
 
 
 @pytest.mark.slow
 def test_a_failing_run_is_reported_with_its_exit_code_and_log(tmp_path):
     path = tmp_path / "failing.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: failing
         configs: [{BABYAI}/react-gpt-seq.yaml]
         output_root: {tmp_path / "out"}
         set: {{model.api_key_env: SWEEP_TEST_MISSING_KEY}}
-    """))
-    proc = subprocess.run(sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    """)
+    )
+    proc = subprocess.run(
+        sweep_cmd(path), env=env(), capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 1
     run = load_sweep(path).runs[0]
     assert f"react-gpt-seq: not started (exit code 2); log {run.log_file}" in proc.stderr
-    assert "SWEEP_TEST_MISSING_KEY" in proc.stderr  # the run's own error, from the last lines of its log
+    assert (
+        "SWEEP_TEST_MISSING_KEY" in proc.stderr
+    )  # the run's own error, from the last lines of its log
 
 
 @pytest.mark.slow
@@ -207,7 +245,8 @@ def test_runs_of_a_sweep_share_each_endpoints_concurrency_limit(tmp_path):
     path = tmp_path / "limited.yaml"
     server = FakeLLMServer(callback=policy_reply, model_name="fake-model", latency_s=0.05).start()
     try:
-        path.write_text(textwrap.dedent(f"""
+        path.write_text(
+            textwrap.dedent(f"""
             name: limited
             configs: [{BABYAI}/react-gpt-seq.yaml]
             output_root: {tmp_path / "out"}
@@ -224,10 +263,17 @@ def test_runs_of_a_sweep_share_each_endpoints_concurrency_limit(tmp_path):
               benchmark.max_llm_calls: 4
             grid:
               run.seed: [0, 1]
-        """))
+        """)
+        )
         environment = {**env(), "SPEEDRUNNER_LLM_SLOTS_DIR": str(tmp_path / "slots")}
-        proc = subprocess.run(sweep_cmd(path), env=environment, capture_output=True, text=True,
-                              timeout=300, cwd=tmp_path)
+        proc = subprocess.run(
+            sweep_cmd(path),
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -236,13 +282,14 @@ def test_runs_of_a_sweep_share_each_endpoints_concurrency_limit(tmp_path):
     assert server.max_in_flight == 2
 
 
-
 @pytest.mark.slow
 def test_sigterm_stops_the_sweep_and_its_runs_resumably(tmp_path):
     path = sweep_file(tmp_path, tmp_path / "stopped")
     runs = load_sweep(path).runs
     cmd = [*sweep_cmd(path)[:-2], "--workers", "1"]
-    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = subprocess.Popen(
+        cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
     first = runs[0].run_dir / "episodes" / "train"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (first.is_dir() and any(first.glob("*.json"))):
@@ -251,8 +298,11 @@ def test_sigterm_stops_the_sweep_and_its_runs_resumably(tmp_path):
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr[-2000:]
     assert json.loads((runs[0].run_dir / "summary.json").read_text())["status"] == "interrupted"
-    table = {ln.split()[-1]: ln for ln in stdout.splitlines()
-             if ln.split() and not ln.startswith(" ") and ln.split()[-1].startswith(str(tmp_path))}
+    table = {
+        ln.split()[-1]: ln
+        for ln in stdout.splitlines()
+        if ln.split() and not ln.startswith(" ") and ln.split()[-1].startswith(str(tmp_path))
+    }
     assert table[str(runs[0].run_dir)].startswith("interrupted")
     assert all(table[str(r.run_dir)].startswith("not started") for r in runs[1:])
     assert "rerun `speedrunner sweep" in stderr
@@ -278,7 +328,8 @@ def test_a_rerun_after_a_crash_pays_no_call_twice_on_a_real_endpoint(tmp_path):
 
     server = FakeLLMServer(callback=policy, model_name="fake-model").start()
     path = tmp_path / "paid.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: paid
         configs: [{BABYAI}/react-gpt-seq.yaml]
         output_root: {tmp_path / "out"}
@@ -295,22 +346,41 @@ def test_a_rerun_after_a_crash_pays_no_call_twice_on_a_real_endpoint(tmp_path):
           benchmark.max_llm_calls: 4
         grid:
           run.seed: [0, 1]
-    """))
-    cmd = [*sweep_cmd(path)[:-2], "--workers", "1"]  # one call in flight at a time: the kill is exact
+    """)
+    )
+    cmd = [
+        *sweep_cmd(path)[:-2],
+        "--workers",
+        "1",
+    ]  # one call in flight at a time: the kill is exact
     try:
-        proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                cwd=tmp_path, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=tmp_path,
+            start_new_session=True,
+        )
         state["pgid"] = proc.pid
         assert proc.wait(timeout=120) == -signal.SIGKILL
-        rerun = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        rerun = subprocess.run(
+            cmd, env=env(), capture_output=True, text=True, timeout=300, cwd=tmp_path
+        )
     finally:
         server.stop()
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     runs = load_sweep(path).runs
     first, second = (ln for ln in rerun.stdout.splitlines() if re.match(r"\[\d+/\d+\] ", ln))
     assert "finished*" in first and "finished " in second  # run 0 had finished, run 1 was resumed
-    assert f"[resume] {runs[1].label} (continuing (" in rerun.stdout and f"log {runs[1].log_file}" in rerun.stdout
-    assert f"[start] {runs[0].label}" not in rerun.stdout and f"[resume] {runs[0].label}" not in rerun.stdout
+    assert (
+        f"[resume] {runs[1].label} (continuing (" in rerun.stdout
+        and f"log {runs[1].log_file}" in rerun.stdout
+    )
+    assert (
+        f"[start] {runs[0].label}" not in rerun.stdout
+        and f"[resume] {runs[0].label}" not in rerun.stdout
+    )
     paid: collections.Counter = collections.Counter()
     for r in runs:
         for line in (r.run_dir / "llm_calls.jsonl").read_text().splitlines():

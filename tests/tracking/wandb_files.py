@@ -23,7 +23,9 @@ def history(path: Path) -> list[dict[str, Any]]:
     rows = []
     for r in records(path):
         if r.WhichOneof("record_type") == "history":
-            row = {(i.key or "/".join(i.nested_key)): json.loads(i.value_json) for i in r.history.item}
+            row = {
+                (i.key or "/".join(i.nested_key)): json.loads(i.value_json) for i in r.history.item
+            }
             rows.append({k: v for k, v in row.items() if not k.startswith("_")})
     return rows
 
@@ -32,7 +34,9 @@ def config(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in records(path):
         kind = r.WhichOneof("record_type")
-        items = r.config.update if kind == "config" else r.run.config.update if kind == "run" else []
+        items = (
+            r.config.update if kind == "config" else r.run.config.update if kind == "run" else []
+        )
         for i in items:
             out[i.key or "/".join(i.nested_key)] = json.loads(i.value_json)
     return out
@@ -48,7 +52,9 @@ def offline_files(run_dir: Path) -> list[Path]:
 
 def steps(path: Path) -> list[int]:
     """The W&B step of each ``history`` record, in file order."""
-    return [int(r.history.step.num) for r in records(path) if r.WhichOneof("record_type") == "history"]
+    return [
+        int(r.history.step.num) for r in records(path) if r.WhichOneof("record_type") == "history"
+    ]
 
 
 def summary(path: Path) -> dict[str, Any]:

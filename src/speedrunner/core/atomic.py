@@ -95,7 +95,9 @@ def repair_jsonl(path: str | os.PathLike[str]) -> int:
     path = Path(path)
     if not path.exists():
         return 0
-    with open(path, "r+b") as f:  # reads from the end only: a resume costs the torn line, not the log
+    with open(
+        path, "r+b"
+    ) as f:  # reads from the end only: a resume costs the torn line, not the log
         size = f.seek(0, os.SEEK_END)
         if size == 0:
             return 0

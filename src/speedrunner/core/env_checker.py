@@ -30,19 +30,27 @@ def _check_json(env: Any, value: Any, what: str) -> None:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as e:
-        raise _fail(env, f"{what} is not JSON-serializable ({e}); use str/int/float/bool/None, "
-                         f"lists and str-keyed dicts only, so trajectories can be stored") from e
+        raise _fail(
+            env,
+            f"{what} is not JSON-serializable ({e}); use str/int/float/bool/None, "
+            f"lists and str-keyed dicts only, so trajectories can be stored",
+        ) from e
 
 
 def _check_observation(env: Any, obs: Any, where: str) -> None:
     if not isinstance(obs, Observation):
-        raise _fail(env, f"{where} returned {type(obs).__name__}, expected "
-                         f"speedrunner.core.env.Observation(text, structured)")
+        raise _fail(
+            env,
+            f"{where} returned {type(obs).__name__}, expected "
+            f"speedrunner.core.env.Observation(text, structured)",
+        )
     if not isinstance(obs.text, str) or not obs.text.strip():
         raise _fail(env, f"{where}: Observation.text must be a non-empty str, got {obs.text!r:.80}")
     if not isinstance(obs.structured, dict):
-        raise _fail(env, f"{where}: Observation.structured must be a dict, got "
-                         f"{type(obs.structured).__name__}")
+        raise _fail(
+            env,
+            f"{where}: Observation.structured must be a dict, got {type(obs.structured).__name__}",
+        )
     _check_json(env, obs.structured, f"{where}: Observation.structured")
 
 
@@ -51,7 +59,9 @@ def _check_state(env: Any, where: str) -> None:
     if not isinstance(actions, list) or not actions or not all(isinstance(a, str) for a in actions):
         raise _fail(env, f"{where}: actions must be a non-empty list of str, got {actions!r:.120}")
     if not isinstance(env.instruction, str):
-        raise _fail(env, f"{where}: instruction must be a str, got {type(env.instruction).__name__}")
+        raise _fail(
+            env, f"{where}: instruction must be a str, got {type(env.instruction).__name__}"
+        )
     progress = env.progress()
     if isinstance(progress, bool) or not isinstance(progress, Real) or not 0.0 <= progress <= 1.0:
         raise _fail(env, f"{where}: progress() must be a number in [0, 1], got {progress!r}")
@@ -66,8 +76,11 @@ def check_text_env(env: Any, task: str, seed: int, *, action: str | None = None)
     is no listed action. Leaves the env reset to ``(task, seed)``; does not close it.
     """
     if not isinstance(env, TextEnv):
-        raise _fail(env, "not a TextEnv: subclass speedrunner.core.env.TextEnv and implement its abstract "
-                         "members (instruction, actions, success, reset, step, progress)")
+        raise _fail(
+            env,
+            "not a TextEnv: subclass speedrunner.core.env.TextEnv and implement its abstract "
+            "members (instruction, actions, success, reset, step, progress)",
+        )
     first = env.reset(task, seed)
     _check_observation(env, first, f"reset({task!r}, {seed})")
     _check_state(env, "after reset")
@@ -91,12 +104,18 @@ def check_text_env(env: Any, task: str, seed: int, *, action: str | None = None)
     again = env.reset(task, seed)
     _check_observation(env, again, f"second reset({task!r}, {seed})")
     if again.text != first.text:
-        raise _fail(env, f"reset({task!r}, {seed}) is not reproducible: the second reset's "
-                         f"observation text differs from the first; derive all randomness "
-                         f"from the seed and build a fresh episode on every reset")
+        raise _fail(
+            env,
+            f"reset({task!r}, {seed}) is not reproducible: the second reset's "
+            f"observation text differs from the first; derive all randomness "
+            f"from the seed and build a fresh episode on every reset",
+        )
     if again.structured != first.structured:
-        raise _fail(env, f"reset({task!r}, {seed}) is not reproducible: same text but "
-                         f"different structured observation")
+        raise _fail(
+            env,
+            f"reset({task!r}, {seed}) is not reproducible: same text but "
+            f"different structured observation",
+        )
 
 
 def _check_free_text(env: Any, task: str, seed: int) -> None:
@@ -106,9 +125,12 @@ def _check_free_text(env: Any, task: str, seed: int) -> None:
     except AttributeError:  # TextEnv only annotates it: every subclass must say
         declared = None
     if not isinstance(declared, bool):
-        raise _fail(env, f"accepts_free_text must be a bool class attribute, got {declared!r}; declare "
-                         "True if step() sends any text to the simulator, False if it raises "
-                         "InvalidActionError for anything not in actions")
+        raise _fail(
+            env,
+            f"accepts_free_text must be a bool class attribute, got {declared!r}; declare "
+            "True if step() sends any text to the simulator, False if it raises "
+            "InvalidActionError for anything not in actions",
+        )
     env.reset(task, seed)
     if _NOT_AN_ACTION in env.actions:
         return
@@ -117,13 +139,19 @@ def _check_free_text(env: Any, task: str, seed: int) -> None:
         result = env.step(_NOT_AN_ACTION)
     except InvalidActionError as e:
         if declared:
-            raise _fail(env, f"{where} raised InvalidActionError ({e}) but accepts_free_text is True: "
-                             "the actor would type commands the env refuses; declare it False") from e
+            raise _fail(
+                env,
+                f"{where} raised InvalidActionError ({e}) but accepts_free_text is True: "
+                "the actor would type commands the env refuses; declare it False",
+            ) from e
         return
     if not declared:
-        raise _fail(env, f"{where} was taken but accepts_free_text is False: the actor would be refused "
-                         "commands the env (and any skill) can send; declare it True, or raise "
-                         "InvalidActionError for text not in actions")
+        raise _fail(
+            env,
+            f"{where} was taken but accepts_free_text is False: the actor would be refused "
+            "commands the env (and any skill) can send; declare it True, or raise "
+            "InvalidActionError for text not in actions",
+        )
     if not isinstance(result, StepResult):
         raise _fail(env, f"{where} returned {type(result).__name__}, expected StepResult")
     _check_observation(env, result.observation, where)

@@ -19,8 +19,15 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["STOP", "RunInterrupted", "add_stop_hook", "check_stop", "handle_stop_signals",
-           "sleep_unless_stopped", "stop_for_closed_stdout"]
+__all__ = [
+    "STOP",
+    "RunInterrupted",
+    "add_stop_hook",
+    "check_stop",
+    "handle_stop_signals",
+    "sleep_unless_stopped",
+    "stop_for_closed_stdout",
+]
 
 STOP = threading.Event()
 """Set once the run is stopping; every paid call checks it first."""
@@ -43,6 +50,7 @@ def _run_stop_hooks() -> None:
     for hook in list(_STOP_HOOKS):
         with contextlib.suppress(Exception):  # quieting noise must never break stopping
             hook()
+
 
 _EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 

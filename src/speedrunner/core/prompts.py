@@ -26,7 +26,9 @@ class PromptTemplates:
         given = set(values)
         if given != keys:
             missing, extra = sorted(keys - given), sorted(given - keys)
-            raise KeyError(f"prompt {self.source}:{name}: missing keys {missing}, unexpected keys {extra}")
+            raise KeyError(
+                f"prompt {self.source}:{name}: missing keys {missing}, unexpected keys {extra}"
+            )
         return template.substitute({k: str(v) for k, v in values.items()})
 
 
@@ -42,8 +44,13 @@ def parse_prompts(text: str, *, source: str) -> PromptTemplates:
     for name, entry in data.items():
         keys = frozenset(entry.get("keys", []))
         template = string.Template(entry["template"])
-        used = {m.group("named") or m.group("braced") for m in template.pattern.finditer(template.template)} - {None}
+        used = {
+            m.group("named") or m.group("braced")
+            for m in template.pattern.finditer(template.template)
+        } - {None}
         if used != keys:
-            raise ValueError(f"prompt {source}:{name}: declares keys {sorted(keys)} but uses {sorted(used)}")
+            raise ValueError(
+                f"prompt {source}:{name}: declares keys {sorted(keys)} but uses {sorted(used)}"
+            )
         templates[name] = (keys, template)
     return PromptTemplates(source, templates)

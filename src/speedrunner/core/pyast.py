@@ -51,4 +51,6 @@ def top_level_functions(source: str) -> frozenset[str]:
         tree = parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
-    return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    return frozenset(
+        n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    )

@@ -32,7 +32,8 @@ _URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://)[^/\s@\"'<>]+@")
 # credential-like query parameters
 _URL_QUERY_SECRET = re.compile(
     r"(?i)([?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth|password|passwd|secret|sig|signature)=)"
-    r"[^&#\s\"'<>]+")
+    r"[^&#\s\"'<>]+"
+)
 _MIN_SECRET_LEN = 6  # shorter values ("EMPTY", "x") would redact ordinary words
 
 _secrets: tuple[str, ...] = ()

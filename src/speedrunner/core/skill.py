@@ -82,8 +82,16 @@ class SkillEnv:
     """Per-episode notes (JSON values) the next skill call of this episode sees again; survives
     a sandbox restart; the only state allowed between calls (module constants are read-only)."""
 
-    def __init__(self, send: Transport, text: str, state: State, done: bool = False, *,
-                 actions_left: int | None = None, scratch: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        send: Transport,
+        text: str,
+        state: State,
+        done: bool = False,
+        *,
+        actions_left: int | None = None,
+        scratch: dict[str, Any] | None = None,
+    ) -> None:
         self._send = send
         self.text = text
         self.state = state
@@ -107,7 +115,10 @@ def local_transport(env: TextEnv) -> Transport:
 
     def send(action: str) -> dict[str, Any]:
         result = env.step(action)
-        return {"text": result.observation.text, "structured": result.observation.structured,
-                "done": result.done}
+        return {
+            "text": result.observation.text,
+            "structured": result.observation.structured,
+            "done": result.done,
+        }
 
     return send

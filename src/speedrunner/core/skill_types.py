@@ -62,8 +62,15 @@ class SkillRunner(Protocol):
     tier: str
     """The isolation tier that runs the code (``bwrap``, ``unshare``, ``rlimits``)."""
 
-    def call(self, call: SkillCall, *, step: Callable[[str], dict[str, Any]],
-             observation: dict[str, Any], max_actions: int, timeout_s: float) -> SkillOutcome:
+    def call(
+        self,
+        call: SkillCall,
+        *,
+        step: Callable[[str], dict[str, Any]],
+        observation: dict[str, Any],
+        max_actions: int,
+        timeout_s: float,
+    ) -> SkillOutcome:
         """Run ``call``; its primitive actions go through ``step`` (the env stays here).
 
         ``observation`` is the current ``{"text", "structured", "done"}``; ``step(action)``

@@ -47,7 +47,10 @@ def remove_stale(prefix: str) -> list[str]:
             if not owner_gone(entry.name, prefix):
                 continue
             with contextlib.suppress(OSError):
-                if not entry.is_dir(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER_S:
+                if (
+                    not entry.is_dir(follow_symlinks=False)
+                    or now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER_S
+                ):
                     continue
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.name)
@@ -58,5 +61,5 @@ def owner_gone(name: str, prefix: str) -> bool:
     """Whether ``name`` is ``prefix<pid>-...`` and process ``pid`` no longer exists here."""
     if not name.startswith(prefix):
         return False
-    pid = name[len(prefix):].split("-", 1)[0]
+    pid = name[len(prefix) :].split("-", 1)[0]
     return pid.isdigit() and not os.path.exists(f"/proc/{pid}")

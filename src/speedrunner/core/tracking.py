@@ -67,12 +67,16 @@ def check_tracking(config: RunConfig) -> None:
     try:
         import wandb  # noqa: F401
     except ImportError as e:
-        raise ConfigError('logging.wandb is set but the wandb package is not installed: '
-                          'pip install -e ".[wandb]" (or remove the logging section)') from e
+        raise ConfigError(
+            "logging.wandb is set but the wandb package is not installed: "
+            'pip install -e ".[wandb]" (or remove the logging section)'
+        ) from e
     if _mode(wandb_cfg) == "online" and not _logged_in():
-        raise MissingAPIKeyError("logging.wandb logs online but no W&B login was found (WANDB_API_KEY or "
-                          "~/.netrc): run `wandb login`, or set logging.wandb.mode: offline "
-                          "(WANDB_MODE=offline) and `wandb sync` later")
+        raise MissingAPIKeyError(
+            "logging.wandb logs online but no W&B login was found (WANDB_API_KEY or "
+            "~/.netrc): run `wandb login`, or set logging.wandb.mode: offline "
+            "(WANDB_MODE=offline) and `wandb sync` later"
+        )
 
 
 def open_tracker(config: RunConfig, run_dir: Path, *, run_id: str, scripted: bool) -> RunTracker:
@@ -82,8 +86,11 @@ def open_tracker(config: RunConfig, run_dir: Path, *, run_id: str, scripted: boo
     try:
         return WandbTracker(config, wandb_cfg, run_dir, run_id=run_id, scripted=scripted)
     except Exception as e:  # noqa: BLE001 - e.g. W&B unreachable: the run's own files still record it all
-        print(f"warning: W&B logging could not start ({type(e).__name__}: {e}); the run goes on "
-              "without it, and a later --resume logs what it missed", file=sys.stderr)
+        print(
+            f"warning: W&B logging could not start ({type(e).__name__}: {e}); the run goes on "
+            "without it, and a later --resume logs what it missed",
+            file=sys.stderr,
+        )
         return NoTracker()
 
 
@@ -94,7 +101,10 @@ def _mode(cfg: WandbSection) -> str:
 def _logged_in() -> bool:
     if os.environ.get("WANDB_API_KEY"):
         return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname or "api.wandb.ai"
+    host = (
+        urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+        or "api.wandb.ai"
+    )
     try:
         return netrc.netrc(os.environ.get("NETRC") or None).authenticators(host) is not None
     except (OSError, netrc.NetrcParseError):
@@ -104,8 +114,9 @@ def _logged_in() -> bool:
 class WandbTracker:
     """One W&B run per SpeedRunner run, resumed under the same id."""
 
-    def __init__(self, config: RunConfig, cfg: WandbSection, run_dir: Path, *, run_id: str,
-                 scripted: bool) -> None:
+    def __init__(
+        self, config: RunConfig, cfg: WandbSection, run_dir: Path, *, run_id: str, scripted: bool
+    ) -> None:
         import wandb
 
         from speedrunner.core.rundir import experiment_name
@@ -113,8 +124,9 @@ class WandbTracker:
         self.run_dir = run_dir
         self._warned = False
         self.state = _read_state(run_dir)
-        self.state.setdefault("id", "".join(secrets.choice(string.ascii_lowercase + string.digits)
-                                            for _ in range(8)))
+        self.state.setdefault(
+            "id", "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
+        )
         for key in ("metrics_rows", "eval_rows", "generations"):
             self.state.setdefault(key, 0)
         self._save_state()  # the id first: a kill before the first row must resume the same run
@@ -125,26 +137,49 @@ class WandbTracker:
         experiment = f"{config.benchmark.name}/{experiment_name(config)}"
         resolved = json.loads((run_dir / "config.resolved.json").read_text("utf-8"))
         (run_dir / WANDB_DIR).mkdir(exist_ok=True)
-        tags = list(dict.fromkeys([*cfg.tags, config.method.name, config.benchmark.name,
-                                   *(["scripted"] if scripted else [])]))
-        self.run = wandb.init(
-            project=cfg.project, entity=cfg.entity, group=cfg.group or experiment,
-            name=f"{experiment}/seed{config.run.seed}/{run_id}", id=self.state["id"], resume="allow",
-            config=resolved, tags=tags, dir=str(run_dir), mode=_mode(cfg),
-            notes="SCRIPTED MODEL: these numbers come from no LLM" if scripted else None,
-            settings=wandb.Settings(console="off", save_code=False, disable_git=True, x_disable_meta=True,
-                                    silent=True),
+        tags = list(
+            dict.fromkeys(
+                [
+                    *cfg.tags,
+                    config.method.name,
+                    config.benchmark.name,
+                    *(["scripted"] if scripted else []),
+                ]
+            )
         )
-        where = f"offline, upload with: wandb sync {self.run.dir.removesuffix('/files')}" \
-            if _mode(cfg) == "offline" else getattr(self.run, "url", None) or "online"
+        self.run = wandb.init(
+            project=cfg.project,
+            entity=cfg.entity,
+            group=cfg.group or experiment,
+            name=f"{experiment}/seed{config.run.seed}/{run_id}",
+            id=self.state["id"],
+            resume="allow",
+            config=resolved,
+            tags=tags,
+            dir=str(run_dir),
+            mode=_mode(cfg),
+            notes="SCRIPTED MODEL: these numbers come from no LLM" if scripted else None,
+            settings=wandb.Settings(
+                console="off", save_code=False, disable_git=True, x_disable_meta=True, silent=True
+            ),
+        )
+        where = (
+            f"offline, upload with: wandb sync {self.run.dir.removesuffix('/files')}"
+            if _mode(cfg) == "offline"
+            else getattr(self.run, "url", None) or "online"
+        )
         print(f"W&B: run {self.state['id']} ({where})", flush=True)
-        for section, step in (("train", "train/rollout"), ("eval", "eval/rollout"),
-                              ("totals", "totals/rollout"), ("knowledge", "knowledge/generation")):
+        for section, step in (
+            ("train", "train/rollout"),
+            ("eval", "eval/rollout"),
+            ("totals", "totals/rollout"),
+            ("knowledge", "knowledge/generation"),
+        ):
             self.run.define_metric(step)
             self.run.define_metric(f"{section}/*", step_metric=step)
-        held = max(held, int(self.run.step) - 1)   # online: the step the resumed run holds last
+        held = max(held, int(self.run.step) - 1)  # online: the step the resumed run holds last
         pending = self.state.get("pending")
-        if pending is not None:                     # a kill fell inside a batch: send only what W&B lacks
+        if pending is not None:  # a kill fell inside a batch: send only what W&B lacks
             self._send(pending, held=held)
         # A run tracked before steps were explicit has no "step": continue after what W&B holds.
         self.state["step"] = max(int(self.state.get("step", 0)), held + 1)
@@ -168,20 +203,33 @@ class WandbTracker:
     def _log_new_rows(self, checkpoint: Checkpoint) -> None:
         records: list[dict[str, Any]] = []
         metrics = read_jsonl(self.run_dir / "metrics.jsonl")[: checkpoint.metrics_rows]
-        for row in validate_rows(MetricsRow, metrics[self.state["metrics_rows"]:], "metrics.jsonl"):
+        for row in validate_rows(
+            MetricsRow, metrics[self.state["metrics_rows"] :], "metrics.jsonl"
+        ):
             records.append({f"train/{k}": v for k, v in _flat(dump_row(row)).items()})
         evals = read_jsonl(self.run_dir / "eval.jsonl")[: checkpoint.eval_rows]
-        for e in validate_rows(EvalRow, evals[self.state["eval_rows"]:], "eval.jsonl"):
-            records.append({f"eval/{k}": v for k, v in _flat(dump_row(e)).items()})  # per_episode: a list
+        for e in validate_rows(EvalRow, evals[self.state["eval_rows"] :], "eval.jsonl"):
+            records.append(
+                {f"eval/{k}": v for k, v in _flat(dump_row(e)).items()}
+            )  # per_episode: a list
         if len(metrics) > self.state["metrics_rows"]:
             t = checkpoint.totals
-            records.append({"totals/rollout": t.episodes, "totals/cost_usd": t.cost_usd,
-                            "totals/llm_calls": t.llm_calls, "totals/output_tokens": t.output_tokens})
+            records.append(
+                {
+                    "totals/rollout": t.episodes,
+                    "totals/cost_usd": t.cost_usd,
+                    "totals/llm_calls": t.llm_calls,
+                    "totals/output_tokens": t.output_tokens,
+                }
+            )
         generations = self._knowledge(checkpoint.knowledge_version)
-        for g in generations[self.state["generations"]:]:
+        for g in generations[self.state["generations"] :]:
             records.append({f"knowledge/{k}": v for k, v in g.items()})
-        cursor = {"metrics_rows": len(metrics), "eval_rows": len(evals),
-                  "generations": max(self.state["generations"], len(generations))}
+        cursor = {
+            "metrics_rows": len(metrics),
+            "eval_rows": len(evals),
+            "generations": max(self.state["generations"], len(generations)),
+        }
         if records or any(self.state[k] != v for k, v in cursor.items()):
             self._send({"first_step": self.state["step"], "records": records, "cursor": cursor})
 
@@ -194,7 +242,9 @@ class WandbTracker:
         first = int(batch["first_step"])
         for i, record in enumerate(batch["records"]):
             if first + i > held:
-                self.run.log(record, step=first + i, commit=True)   # written now, not held for more keys
+                self.run.log(
+                    record, step=first + i, commit=True
+                )  # written now, not held for more keys
         self.state.update(batch["cursor"])
         self.state["step"] = first + len(batch["records"])
         del self.state["pending"]
@@ -207,16 +257,26 @@ class WandbTracker:
         for g in generations(self.run_dir):
             if g.generation > upto:
                 break
-            rows.append({k: v for k, v in vars(g).items() if k != "text" and v is not None
-                         and not isinstance(v, (dict, list))})
+            rows.append(
+                {
+                    k: v
+                    for k, v in vars(g).items()
+                    if k != "text" and v is not None and not isinstance(v, (dict, list))
+                }
+            )
         return rows
 
     def _log_final(self, summary: RunSummary) -> None:
         import wandb
 
-        parts = {"final_eval": summary.final_eval, "training": summary.training, "spending": summary.spending}
-        for key, value in _flat({name: {} if part is None else dump_row(part)
-                                 for name, part in parts.items()}).items():
+        parts = {
+            "final_eval": summary.final_eval,
+            "training": summary.training,
+            "spending": summary.spending,
+        }
+        for key, value in _flat(
+            {name: {} if part is None else dump_row(part) for name, part in parts.items()}
+        ).items():
             self.run.summary[key] = value
         speedrun = self.run_dir / "speedrun.json"
         if speedrun.exists():
@@ -225,7 +285,9 @@ class WandbTracker:
         from speedrunner.core.reporting import build_report
 
         report = build_report([self.run_dir], self.run_dir / "report")
-        images = {f"report/{p.stem}": wandb.Image(str(p)) for p in sorted(report.out.glob("plots/*.png"))}
+        images = {
+            f"report/{p.stem}": wandb.Image(str(p)) for p in sorted(report.out.glob("plots/*.png"))
+        }
         if images:
             self.run.log(images, step=self.state["step"], commit=True)
             self.state["step"] += 1
@@ -239,8 +301,11 @@ class WandbTracker:
 
     def _warn(self, e: Exception) -> None:
         if not self._warned:
-            print(f"warning: W&B logging failed ({type(e).__name__}: {e}); the run goes on and its "
-                  "own files are complete", file=sys.stderr)
+            print(
+                f"warning: W&B logging failed ({type(e).__name__}: {e}); the run goes on and its "
+                "own files are complete",
+                file=sys.stderr,
+            )
             self._warned = True
 
 

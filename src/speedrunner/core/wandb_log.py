@@ -29,13 +29,13 @@ def _payloads(data: bytes) -> Iterator[bytes]:
     pos, pending = HEADER, b""
     while pos + 7 <= len(data):
         left = BLOCK - pos % BLOCK
-        if left < 7:                       # a block's tail too short for a record header
+        if left < 7:  # a block's tail too short for a record header
             pos += left
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        if pos + 7 + length > len(data):   # torn by a kill: never durable
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if pos + 7 + length > len(data):  # torn by a kill: never durable
             return
-        chunk = data[pos + 7:pos + 7 + length]
+        chunk = data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind == FULL:
             yield chunk
@@ -45,10 +45,10 @@ def _payloads(data: bytes) -> Iterator[bytes]:
             pending += chunk
         elif kind == LAST:
             yield pending + chunk
-        elif kind == 0 and length == 0:    # zero padding
+        elif kind == 0 and length == 0:  # zero padding
             continue
         else:
-            return                         # not a record header: stop at what is known good
+            return  # not a record header: stop at what is known good
 
 
 def records(path: Path) -> list[Any]:

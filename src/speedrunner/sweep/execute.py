@@ -79,8 +79,10 @@ def plan(run: SweepRun) -> tuple[Action, str]:
     if not d.exists() or (d.is_dir() and not any(d.iterdir())):
         return "start", "new"
     if not (d / PROVENANCE_FILE).is_file():
-        return "broken", (f"{d} exists but is not a run directory (no {PROVENANCE_FILE}); "
-                          "move it away and rerun the sweep")
+        return "broken", (
+            f"{d} exists but is not a run directory (no {PROVENANCE_FILE}); "
+            "move it away and rerun the sweep"
+        )
     holder = lock_holder(d)
     if holder is not None:
         return "busy", f"in use by PID {holder} (another sweep or run is working in it)"
@@ -91,7 +93,11 @@ def plan(run: SweepRun) -> tuple[Action, str]:
         return "resume", f"continuing ({e})" + changed
     if summary is not None and summary.status == "finished":
         return "skip", "finished earlier" + changed
-    return "resume", f"continuing ({'killed before its first summary' if summary is None else summary.status})" + changed
+    return (
+        "resume",
+        f"continuing ({'killed before its first summary' if summary is None else summary.status})"
+        + changed,
+    )
 
 
 def config_changed(run: SweepRun) -> str:
@@ -102,8 +108,14 @@ def config_changed(run: SweepRun) -> str:
         same = (run.run_dir / CONFIG_FILE).read_bytes() == run.config_file.read_bytes()
     except OSError:
         return ""
-    return "" if same else (f"; WARNING: {run.config_file.name} changed since this run started; the run "
-                            "keeps the config it started with (move its directory away to start afresh)")
+    return (
+        ""
+        if same
+        else (
+            f"; WARNING: {run.config_file.name} changed since this run started; the run "
+            "keeps the config it started with (move its directory away to start afresh)"
+        )
+    )
 
 
 def command(run: SweepRun, action: Action, operational: Sequence[str] = ()) -> list[str]:
@@ -160,17 +172,27 @@ def execute(
     cmd = command(run, action, operational)
     with open(run.log_file, "ab") as log:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        log.write(f"\n=== sweep {action} at {stamp}: {scrub(' '.join(cmd))}\n".encode())  # no key in a log
+        log.write(
+            f"\n=== sweep {action} at {stamp}: {scrub(' '.join(cmd))}\n".encode()
+        )  # no key in a log
         log.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=dict(env) if env is not None else None, preexec_fn=_stop_with_parent)
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            preexec_fn=_stop_with_parent,
+        )
         try:
             if on_start is not None:
                 on_start(proc)
             if announce is not None:
                 announce(run, action, why)
             code = proc.wait()
-        except BaseException:  # e.g. a cancelled Ray task: stop the run the resumable way, not orphan it
+        except (
+            BaseException
+        ):  # e.g. a cancelled Ray task: stop the run the resumable way, not orphan it
             proc.terminate()
             try:
                 proc.wait(timeout=60)
@@ -180,7 +202,9 @@ def execute(
     return read_outcome(run, action, code, note=why)
 
 
-def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: str = "") -> Outcome:
+def read_outcome(
+    run: SweepRun, action: Action, exit_code: int | None, *, note: str = ""
+) -> Outcome:
     """What the run directory (and the log, for a failure) says now."""
     d = run.run_dir
     try:
@@ -191,15 +215,24 @@ def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: 
     metric = (resolved.get("speedrun") or {}).get("metric")
     means = _last_means(summary)
     outcome = Outcome(
-        run_id=run.run_id, label=run.label, run_dir=str(d), action=action, exit_code=exit_code,
+        run_id=run.run_id,
+        label=run.label,
+        run_dir=str(d),
+        action=action,
+        exit_code=exit_code,
         status="missing" if summary is None else summary.status,
-        episodes=len(list((d / "episodes" / "train").glob("*.json"))),  # kept on disk; a resume reuses them
+        episodes=len(
+            list((d / "episodes" / "train").glob("*.json"))
+        ),  # kept on disk; a resume reuses them
         rollouts=(resolved.get("run") or {}).get("rollouts"),
-        metric=metric, metric_value=means.get(metric) if metric else None, progress=means.get("progress"),
+        metric=metric,
+        metric_value=means.get(metric) if metric else None,
+        progress=means.get("progress"),
         cost_usd=_spent(d / "llm_calls.jsonl"),
         scripted=summary is not None and summary.scripted,
         fake=summary is not None and summary.model.startswith("fake-"),
-        log_file=str(run.log_file), note=note,
+        log_file=str(run.log_file),
+        note=note,
     )
     if exit_code not in (None, 0) or (action != "skip" and outcome.status != "finished"):
         outcome.log_tail = _tail(run.log_file, LOG_TAIL_LINES)
@@ -208,7 +241,11 @@ def read_outcome(run: SweepRun, action: Action, exit_code: int | None, *, note: 
 
 def _last_means(summary: RunSummary | None) -> dict[str, float]:
     """The means of the run's last evaluation (its final one once finished), by metric."""
-    last = None if summary is None else summary.final_eval or (summary.eval[-1] if summary.eval else None)
+    last = (
+        None
+        if summary is None
+        else summary.final_eval or (summary.eval[-1] if summary.eval else None)
+    )
     return {} if last is None else {"success": last.success_mean, "progress": last.progress_mean}
 
 

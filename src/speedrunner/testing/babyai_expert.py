@@ -56,7 +56,9 @@ class BabyAIExpert:
         from speedrunner.benchmarks.babyai.kinds import TASK_SETS, kind_for_seed
         from speedrunner.core.seeding import episode_seed
 
-        seeds = [episode_seed(run_seed, split, i) for split in ("train", "eval") for i in range(episodes)]
+        seeds = [
+            episode_seed(run_seed, split, i) for split in ("train", "eval") for i in range(episodes)
+        ]
         return cls((kind_for_seed(s, TASK_SETS[task_set]), s) for s in seeds)
 
     def __call__(self, messages: list[tuple[str, str]]) -> str | None:

@@ -66,7 +66,13 @@ def audit_run(run_dir: Path, fake: RealisticFake) -> dict[str, RoleAudit]:
             continue
         role = served[0].role
         kinds = {one_answer(s.role, s.variant) for s in served}
-        kind = "other" if len(kinds) > 1 or None in kinds else "unambiguous" if kinds == {True} else "cut/two"
+        kind = (
+            "other"
+            if len(kinds) > 1 or None in kinds
+            else "unambiguous"
+            if kinds == {True}
+            else "cut/two"
+        )
         read = run.read(role, call_id, served[0].clean)
         if read is None:
             continue  # no record of this turn (e.g. a call of a phase the run never finished)
@@ -90,10 +96,15 @@ class _Run:
         self.calls: dict[str, dict[str, Any]] = {}
         for line in (run_dir / "llm_calls.jsonl").read_text("utf-8").splitlines():
             row = json.loads(line)
-            if row.get("error") is None and (row.get("response") is not None or row.get("tool_calls")):
+            if row.get("error") is None and (
+                row.get("response") is not None or row.get("tool_calls")
+            ):
                 self.calls.setdefault(row["call_id"], row)
-        self.steps = {s["call_id"]: s for p in sorted((run_dir / "episodes").rglob("*.json"))
-                      for s in json.loads(p.read_text("utf-8")).get("steps", [])}
+        self.steps = {
+            s["call_id"]: s
+            for p in sorted((run_dir / "episodes").rglob("*.json"))
+            for s in json.loads(p.read_text("utf-8")).get("steps", [])
+        }
 
     def read(self, role: str, call_id: str, clean: str) -> bool | None:
         """Whether the records show ``clean``'s meaning for this call (None: no record)."""
@@ -110,8 +121,12 @@ class _Run:
         # Read: the action the answer was read as is the clean one, whether or not the env then
         # accepted it (a listed template such as ScienceWorld's "put down OBJ" is a wrong meaning
         # either way), and the run did not find its form unusable (e.g. cut right after it).
-        return (wanted is not None and step.get("answer_format") != "lost"
-                and _norm(step.get("raw_action") or step.get("parsed_action") or "") == _norm(wanted.group(1)))
+        return (
+            wanted is not None
+            and step.get("answer_format") != "lost"
+            and _norm(step.get("raw_action") or step.get("parsed_action") or "")
+            == _norm(wanted.group(1))
+        )
 
     def _inducer(self, call_id: str, clean: str) -> bool | None:
         _, batch, _, turn = call_id.split("/")
@@ -119,9 +134,12 @@ class _Run:
         if record is None:
             return None
         call = parse_tool_call(clean, set(TOOLS))
-        return (not str(record.get("result", "")).startswith("Not run:") and record.get("tool") == call.tool
-                and list(record.get("args") or []) == list(call.args)
-                and (record.get("block") or "").strip() == (call.block or "").strip())
+        return (
+            not str(record.get("result", "")).startswith("Not run:")
+            and record.get("tool") == call.tool
+            and list(record.get("args") or []) == list(call.args)
+            and (record.get("block") or "").strip() == (call.block or "").strip()
+        )
 
     def _guide(self, call_id: str, clean: str) -> bool | None:
         batch = int(call_id.split("/")[1])
@@ -135,7 +153,10 @@ class _Run:
     def _asi(self, call_id: str, clean: str) -> bool | None:
         _, batch, _, episode = call_id.split("/")
         record = self._json(self.dir / "sleep" / f"asi_{batch}.json")
-        note = next((n for n in (record or {}).get("inductions", []) if n.get("episode") == int(episode)), None)
+        note = next(
+            (n for n in (record or {}).get("inductions", []) if n.get("episode") == int(episode)),
+            None,
+        )
         if note is None:
             return None
         return note.get("proposed") == [f.name for f in parse_induction(clean).functions]
@@ -145,7 +166,9 @@ class _Run:
         from before worlds continued), and the call's prefix."""
         parts = call_id.split("/")
         prefix = parts[:-2]
-        return self._json(self.dir / "voyager" / "iterations" / Path(*prefix[1:]).with_suffix(".json")), "/".join(prefix)
+        return self._json(
+            self.dir / "voyager" / "iterations" / Path(*prefix[1:]).with_suffix(".json")
+        ), "/".join(prefix)
 
     def _asks(self, prefix: str, agent: str) -> int:
         return sum(c.startswith(f"{prefix}/{agent}/") for c in self.calls)
@@ -155,14 +178,20 @@ class _Run:
         if record is None:
             return None
         last = int(call_id.rsplit("/", 1)[1]) == self._asks(prefix, "curriculum") - 1
-        return last and not (record.get("curriculum") or {}).get("fallback") and record.get("task") == read_task(clean)
+        return (
+            last
+            and not (record.get("curriculum") or {}).get("fallback")
+            and record.get("task") == read_task(clean)
+        )
 
     def _voyager_action(self, call_id: str, clean: str) -> bool | None:
         record, _ = self._iteration(call_id)
         if record is None:
             return None
         code = read_code(clean).code or ""
-        return (record.get("code") or "").strip() == code.strip() and "cut off" not in str(record.get("error") or "")
+        return (record.get("code") or "").strip() == code.strip() and "cut off" not in str(
+            record.get("error") or ""
+        )
 
     def _critic(self, call_id: str, clean: str) -> bool | None:
         record, prefix = self._iteration(call_id)
@@ -171,8 +200,12 @@ class _Run:
         verdict = record.get("verdict") or {}
         wanted = read_critic(clean).verdict
         last = int(call_id.rsplit("/", 1)[1]) == self._asks(prefix, "critic") - 1
-        return (last and verdict.get("decided_by") == "llm" and wanted is not None
-                and verdict.get("success") == wanted.success)
+        return (
+            last
+            and verdict.get("decided_by") == "llm"
+            and wanted is not None
+            and verdict.get("success") == wanted.success
+        )
 
 
 def _norm(text: str) -> str:

@@ -41,5 +41,6 @@ def native_reply(body: dict[str, Any], reply: Reply) -> Reply:
         return reply
     prose = reply.text.split("Tool:", 1)[0].strip()
     arguments = json.dumps(native_arguments(call))
-    return dataclasses.replace(reply, text=prose or None,
-                               tool_calls=[{"name": call.tool, "arguments": arguments}])
+    return dataclasses.replace(
+        reply, text=prose or None, tool_calls=[{"name": call.tool, "arguments": arguments}]
+    )

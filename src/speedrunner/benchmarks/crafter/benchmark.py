@@ -33,15 +33,19 @@ class CrafterBenchmark(Benchmark):
         return EpisodeSpec("train", index, TASK, episode_seed(run_seed, "train", index))
 
     def eval_episodes(self, run_seed: int) -> list[EpisodeSpec]:
-        return [EpisodeSpec("eval", i, TASK, episode_seed(run_seed, "eval", i))
-                for i in range(self.n_eval)]
+        return [
+            EpisodeSpec("eval", i, TASK, episode_seed(run_seed, "eval", i))
+            for i in range(self.n_eval)
+        ]
 
     def eval_metrics(self, final_infos: list[dict[str, Any]]) -> dict[str, float]:
         """Crafter's own summary of an evaluation: the Crafter score over its episodes
         (from each episode's unlocked achievements), next to the runner's mean progress."""
         unlocked = [info.get("achievements", []) for info in final_infos]
-        return {"crafter_score": crafter_score(unlocked),
-                "achievements_mean": sum(map(len, unlocked)) / max(1, len(unlocked))}
+        return {
+            "crafter_score": crafter_score(unlocked),
+            "achievements_mean": sum(map(len, unlocked)) / max(1, len(unlocked)),
+        }
 
     def close(self) -> None:
         """Nothing shared to release: each env owns its world."""

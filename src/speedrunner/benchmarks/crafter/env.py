@@ -40,8 +40,9 @@ HIDDEN_RESET_ACTION = "Noop"
 
 def achievement_list() -> str:
     """The achievements numbered in BALROG's order, one per line: ``1. Collect Wood``."""
-    return "\n".join(f"{i}. {name.replace('_', ' ').title()}"
-                     for i, name in enumerate(ACHIEVEMENT_ORDER, 1))
+    return "\n".join(
+        f"{i}. {name.replace('_', ' ').title()}" for i, name in enumerate(ACHIEVEMENT_ORDER, 1)
+    )
 
 
 INSTRUCTION = (
@@ -109,7 +110,8 @@ class CrafterTextEnv(TextEnv):
         if task != TASK:
             raise EnvError(unknown("Crafter task", task, [TASK]))
         self._env, self._done = START_STATES.env(
-            self._area, self._length, int(seed), _ACTION_INDEX[HIDDEN_RESET_ACTION])
+            self._area, self._length, int(seed), _ACTION_INDEX[HIDDEN_RESET_ACTION]
+        )
         return self._observe()
 
     def step(self, action: str) -> StepResult:
@@ -125,8 +127,10 @@ class CrafterTextEnv(TextEnv):
             observation=observation,
             reward=float(reward),
             done=self._done,
-            info={"achievements": observation.structured["achievements"],
-                  "discount": float(info["discount"])},
+            info={
+                "achievements": observation.structured["achievements"],
+                "discount": float(info["discount"]),
+            },
         )
 
     def close(self) -> None:

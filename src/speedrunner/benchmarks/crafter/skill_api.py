@@ -15,7 +15,16 @@ from typing import Any
 from speedrunner.benchmarks.crafter.text import ACTION_NAMES
 from speedrunner.core.skill import SkillEnv, State
 
-__all__ = ["ACTION_NAMES", "SkillEnv", "achievements", "facing", "inventory", "nearby", "nearest", "status"]
+__all__ = [
+    "ACTION_NAMES",
+    "SkillEnv",
+    "achievements",
+    "facing",
+    "inventory",
+    "nearby",
+    "nearest",
+    "status",
+]
 
 PRIMITIVE_ACTIONS: tuple[str, ...] = tuple(ACTION_NAMES)
 """The env's action words (a skill may not shadow them)."""

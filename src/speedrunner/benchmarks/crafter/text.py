@@ -72,7 +72,7 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
     "Move North": "walk one cell north over flat ground (grass, sand or path)",
     "Move South": "walk one cell south over flat ground (grass, sand or path)",
     "Do": "use the cell in front of you: gather its material, drink the water, or strike the "
-          "creature there",
+    "creature there",
     "Sleep": "go to sleep; worth it only when energy is below its maximum",
     "Place Stone": "put a stone down in front of you",
     "Place Table": "put a table down",
@@ -80,31 +80,65 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
     "Place Plant": "plant a sapling",
     "Make Wood Pickaxe": "craft a wood pickaxe (needs a table nearby and wood in your inventory)",
     "Make Stone Pickaxe": "craft a stone pickaxe (needs a table nearby, and wood and stone in "
-                          "your inventory)",
+    "your inventory)",
     "Make Iron Pickaxe": "craft an iron pickaxe (needs a table and a furnace nearby, and wood, "
-                         "coal and iron in your inventory)",
+    "coal and iron in your inventory)",
     "Make Wood Sword": "craft a wood sword (needs a table nearby and wood in your inventory)",
     "Make Stone Sword": "craft a stone sword (needs a table nearby, and wood and stone in your "
-                        "inventory)",
+    "inventory)",
     "Make Iron Sword": "craft an iron sword (needs a table and a furnace nearby, and wood, coal "
-                       "and iron in your inventory)",
+    "and iron in your inventory)",
 }
 """One line per action for the actor's prompt: what BALROG's prompt says each action does,
 in our words."""
 
 ACHIEVEMENTS: tuple[str, ...] = (
-    "collect_coal", "collect_diamond", "collect_drink", "collect_iron", "collect_sapling",
-    "collect_stone", "collect_wood", "defeat_skeleton", "defeat_zombie", "eat_cow",
-    "eat_plant", "make_iron_pickaxe", "make_iron_sword", "make_stone_pickaxe",
-    "make_stone_sword", "make_wood_pickaxe", "make_wood_sword", "place_furnace",
-    "place_plant", "place_stone", "place_table", "wake_up",
+    "collect_coal",
+    "collect_diamond",
+    "collect_drink",
+    "collect_iron",
+    "collect_sapling",
+    "collect_stone",
+    "collect_wood",
+    "defeat_skeleton",
+    "defeat_zombie",
+    "eat_cow",
+    "eat_plant",
+    "make_iron_pickaxe",
+    "make_iron_sword",
+    "make_stone_pickaxe",
+    "make_stone_sword",
+    "make_wood_pickaxe",
+    "make_wood_sword",
+    "place_furnace",
+    "place_plant",
+    "place_stone",
+    "place_table",
+    "wake_up",
 )
 ACHIEVEMENT_ORDER: tuple[str, ...] = (
-    "collect_wood", "place_table", "eat_cow", "collect_sapling", "collect_drink",
-    "make_wood_pickaxe", "make_wood_sword", "place_plant", "defeat_zombie", "collect_stone",
-    "place_stone", "eat_plant", "defeat_skeleton", "make_stone_pickaxe", "make_stone_sword",
-    "wake_up", "place_furnace", "collect_coal", "collect_iron", "make_iron_pickaxe",
-    "make_iron_sword", "collect_diamond",
+    "collect_wood",
+    "place_table",
+    "eat_cow",
+    "collect_sapling",
+    "collect_drink",
+    "make_wood_pickaxe",
+    "make_wood_sword",
+    "place_plant",
+    "defeat_zombie",
+    "collect_stone",
+    "place_stone",
+    "eat_plant",
+    "defeat_skeleton",
+    "make_stone_pickaxe",
+    "make_stone_sword",
+    "wake_up",
+    "place_furnace",
+    "collect_coal",
+    "collect_iron",
+    "make_iron_pickaxe",
+    "make_iron_sword",
+    "collect_diamond",
 )
 """The achievements in the order BALROG's prompt numbers them (roughly the tech tree)."""
 STATUS: tuple[str, ...] = ("health", "food", "drink", "energy")
@@ -167,9 +201,16 @@ def _nearby(world: Any, pos: Any) -> list[dict[str, Any]]:
         best = nearest.get(name)
         if best is None or abs(dx) + abs(dy) < abs(best[0]) + abs(best[1]):
             nearest[name] = (dx, dy)
-    return [{"name": name, "dx": dx, "dy": dy, "distance": abs(dx) + abs(dy),
-             "direction": direction(dx, dy)}
-            for name, (dx, dy) in nearest.items()]
+    return [
+        {
+            "name": name,
+            "dx": dx,
+            "dy": dy,
+            "distance": abs(dx) + abs(dy),
+            "direction": direction(dx, dy),
+        }
+        for name, (dx, dy) in nearest.items()
+    ]
 
 
 def observe(env: Any) -> tuple[str, dict[str, Any]]:
@@ -204,8 +245,11 @@ def _condition(structured: dict[str, Any]) -> str | None:
 def _seen(nearby: list[dict[str, Any]]) -> str:
     if not nearby:
         return "You see nothing away from you."
-    lines = [f"- {o['name']} {o['distance']} step{'s' if o['distance'] > 1 else ''} "
-             f"to your {o['direction']}" for o in nearby]
+    lines = [
+        f"- {o['name']} {o['distance']} step{'s' if o['distance'] > 1 else ''} "
+        f"to your {o['direction']}"
+        for o in nearby
+    ]
     return "You see:\n" + "\n".join(lines)
 
 
@@ -218,10 +262,14 @@ def _inventory(inventory: dict[str, int]) -> str:
 def render(structured: dict[str, Any]) -> str:
     """The observation text for a structured view (see the module docstring for the format)."""
     status = "Your status:\n" + "\n".join(
-        f"- {k}: {v}/{STATUS_MAX}" for k, v in structured["status"].items())
-    sections = [_seen(structured["nearby"]),
-                f"You face {structured['facing']['name']} at your front.",
-                status, _inventory(structured["inventory"])]
+        f"- {k}: {v}/{STATUS_MAX}" for k, v in structured["status"].items()
+    )
+    sections = [
+        _seen(structured["nearby"]),
+        f"You face {structured['facing']['name']} at your front.",
+        status,
+        _inventory(structured["inventory"]),
+    ]
     condition = _condition(structured)
     if condition is not None:
         # BALROG ends its condition sentence with a blank line, then adds the usual one.

@@ -9,7 +9,9 @@ from speedrunner.core.method import MethodContext
 from speedrunner.methods.voyager.config import VoyagerConfig
 from speedrunner.methods.voyager.voyager import VoyagerMethod, VoyagerWorld
 
-CRAFTER_WORLD = VoyagerWorld(achievements=ACHIEVEMENT_ORDER, first_task="collect wood", eval_query=INSTRUCTION)
+CRAFTER_WORLD = VoyagerWorld(
+    achievements=ACHIEVEMENT_ORDER, first_task="collect wood", eval_query=INSTRUCTION
+)
 
 
 def make_voyager(config: VoyagerConfig, ctx: MethodContext) -> VoyagerMethod:

@@ -39,8 +39,10 @@ class ScienceWorldBenchmark(Benchmark):
 
     def eval_episodes(self, run_seed: int) -> list[EpisodeSpec]:
         refs = eval_refs(self.config.task_set, self.n_eval, run_seed)
-        return [EpisodeSpec("eval", i, str(ref), episode_seed(run_seed, "eval", i))
-                for i, ref in enumerate(refs)]
+        return [
+            EpisodeSpec("eval", i, str(ref), episode_seed(run_seed, "eval", i))
+            for i, ref in enumerate(refs)
+        ]
 
     def close(self) -> None:
         """Nothing shared to release: each env owns (and its ``close`` stops) its JVM."""

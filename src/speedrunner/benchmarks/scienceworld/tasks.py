@@ -77,11 +77,15 @@ def parse_task(task: str, seed: int) -> TaskRef:
     try:
         variation = int(var_text)
     except ValueError as e:
-        raise EnvError(f"bad ScienceWorld task {task!r}: variation after '#' must be an "
-                       f"integer, e.g. '4-1/test#226'") from e
+        raise EnvError(
+            f"bad ScienceWorld task {task!r}: variation after '#' must be an "
+            f"integer, e.g. '4-1/test#226'"
+        ) from e
     if variation not in pool:
-        raise EnvError(f"bad ScienceWorld task {task!r}: variation {variation} is not in the "
-                       f"{split or 'train'} split of {task_id} ({pool.start}..{pool.stop - 1})")
+        raise EnvError(
+            f"bad ScienceWorld task {task!r}: variation {variation} is not in the "
+            f"{split or 'train'} split of {task_id} ({pool.start}..{pool.stop - 1})"
+        )
     return TaskRef(task_id.strip(), split.strip() or "train", variation)
 
 

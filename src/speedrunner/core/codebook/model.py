@@ -38,8 +38,11 @@ class CallStats(BaseModel):
     errors: NonNegativeInt = 0
 
     def __add__(self, other: CallStats) -> CallStats:
-        return CallStats(calls=self.calls + other.calls, successes=self.successes + other.successes,
-                         errors=self.errors + other.errors)
+        return CallStats(
+            calls=self.calls + other.calls,
+            successes=self.successes + other.successes,
+            errors=self.errors + other.errors,
+        )
 
 
 class FunctionMeta(BaseModel):

@@ -36,7 +36,7 @@ class ModuleParts:
 
 
 def _lines(lines: list[str], start: int, end: int) -> str:
-    return "".join(lines[start - 1:end]).rstrip("\n")
+    return "".join(lines[start - 1 : end]).rstrip("\n")
 
 
 def _start(node: ast.stmt) -> int:
@@ -69,11 +69,16 @@ def split_module(source: str) -> ModuleParts:
 
 
 def _is_docstring(node: ast.stmt) -> bool:
-    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str))
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
 
 
-def assemble(docstring: str | None, header: list[str] | tuple[str, ...], functions: list[str]) -> str:
+def assemble(
+    docstring: str | None, header: list[str] | tuple[str, ...], functions: list[str]
+) -> str:
     """The module text for these parts: PEP 8 layout, one trailing newline."""
     blocks = []
     if docstring:
@@ -87,8 +92,12 @@ def assemble(docstring: str | None, header: list[str] | tuple[str, ...], functio
     return f"{top or body}\n"
 
 
-def render_signature(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str, *,
-                     hide_first: str | None = None) -> str:
+def render_signature(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    name: str,
+    *,
+    hide_first: str | None = None,
+) -> str:
     """``name(a: int, b: str = 'x', *, c=1) -> bool`` from the ``ast``.
 
     ``hide_first`` drops a first positional parameter of that name (the env handle the
@@ -96,7 +105,9 @@ def render_signature(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, 
     """
     a = node.args
     positional = a.posonlyargs + a.args
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(
+        a.defaults
+    )
     hidden = bool(positional) and hide_first is not None and positional[0].arg == hide_first
     params: list[str] = []
     for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):

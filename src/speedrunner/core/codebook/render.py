@@ -27,5 +27,7 @@ def render_api(functions: Iterable[FunctionMeta]) -> str:
 
 def public_signatures(functions: Iterable[FunctionMeta]) -> dict[str, str]:
     """Public name -> the signature the actor calls, sorted by name."""
-    return {f.name: f.call_signature or f.signature
-            for f in sorted((f for f in functions if f.public), key=lambda f: f.name)}
+    return {
+        f.name: f.call_signature or f.signature
+        for f in sorted((f for f in functions if f.public), key=lambda f: f.name)
+    }

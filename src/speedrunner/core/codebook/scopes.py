@@ -36,7 +36,9 @@ def global_refs(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[GlobalRef]
     return sorted(out, key=lambda r: (r.node.lineno, r.node.col_offset))
 
 
-def _evaluated_outside(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Iterator[ast.AST]:
+def _evaluated_outside(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+) -> Iterator[ast.AST]:
     """The parts of a function definition evaluated in the enclosing scope."""
     yield from getattr(node, "decorator_list", [])
     a = node.args
@@ -52,11 +54,18 @@ def _evaluated_outside(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
 def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
     a = node.args
-    return {arg.arg for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if arg is not None}
+    return {
+        arg.arg
+        for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
+        if arg is not None
+    }
 
 
-def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, enclosing: frozenset[str],
-           out: list[GlobalRef]) -> None:
+def _scope(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    enclosing: frozenset[str],
+    out: list[GlobalRef],
+) -> None:
     body = node.body if isinstance(node.body, list) else [node.body]
     local: set[str] = _params(node)
     for stmt in body:

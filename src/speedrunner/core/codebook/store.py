@@ -42,7 +42,9 @@ def sha256(source: str) -> str:
 
 def meta_bytes(meta: GenerationMeta) -> bytes:
     """The exact bytes of ``gen_<g>.json`` (deterministic: a re-run writes the same)."""
-    return (json.dumps(meta.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json.dumps(meta.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n").encode(
+        "utf-8"
+    )
 
 
 def generation_exists(run_dir: Path, generation: int) -> bool:
@@ -64,8 +66,10 @@ def read_generation(run_dir: Path, generation: int) -> tuple[str, GenerationMeta
     if not py.is_file():
         raise CheckpointError(f"codebook generation {generation} is missing: {py}")
     if not js.is_file():
-        raise CheckpointError(f"codebook generation {generation} is incomplete: {py} has no {js.name} "
-                              "(a write was interrupted), so it is not a generation")
+        raise CheckpointError(
+            f"codebook generation {generation} is incomplete: {py} has no {js.name} "
+            "(a write was interrupted), so it is not a generation"
+        )
     source = py.read_bytes().decode("utf-8")  # not read_text: that would turn "\r\n" into "\n"
     try:
         meta = GenerationMeta.model_validate_json(js.read_bytes())
@@ -74,8 +78,10 @@ def read_generation(run_dir: Path, generation: int) -> tuple[str, GenerationMeta
     if meta.generation != generation:
         raise CheckpointError(f"{js} describes generation {meta.generation}, not {generation}")
     if meta.source_sha256 != sha256(source):
-        raise CheckpointError(f"{py} does not match its metadata {js.name} (sha256 differs): "
-                              "it was changed after it was written")
+        raise CheckpointError(
+            f"{py} does not match its metadata {js.name} (sha256 differs): "
+            "it was changed after it was written"
+        )
     return source, meta
 
 
@@ -86,17 +92,23 @@ def write_generation(run_dir: Path, source: str, meta: GenerationMeta) -> None:
     """
     g = meta.generation
     if meta.source_sha256 != sha256(source):
-        raise ValueError(f"metadata of codebook generation {g} does not describe this source (sha256 differs)")
+        raise ValueError(
+            f"metadata of codebook generation {g} does not describe this source (sha256 differs)"
+        )
     py_data, js_data = source.encode("utf-8"), meta_bytes(meta)
     py, js = source_path(run_dir, g), meta_path(run_dir, g)
     if generation_exists(run_dir, g):
         if py.read_bytes() == py_data and js.read_bytes() == js_data:
             return  # the same generation again (a sleep phase re-run after a kill)
-        raise WouldOverwriteError(f"codebook generation {g} already exists in {codebook_dir(run_dir)} with "
-                                  f"other contents; generations are never rewritten: write generation "
-                                  f"{max(generations(run_dir)) + 1} from the current one instead")
+        raise WouldOverwriteError(
+            f"codebook generation {g} already exists in {codebook_dir(run_dir)} with "
+            f"other contents; generations are never rewritten: write generation "
+            f"{max(generations(run_dir)) + 1} from the current one instead"
+        )
     if meta.parent is not None and not generation_exists(run_dir, meta.parent):
-        raise CheckpointError(f"codebook generation {g} is based on generation {meta.parent}, "
-                              f"which is not stored in {codebook_dir(run_dir)}")
+        raise CheckpointError(
+            f"codebook generation {g} is based on generation {meta.parent}, "
+            f"which is not stored in {codebook_dir(run_dir)}"
+        )
     atomic_write_bytes(py, py_data)
     atomic_write_bytes(js, js_data)

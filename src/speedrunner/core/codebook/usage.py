@@ -47,11 +47,15 @@ def count_calls(trees: Iterable[Mapping[str, Any]]) -> dict[str, CallStats]:
             elif outcome == "success":
                 successes[name] += 1
         stack.extend(child for child in node.get("calls") or () if isinstance(child, Mapping))
-    return {name: CallStats(calls=calls[name], successes=successes[name], errors=errors[name])
-            for name in sorted(calls)}
+    return {
+        name: CallStats(calls=calls[name], successes=successes[name], errors=errors[name])
+        for name in sorted(calls)
+    }
 
 
-def usage_from_trajectories(trajectories: Iterable[Trajectory], generation: int) -> dict[str, CallStats]:
+def usage_from_trajectories(
+    trajectories: Iterable[Trajectory], generation: int
+) -> dict[str, CallStats]:
     """Counts over the skill calls of ``trajectories``, which must all have played ``generation``.
 
     Names mean different functions in different generations (renames), so mixing
@@ -60,8 +64,10 @@ def usage_from_trajectories(trajectories: Iterable[Trajectory], generation: int)
     trees = []
     for t in trajectories:
         if t.knowledge_version != generation:
-            raise ValueError(f"episode {t.split}/{t.index} played knowledge version {t.knowledge_version}, "
-                             f"not codebook generation {generation}: count each generation's episodes "
-                             "against that generation")
+            raise ValueError(
+                f"episode {t.split}/{t.index} played knowledge version {t.knowledge_version}, "
+                f"not codebook generation {generation}: count each generation's episodes "
+                "against that generation"
+            )
         trees.extend(c["tree"] for c in t.skill_calls())
     return count_calls(trees)

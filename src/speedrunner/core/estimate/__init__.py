@@ -19,11 +19,22 @@ from speedrunner.core.estimate.forecast import estimate
 from speedrunner.core.estimate.model import ContextUse, Estimate, PilotUse, RoleEstimate
 from speedrunner.core.estimate.pilot import PilotMismatchError, role_of
 from speedrunner.core.estimate.text import (
-           add_estimate_flags,
-           estimate_json,
-           format_estimate,
-           print_estimate,
+    add_estimate_flags,
+    estimate_json,
+    format_estimate,
+    print_estimate,
 )
 
-__all__ = ["ContextUse", "Estimate", "PilotMismatchError", "PilotUse", "RoleEstimate", "add_estimate_flags",
-           "estimate", "estimate_json", "format_estimate", "print_estimate", "role_of"]
+__all__ = [
+    "ContextUse",
+    "Estimate",
+    "PilotMismatchError",
+    "PilotUse",
+    "RoleEstimate",
+    "add_estimate_flags",
+    "estimate",
+    "estimate_json",
+    "format_estimate",
+    "print_estimate",
+    "role_of",
+]

@@ -8,7 +8,15 @@ from typing import Any
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.core.llm.context_windows import ContextBound
 
-__all__ = ["PROMPT_TEMPLATE_BYTES", "Calls", "ContextUse", "Estimate", "MethodBounds", "PilotUse", "RoleEstimate"]
+__all__ = [
+    "PROMPT_TEMPLATE_BYTES",
+    "Calls",
+    "ContextUse",
+    "Estimate",
+    "MethodBounds",
+    "PilotUse",
+    "RoleEstimate",
+]
 
 PROMPT_TEMPLATE_BYTES = 8_000
 """Instructions of a sleep-phase prompt around what it shows (trajectories, guide, codebook)."""

@@ -23,7 +23,15 @@ from speedrunner.core.llm.conversation import as_conversation
 from speedrunner.core.llm.types import Completion, Message, ToolUse, Usage
 from speedrunner.core.redact import scrub_json
 
-__all__ = ["CallLog", "CallRecord", "LLMTotals", "Tally", "answer_from_row", "messages_digest", "records_answer"]
+__all__ = [
+    "CallLog",
+    "CallRecord",
+    "LLMTotals",
+    "Tally",
+    "answer_from_row",
+    "messages_digest",
+    "records_answer",
+]
 
 
 def messages_digest(messages: Sequence[Message]) -> str:
@@ -119,7 +127,9 @@ class CallLog:
     @staticmethod
     def row(record: CallRecord) -> dict[str, Any]:
         """The JSON row for ``record`` (no ``messages`` key unless full prompts are logged)."""
-        row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}  # scrub_json copies
+        row = {
+            f.name: getattr(record, f.name) for f in dataclasses.fields(record)
+        }  # scrub_json copies
         for key in ("messages", "tool_calls", "tools_offered", "over_reservation_usd"):
             if row[key] is None:  # rows stay as before when unused
                 del row[key]

@@ -18,7 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from speedrunner.core.config.schema import ModelConfig
 from speedrunner.errors import ConfigError
 
-__all__ = ["ContextBound", "ContextWindow", "ContextWindowTable", "context_bound", "load_context_windows"]
+__all__ = [
+    "ContextBound",
+    "ContextWindow",
+    "ContextWindowTable",
+    "context_bound",
+    "load_context_windows",
+]
 
 TABLE_FILE = "speedrunner/data/context_windows.yaml"
 
@@ -57,7 +63,9 @@ class ContextBound:
 @lru_cache(maxsize=1)
 def load_context_windows() -> ContextWindowTable:
     """Load and validate the table once per process."""
-    text = resources.files("speedrunner").joinpath("data", "context_windows.yaml").read_text("utf-8")
+    text = (
+        resources.files("speedrunner").joinpath("data", "context_windows.yaml").read_text("utf-8")
+    )
     try:
         return ContextWindowTable.model_validate(yaml.safe_load(text))
     except ValidationError as e:

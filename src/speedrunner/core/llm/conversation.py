@@ -41,8 +41,15 @@ def message_dict(m: Message) -> dict[str, Any]:
     plus the native tool fields only when set (so a plain message hashes as it always did)."""
     d: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.tool_calls:
-        d["tool_calls"] = [{"id": t.id, "name": t.name, "arguments": t.arguments,
-                            **({"signature": t.signature} if t.signature else {})} for t in m.tool_calls]
+        d["tool_calls"] = [
+            {
+                "id": t.id,
+                "name": t.name,
+                "arguments": t.arguments,
+                **({"signature": t.signature} if t.signature else {}),
+            }
+            for t in m.tool_calls
+        ]
     if m.tool_call_id is not None:
         d["tool_call_id"] = m.tool_call_id
     if m.tool_name is not None:
@@ -107,7 +114,9 @@ class Conversation(Sequence[Message]):
         """sha256 of ``{"messages": [...], **tail}`` in canonical JSON, without re-encoding
         the messages (``tail``'s keys must all sort after ``"messages"``)."""
         if any(k <= "messages" for k in tail):
-            raise ValueError(f"request_hash: every tail key must sort after 'messages', got {sorted(tail)}")
+            raise ValueError(
+                f"request_hash: every tail key must sort after 'messages', got {sorted(tail)}"
+            )
         with self._lock:
             h = self._request_prefix.copy()
         rest = _canonical(tail)  # '{"model":...}' -> continue the open object after the list
@@ -126,7 +135,7 @@ class Conversation(Sequence[Message]):
         with self._lock:
             view = self._views.setdefault(encode, [])
             if len(view) < len(self._messages):
-                view.extend(encode(m) for m in self._messages[len(view):])
+                view.extend(encode(m) for m in self._messages[len(view) :])
             return list(view)
 
 

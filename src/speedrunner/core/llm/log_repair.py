@@ -41,9 +41,11 @@ class LogDamage:
         if not self.lines:
             return None
         shown = ", ".join(map(str, self.lines[:5])) + (" ..." if len(self.lines) > 5 else "")
-        return (f"{log.name}: {len(self.lines)} damaged line(s) (line {shown}) moved to "
-                f"{self.side_file}; {restored} answer row(s) restored from the response cache, "
-                "with their spend")
+        return (
+            f"{log.name}: {len(self.lines)} damaged line(s) (line {shown}) moved to "
+            f"{self.side_file}; {restored} answer row(s) restored from the response cache, "
+            "with their spend"
+        )
 
 
 def move_damaged_lines(log: Path) -> LogDamage:
@@ -87,8 +89,11 @@ def restore_rows(log: Path, cache: ResponseCache, namespace: str) -> int:
     """Append a row for every answer of ``namespace`` the cache holds and the log lacks (its
     row was damaged); returns how many. Each restored row bills the answer's cost, as the
     lost row did, and says where it came from (``restored``)."""
-    logged = {str(r.get("call_id")): r.get("request_hash") for r in iter_jsonl(log)
-              if r.get("namespace") == namespace and records_answer(r)}
+    logged = {
+        str(r.get("call_id")): r.get("request_hash")
+        for r in iter_jsonl(log)
+        if r.get("namespace") == namespace and records_answer(r)
+    }
     restored = 0
     for call_id, completion in cache.iter_responses(namespace):
         if logged.get(call_id) != completion.request_hash:
@@ -101,20 +106,52 @@ def _row(namespace: str, call_id: str, c: Completion) -> dict[str, Any]:
     """A log row for an answer known only from the cache (the fields of ``CallRecord``)."""
     usage = c.usage
     return {
-        "ts": time.time(), "namespace": namespace, "purpose": _purpose(call_id), "call_id": call_id,
-        "provider": c.provider, "model": c.model, "endpoint": None, "request_hash": c.request_hash,
-        "messages_sha256": None, "n_messages": None, "last_message": None,
-        "response": c.text, "reasoning": c.reasoning,
-        "usage": {"input_uncached": usage.input_uncached, "input_cached": usage.input_cached,
-                  "output": usage.output, "reasoning": usage.reasoning},
-        "cost_usd": c.cost_usd, "spent_usd": 0.0 if c.scripted else c.cost_usd,
-        "latency_s": c.latency_s, "cache_hit": False, "scripted": c.scripted,
-        "finish_reason": c.finish_reason, "empty": not c.text.strip() and not c.tool_calls,
-        "truncated": c.finish_reason in ("length", "max_tokens"), "sampling": dict(c.sampling),
-        "attempts": 1, "error": None, "log_id": uuid.uuid4().hex,
-        **({"tool_calls": [{"id": t.id, "name": t.name, "arguments": t.arguments,
-                            **({"signature": t.signature} if t.signature else {})} for t in c.tool_calls]}
-           if c.tool_calls else {}),
+        "ts": time.time(),
+        "namespace": namespace,
+        "purpose": _purpose(call_id),
+        "call_id": call_id,
+        "provider": c.provider,
+        "model": c.model,
+        "endpoint": None,
+        "request_hash": c.request_hash,
+        "messages_sha256": None,
+        "n_messages": None,
+        "last_message": None,
+        "response": c.text,
+        "reasoning": c.reasoning,
+        "usage": {
+            "input_uncached": usage.input_uncached,
+            "input_cached": usage.input_cached,
+            "output": usage.output,
+            "reasoning": usage.reasoning,
+        },
+        "cost_usd": c.cost_usd,
+        "spent_usd": 0.0 if c.scripted else c.cost_usd,
+        "latency_s": c.latency_s,
+        "cache_hit": False,
+        "scripted": c.scripted,
+        "finish_reason": c.finish_reason,
+        "empty": not c.text.strip() and not c.tool_calls,
+        "truncated": c.finish_reason in ("length", "max_tokens"),
+        "sampling": dict(c.sampling),
+        "attempts": 1,
+        "error": None,
+        "log_id": uuid.uuid4().hex,
+        **(
+            {
+                "tool_calls": [
+                    {
+                        "id": t.id,
+                        "name": t.name,
+                        "arguments": t.arguments,
+                        **({"signature": t.signature} if t.signature else {}),
+                    }
+                    for t in c.tool_calls
+                ]
+            }
+            if c.tool_calls
+            else {}
+        ),
         "restored": "from llm_cache.sqlite: the row in llm_calls.jsonl was damaged",
     }
 

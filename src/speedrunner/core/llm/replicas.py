@@ -38,7 +38,9 @@ def looks_down(failure: CallFailure) -> bool:
 class Replicas:
     """The endpoints of one model with a shared (per process) view of which are out."""
 
-    def __init__(self, endpoints: Sequence[str], *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, endpoints: Sequence[str], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if not endpoints:
             raise ValueError("a model needs at least one endpoint")
         self.endpoints = list(endpoints)

@@ -55,17 +55,24 @@ def default_out(paths: list[Path]) -> Path:
     return Path("report")
 
 
-def build_report(paths: list[Path], out: Path | None = None, *, title: str = "SpeedRunner report",
-                 baseline: str | None = None) -> Report:
+def build_report(
+    paths: list[Path],
+    out: Path | None = None,
+    *,
+    title: str = "SpeedRunner report",
+    baseline: str | None = None,
+) -> Report:
     """Read every run at or below ``paths`` and write the report files under ``out``; the
     headline compares each method with ``baseline`` (default react) run with the same settings.
     A baseline asked for by name must be the method of some run."""
     runs = find_runs([Path(p) for p in paths])
     methods = sorted({r.key.method for r in runs})
     if baseline is not None and baseline not in methods:
-        raise ReportInputError(f"--baseline {baseline}: no run of that method among the {len(runs)} run(s) given "
-                               f"(their methods: {', '.join(methods)}); pick one of these, or leave --baseline "
-                               f"out for {DEFAULT_BASELINE}")
+        raise ReportInputError(
+            f"--baseline {baseline}: no run of that method among the {len(runs)} run(s) given "
+            f"(their methods: {', '.join(methods)}); pick one of these, or leave --baseline "
+            f"out for {DEFAULT_BASELINE}"
+        )
     out = Path(out) if out is not None else default_out([Path(p) for p in paths])
     groups, separations = group_experiments(runs)
     top = headline(groups, baseline or DEFAULT_BASELINE)
@@ -74,8 +81,10 @@ def build_report(paths: list[Path], out: Path | None = None, *, title: str = "Sp
     for table in tables:
         atomic_write_text(out / "tables" / f"{table.name}.csv", table.csv())
     atomic_write_text(out / "report.md", _markdown(groups, plots, tables, title, top, separations))
-    atomic_write_text(out / "report.html", render(groups, plots, tables[1:], title, headline=top,
-                                                  separations=separations))
+    atomic_write_text(
+        out / "report.html",
+        render(groups, plots, tables[1:], title, headline=top, separations=separations),
+    )
     return Report(out, groups, plots, tables, top, separations)
 
 
@@ -85,26 +94,51 @@ def _headline_markdown(top: Headline, separations: list[Separation]) -> list[str
         lines += ["**Kept apart** (different settings, never averaged):", ""]
         lines += [f"- {s.text}" for s in separations] + [""]
     lines += ["| " + " | ".join(top.columns) + " |", "|" + "---|" * len(top.columns)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in display_rows(top)]
+    lines += [
+        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in display_rows(top)
+    ]
     lines += ["", *(f"- {n}" for n in headline_notes(top)), "", "CSV: `tables/headline.csv`", ""]
     return lines
 
 
-def _markdown(groups: list[Group], plots: list[Plot], tables: list[Table], title: str, top: Headline,
-              separations: list[Separation]) -> str:
+def _markdown(
+    groups: list[Group],
+    plots: list[Plot],
+    tables: list[Table],
+    title: str,
+    top: Headline,
+    separations: list[Separation],
+) -> str:
     lines = [f"# {title}", ""]
     if any(g.scripted for g in groups):
-        lines += [f"**{SCRIPTED_BANNER}.** Rows with `scripted` true come from the scripted stand-in.", ""]
+        lines += [
+            f"**{SCRIPTED_BANNER}.** Rows with `scripted` true come from the scripted stand-in.",
+            "",
+        ]
     partial = [r.run for g in groups for r in g.in_progress]
     if partial:
-        lines += ["**Not finished:** " + ", ".join(f"{r.run_id} ({r.status}, {len(r.metrics)}/{r.rollouts_planned}"
-                                                   " rollouts)" for r in partial)
-                  + " — their numbers are partial.", ""]
+        lines += [
+            "**Not finished:** "
+            + ", ".join(
+                f"{r.run_id} ({r.status}, {len(r.metrics)}/{r.rollouts_planned} rollouts)"
+                for r in partial
+            )
+            + " — their numbers are partial.",
+            "",
+        ]
     capped = [r.run for g in groups for r in g.runs if r.run.spending is not None]
     if capped:
-        lines += ["**Spending caps:** " + ", ".join(f"{r.run_id} ({r.spending})" for r in capped), ""]
+        lines += [
+            "**Spending caps:** " + ", ".join(f"{r.run_id} ({r.spending})" for r in capped),
+            "",
+        ]
     lines += _headline_markdown(top, separations)
-    lines += ["## Plots", "", "Mean ± 1 s.d. (sample) over seeds; one seed shows the mean only.", ""]
+    lines += [
+        "## Plots",
+        "",
+        "Mean ± 1 s.d. (sample) over seeds; one seed shows the mean only.",
+        "",
+    ]
     lines += [f"![{p.title}](plots/{p.name}.png)" for p in plots if p.empty is None] + [""]
     lines += [f"- {p.collapsed}" for p in plots if p.empty is not None] + [""]
     lines += ["## Tables (all columns)", ""]
@@ -118,6 +152,8 @@ def report_line(report: Report) -> str:
     runs = [r.run for g in report.groups for r in g.runs]
     partial = sum(r.in_progress for r in runs)
     scripted = " (SCRIPTED runs included: no LLM)" if any(r.scripted for r in runs) else ""
-    line = (f"report of {len(runs)} run(s) in {len(report.groups)} experiment(s)"
-            f"{f', {partial} not finished' if partial else ''}{scripted}: {report.html}")
+    line = (
+        f"report of {len(runs)} run(s) in {len(report.groups)} experiment(s)"
+        f"{f', {partial} not finished' if partial else ''}{scripted}: {report.html}"
+    )
     return "\n".join([*(f"kept apart: {s.text}" for s in report.separations), line])

@@ -50,7 +50,9 @@ class Table:
 
     def markdown(self) -> str:
         head = "| " + " | ".join(self.columns) + " |\n|" + "---|" * len(self.columns) + "\n"
-        body = "".join("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n" for line in self.cells())
+        body = "".join(
+            "| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n" for line in self.cells()
+        )
         notes = "".join(f"- `{k}`: {v}\n" for k, v in (self.notes or {}).items())
         return head + body + ("\n" + notes if notes else "")
 

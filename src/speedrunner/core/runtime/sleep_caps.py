@@ -37,5 +37,6 @@ def codebook_limits(method: MethodConfig) -> CodebookSizeLimits:
     """The validator's ``CodebookSizeLimits`` with the method's library caps
     (``MethodConfig.skill_caps``)."""
     caps = method.skill_caps()
-    return CodebookSizeLimits(max_functions=caps.max_functions,
-                              max_total_chars=caps.max_codebook_chars)
+    return CodebookSizeLimits(
+        max_functions=caps.max_functions, max_total_chars=caps.max_codebook_chars
+    )

@@ -95,7 +95,11 @@ def default_results_dir(config: RunConfig | None = None, run_dir: Path | None = 
         return Path(os.environ[RESULTS_DIR_ENV]).expanduser()
     if run_dir is not None and config is not None:
         return _output_root_of(Path(run_dir).resolve(), config) / DEFAULT_RESULTS_SUBDIR
-    root = config.run.output_root if config is not None else RunSection.model_fields["output_root"].default
+    root = (
+        config.run.output_root
+        if config is not None
+        else RunSection.model_fields["output_root"].default
+    )
     return Path(root).expanduser() / DEFAULT_RESULTS_SUBDIR
 
 
@@ -124,7 +128,9 @@ class SpeedrunTracker:
         target = self.config.speedrun
         if target.metric != "train_success_rolling" or checkpoint.metrics_rows < target.window:
             return
-        rows = read_jsonl(self.run_dir / "metrics.jsonl")[: checkpoint.metrics_rows][-target.window:]
+        rows = read_jsonl(self.run_dir / "metrics.jsonl")[: checkpoint.metrics_rows][
+            -target.window :
+        ]
         value = sum(bool(r["success"]) for r in rows) / target.window
         self._maybe_reach(checkpoint, checkpoint.metrics_rows, value, elapsed_s)
 
@@ -140,13 +146,20 @@ class SpeedrunTracker:
         return self._write(checkpoint, status="finished", final=evals[-1] if evals else None)
 
     # ------------------------------------------------------------------ internals
-    def _maybe_reach(self, checkpoint: Checkpoint, rollout: int, value: float, elapsed_s: float) -> None:
-        reached_before = checkpoint.speedrun_reached is not None or checkpoint.speedrun_reached_at is not None
+    def _maybe_reach(
+        self, checkpoint: Checkpoint, rollout: int, value: float, elapsed_s: float
+    ) -> None:
+        reached_before = (
+            checkpoint.speedrun_reached is not None or checkpoint.speedrun_reached_at is not None
+        )
         if reached_before or value < self.config.speedrun.target:
             return
         checkpoint.speedrun_reached = SpeedrunPoint(
-            rollout=rollout, value=value, totals=checkpoint.totals.model_copy(deep=True),
-            elapsed_s=round(elapsed_s, 3))
+            rollout=rollout,
+            value=value,
+            totals=checkpoint.totals.model_copy(deep=True),
+            elapsed_s=round(elapsed_s, 3),
+        )
         checkpoint.speedrun_reached_at = rollout
         self._write(checkpoint, status="running", final=None)
 
@@ -159,8 +172,13 @@ class SpeedrunTracker:
         digest = hashlib.sha256(where.encode()).hexdigest()[:8]
         return f"{c.benchmark.name}-{experiment_name(c)}-seed{c.run.seed}-{self.run_id}-{digest}"
 
-    def _write(self, checkpoint: Checkpoint, *, status: Literal["running", "finished"],
-               final: dict[str, Any] | None) -> SpeedrunRecord:
+    def _write(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        status: Literal["running", "finished"],
+        final: dict[str, Any] | None,
+    ) -> SpeedrunRecord:
         from speedrunner.core.rundir import RUN_FORMAT
 
         c = self.config
@@ -169,13 +187,22 @@ class SpeedrunTracker:
         totals = point.totals if point is not None else None
         commit, dirty = self._git_state()
         record = SpeedrunRecord(
-            format=FORMAT, run_format=RUN_FORMAT, result_id=self.result_id(checkpoint), run_id=self.run_id, status=status,
-            benchmark=c.benchmark.name, task_set=c.benchmark.task_set, method=c.method.name,
-            model=c.model.name, provider=c.model.provider, inducer_model=c.inducer_model.name,
+            format=FORMAT,
+            run_format=RUN_FORMAT,
+            result_id=self.result_id(checkpoint),
+            run_id=self.run_id,
+            status=status,
+            benchmark=c.benchmark.name,
+            task_set=c.benchmark.task_set,
+            method=c.method.name,
+            model=c.model.name,
+            provider=c.model.provider,
+            inducer_model=c.inducer_model.name,
             seed=c.run.seed,
             scripted=self.scripted,
             note="SCRIPTED MODEL: these numbers come from no LLM" if self.scripted else None,
-            metric=c.speedrun.metric, target=c.speedrun.target,
+            metric=c.speedrun.metric,
+            target=c.speedrun.target,
             window=c.speedrun.window if c.speedrun.metric == "train_success_rolling" else None,
             reached=reached,
             rollout=point.rollout if point is not None else checkpoint.speedrun_reached_at,
@@ -184,14 +211,18 @@ class SpeedrunTracker:
             train_output_tokens=totals.output_tokens if totals else None,
             train_llm_calls=totals.llm_calls if totals else None,
             elapsed_s=point.elapsed_s if point is not None else None,
-            train_episode_and_sleep_time_s=round(totals.episode_and_sleep_time_s, 3) if totals else None,
+            train_episode_and_sleep_time_s=round(totals.episode_and_sleep_time_s, 3)
+            if totals
+            else None,
             final_eval_rollout=final["rollout"] if final else None,
             final_success=final["success_mean"] if final else None,
             final_progress=final["progress_mean"] if final else None,
             results_config_sha256=checkpoint.results_config_sha256,
             config_file_sha256=self._config_file_sha256(),
-            git_commit=commit, git_dirty=dirty,
-            started_at=checkpoint.started_at, written_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            git_commit=commit,
+            git_dirty=dirty,
+            started_at=checkpoint.started_at,
+            written_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         data = record.model_dump(mode="json")
         atomic_write_json(self.run_dir / SPEEDRUN_FILE, data)
@@ -210,7 +241,9 @@ class SpeedrunTracker:
     def _config_file_sha256(self) -> str | None:
         """provenance.json's hash of config.yaml's bytes (absent when no provenance was written)."""
         try:
-            return json.loads((self.run_dir / "provenance.json").read_text("utf-8")).get("config_file_sha256")
+            return json.loads((self.run_dir / "provenance.json").read_text("utf-8")).get(
+                "config_file_sha256"
+            )
         except (OSError, ValueError, AttributeError):
             return None
 
@@ -227,6 +260,8 @@ def describe(run_dir: Path, config: RunConfig) -> str:
         outcome = f"{what} not reached"
     copy = default_results_dir(config, run_dir) / f"{record.result_id}.json"
     command = f"speedrunner leaderboard append {copy}"
-    if record.scripted:  # the board refuses scripted results unless asked: give the command that works
+    if (
+        record.scripted
+    ):  # the board refuses scripted results unless asked: give the command that works
         command += " --allow-scripted"
     return f"speedrun: {outcome}; result {copy} (add it to LEADERBOARD.md: {command})"

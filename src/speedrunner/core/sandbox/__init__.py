@@ -31,13 +31,26 @@ if TYPE_CHECKING:
     from speedrunner.core.sandbox.skills import SandboxSkillRunner, open_skill_runner
     from speedrunner.core.sandbox.tiers import available_tiers, resolve_tier
 
-__all__ = ["AnalysisResult", "AnalysisSession", "ProcessLimits", "SandboxSkillRunner", "available_tiers",
-           "open_analysis_session", "open_skill_runner", "resolve_tier"]
+__all__ = [
+    "AnalysisResult",
+    "AnalysisSession",
+    "ProcessLimits",
+    "SandboxSkillRunner",
+    "available_tiers",
+    "open_analysis_session",
+    "open_skill_runner",
+    "resolve_tier",
+]
 
 _WHERE = {
-    "AnalysisResult": "analysis", "AnalysisSession": "analysis", "open_analysis_session": "analysis",
-    "ProcessLimits": "limits", "SandboxSkillRunner": "skills", "open_skill_runner": "skills",
-    "available_tiers": "tiers", "resolve_tier": "tiers",
+    "AnalysisResult": "analysis",
+    "AnalysisSession": "analysis",
+    "open_analysis_session": "analysis",
+    "ProcessLimits": "limits",
+    "SandboxSkillRunner": "skills",
+    "open_skill_runner": "skills",
+    "available_tiers": "tiers",
+    "resolve_tier": "tiers",
 }
 
 

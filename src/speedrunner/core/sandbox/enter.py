@@ -44,9 +44,13 @@ def _enc(text: str | None) -> bytes | None:
     return None if text is None else text.encode()
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(_libc.mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)),
-           f"mount {source or ''} on {target}")
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    _check(
+        _libc.mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)),
+        f"mount {source or ''} on {target}",
+    )
 
 
 def _make(path: str, *, directory: bool) -> None:
@@ -56,8 +60,12 @@ def _make(path: str, *, directory: bool) -> None:
             pass
 
 
-_KEPT_FLAGS = ((os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, 1024), (os.ST_NODIRATIME, 2048),
-               (os.ST_RELATIME, 1 << 21))
+_KEPT_FLAGS = (
+    (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, 1024),
+    (os.ST_NODIRATIME, 2048),
+    (os.ST_RELATIME, 1 << 21),
+)
 """Flags of the source mount a read-only remount must keep: inside a user namespace (a non-root
 parent) the kernel refuses to drop them."""
 
@@ -79,7 +87,9 @@ def build_root(spec: dict[str, Any]) -> None:
     def inside(path: str) -> str:
         return root + path
 
-    for path, size, mode in sorted(spec["tmpfs"], key=lambda t: len(t[0])):  # before what is mounted in them
+    for path, size, mode in sorted(
+        spec["tmpfs"], key=lambda t: len(t[0])
+    ):  # before what is mounted in them
         _make(inside(path), directory=True)
         mount("tmpfs", inside(path), "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode={mode}")
     for source in spec["binds"]:

@@ -33,12 +33,24 @@ from speedrunner.core.answers import (
     mostly_json,
 )
 
-__all__ = ["CRITIC_READER", "CriticAnswer", "Verdict", "read_critic", "achievement_for",
-           "decide_from_state", "inventory_delta", "normalise_task",
-           "parse_critic_answer", "state_summary", "clean_task"]
+__all__ = [
+    "CRITIC_READER",
+    "CriticAnswer",
+    "Verdict",
+    "read_critic",
+    "achievement_for",
+    "decide_from_state",
+    "inventory_delta",
+    "normalise_task",
+    "parse_critic_answer",
+    "state_summary",
+    "clean_task",
+]
 
 DecidedBy = Literal["execution_error", "achievement", "inventory", "llm", "llm_unparseable"]
-_COUNT_TASK = re.compile(r"^(?:collect|get|gather|obtain|mine|make|craft|place)\s+(?:(\d+)\s+)?([a-z ]+?)s?$")
+_COUNT_TASK = re.compile(
+    r"^(?:collect|get|gather|obtain|mine|make|craft|place)\s+(?:(\d+)\s+)?([a-z ]+?)s?$"
+)
 _ARTICLES = {"a", "an", "the", "some"}
 
 
@@ -75,13 +87,16 @@ def inventory_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, 
 
 
 def state_summary(state: dict[str, Any]) -> str:
-    inventory = ", ".join(f"{k}: {v}" for k, v in sorted(state.get("inventory", {}).items())) or "nothing"
+    inventory = (
+        ", ".join(f"{k}: {v}" for k, v in sorted(state.get("inventory", {}).items())) or "nothing"
+    )
     unlocked = ", ".join(state.get("achievements", [])) or "none"
     return f"inventory {{{inventory}}}; achievements unlocked: {unlocked}"
 
 
-def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
-                      achievements: Sequence[str]) -> Verdict | None:
+def decide_from_state(
+    task: str, before: dict[str, Any], after: dict[str, Any], achievements: Sequence[str]
+) -> Verdict | None:
     """The verdict when the state change settles it, else ``None`` (ask the LLM critic)."""
     delta = inventory_delta(before, after)
     changed = ", ".join(f"{k} {v:+d}" for k, v in delta.items()) or "no change"
@@ -95,10 +110,14 @@ def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
     elif target is not None:
         if target in unlocked:
             return Verdict(True, "", "achievement", f"the achievement {target} was unlocked")
-        return Verdict(False, f"The achievement {target} was not unlocked (inventory: {changed}; newly "
-                              f"unlocked: {', '.join(unlocked) or 'nothing'}). Check what it needs and "
-                              "that the skill reaches it before its action cap.", "achievement",
-                       f"the achievement {target} was not unlocked")
+        return Verdict(
+            False,
+            f"The achievement {target} was not unlocked (inventory: {changed}; newly "
+            f"unlocked: {', '.join(unlocked) or 'nothing'}). Check what it needs and "
+            "that the skill reaches it before its action cap.",
+            "achievement",
+            f"the achievement {target} was not unlocked",
+        )
     match = _COUNT_TASK.match(normalise_task(task))
     if match is None:
         return None
@@ -111,8 +130,12 @@ def decide_from_state(task: str, before: dict[str, Any], after: dict[str, Any],
     if gained >= wanted:
         return Verdict(True, "", "inventory", f"{item} rose by {gained} (asked {wanted})")
     if gained <= 0:
-        return Verdict(False, f"No {item} was gained (inventory: {changed}).", "inventory",
-                       f"{item} did not rise")
+        return Verdict(
+            False,
+            f"No {item} was gained (inventory: {changed}).",
+            "inventory",
+            f"{item} did not rise",
+        )
     return None  # some but not enough: let the critic weigh it
 
 
@@ -147,7 +170,7 @@ def read_critic(text: str) -> CriticAnswer:
     if start < 0 or end <= start:
         return CriticAnswer(None, "no JSON object in the answer", repairs)
     try:
-        json.loads(body[start:end + 1])
+        json.loads(body[start : end + 1])
     except json.JSONDecodeError as e:
         return CriticAnswer(None, f"the JSON does not parse ({e.msg})", repairs)
     return CriticAnswer(None, '"success" must be true or false', repairs)
@@ -159,7 +182,7 @@ def _strict(body: str) -> CriticAnswer | None:
     spans = [(o, a, b) for o, a, b in json_spans(body) if "success" in o]
     if not spans:
         return None
-    around = body[:spans[0][1]].strip() or body[spans[-1][2]:].strip()
+    around = body[: spans[0][1]].strip() or body[spans[-1][2] :].strip()
     return _judge([o for o, _, _ in spans], ["prose or a fence around the JSON"] if around else [])
 
 
@@ -177,8 +200,12 @@ def _judge(objects: list[dict[str, Any]], repairs: list[str]) -> CriticAnswer:
     """One verdict from the objects read, or why there is none."""
     verdicts = {str(o.get("success")).lower() for o in objects}
     if len(verdicts) > 1:
-        return CriticAnswer(None, f"the answer has {len(objects)} JSON objects that disagree on \"success\"; "
-                                  "give exactly one", tuple(repairs))
+        return CriticAnswer(
+            None,
+            f'the answer has {len(objects)} JSON objects that disagree on "success"; '
+            "give exactly one",
+            tuple(repairs),
+        )
     if len(objects) > 1:
         repairs.append("the same verdict repeated")
     data = objects[0]
@@ -202,7 +229,7 @@ def _lenient(body: str) -> CriticAnswer | None:
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end <= start:
         return None
-    raw = body[start:end + 1]
+    raw = body[start : end + 1]
     try:
         value = json.loads(_TRAILING_COMMA.sub(r"\1", raw))
     except json.JSONDecodeError:
@@ -213,10 +240,13 @@ def _lenient(body: str) -> CriticAnswer | None:
     return _judge([value], []) if isinstance(value, dict) and "success" in value else None
 
 
-CRITIC_READER: AnswerReader[CriticAnswer] = AnswerReader((THINK,), (
-    AnswerForm("", _strict),
-    AnswerForm("JSON answer", _wrapped),
-    AnswerForm("not strict JSON (a trailing comma or Python literals)", _lenient),
-))
+CRITIC_READER: AnswerReader[CriticAnswer] = AnswerReader(
+    (THINK,),
+    (
+        AnswerForm("", _strict),
+        AnswerForm("JSON answer", _wrapped),
+        AnswerForm("not strict JSON (a trailing comma or Python literals)", _lenient),
+    ),
+)
 """Strict JSON, else the verdict as a JSON string, else JSON with a trailing comma or Python
 literals."""

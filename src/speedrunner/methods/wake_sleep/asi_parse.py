@@ -77,8 +77,11 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
     body, result = reading.text, Induction(repairs=list(reading.repairs))
     cut = truncated(finish_reason)
     if unfinished_json(body):
-        result.problem = ("the answer's JSON object never closed" + (" (it was cut off at max_tokens)" if cut else "")
-                          + "; an incomplete answer is never used")
+        result.problem = (
+            "the answer's JSON object never closed"
+            + (" (it was cut off at max_tokens)" if cut else "")
+            + "; an incomplete answer is never used"
+        )
         return result
     script = _SCRIPT.search(body)
     if script is not None:
@@ -90,14 +93,21 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
         blocks = blocks[:1]  # the same block written twice (with its script) is one answer
         result.repairs.append("the same <functions> block repeated")
     if len(blocks) > 1:
-        result.problem = (f"the answer has {len(blocks)} <functions> blocks; they were not merged: put every new "
-                          "function in one <functions> block")
+        result.problem = (
+            f"the answer has {len(blocks)} <functions> blocks; they were not merged: put every new "
+            "function in one <functions> block"
+        )
         return result
     if not blocks:
-        fenced = [b for b in fenced_blocks(body) if re.search(r"^(?:async\s+)?def\s", b.code, re.MULTILINE)]
+        fenced = [
+            b
+            for b in fenced_blocks(body)
+            if re.search(r"^(?:async\s+)?def\s", b.code, re.MULTILINE)
+        ]
         if script is not None or len(fenced) != 1:
             result.problem = "no <functions> block in the answer" + (
-                " (it was cut off at max_tokens)" if cut else "")
+                " (it was cut off at max_tokens)" if cut else ""
+            )
             return result
         result.repairs.append("functions in a fenced block without <functions> tags")
         source, open_fence = fenced[0].code.strip(), not fenced[0].closed
@@ -110,8 +120,10 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
         if tag_open and script is None:
             result.repairs.append("no closing </functions> tag")
     if cut and (open_fence or (tag_open and script is None)):
-        result.problem = ("the functions were cut off at max_tokens before their block closed; an incomplete "
-                          "function is never added")
+        result.problem = (
+            "the functions were cut off at max_tokens before their block closed; an incomplete "
+            "function is never added"
+        )
         return result
     if not source:
         return result
@@ -124,31 +136,54 @@ def parse_induction(text: str, *, finish_reason: str | None = None) -> Induction
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            segment = "\n".join(lines[start - 1: node.end_lineno])
+            segment = "\n".join(lines[start - 1 : node.end_lineno])
             result.functions.append(NewFunction(node.name, segment + "\n"))
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            result.imports.append("\n".join(lines[node.lineno - 1: node.end_lineno]))
+            result.imports.append("\n".join(lines[node.lineno - 1 : node.end_lineno]))
     return result
 
 
 def _from_json(fields: list[JsonField]) -> Induction:
     """An induction written as JSON: the tagged text under an ``answer``-like key, read again;
     or ``functions`` (source, or a list of sources) and ``script`` (lines, or one string)."""
-    texts = distinct([f.value if f.wrapped else (f"<functions>\n{_join(_first(f.obj, _FUNCTION_KEYS), chr(10) * 2)}\n"
-                                                 f"</functions>\n<script>\n{_join(_first(f.obj, _SCRIPT_KEYS), chr(10))}"
-                                                 "\n</script>") for f in fields])
+    texts = distinct(
+        [
+            f.value
+            if f.wrapped
+            else (
+                f"<functions>\n{_join(_first(f.obj, _FUNCTION_KEYS), chr(10) * 2)}\n"
+                f"</functions>\n<script>\n{_join(_first(f.obj, _SCRIPT_KEYS), chr(10))}"
+                "\n</script>"
+            )
+            for f in fields
+        ]
+    )
     readings = [parse_induction(t) for t in texts]  # each JSON string is whole: the object closed
     if len(readings) > 1:
-        read = "; ".join(", ".join(f.name for f in r.functions) or (r.problem or "no functions") for r in readings)
-        return Induction(problem=(f"the answer has {len(readings)} JSON objects that differ "
-                                  f"(functions: {read}); they were not merged: answer with one "
-                                  "<functions> block and one <script> block"))
+        read = "; ".join(
+            ", ".join(f.name for f in r.functions) or (r.problem or "no functions")
+            for r in readings
+        )
+        return Induction(
+            problem=(
+                f"the answer has {len(readings)} JSON objects that differ "
+                f"(functions: {read}); they were not merged: answer with one "
+                "<functions> block and one <script> block"
+            )
+        )
     return readings[0]
 
 
 INDUCTION_READER: AnswerReader[Induction] = AnswerReader(
-    (THINK,), (json_answer((*_FUNCTION_KEYS, *_SCRIPT_KEYS), _from_json,
-                           unless=lambda around: re.search("<functions>", around, re.I)),))
+    (THINK,),
+    (
+        json_answer(
+            (*_FUNCTION_KEYS, *_SCRIPT_KEYS),
+            _from_json,
+            unless=lambda around: re.search("<functions>", around, re.I),
+        ),
+    ),
+)
 """The answer as JSON (unless a ``<functions>`` block stands beside it); else the tagged text."""
 
 

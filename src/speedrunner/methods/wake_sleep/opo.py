@@ -54,16 +54,25 @@ class OPOMethod(Method):
         return Knowledge(self.version, "Strategy guide (learned from earlier episodes)", self.guide)
 
     def sleep(self, batch: list[Trajectory], *, batch_index: int) -> SleepResult:
-        per_episode = min(self.config.max_trajectory_chars, self.config.max_batch_chars // max(1, len(batch)))
-        trajectories = "\n\n".join(f"--- Episode {t.index} ---\n{t.summary(per_episode)}" for t in batch)
+        per_episode = min(
+            self.config.max_trajectory_chars, self.config.max_batch_chars // max(1, len(batch))
+        )
+        trajectories = "\n\n".join(
+            f"--- Episode {t.index} ---\n{t.summary(per_episode)}" for t in batch
+        )
         # ALGO LOGIC: the inducer rewrites the whole guide from the batch's trajectories
         prompt = PROMPTS.render(
-            "rewrite", guide=self.guide or "(empty: this is the first guide)", trajectories=trajectories,
-            max_chars=self.config.guide_max_chars, n=len(batch), successes=sum(t.success for t in batch),
+            "rewrite",
+            guide=self.guide or "(empty: this is the first guide)",
+            trajectories=trajectories,
+            max_chars=self.config.guide_max_chars,
+            n=len(batch),
+            successes=sum(t.success for t in batch),
         )
         completion = self.model.complete(
             [Message("system", PROMPTS.render("system")), Message("user", prompt)],
-            purpose="guide", call_id=f"sleep/{batch_index:04d}/guide/0000",
+            purpose="guide",
+            call_id=f"sleep/{batch_index:04d}/guide/0000",
         )
         answer = read_guide(completion.text, echoes=(prompt,), current=self.guide)
         # ALGO LOGIC: the new guide replaces the old one (an empty answer keeps the old)
@@ -72,9 +81,17 @@ class OPOMethod(Method):
             self.guide = new_guide
         reading = FormatTally("guide")
         reading.add(answer.format, completion)
-        atomic_write_json(self.dir.parent / "sleep" / f"opo_{batch_index:04d}.json", {
-            "batch": batch_index, "generation": self.version + 1, "problem": answer.problem,
-            "repairs": answer.repairs, "finish_reason": completion.finish_reason, **reading.record()})
+        atomic_write_json(
+            self.dir.parent / "sleep" / f"opo_{batch_index:04d}.json",
+            {
+                "batch": batch_index,
+                "generation": self.version + 1,
+                "problem": answer.problem,
+                "repairs": answer.repairs,
+                "finish_reason": completion.finish_reason,
+                **reading.record(),
+            },
+        )
         self.version += 1
         self._store(self.version, self.guide, scripted=completion.scripted)
         return SleepResult(self.knowledge(), [completion])
@@ -84,7 +101,9 @@ class OPOMethod(Method):
         if version == 0:
             self.version, self.guide = 0, ""
             if not (self.dir / "gen_0.md").exists():
-                self._store(0, "", scripted=False)  # the empty first guide, so every generation is on disk
+                self._store(
+                    0, "", scripted=False
+                )  # the empty first guide, so every generation is on disk
             return
         path = self.dir / f"gen_{version}.md"
         if not path.is_file():
@@ -138,11 +157,17 @@ def read_guide(text: str, *, echoes: tuple[str, ...] = (), current: str = "") ->
         return GuideAnswer("", "the answer only repeats the prompt; the old guide stays", made)
     answer = reading.value or _read_tagged(reading.text, [])
     answer = GuideAnswer(answer.guide, answer.problem, [*made, *answer.repairs])
-    if echoes and answer.guide and answer.guide != current.strip() \
-            and echo_share(answer.guide, echoes, current) >= 0.5:
-        return GuideAnswer("", "the guide read repeats the prompt (e.g. its placeholder guide); "
-                               "the old guide stays",
-                           [*answer.repairs, "the prompt's guide repeated"])
+    if (
+        echoes
+        and answer.guide
+        and answer.guide != current.strip()
+        and echo_share(answer.guide, echoes, current) >= 0.5
+    ):
+        return GuideAnswer(
+            "",
+            "the guide read repeats the prompt (e.g. its placeholder guide); the old guide stays",
+            [*answer.repairs, "the prompt's guide repeated"],
+        )
     return answer
 
 
@@ -190,8 +215,11 @@ def _from_json(fields: list[JsonField]) -> GuideAnswer:
     guides = distinct([_as_text(f.value) for f in fields])
     if len(guides) > 1:
         read = "; ".join(repr(_short(g)) for g in guides)
-        return GuideAnswer("", f"the answer has {len(guides)} JSON objects with different guides "
-                               f"({read}); the old guide stays")
+        return GuideAnswer(
+            "",
+            f"the answer has {len(guides)} JSON objects with different guides "
+            f"({read}); the old guide stays",
+        )
     inner = _read_tagged(guides[0], [])
     kept = [r for r in inner.repairs if fields[0].wrapped or r != "no <guide> tags"]
     return GuideAnswer(inner.guide, inner.problem, kept)
@@ -214,12 +242,16 @@ string; else the tagged text (:func:`_read_tagged`)."""
 def _read_tagged(body: str, repairs: list[str]) -> GuideAnswer:
     found = list(_GUIDE.finditer(body))
     if len({m.group(1).strip() for m in found}) > 1:
-        return GuideAnswer("", f"the answer has {len(found)} <guide> blocks; the old guide stays", repairs)
+        return GuideAnswer(
+            "", f"the answer has {len(found)} <guide> blocks; the old guide stays", repairs
+        )
     if len(found) > 1:  # the same guide written twice is one guide
         repairs = [*repairs, "the same <guide> block repeated"]
     if not found:
         guide = body.strip()
-        return GuideAnswer(guide, None if guide else "the answer was empty", [*repairs, "no <guide> tags"])
+        return GuideAnswer(
+            guide, None if guide else "the answer was empty", [*repairs, "no <guide> tags"]
+        )
     if not found[0].group(2):
         repairs = [*repairs, "no closing </guide> tag"]
     guide = found[0].group(1).strip()

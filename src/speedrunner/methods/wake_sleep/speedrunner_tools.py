@@ -66,7 +66,9 @@ TOOLS: dict[str, tuple[int, bool]] = {
 """Every tool the protocol knows; a method offers a subset (``speedrunner_no_cl``: no ``run_python``
 and no ``test_skill``)."""
 
-NO_TOOL_LINE = "no `Tool:` line found: end every turn with one tool call, e.g. `Tool: view_codebook`"
+NO_TOOL_LINE = (
+    "no `Tool:` line found: end every turn with one tool call, e.g. `Tool: view_codebook`"
+)
 
 CUT_UNSAFE = frozenset({"add_function", "edit_function", "test_skill"})
 """Tools whose block is never used when the answer was cut inside it."""
@@ -110,8 +112,13 @@ class _Raw:
     """Its Tool label written exactly as the prompt shows it."""
 
 
-def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_reason: str | None = None,
-                    max_tokens: Any = None) -> ToolCall:
+def parse_tool_call(
+    text: str,
+    offered: frozenset[str] | set[str],
+    *,
+    finish_reason: str | None = None,
+    max_tokens: Any = None,
+) -> ToolCall:
     """The turn's tool call, checked against the tools ``offered`` and their arity.
 
     ``finish_reason`` ``"length"`` (the answer hit ``max_tokens``) decides what a block left
@@ -127,10 +134,14 @@ def parse_tool_call(text: str, offered: frozenset[str] | set[str], *, finish_rea
     note = ""
     if len(calls) > 1:
         rest = ", ".join(f"`{c.shown}`" for c in calls[1:])
-        note = (f"this turn had {len(calls)} tool calls; only the first (`{first.shown}`) ran, "
-                f"not {rest}: send one tool call per turn and read its result before the next")
+        note = (
+            f"this turn had {len(calls)} tool calls; only the first (`{first.shown}`) ran, "
+            f"not {rest}: send one tool call per turn and read its result before the next"
+        )
         repairs.append(f"{len(calls)} tool calls in one turn; only the first ran")
-    return dataclasses.replace(_check(first, offered, repairs, note, cut, max_tokens), dropped_calls=len(calls) - 1)
+    return dataclasses.replace(
+        _check(first, offered, repairs, note, cut, max_tokens), dropped_calls=len(calls) - 1
+    )
 
 
 def _from_lines(body: str) -> list[_Raw] | None:
@@ -146,8 +157,17 @@ def _from_lines(body: str) -> list[_Raw] | None:
         after = [b for b in blocks if line.end <= b.start < end]
         before = [b for b in blocks if begin <= b.start and b.end <= line.start]
         rest = m.group(2)
-        calls.append(_Raw(m.group(1), rest, f"Tool: {m.group(1)}{rest}".strip(), blocks=after, before=before,
-                          block=body[line.end:end], exact=line.exact))
+        calls.append(
+            _Raw(
+                m.group(1),
+                rest,
+                f"Tool: {m.group(1)}{rest}".strip(),
+                blocks=after,
+                before=before,
+                block=body[line.end : end],
+                exact=line.exact,
+            )
+        )
     return calls or None
 
 
@@ -155,48 +175,85 @@ def _from_json(body: str) -> list[_Raw] | None:
     calls = []
     for block in reversed(fenced_blocks(body)):  # a dict literal in Python code is no tool call
         if block.lang not in ("", "json"):
-            body = body[:block.start] + body[block.end:]
+            body = body[: block.start] + body[block.end :]
     for obj in json_objects(body):
         keys = {str(k).lower(): v for k, v in obj.items()}
-        name = next((keys[k] for k in ("tool", "tool_name", "name", "function") if isinstance(keys.get(k), str)), None)
+        name = next(
+            (
+                keys[k]
+                for k in ("tool", "tool_name", "name", "function")
+                if isinstance(keys.get(k), str)
+            ),
+            None,
+        )
         if name is None or name.strip().lower() not in TOOLS:
             continue
-        arguments = keys.get("arguments", keys.get("args", keys.get("parameters", keys.get("input"))))
+        arguments = keys.get(
+            "arguments", keys.get("args", keys.get("parameters", keys.get("input")))
+        )
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
             except json.JSONDecodeError:
                 arguments = [arguments]
-        fields = {**keys, **({str(k).lower(): v for k, v in arguments.items()} if isinstance(arguments, dict) else {})}
+        fields = {
+            **keys,
+            **(
+                {str(k).lower(): v for k, v in arguments.items()}
+                if isinstance(arguments, dict)
+                else {}
+            ),
+        }
         code = next((fields[k] for k in _CODE_KEYS if isinstance(fields.get(k), str)), None)
         note = next((fields[k] for k in _NOTE_KEYS if isinstance(fields.get(k), str)), None)
         if isinstance(arguments, list):
             names = tuple(str(a) for a in arguments)
         elif isinstance(arguments, dict):
-            names = tuple(str(v) for k, v in arguments.items()
-                          if str(k).lower() not in (*_CODE_KEYS, *_NOTE_KEYS) and isinstance(v, str | int))
+            names = tuple(
+                str(v)
+                for k, v in arguments.items()
+                if str(k).lower() not in (*_CODE_KEYS, *_NOTE_KEYS) and isinstance(v, str | int)
+            )
         else:
             names = ()
         tool = name.strip().lower()
-        calls.append(_Raw(tool, "", f"{{\"tool\": \"{tool}\"}}", args=names,
-                          block=code if code is not None else note))
+        calls.append(
+            _Raw(
+                tool,
+                "",
+                f'{{"tool": "{tool}"}}',
+                args=names,
+                block=code if code is not None else note,
+            )
+        )
     return calls or None
 
 
 TOOL_CALL_READER: AnswerReader[list[_Raw]] = AnswerReader(
-    (THINK,), (AnswerForm("", _from_lines), AnswerForm("JSON tool call", _from_json)))
+    (THINK,), (AnswerForm("", _from_lines), AnswerForm("JSON tool call", _from_json))
+)
 """A Tool line as asked (any markdown around its label), else a JSON tool call."""
 
 
-def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], note: str, cut: bool,
-           max_tokens: Any) -> ToolCall:
+def _check(
+    call: _Raw,
+    offered: frozenset[str] | set[str],
+    repairs: list[str],
+    note: str,
+    cut: bool,
+    max_tokens: Any,
+) -> ToolCall:
     name = call.name.lower()
     if name != call.name:
         repairs.append("tool name case")
     fixed = tuple(repairs)
     if name not in offered:
-        return ToolCall(name, problem=f"unknown tool {name!r}; tools: {', '.join(sorted(offered))}", note=note,
-                        repairs=fixed)
+        return ToolCall(
+            name,
+            problem=f"unknown tool {name!r}; tools: {', '.join(sorted(offered))}",
+            note=note,
+            repairs=fixed,
+        )
     arity, needs_block = TOOLS[name]
     json_call = call.args is not None
     if name == "submit":
@@ -209,12 +266,19 @@ def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], n
             if after and after[0].strip():
                 fixed = (*fixed, "prose after the submit note")
             return ToolCall(name, (), first.strip(), note=note, repairs=fixed)
-        return ToolCall(name, (), (block or call.rest.strip().strip("`*").strip() or call.block or "").strip(),
-                        note=note, repairs=fixed)
+        return ToolCall(
+            name,
+            (),
+            (block or call.rest.strip().strip("`*").strip() or call.block or "").strip(),
+            note=note,
+            repairs=fixed,
+        )
     if json_call:
         args = call.args or ()
     else:
-        args = tuple(a.strip(_ARG_STRIP) for a in re.split(r"[\s,]+", call.rest) if a.strip(_ARG_STRIP))
+        args = tuple(
+            a.strip(_ARG_STRIP) for a in re.split(r"[\s,]+", call.rest) if a.strip(_ARG_STRIP)
+        )
     if arity == 0 and args:
         repairs.append("text after a tool that takes no arguments")
         args = ()
@@ -222,8 +286,14 @@ def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], n
         repairs.append("punctuation after the tool name")
     if len(args) != arity:
         want = {0: "no arguments", 1: "one name", 2: "two names"}[arity]
-        return ToolCall(name, args, problem=f"`{name}` takes {want} on the Tool line, got {len(args)}: "
-                                            f"{call.rest.strip()!r}", note=note, repairs=tuple(repairs))
+        return ToolCall(
+            name,
+            args,
+            problem=f"`{name}` takes {want} on the Tool line, got {len(args)}: "
+            f"{call.rest.strip()!r}",
+            note=note,
+            repairs=tuple(repairs),
+        )
     if not needs_block:
         return ToolCall(name, args, None, note=note, repairs=tuple(repairs))
     if json_call:
@@ -233,32 +303,45 @@ def _check(call: _Raw, offered: frozenset[str] | set[str], repairs: list[str], n
         if problem is not None:
             return ToolCall(name, args, problem=problem, note=note, repairs=tuple(repairs))
     if not (block and block.strip()):
-        return ToolCall(name, args, problem=f"`{name}` needs a fenced ```python block after the Tool line",
-                        note=note, repairs=tuple(repairs))
+        return ToolCall(
+            name,
+            args,
+            problem=f"`{name}` needs a fenced ```python block after the Tool line",
+            note=note,
+            repairs=tuple(repairs),
+        )
     return ToolCall(name, args, block, note=note, repairs=tuple(repairs))
 
 
-def _block(call: _Raw, name: str, repairs: list[str], cut: bool, max_tokens: Any) -> tuple[str | None, str | None]:
+def _block(
+    call: _Raw, name: str, repairs: list[str], cut: bool, max_tokens: Any
+) -> tuple[str | None, str | None]:
     """The one block this call means, or the problem that there is not exactly one."""
     blocks = call.blocks
     if not blocks and len(call.before) == 1:
         blocks = call.before
         repairs.append("code block before the Tool line")
     elif not blocks and len(call.before) > 1:
-        return None, (f"`{name}` needs one fenced block after the Tool line; there is none after it and "
-                      f"{len(call.before)} before it: write the Tool line, then the one block")
+        return None, (
+            f"`{name}` needs one fenced block after the Tool line; there is none after it and "
+            f"{len(call.before)} before it: write the Tool line, then the one block"
+        )
     if len(blocks) > 1:
         langs = ", ".join(f"```{b.lang}" if b.lang else "```" for b in blocks)
-        return None, (f"`{name}` takes one fenced block and this call has {len(blocks)} ({langs}); "
-                      "nothing ran: put all the code in one block (one add_function may define several "
-                      "functions)")
+        return None, (
+            f"`{name}` takes one fenced block and this call has {len(blocks)} ({langs}); "
+            "nothing ran: put all the code in one block (one add_function may define several "
+            "functions)"
+        )
     if not blocks:
         return None, None
     block = blocks[0]
     if not block.closed:
         if cut and name in CUT_UNSAFE:
-            return None, (f"the ```python block of `{name}` was cut off before its closing fence "
-                          f"({cut_note(max_tokens)}); the code is incomplete, so it was not applied: "
-                          "send it again, shorter (e.g. one function per add_function)")
+            return None, (
+                f"the ```python block of `{name}` was cut off before its closing fence "
+                f"({cut_note(max_tokens)}); the code is incomplete, so it was not applied: "
+                "send it again, shorter (e.g. one function per add_function)"
+            )
         repairs.append("unclosed final fence")
     return block.code, None

@@ -16,8 +16,12 @@ class CorridorBenchmark(Benchmark):
         return CorridorEnv()
 
     def train_episode(self, run_seed: int, index: int) -> EpisodeSpec:
-        return EpisodeSpec("train", index, self.config.task_set, episode_seed(run_seed, "train", index))
+        return EpisodeSpec(
+            "train", index, self.config.task_set, episode_seed(run_seed, "train", index)
+        )
 
     def eval_episodes(self, eval_seed: int) -> list[EpisodeSpec]:
-        return [EpisodeSpec("eval", i, self.config.task_set, episode_seed(eval_seed, "eval", i))
-                for i in range(self.n_eval)]
+        return [
+            EpisodeSpec("eval", i, self.config.task_set, episode_seed(eval_seed, "eval", i))
+            for i in range(self.n_eval)
+        ]

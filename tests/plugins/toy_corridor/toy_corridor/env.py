@@ -26,11 +26,21 @@ class CorridorEnv(TextEnv):
         return self.opened
 
     def _observe(self, note: str = "") -> Observation:
-        here = "the door" if self.pos == self.length - 1 else (
-            "the key" if self.pos == self.key_at and not self.has_key else "nothing")
+        here = (
+            "the door"
+            if self.pos == self.length - 1
+            else ("the key" if self.pos == self.key_at and not self.has_key else "nothing")
+        )
         text = f"{note}You are at cell {self.pos} of {self.length}; here is {here}."
-        return Observation(text, {"position": self.pos, "length": self.length, "key_at": self.key_at,
-                                  "has_key": self.has_key})
+        return Observation(
+            text,
+            {
+                "position": self.pos,
+                "length": self.length,
+                "key_at": self.key_at,
+                "has_key": self.has_key,
+            },
+        )
 
     def reset(self, task: str, seed: int) -> Observation:
         self.length = LENGTHS[task]
