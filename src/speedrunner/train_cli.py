@@ -556,14 +556,17 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
     else:
         means = {"success": final.success_mean, "progress": final.progress_mean}
         evaluated = "final eval " + ", ".join(f"{m} {means[m]:.3f}" for m in shown)
-    print(
-        f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
-        f"summary in {run_dir / 'summary.json'}"
-    )
     from speedrunner.core.runtime.speedrun import describe
 
-    print(describe(run_dir, config) + tag)
-    _print_summary(session, "finished")
+    try:
+        print(
+            f"done{tag}: {result.checkpoint.totals.episodes} training episodes, {evaluated}; "
+            f"summary in {run_dir / 'summary.json'}"
+        )
+        print(describe(run_dir, config) + tag)
+        _print_summary(session, "finished")
+    except BrokenPipeError:  # the run is finished: a reader that left early changes nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

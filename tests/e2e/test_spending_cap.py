@@ -136,7 +136,10 @@ def test_a_small_cap_stops_before_crossing_and_a_higher_cap_resumes_to_the_uncap
         assert capped.returncode == CAP_EXIT_CODE, capped.stderr[-2000:]
         assert summary["status"] == "budget_reached"
         assert summary["spending"]["max_cost_usd"] == cap and summary["spending"]["reached"] is True
-        assert "budget reached" in capped.stderr and "--set run.max_cost_usd=" in capped.stderr
+        assert (
+            "stopped: run spending cap" in capped.stderr
+            and "--set run.max_cost_usd=" in capped.stderr
+        )
         assert (
             f"of cap ${cap:.4f}" in capped.stdout
         )  # the progress line shows spend against the cap
