@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -44,6 +44,25 @@ RunStatus = Literal["running", "finished", "interrupted", "failed", "budget_reac
 
 Real = int | float
 """A number written as the writer produced it (an int stays an int, so rows dump byte-identical)."""
+
+
+# The skill library's shape, as a training batch and an evaluation both record it.
+PublicFunctions = Annotated[int | None, Field(description="Public functions in the skill library.")]
+PrivateFunctions = Annotated[
+    int | None, Field(description="Private (helper) functions in the library.")
+]
+StaticCallDepth = Annotated[
+    int | None, Field(description="Longest call chain of the library's call graph.")
+]
+CallGraphDensity = Annotated[
+    Real | None, Field(description="Edges over possible edges of the call graph.")
+]
+SkillApiTokens = Annotated[
+    int | None, Field(description="Estimated tokens of the skill API in the actor prompt.")
+]
+SkillApiChars = Annotated[
+    int | None, Field(description="Characters of the skill API in the actor prompt.")
+]
 
 
 class _Row(BaseModel):
@@ -95,24 +114,12 @@ class MetricsRow(_Row):
     skill_actions: int = Field(description="Environment actions taken inside skill calls.")
     dynamic_call_depth: int = Field(description="Deepest skill call tree seen at run time.")
     within_2_llm_calls: bool = Field(description="Ended by itself in at most two actor LLM calls.")
-    library_public_functions: int | None = Field(
-        description="Public functions in the skill library."
-    )
-    library_private_functions: int | None = Field(
-        description="Private (helper) functions in the library."
-    )
-    static_call_depth: int | None = Field(
-        description="Longest call chain of the library's call graph."
-    )
-    call_graph_density: Real | None = Field(
-        description="Edges over possible edges of the call graph."
-    )
-    skill_api_tokens: int | None = Field(
-        description="Estimated tokens of the skill API in the actor prompt."
-    )
-    skill_api_chars: int | None = Field(
-        description="Characters of the skill API in the actor prompt."
-    )
+    library_public_functions: PublicFunctions
+    library_private_functions: PrivateFunctions
+    static_call_depth: StaticCallDepth
+    call_graph_density: CallGraphDensity
+    skill_api_tokens: SkillApiTokens
+    skill_api_chars: SkillApiChars
     cap_hits: dict[str, int] = Field(description="Episode cap hits by cap name.")
     sleep_cap_hits: dict[str, int] = Field(description="The batch's sleep cap hits by cap name.")
     sandbox_violations: int = Field(description="Skill calls the sandbox stopped.")
@@ -180,24 +187,12 @@ class EvalRow(_Row):
     within_2_llm_calls_share: float = Field(
         description="Share ended by itself within two LLM calls."
     )
-    library_public_functions: int | None = Field(
-        description="Public functions in the skill library."
-    )
-    library_private_functions: int | None = Field(
-        description="Private (helper) functions in the library."
-    )
-    static_call_depth: int | None = Field(
-        description="Longest call chain of the library's call graph."
-    )
-    call_graph_density: Real | None = Field(
-        description="Edges over possible edges of the call graph."
-    )
-    skill_api_tokens: int | None = Field(
-        description="Estimated tokens of the skill API in the actor prompt."
-    )
-    skill_api_chars: int | None = Field(
-        description="Characters of the skill API in the actor prompt."
-    )
+    library_public_functions: PublicFunctions
+    library_private_functions: PrivateFunctions
+    static_call_depth: StaticCallDepth
+    call_graph_density: CallGraphDensity
+    skill_api_tokens: SkillApiTokens
+    skill_api_chars: SkillApiChars
     success_by_task: SuccessByTask | None = Field(
         default=None,
         description="Per-task success; written only when several tasks were evaluated.",
