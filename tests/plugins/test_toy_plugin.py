@@ -41,7 +41,7 @@ def toy_environment(root: Path) -> Path:
         "".join(f"import site; site.addsitedir({p!r})\n" for p in ours)
     )
     package = shutil.copytree(TOY, root / "toy_corridor")
-    subprocess.run(
+    installed = subprocess.run(
         [
             python,
             "-m",
@@ -51,13 +51,15 @@ def toy_environment(root: Path) -> Path:
             "--no-deps",
             "--no-build-isolation",
             "--no-index",
+            "--no-cache-dir",  # parallel tests' pip runs share no cache
             "-e",
             str(package),
         ],
-        check=True,
         capture_output=True,
+        text=True,
         env={**os.environ, "PIP_NO_INDEX": "1"},
     )
+    assert installed.returncode == 0, installed.stderr[-3000:]
     return python
 
 

@@ -83,7 +83,7 @@ def editable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """)
     )
     target = root / "site"
-    subprocess.run(
+    installed = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -93,14 +93,16 @@ def editable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
             "--no-deps",
             "--no-build-isolation",
             "--no-index",
+            "--no-cache-dir",  # parallel tests' pip runs share no cache
             "--target",
             str(target),
             "-e",
             str(project),
         ],
-        check=True,
         capture_output=True,
+        text=True,
     )
+    assert installed.returncode == 0, installed.stderr[-3000:]
     import site
 
     before = list(sys.meta_path)
