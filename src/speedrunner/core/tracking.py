@@ -166,7 +166,7 @@ class WandbTracker:
         where = (
             f"offline, upload with: wandb sync {self.run.dir.removesuffix('/files')}"
             if _mode(cfg) == "offline"
-            else getattr(self.run, "url", None) or "online"
+            else self.run.url or "online"
         )
         print(f"W&B: run {self.state['id']} ({where})", flush=True)
         for section, step in (

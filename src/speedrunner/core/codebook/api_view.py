@@ -498,7 +498,7 @@ def state_example(batch: Sequence[Trajectory], observe: Observe | None) -> State
 def analysis_helper_names(module: str = ANALYSIS_MODULE) -> list[str]:
     """The helpers analysis code gets: the module's public functions the method does not keep."""
     mod = importlib.import_module(module)
-    names: Iterable[str] = getattr(mod, "__all__", None) or [
+    names: Iterable[str] = vars(mod).get("__all__") or [
         n for n in vars(mod) if not n.startswith("_")
     ]
     return [n for n in names if n not in _SETUP_ONLY and inspect.isfunction(getattr(mod, n, None))]

@@ -523,7 +523,9 @@ class _Checker:
         callee = (
             node.func.attr
             if isinstance(node.func, ast.Attribute)
-            else getattr(node.func, "id", None)
+            else node.func.id
+            if isinstance(node.func, ast.Name)
+            else None
         )
         for keyword in node.keywords:
             if keyword.arg in _HOOK_KEYWORDS.get(str(callee), ()):
