@@ -80,26 +80,41 @@ class KillingPolicy:
             return reply
 
 
-def train_cmd(benchmark: str, config: str, run_dir: Path, url: str, *extra: str) -> list[str]:
+def fake_model_cmd(
+    module: str, config: Path, run_dir: Path, url: str, *overrides: str, quick_test: bool = False
+) -> list[str]:
+    """``python -m module`` on ``config`` against the fake LLM server at ``url``; ``overrides``
+    are ``key=value`` settings, each passed with ``--set``."""
+    sets = ("model.provider=vllm", f"model.base_url={url}", "model.name=fake-model", *overrides)
     return [
         sys.executable,
         "-m",
-        f"speedrunner.benchmarks.{benchmark}.train",
+        module,
         "--config_file",
-        str(REPO / "configs" / benchmark / config),
-        "--quick_test",
+        str(config),
+        *(["--quick_test"] if quick_test else []),
         "--run_dir",
         str(run_dir),
-        "--set",
-        "model.provider=vllm",
-        "--set",
-        f"model.base_url={url}",
-        "--set",
-        "model.name=fake-model",
-        "--set",
-        PRICES,
-        *extra,
+        *[arg for setting in sets for arg in ("--set", setting)],
     ]
+
+
+BABYAI_TRAIN = "speedrunner.benchmarks.babyai.train"
+BABYAI_TWO_BATCHES = (
+    "run.sleep_every=2",
+    "run.eval_every=2",
+    "run.eval_episodes=0",
+    "run.parallel_episodes=2",
+    "benchmark.max_llm_calls=60",
+)
+"""The BabyAI method tests' schedule besides ``run.rollouts``: a sleep every two rollouts, two
+episodes at once, no evaluation."""
+
+
+def train_cmd(benchmark: str, config: str, run_dir: Path, url: str, *extra: str) -> list[str]:
+    module = f"speedrunner.benchmarks.{benchmark}.train"
+    path = REPO / "configs" / benchmark / config
+    return [*fake_model_cmd(module, path, run_dir, url, PRICES, quick_test=True), *extra]
 
 
 def run(

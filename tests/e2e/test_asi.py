@@ -21,7 +21,16 @@ from speedrunner.core.seeding import episode_seed
 
 from . import prewarmed
 from .asi_fakes import SKILL, ASIFakeLLM, bot_actions
-from .harness import REPO, clean_env, rows, run, start_server
+from .harness import (
+    BABYAI_TRAIN,
+    BABYAI_TWO_BATCHES,
+    REPO,
+    clean_env,
+    fake_model_cmd,
+    rows,
+    run,
+    start_server,
+)
 
 pytestmark = pytest.mark.slow
 KIND = "pick_up_seq_go_to"
@@ -30,34 +39,9 @@ LEVELS = [(KIND, episode_seed(0, "train", i)) for i in range(ROLLOUTS)]
 
 
 def asi_cmd(run_dir: Path, url: str, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "speedrunner.benchmarks.babyai.train",
-        "--config_file",
-        str(REPO / "configs" / "babyai" / "asi-gpt-seq.yaml"),
-        "--run_dir",
-        str(run_dir),
-        "--set",
-        "model.provider=vllm",
-        "--set",
-        f"model.base_url={url}",
-        "--set",
-        "model.name=fake-model",
-        "--set",
-        f"run.rollouts={ROLLOUTS}",
-        "--set",
-        "run.sleep_every=2",
-        "--set",
-        "run.eval_every=2",
-        "--set",
-        "run.eval_episodes=0",
-        "--set",
-        "run.parallel_episodes=2",
-        "--set",
-        "benchmark.max_llm_calls=60",
-        *extra,
-    ]
+    config = REPO / "configs" / "babyai" / "asi-gpt-seq.yaml"
+    sets = (f"run.rollouts={ROLLOUTS}", *BABYAI_TWO_BATCHES)
+    return [*fake_model_cmd(BABYAI_TRAIN, config, run_dir, url, *sets), *extra]
 
 
 def play(tmp: Path, fake: ASIFakeLLM, *extra: str) -> Path:

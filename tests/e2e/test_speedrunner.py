@@ -27,7 +27,17 @@ from speedrunner.testing.fake_llm_server import Reply
 
 from . import prewarmed
 from .asi_fakes import SKILL, bot_actions
-from .harness import REPO, body_key, clean_env, rows, run, start_server
+from .harness import (
+    BABYAI_TRAIN,
+    BABYAI_TWO_BATCHES,
+    REPO,
+    body_key,
+    clean_env,
+    fake_model_cmd,
+    rows,
+    run,
+    start_server,
+)
 from .speedrunner_fakes import INDUCER, SpeedRunnerFakeLLM
 
 pytestmark = pytest.mark.slow
@@ -38,35 +48,9 @@ METHODS = ["speedrunner", "speedrunner_no_cl"]
 
 
 def cmd(method: str, run_dir: Path, url: str, protocol: str = "text") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "speedrunner.benchmarks.babyai.train",
-        "--config_file",
-        str(REPO / "configs" / "babyai" / f"{method}-gpt-seq.yaml"),
-        "--run_dir",
-        str(run_dir),
-        "--set",
-        "model.provider=vllm",
-        "--set",
-        f"model.base_url={url}",
-        "--set",
-        "model.name=fake-model",
-        "--set",
-        f"run.rollouts={ROLLOUTS}",
-        "--set",
-        "run.sleep_every=2",
-        "--set",
-        "run.eval_every=2",
-        "--set",
-        "run.eval_episodes=0",
-        "--set",
-        "run.parallel_episodes=2",
-        "--set",
-        "benchmark.max_llm_calls=60",
-        "--set",
-        f"model.tool_protocol={protocol}",
-    ]
+    config = REPO / "configs" / "babyai" / f"{method}-gpt-seq.yaml"
+    sets = (f"run.rollouts={ROLLOUTS}", *BABYAI_TWO_BATCHES, f"model.tool_protocol={protocol}")
+    return fake_model_cmd(BABYAI_TRAIN, config, run_dir, url, *sets)
 
 
 def play(method: str, run_dir: Path, fake, protocol: str = "text") -> Path:
