@@ -488,7 +488,11 @@ def _run(config: RunConfig, run_dir: Path, run_id: str, session: _Session) -> in
             method = load_entry_point(method_spec.factory)(
                 config.method,
                 MethodContext(
-                    run_dir=run_dir, inducer=inducer, benchmark=config.benchmark.name, skills=skills
+                    run_dir=run_dir,
+                    inducer=inducer,
+                    benchmark=config.benchmark.name,
+                    skills=skills,
+                    knowledge_title=method_spec.knowledge_title,
                 ),
             )
             runner = session.runner = Runner(

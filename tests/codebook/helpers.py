@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from speedrunner.core.codebook import Author, Codebook, Problem, Rules, apply_edits
-from speedrunner.core.codebook.candidate import Candidate
+from speedrunner.core.codebook.edits import Candidate
 
 API = "fake_skill_api"
 RULES = Rules(

@@ -41,7 +41,7 @@ from speedrunner.core.codebook.api_view import (
     render_analysis_helpers,
     render_api_view,
 )
-from speedrunner.core.codebook.limits import ALLOWED_IMPORTS, FORBIDDEN_NAMES
+from speedrunner.core.codebook.rules import ALLOWED_IMPORTS, FORBIDDEN_NAMES
 from speedrunner.core.config.schema import MethodConfig
 from speedrunner.core.env import Observation
 from speedrunner.core.episode_files import save_trajectory

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from speedrunner.core.codebook import CodebookSizeLimits, Rules, normalise_action, validate_source
-from speedrunner.core.codebook.limits import FORBIDDEN_NAMES
+from speedrunner.core.codebook.rules import FORBIDDEN_NAMES
 
 from .helpers import API, GO_TO, IMPORT_FIND, RULES, STEP, module, only
 

@@ -16,8 +16,7 @@ from speedrunner.benchmarks.babyai.levels import make_level
 from speedrunner.benchmarks.babyai.text import ACTION_INDEX, ACTIONS, instruction, observe
 from speedrunner.core.codebook import Codebook, Rules
 from speedrunner.core.codebook.api_view import render_api_view
-from speedrunner.core.codebook.candidate import Candidate
-from speedrunner.core.codebook.edits import AddFunction, apply_edits
+from speedrunner.core.codebook.edits import AddFunction, Candidate, apply_edits
 from speedrunner.core.codebook.model import Author
 from speedrunner.core.runtime.actor import first_user_message, parse_answer, render_actions
 from speedrunner.core.runtime.skill_call import SkillCall, parse_skill_call

@@ -122,7 +122,6 @@ def test_the_report_shows_any_method_knowledge_folder_under_its_declared_title(
 def test_the_shipped_declarations_keep_what_was_written_by_name_before() -> None:
     """Skills, multi-turn sleeps and codebook titles, as the shipped methods had them."""
     from speedrunner.core.runtime.caps import caps_in_force
-    from speedrunner.methods.wake_sleep.codebook_knowledge import method_title
 
     assert {n for n in METHODS.names() if METHODS.get(n).uses_skills} == {
         "speedrunner",
@@ -135,8 +134,9 @@ def test_the_shipped_declarations_keep_what_was_written_by_name_before() -> None
         "speedrunner_no_cl",
     }
     assert [
-        method_title(n) for n in ("speedrunner", "speedrunner_no_cl", "asi", "voyager", "mine")
-    ] == ["SpeedRunner", "SpeedRunner (no code execution)", "ASI", "Voyager", "mine"]
+        METHODS.get(n).knowledge_title
+        for n in ("speedrunner", "speedrunner_no_cl", "asi", "voyager")
+    ] == ["SpeedRunner", "SpeedRunner (no code execution)", "ASI", "Voyager"]
     assert "max_inducer_turns" in caps_in_force({"name": "speedrunner", "max_inducer_turns": 20})
     assert "max_inducer_turns" not in caps_in_force({"name": "asi", "max_inducer_turns": 20})
 

@@ -142,6 +142,9 @@ class MethodContext:
     inducer: Model
     benchmark: str
     skills: SkillSupport | None = None
+    knowledge_title: str | None = None
+    """The method's display name (its spec's ``knowledge_title``), for what its stored knowledge
+    says wrote it; ``None``: its registered name."""
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,18 @@ MAX_SCRATCH_VALUES = 2_000
 of row strings, a far larger one)."""
 MAX_ACTION_CHARS = 1_000
 """Longest action string a skill may send; a longer one is refused in the child."""
+SKILL_IMPORTS = (
+    "re",
+    "math",
+    "itertools",
+    "collections",
+    "collections.abc",
+    "functools",
+    "dataclasses",
+    "typing",
+)
+"""The standard modules skill code may import besides the benchmark's skill API module: the
+codebook validator refuses any other, and the sandbox preloads these and refuses the rest."""
 
 State = dict[str, Any]
 Transport = Callable[[str], dict[str, Any]]

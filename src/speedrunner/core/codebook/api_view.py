@@ -1,8 +1,8 @@
 """What a skill inducer is told about the skill API, rendered from the code it describes.
 
 Every method that writes skills (``speedrunner``, ``speedrunner_no_cl``, ``asi``) shows its
-inducer the same text for one batch: the codebook rules it will be held to (from ``limits``
-and the run's ``Rules``), the primitive actions, the ``env`` handle's public members (from
+inducer the same text for one batch: the codebook rules it will be held to (from ``rules``:
+its caps and the run's ``Rules``), the primitive actions, the ``env`` handle's public members (from
 the ``SkillEnv`` class), each public name of the benchmark's skill API module with its
 signature and docstring (from the module's ``__all__``), the ``env.state`` layout and
 coordinate conventions (the module's ``STATE_LAYOUT`` and ``COORDINATES``), and one real
@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from speedrunner.core import pyast
-from speedrunner.core.codebook.limits import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES
 from speedrunner.core.codebook.parse import render_signature
-from speedrunner.core.codebook.rules import Rules
+from speedrunner.core.codebook.rules import FORBIDDEN_MEMBERS, FORBIDDEN_NAMES, Rules
 from speedrunner.core.skill import (
     MAX_ACTION_CHARS,
     MAX_RETURN_BYTES,
@@ -227,9 +226,8 @@ def add_function_rule() -> str:
     """What one ``add_function`` tool call may hold (SpeedRunner's inducers), decided by trying
     the edit machinery itself, so the sentence stays true when ``core/codebook/edits.py``
     changes: several functions in one block, or one."""
-    from speedrunner.core.codebook.candidate import EditRejected
     from speedrunner.core.codebook.codebook import Codebook
-    from speedrunner.core.codebook.edits import AddFunction, apply_edits
+    from speedrunner.core.codebook.edits import AddFunction, EditRejected, apply_edits
     from speedrunner.core.codebook.model import Author
 
     probe = AddFunction("def _callee():\n    return 1\n\n\ndef _caller():\n    return _callee()\n")

@@ -1,4 +1,5 @@
-"""One codebook generation in memory: its source, its metadata, and what the actor sees.
+"""One codebook generation in memory: its source, its metadata, what the actor sees of it
+and how often episodes called its functions.
 
 A ``Codebook`` is immutable. New generations come only from ``apply_edits`` (which
 validates) and ``Candidate.commit`` (which stores); usage counts are added to a copy
@@ -7,15 +8,16 @@ validates) and ``Candidate.commit`` (which stores); usage counts are added to a 
 
 from __future__ import annotations
 
+import textwrap
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from speedrunner.core.codebook import store
+from speedrunner.core.codebook.callgraph import call_outcome
 from speedrunner.core.codebook.model import CallStats, FunctionMeta, GenerationMeta
-from speedrunner.core.codebook.render import public_signatures, render_api
-from speedrunner.core.codebook.usage import usage_from_trajectories
 from speedrunner.core.skill import Skills
 
 if TYPE_CHECKING:
@@ -88,7 +90,7 @@ class Codebook:
 
     # ------------------------------------------------------------ what the actor sees
     def render_api(self) -> str:
-        """Public signatures and docstrings, sorted by name (see ``render.render_api``)."""
+        """Public signatures and docstrings, sorted by name (see the module function)."""
         return render_api(self.meta.functions)
 
     def signatures(self) -> dict[str, str]:
@@ -113,3 +115,92 @@ class Codebook:
     def record_usage(self, trajectories: Iterable[Trajectory]) -> Codebook:
         """``with_usage`` over the skill calls of episodes that played this generation."""
         return self.with_usage(usage_from_trajectories(trajectories, self.generation))
+
+
+# --------------------------------------------------------------- what the actor sees
+# Sorted by name, so the text depends only on the generation's functions (not on the order
+# edits added them), and it is rendered once per generation: every prompt of that generation
+# starts with the same bytes and the provider's prefix cache holds.
+
+
+def render_api(functions: Iterable[FunctionMeta]) -> str:
+    """One block per public function: its call signature, then its docstring indented.
+
+    Empty when there is no public function (the actor's prompt then has no skills section).
+    """
+    blocks = []
+    for meta in sorted((f for f in functions if f.public), key=lambda f: f.name):
+        doc = textwrap.indent(meta.docstring or "", "    ")
+        blocks.append(f"{meta.call_signature}\n{doc}".rstrip())
+    return "\n\n".join(blocks)
+
+
+def public_signatures(functions: Iterable[FunctionMeta]) -> dict[str, str]:
+    """Public name -> the signature the actor calls, sorted by name."""
+    return {
+        f.name: f.call_signature or f.signature
+        for f in sorted((f for f in functions if f.public), key=lambda f: f.name)
+    }
+
+
+# ------------------------------------------------------------------ usage counts
+# Per-function call counts from the call trees episodes recorded.
+#
+# A trajectory stores each top-level skill call as a tree (``ActorStep.skill_call``:
+# ``{"name", "args", "kwargs", "calls": [...], "actions": [...], "returned", "error"}``);
+# a skill's calls of other codebook functions are the nested ``calls``. Every node counts,
+# so a private helper that only skills call gets counts too.
+#
+# The top node is the actor's call, observed by the parent; nested nodes are the sandbox's
+# annotations, checked (``core/sandbox/schema.py``: each names a function of the loaded
+# codebook, and together they account for exactly the actions served) but not observed. A
+# skill that escaped its sandbox could skew the nested counts among the codebook's functions.
+
+
+def count_calls(trees: Iterable[Mapping[str, Any]]) -> dict[str, CallStats]:
+    """Name -> counts over every node of ``trees``.
+
+    A node that was cut off — its ``stopped_by`` says ``max_actions``, ``timeout`` or
+    ``episode_done``, or its ``error`` is the ``stopped (...)`` mark a stop leaves on the calls
+    it unwound — is neither error nor success (``callgraph.call_outcome``); any other node with
+    a non-empty ``error`` is an error; every other node is a success.
+    """
+    calls: Counter[str] = Counter()
+    successes: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    stack = list(trees)
+    while stack:  # iterative: a recursive skill can nest deeper than Python's recursion limit
+        node = stack.pop()
+        name = node.get("name")
+        if isinstance(name, str):
+            calls[name] += 1
+            outcome = call_outcome(node)
+            if outcome == "error":
+                errors[name] += 1
+            elif outcome == "success":
+                successes[name] += 1
+        stack.extend(child for child in node.get("calls") or () if isinstance(child, Mapping))
+    return {
+        name: CallStats(calls=calls[name], successes=successes[name], errors=errors[name])
+        for name in sorted(calls)
+    }
+
+
+def usage_from_trajectories(
+    trajectories: Iterable[Trajectory], generation: int
+) -> dict[str, CallStats]:
+    """Counts over the skill calls of ``trajectories``, which must all have played ``generation``.
+
+    Names mean different functions in different generations (renames), so mixing
+    trajectories of several generations is refused rather than miscounted.
+    """
+    trees = []
+    for t in trajectories:
+        if t.knowledge_version != generation:
+            raise ValueError(
+                f"episode {t.split}/{t.index} played knowledge version {t.knowledge_version}, "
+                f"not codebook generation {generation}: count each generation's episodes "
+                "against that generation"
+            )
+        trees.extend(c["tree"] for c in t.skill_calls())
+    return count_calls(trees)

@@ -24,16 +24,17 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from speedrunner.core import pyast
-from speedrunner.core.codebook.candidate import Candidate, EditRejected
+from speedrunner.core.codebook import store
 from speedrunner.core.codebook.codebook import Codebook
 from speedrunner.core.codebook.model import Author, CallStats, FunctionMeta, GenerationMeta
 from speedrunner.core.codebook.parse import assemble, render_signature, split_module
 from speedrunner.core.codebook.rules import Rules
 from speedrunner.core.codebook.scopes import global_refs
-from speedrunner.core.codebook.store import sha256
 from speedrunner.core.codebook.validate import Problem, Rule, validate_source
+from speedrunner.errors import InvalidCodebookError
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,56 @@ class MakePublic:
 
 
 Edit = AddFunction | EditFunction | DeleteFunction | RenameFunction | MakePrivate | MakePublic
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A validated next generation, not yet stored.
+
+    Only a candidate can become a generation, and ``commit`` checks the static rules again
+    before writing, so a generation that fails validation cannot reach disk even through a
+    hand-built ``Candidate``."""
+
+    parent: Codebook
+    source: str
+    meta: GenerationMeta
+    rules: Rules
+
+    @property
+    def generation(self) -> int:
+        return self.meta.generation
+
+    def commit(self, run_dir: Path) -> Codebook:
+        """Store this generation (atomically, never over another) and return it as loaded."""
+        problems = validate_source(self.source, self.rules, smoke=False)
+        if problems:
+            raise InvalidCodebookError(
+                f"codebook generation {self.generation} fails validation and is not "
+                "written:\n" + "\n".join(f"  - {p}" for p in problems)
+            )
+        store.write_generation(run_dir, self.source, self.meta)
+        return Codebook.load(run_dir, self.generation)
+
+
+@dataclass(frozen=True)
+class EditRejected:
+    """Why a batch of edits did not produce a candidate; ``message`` is for the author. A
+    rejection changes nothing: the parent stays current."""
+
+    parent: Codebook
+    author: Author
+    problems: tuple[Problem, ...]
+    source: str | None = None
+    """The rejected module when the edits applied but it failed validation."""
+
+    @property
+    def message(self) -> str:
+        head = (
+            f"The codebook edits were rejected ({len(self.problems)} "
+            f"problem{'s' if len(self.problems) != 1 else ''}); generation "
+            f"{self.parent.generation} stays current."
+        )
+        return head + "\n" + "\n".join(f"- {p}" for p in self.problems)
 
 
 def apply_edits(
@@ -394,6 +445,6 @@ def _metadata(
         generation=g,
         parent=parent.generation,
         author=author,
-        source_sha256=sha256(source),
+        source_sha256=store.sha256(source),
         functions=tuple(functions),
     )

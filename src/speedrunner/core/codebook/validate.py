@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from speedrunner.core import pyast
-from speedrunner.core.codebook.limits import (
+from speedrunner.core.codebook.parse import first_param
+from speedrunner.core.codebook.rules import (
     ATTRIBUTE_BUILTINS,
     BUILTIN_NAMES,
     FORBIDDEN_MEMBERS,
     FORBIDDEN_NAMES,
+    Rules,
 )
-from speedrunner.core.codebook.parse import first_param
-from speedrunner.core.codebook.rules import Rules
 from speedrunner.core.codebook.scopes import global_refs
 from speedrunner.core.names import suggest
 

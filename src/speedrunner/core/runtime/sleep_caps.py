@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from speedrunner.core.codebook.limits import CodebookSizeLimits
+from speedrunner.core.codebook.rules import CodebookSizeLimits
 
 if TYPE_CHECKING:
     from speedrunner.core.codebook.validate import Problem

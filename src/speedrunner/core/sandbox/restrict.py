@@ -52,22 +52,13 @@ from collections.abc import Callable
 from typing import Any
 
 from speedrunner.core.sandbox.handle import SandboxEnv
+from speedrunner.core.skill import SKILL_IMPORTS
 
 CODEBOOK_FILENAME = "codebook.py"
 """The filename skill tracebacks show (the codebook has no file of its own in the sandbox)."""
 CODEBOOK_MODULE = "codebook"
 """The module name of the codebook's namespace (the ``__module__`` of the classes it defines)."""
 
-ALLOWED_MODULES = (
-    "re",
-    "math",
-    "itertools",
-    "collections",
-    "collections.abc",
-    "functools",
-    "dataclasses",
-    "typing",
-)
 _HIDDEN_NAMES = {
     "typing": {
         "get_type_hints",
@@ -551,7 +542,7 @@ class _Importer:
     actions) is a read-only copy that ``refresh`` replaces before every call."""
 
     def __init__(self, api_module: str) -> None:
-        self.allowed = (*ALLOWED_MODULES, api_module)
+        self.allowed = (*SKILL_IMPORTS, api_module)
         self.proxies: dict[str, types.ModuleType] = {}
         self.mutable: list[tuple[types.ModuleType, str, Any]] = []
 
@@ -738,5 +729,5 @@ def _format_attribute(obj: Any) -> Any:
 
 def preload(api_module: str) -> None:
     """Import what skill code may import while the child can still read the interpreter's files."""
-    for name in (*ALLOWED_MODULES, api_module):
+    for name in (*SKILL_IMPORTS, api_module):
         importlib.import_module(name)

@@ -39,7 +39,6 @@ from speedrunner.core.sandbox.channel import ChannelTimeout, compact, separators
 from speedrunner.core.sandbox.lifecycle import SandboxOwner
 from speedrunner.core.sandbox.limits import ProcessLimits
 from speedrunner.core.sandbox.process import SandboxDied, SandboxProcess, SandboxViolation
-from speedrunner.core.sandbox.restrict import ALLOWED_MODULES
 from speedrunner.core.sandbox.schema import (
     SKILL_MESSAGE_BYTES,
     check_act,
@@ -50,7 +49,7 @@ from speedrunner.core.sandbox.schema import (
     reply_values,
 )
 from speedrunner.core.sandbox.tiers import resolve_tier
-from speedrunner.core.skill import SkillCall, SkillOutcome, Skills
+from speedrunner.core.skill import SKILL_IMPORTS, SkillCall, SkillOutcome, Skills
 
 MAX_EPISODE_TREE_CHARS = 2_000_000
 """Characters of the child's trees (``check_result``'s measure of everything a call keeps from
@@ -79,7 +78,7 @@ def launch_skill_process(
         tier,
         limits,
         mode="skills",
-        preload=[*ALLOWED_MODULES, api_module],
+        preload=[*SKILL_IMPORTS, api_module],
         max_message_bytes=SKILL_MESSAGE_BYTES,
         wait=wait,
     )

@@ -74,8 +74,8 @@ from speedrunner.core.codebook import (
     apply_edits,
 )
 from speedrunner.core.codebook.api_view import caps_lines
+from speedrunner.core.codebook.codebook import render_api
 from speedrunner.core.codebook.parse import split_module
-from speedrunner.core.codebook.render import render_api
 from speedrunner.core.env import TextEnv
 from speedrunner.core.episode_files import save_trajectory
 from speedrunner.core.interrupt import STOP, RunInterrupted
@@ -275,7 +275,8 @@ class VoyagerMethod(Method):
         self.rules = codebook_rules(self.support)
         self.world = world
         self.ranker = self._ranker()
-        self.base = empty_codebook(self.name)
+        self.title = ctx.knowledge_title or self.name
+        self.base = empty_codebook(self.title)
         self.state = VoyagerState()
         self._reset_batch()
 
@@ -824,7 +825,7 @@ class VoyagerMethod(Method):
     # ------------------------------------------------- TRY NOT TO MODIFY
     def restore(self, version: int) -> None:
         refuse_world_per_iteration_runs(self.run_dir)
-        self.base = load_generation(self.run_dir, version, self.name)
+        self.base = load_generation(self.run_dir, version, self.title)
         self.state = load_state(self.run_dir, version)
         if version == 0 and not state_path(self.run_dir, 0).exists():
             save_state(self.run_dir, 0, self.state)

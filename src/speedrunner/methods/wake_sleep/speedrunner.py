@@ -32,13 +32,13 @@ from speedrunner.core.codebook.api_view import (
     inducer_caps,
     render_analysis_helpers,
 )
-from speedrunner.core.codebook.candidate import EditRejected
 from speedrunner.core.codebook.codebook import Codebook
 from speedrunner.core.codebook.edits import (
     AddFunction,
     DeleteFunction,
     Edit,
     EditFunction,
+    EditRejected,
     MakePrivate,
     MakePublic,
     RenameFunction,
