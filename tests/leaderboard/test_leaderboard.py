@@ -193,9 +193,9 @@ def test_remove_takes_the_board_column_or_the_short_run_id_and_says_which_it_wan
     tmp_path, board, capsys
 ):
     ids = [
-        "babyai-opo-gpt-seq-seed0-r0001-1a2b3c4d",
-        "babyai-opo-gpt-seq-seed1-r0002-5e6f7a8b",
-        "babyai-react-gpt-seq-seed1-r0002-99aa00bb",
+        "babyai-opo-gpt-seq-seed0-r0001-one",
+        "babyai-opo-gpt-seq-seed1-r0002-two",
+        "babyai-react-gpt-seq-seed1-r0002-three",
     ]
     lb("append", *(str(result(tmp_path / "results", i)) for i in ids), "--board", str(board))
     capsys.readouterr()

@@ -300,7 +300,7 @@ def _remove(run_ids: list[str], board_path: Path, *, dry_run: bool) -> list[str]
 
 REMOVE_TAKES = (
     "remove takes what the board's `run id` column shows (the result id, e.g. "
-    "babyai-opo-gpt-seq-seed0-r0001-1a2b3c4d), or the run's short id (r0001) if only one row has it"
+    "babyai-opo-gpt-seq-seed0-r0001-<suffix>), or the run's short id (r0001) if only one row has it"
 )
 
 
